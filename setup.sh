@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Parley set-up: installs Debian packages, builds, then runs the main job or the test suite.
+#   ./setup.sh run    install, build, and run `parley generate` on the built-in model
+#   ./setup.sh test   install, build, and run the whole test suite (ctest)
+set -euo pipefail
+cd "$(dirname "$0")"
+mode=${1:-run}
+BUILD=${PARLEY_BUILD_DIR:-build}
+
+install_packages() {
+  local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev libspdlog-dev catch2)
+  local missing=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+build() {
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  cmake --build "$BUILD" -j "$(nproc)"
+}
+
+install_packages
+build
+case "$mode" in
+  run)  shift || true; "$BUILD/parley" generate --prompt "Once upon a time" --max-tokens 64 "$@" ;;
+  test) ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)" ;;
+  *)    echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
