@@ -1,1 +1,116 @@
-// placeholder
+#include "model/llama.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace parley {
+namespace {
+
+std::vector<float> concat_rows(std::vector<float>& a, std::vector<float>& b, std::vector<float>* c = nullptr) {
+  std::vector<float> out;
+  out.reserve(a.size() + b.size() + (c ? c->size() : 0));
+  out.insert(out.end(), a.begin(), a.end());
+  out.insert(out.end(), b.begin(), b.end());
+  if (c) out.insert(out.end(), c->begin(), c->end());
+  a = {}, b = {};
+  if (c) *c = {};
+  return out;
+}
+
+void add_into(std::vector<float>& x, const std::vector<float>& y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cpu::CpuBackend& backend)
+    : config_(config), backend_(&backend) {
+  config_.validate();
+  if (int(weights.layers.size()) != config.n_layers) throw std::invalid_argument("weights have the wrong layer count");
+  token_embedding_ = std::move(weights.token_embedding);
+  output_norm_ = std::move(weights.output_norm);
+  output_ = std::move(weights.output);
+  for (auto& w : weights.layers) {
+    Layer l;
+    l.attn_norm = std::move(w.attn_norm);
+    l.wqkv = concat_rows(w.wq, w.wk, &w.wv);
+    l.wo = std::move(w.wo);
+    l.ffn_norm = std::move(w.ffn_norm);
+    l.w_gate_up = concat_rows(w.w_gate, w.w_up);
+    l.w_down = std::move(w.w_down);
+    layers_.push_back(std::move(l));
+  }
+}
+
+void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits) {
+  const auto& c = config_;
+  const auto& be = *backend_;
+  const int M = batch.num_tokens();
+  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int qkv_w = dim + 2 * kv_dim;
+  for (int i = 0; i < M; ++i) {
+    if (batch.token_ids[i] < 0 || batch.token_ids[i] >= c.vocab_size)
+      throw std::out_of_range("token id " + std::to_string(batch.token_ids[i]) + " outside the vocabulary");
+    if (batch.positions[i] < 0 || batch.positions[i] >= c.max_seq_len)
+      throw std::out_of_range("position " + std::to_string(batch.positions[i]) + " outside the context");
+  }
+  x_.resize(size_t(M) * dim);
+  xb_.resize(size_t(M) * dim);
+  qkv_.resize(size_t(M) * qkv_w);
+  q_.resize(size_t(M) * dim);
+  k_.resize(size_t(M) * kv_dim);
+  v_.resize(size_t(M) * kv_dim);
+  attn_.resize(size_t(M) * dim);
+  hb_.resize(size_t(M) * 2 * hidden);
+  hidden_.resize(size_t(M) * hidden);
+
+  cpu::AttentionMetadata meta;
+  meta.num_tokens = M;
+  meta.positions = batch.positions.data();
+  meta.token_seq = batch.token_seq.data();
+  meta.slot_mapping = batch.slot_mapping.data();
+  meta.block_tables = batch.block_tables.data();
+  meta.max_blocks_per_seq = batch.max_blocks_per_seq;
+
+  be.embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    const cpu::KvLayerView kvl = kv.layer(l);
+    be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+    be.matmul(xb_.data(), L.wqkv.data(), qkv_.data(), M, qkv_w, dim);
+    for (int i = 0; i < M; ++i) {
+      const float* row = qkv_.data() + size_t(i) * qkv_w;
+      std::copy_n(row, dim, q_.data() + size_t(i) * dim);
+      std::copy_n(row + dim, kv_dim, k_.data() + size_t(i) * kv_dim);
+      std::copy_n(row + dim + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
+    }
+    be.rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, c.rope_theta, c.rope_layout);
+    be.rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, c.rope_theta, c.rope_layout);
+    be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
+    be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data());
+    be.matmul(attn_.data(), L.wo.data(), xb_.data(), M, dim, dim);
+    add_into(x_, xb_, int64_t(M) * dim);
+
+    be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+    be.matmul(xb_.data(), L.w_gate_up.data(), hb_.data(), M, 2 * hidden, dim);
+    for (int i = 0; i < M; ++i) {
+      const float* row = hb_.data() + size_t(i) * 2 * hidden;
+      be.swiglu(row, row + hidden, hidden_.data() + size_t(i) * hidden, hidden);
+    }
+    be.matmul(hidden_.data(), L.w_down.data(), xb_.data(), M, dim, hidden);
+    add_into(x_, xb_, int64_t(M) * dim);
+  }
+
+  const int S = static_cast<int>(batch.logits_indices.size());
+  selected_.resize(size_t(S) * dim);
+  for (int s = 0; s < S; ++s)
+    std::copy_n(x_.data() + size_t(batch.logits_indices[s]) * dim, dim, selected_.data() + size_t(s) * dim);
+  xb_.resize(std::max<size_t>(xb_.size(), size_t(S) * dim));
+  be.rmsnorm(selected_.data(), output_norm_.data(), xb_.data(), S, dim, c.norm_eps);
+  const auto& head = output_.empty() ? token_embedding_ : output_;
+  logits.resize(size_t(S) * c.vocab_size);
+  be.matmul(xb_.data(), head.data(), logits.data(), S, c.vocab_size, dim);
+}
+
+}  // namespace parley

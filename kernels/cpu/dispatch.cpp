@@ -1,1 +1,150 @@
-// placeholder
+// CpuBackend: picks the instruction set at run time and spreads each op over OpenMP threads.
+// Work is split by output element only, never inside a reduction, so results are thread-count invariant.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/reference.hpp"
+
+namespace parley::cpu {
+
+std::string isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Auto: return "auto";
+    case Isa::Generic: return "generic";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  for (Isa isa : {Isa::Auto, Isa::Generic, Isa::Avx2, Isa::Avx512})
+    if (isa_name(isa) == name) return isa;
+  throw std::invalid_argument("unknown ISA '" + name + "' (expected auto, generic, avx2 or avx512)");
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::Auto:
+    case Isa::Generic: return true;
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  }
+  return false;
+}
+
+Isa best_isa() {
+  if (isa_supported(Isa::Avx512)) return Isa::Avx512;
+  if (isa_supported(Isa::Avx2)) return Isa::Avx2;
+  return Isa::Generic;
+}
+
+namespace {
+
+SimdKernels kernels_for(Isa isa) {
+  if (isa == Isa::Auto) isa = best_isa();
+  if (!isa_supported(isa)) throw std::invalid_argument("this CPU does not support ISA " + isa_name(isa));
+  switch (isa) {
+    case Isa::Avx512: return avx512_kernels();
+    case Isa::Avx2: return avx2_kernels();
+    default: return generic_kernels();
+  }
+}
+
+// Below this much work an op runs on the calling thread: a fork/join costs more than it saves.
+constexpr int64_t kParallelFlops = 1 << 16;
+
+}  // namespace
+
+CpuBackend::CpuBackend(int threads, Isa isa)
+    : simd_(kernels_for(isa)), threads_(threads > 0 ? threads : omp_get_num_procs()) {}
+
+void CpuBackend::matmul(const float* x, const float* w, float* out, int M, int N, int K) const {
+  const int64_t flops = int64_t(M) * N * K;
+  const int workers = flops < kParallelFlops ? 1 : std::min<int64_t>(threads_, (N + 15) / 16);
+  if (workers <= 1) {
+    simd_.matmul(x, w, out, M, N, K, 0, N);
+    return;
+  }
+  // Multiples of 16 columns keep each thread's output rows on cache lines of their own.
+  const int chunk = ((N + workers - 1) / workers + 15) / 16 * 16;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int t = 0; t < workers; ++t) {
+    const int n0 = t * chunk, n1 = std::min(N, n0 + chunk);
+    if (n0 < n1) simd_.matmul(x, w, out, M, N, K, n0, n1);
+  }
+}
+
+void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
+  reference::rmsnorm(x, weight, out, M, dim, eps);
+}
+
+void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta,
+                      RopeLayout layout) const {
+  reference::rope(x, positions, M, n_heads, head_dim, theta, layout);
+}
+
+void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t count) const {
+  const int workers = count < 8192 ? 1 : threads_;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int t = 0; t < workers; ++t) {
+    const int64_t b = count * t / workers, e = count * (t + 1) / workers;
+    reference::swiglu(gate + b, up + b, out + b, e - b);
+  }
+}
+
+void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
+  reference::embedding(table, tokens, M, dim, out);
+}
+
+void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots,
+                          int M) const {
+  reference::kv_write(kv, k, v, slots, M);
+}
+
+void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
+                                 int n_heads, int n_kv_heads, int head_dim, float* out) const {
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t pairs = int64_t(meta.num_tokens) * n_heads;
+  int64_t work = 0;
+  for (int t = 0; t < meta.num_tokens; ++t) work += int64_t(meta.positions[t] + 1) * n_heads * head_dim;
+  const int workers = work < kParallelFlops ? 1 : threads_;
+#pragma omp parallel num_threads(workers)
+  {
+    std::vector<float> scores;
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t p = 0; p < pairs; ++p) {
+      const int t = static_cast<int>(p / n_heads), h = static_cast<int>(p % n_heads);
+      const int pos = meta.positions[t];
+      const int* table = meta.block_tables + int64_t(meta.token_seq[t]) * meta.max_blocks_per_seq;
+      const float* qh = q + (int64_t(t) * n_heads + h) * head_dim;
+      const int64_t head_off = int64_t(h / group) * head_dim;
+      scores.resize(pos + 1);
+      float max_score = -INFINITY;
+      for (int j = 0; j <= pos; ++j) {
+        const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
+        scores[j] = simd_.dot(qh, kv.keys + slot * kv.kv_dim + head_off, head_dim) * scale;
+        max_score = std::max(max_score, scores[j]);
+      }
+      float sum = 0.0f;
+      for (int j = 0; j <= pos; ++j) {
+        scores[j] = std::exp(scores[j] - max_score);
+        sum += scores[j];
+      }
+      float* oh = out + (int64_t(t) * n_heads + h) * head_dim;
+      std::fill(oh, oh + head_dim, 0.0f);
+      for (int j = 0; j <= pos; ++j) {
+        const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
+        simd_.axpy(scores[j] / sum, kv.values + slot * kv.kv_dim + head_off, oh, head_dim);
+      }
+    }
+  }
+}
+
+}  // namespace parley::cpu

@@ -1,0 +1,78 @@
+// The CPU backend: the op set every backend implements (CUDA mirrors these signatures).
+// All ops are batch-invariant: a row's result never depends on the other rows or the thread count.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/llama_config.hpp"
+
+namespace parley::cpu {
+
+enum class Isa { Auto, Generic, Avx2, Avx512 };
+std::string isa_name(Isa isa);
+Isa parse_isa(const std::string& name);  // "auto", "generic", "avx2", "avx512"; throws otherwise
+bool isa_supported(Isa isa);             // whether this CPU can run it
+Isa best_isa();
+
+// One layer's paged KV storage: [num_blocks][block_size][kv_dim] for keys and for values.
+struct KvLayerView {
+  float* keys;
+  float* values;
+  int block_size;
+  int kv_dim;
+};
+
+// Where each token of a flattened batch reads and writes the KV cache (vLLM's attention metadata).
+struct AttentionMetadata {
+  int num_tokens = 0;
+  const int* positions = nullptr;       // [num_tokens] position of each token in its sequence
+  const int* token_seq = nullptr;       // [num_tokens] index of the token's sequence
+  const int64_t* slot_mapping = nullptr;// [num_tokens] block_id * block_size + offset to write
+  const int* block_tables = nullptr;    // [num_seqs][max_blocks_per_seq] physical block ids
+  int max_blocks_per_seq = 0;
+};
+
+// Function pointers of one instruction set's vectorized kernels.
+struct SimdKernels {
+  Isa isa;
+  // out[m][n] = sum_k x[m][k] * w[n][k] for rows m in [0, M) and columns n in [n_begin, n_end).
+  void (*matmul)(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end);
+  float (*dot)(const float* a, const float* b, int n);
+  void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+};
+SimdKernels generic_kernels();
+SimdKernels avx2_kernels();
+SimdKernels avx512_kernels();
+
+class CpuBackend {
+ public:
+  // threads <= 0 means all hardware threads; Isa::Auto picks the best the CPU supports.
+  explicit CpuBackend(int threads = 0, Isa isa = Isa::Auto);
+
+  Isa isa() const { return simd_.isa; }
+  int threads() const { return threads_; }
+
+  // out[M][N] = x[M][K] * w[N][K]^T
+  void matmul(const float* x, const float* w, float* out, int M, int N, int K) const;
+  // out[m] = x[m] / rms(x[m]) * weight, per row of width dim
+  void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
+  // Rotates every head of x[M][n_heads * head_dim] in place by its token's position.
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta,
+            RopeLayout layout) const;
+  // out = silu(gate) * up, elementwise over count values
+  void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // out[m] = table[tokens[m]]
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
+  // Writes each token's k and v rows ([M][kv_dim]) to its slot.
+  void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
+  // Causal attention of each token over positions [0, position] of its own sequence.
+  // q, out: [num_tokens][n_heads * head_dim]; grouped-query heads share kv head h / (n_heads/n_kv_heads).
+  void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
+                       int n_heads, int n_kv_heads, int head_dim, float* out) const;
+
+ private:
+  SimdKernels simd_;
+  int threads_;
+};
+
+}  // namespace parley::cpu

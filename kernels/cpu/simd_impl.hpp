@@ -1,0 +1,77 @@
+// Vectorized kernels written once over a small vector-type policy V and instantiated per ISA
+// (simd_avx2.cpp, simd_avx512.cpp, simd_generic.cpp compile this with their own -m flags).
+//
+// Batch invariance: every output element is reduced in the same order whatever tile computes it:
+// W-lane accumulation over full K chunks in ascending k, then V::hsum, then the scalar K tail.
+// So a row's result never depends on M, on the tile shape, or on how threads split N.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+namespace parley::cpu::simd {
+
+// MR rows of x times NR rows of w: MR*NR vector accumulators held in registers.
+template <class V, int MR, int NR>
+inline void micro_tile(const float* x, const float* w, float* out, int N, int K, int m0, int n0) {
+  typename V::T acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const int k_full = K - K % V::W;
+  for (int k = 0; k < k_full; k += V::W) {
+    typename V::T wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = V::load(w + int64_t(n0 + j) * K + k);
+    for (int i = 0; i < MR; ++i) {
+      const typename V::T xv = V::load(x + int64_t(m0 + i) * K + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      float s = V::hsum(acc[i][j]);
+      const float* xr = x + int64_t(m0 + i) * K;
+      const float* wr = w + int64_t(n0 + j) * K;
+      for (int k = k_full; k < K; ++k) s += xr[k] * wr[k];
+      out[int64_t(m0 + i) * N + n0 + j] = s;
+    }
+}
+
+template <class V, int NR>
+inline void rows_tile(const float* x, const float* w, float* out, int M, int N, int K, int m_begin,
+                      int m_end, int n0) {
+  int m = m_begin;
+  for (; m + V::MR <= m_end; m += V::MR) micro_tile<V, V::MR, NR>(x, w, out, N, K, m, n0);
+  for (; m < m_end; ++m) micro_tile<V, 1, NR>(x, w, out, N, K, m, n0);
+}
+
+// Rows are taken in blocks that keep x hot in L2 while each NR-column tile of w streams past it.
+template <class V>
+void matmul(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end) {
+  const int64_t row_bytes = int64_t(K) * sizeof(float);
+  const int m_block = static_cast<int>(std::clamp<int64_t>((256 * 1024) / row_bytes, V::MR, 4096));
+  for (int m0 = 0; m0 < M; m0 += m_block) {
+    const int m1 = std::min(M, m0 + m_block);
+    int n = n_begin;
+    for (; n + V::NR <= n_end; n += V::NR) rows_tile<V, V::NR>(x, w, out, M, N, K, m0, m1, n);
+    for (; n < n_end; ++n) rows_tile<V, 1>(x, w, out, M, N, K, m0, m1, n);
+  }
+}
+
+template <class V>
+float dot(const float* a, const float* b, int n) {
+  typename V::T acc = V::zero();
+  const int n_full = n - n % V::W;
+  for (int i = 0; i < n_full; i += V::W) acc = V::fma(V::load(a + i), V::load(b + i), acc);
+  float s = V::hsum(acc);
+  for (int i = n_full; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+template <class V>
+void axpy(float alpha, const float* x, float* y, int n) {
+  const typename V::T av = V::set1(alpha);
+  const int n_full = n - n % V::W;
+  for (int i = 0; i < n_full; i += V::W) V::store(y + i, V::fma(av, V::load(x + i), V::load(y + i)));
+  for (int i = n_full; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace parley::cpu::simd

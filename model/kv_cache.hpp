@@ -1,0 +1,32 @@
+// Paged KV storage for every layer: the physical blocks that block tables point into.
+// Which blocks a sequence owns is the block pool's business (engine/block_pool.hpp), not this class's.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "model/llama_config.hpp"
+
+namespace parley {
+
+class KvCache {
+ public:
+  KvCache(const LlamaConfig& config, int num_blocks, int block_size);
+
+  int num_blocks() const { return num_blocks_; }
+  int block_size() const { return block_size_; }
+  int64_t bytes() const { return int64_t(keys_.size() + values_.size()) * sizeof(float); }
+  cpu::KvLayerView layer(int l);
+  // Copies one block's keys and values in every layer (copy-on-write of a shared partial block).
+  void copy_block(int src, int dst);
+
+ private:
+  int num_blocks_, block_size_, kv_dim_, n_layers_;
+  int64_t layer_stride_;  // floats per layer
+  std::vector<float> keys_, values_;
+};
+
+// Bytes one block takes across all layers, for sizing the pool from a memory budget.
+int64_t kv_block_bytes(const LlamaConfig& config, int block_size);
+
+}  // namespace parley

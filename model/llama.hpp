@@ -1,0 +1,48 @@
+// The Llama forward pass over a flattened batch of sequences at different positions.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "model/kv_cache.hpp"
+#include "model/llama_config.hpp"
+
+namespace parley {
+
+// The model runner's input for one step: every scheduled token of every sequence, flattened.
+struct ForwardBatch {
+  std::vector<int> token_ids;         // [num_tokens]
+  std::vector<int> positions;         // [num_tokens] position within its sequence
+  std::vector<int> token_seq;         // [num_tokens] row of block_tables the token belongs to
+  std::vector<int64_t> slot_mapping;  // [num_tokens] KV slot the token writes
+  std::vector<int> block_tables;      // [num_seqs][max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  std::vector<int> logits_indices;    // tokens whose next-token logits are wanted
+
+  int num_tokens() const { return static_cast<int>(token_ids.size()); }
+};
+
+class LlamaModel {
+ public:
+  // Takes the weights; fuses Q/K/V and gate/up into one matrix each (same bits, fewer passes).
+  LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cpu::CpuBackend& backend);
+
+  const LlamaConfig& config() const { return config_; }
+  const cpu::CpuBackend& backend() const { return *backend_; }
+
+  // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
+  void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
+  };
+  LlamaConfig config_;
+  const cpu::CpuBackend* backend_;
+  std::vector<float> token_embedding_, output_norm_, output_;  // output_ empty when tied
+  std::vector<Layer> layers_;
+  // Scratch reused across steps; grows to the largest batch seen.
+  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_;
+};
+
+}  // namespace parley
