@@ -1,5 +1,6 @@
 // SentencePiece-style BPE with byte fallback, as llama2.c's run.c encodes and decodes.
 #pragma once
+#include <array>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,9 +35,15 @@ class Tokenizer {
   int eos_id() const { return vocab_.eos_id; }
 
  private:
+  // The SentencePiece strategy (text without BOS); a gpt2 byte-level BPE would be a sibling.
+  std::vector<int> encode_spm(std::string_view text) const;
+  // Id of a text-matchable piece (Normal/UserDefined/Undefined), -1 if none.
+  int lookup(std::string_view piece) const;
+
   Vocab vocab_;
-  std::unordered_map<std::string, int> piece_to_id_;  // first id for each piece text
+  std::unordered_map<std::string, int> piece_to_id_;  // first id for each text-matchable piece
   std::vector<std::string> bytes_;                    // decoded bytes per token
+  std::array<int, 256> byte_to_id_{};                 // id of the "<0xAB>" Byte token, or -1
 };
 
 }  // namespace parley
