@@ -1,1 +1,84 @@
-// placeholder
+// Exact greedy generation on the real stories260K model against llama2.c run.c's token ids,
+// from the llama2.c checkpoint, from the shipped GGUF, and from the GGUF `parley convert` writes.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+
+#include "model/convert.hpp"
+#include "model/tokenizer.hpp"
+#include "tests/test_support.hpp"
+
+using namespace parley;
+using namespace parley::test;
+
+namespace {
+
+void check_greedy_reference(const std::string& model_path, const std::string& tokenizer_path) {
+  Loaded m(model_path, tokenizer_path);
+  const Tokenizer tok(*m.file.vocab);
+  OfflineEngine engine(m.model, m.engine_options());
+  for (const Reference& ref : greedy_references()) {
+    INFO("model " << model_path << " prompt '" << ref.prompt << "'");
+    const auto prompt = tok.encode(ref.prompt, true);
+    REQUIRE(prompt == ref.prompt_ids);
+    GenerationRequest req{prompt, {}};
+    req.params.temperature = 0.0f;
+    req.params.max_tokens = 257 - int(prompt.size());  // run.c -n 256 counts prompt positions
+    const auto result = engine.generate({req})[0];
+    REQUIRE(result.output_token_ids == ref.output_ids);
+    const bool stopped_on_bos = ref.output_ids.back() == 1;
+    REQUIRE(result.finish == (stopped_on_bos ? FinishReason::Stop : FinishReason::Length));
+  }
+  REQUIRE(engine.block_pool().num_used() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("greedy stories260K from the llama2.c checkpoint equals run.c", "[generation]") {
+  check_greedy_reference(shared_model("stories260K.bin"), shared_model("tok512.bin"));
+}
+
+TEST_CASE("greedy stories260K from the shipped GGUF equals run.c", "[generation]") {
+  check_greedy_reference(shared_model("stories260K.gguf"), "");
+}
+
+TEST_CASE("greedy stories260K from the GGUF parley convert writes equals run.c", "[generation]") {
+  TempDir dir;
+  const std::string out = dir.file("converted.gguf");
+  convert_llama2c(shared_model("stories260K.bin"), shared_model("tok512.bin"), out, GgmlType::F32);
+  check_greedy_reference(out, "");
+}
+
+TEST_CASE("parley generate prints the reference token ids", "[generation][cli]") {
+  const Reference ref = greedy_references()[0];
+  const std::string cmd = std::string(PARLEY_BINARY) + " generate --model " + shared_model("stories260K.bin") +
+                          " --tokenizer " + shared_model("tok512.bin") + " --prompt '" + ref.prompt +
+                          "' --temperature 0 --max-tokens 40 --show-ids 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  REQUIRE(pipe);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
+  std::string ids = "output_token_ids: [";
+  for (int i = 0; i < 40; ++i) ids += (i ? ", " : "") + std::to_string(ref.output_ids[i]);
+  ids += "]";
+  REQUIRE_THAT(out, Catch::Contains(ids));
+  // The printed text is the prompt and the decoded continuation, as run.c prints it.
+  REQUIRE_THAT(out, Catch::StartsWith(ref.text.substr(0, 40)));
+}
+
+TEST_CASE("the built-in model runs out of the box and is deterministic", "[generation]") {
+  Loaded a("", ""), b("", "");
+  const Tokenizer tok(*a.file.vocab);
+  GenerationRequest req{tok.encode("Hello world", true), {}};
+  req.params.seed = 7;
+  req.params.max_tokens = 20;
+  req.params.ignore_eos = true;
+  OfflineEngine ea(a.model, a.engine_options()), eb(b.model, b.engine_options());
+  const auto ra = ea.generate({req})[0], rb = eb.generate({req})[0];
+  REQUIRE(ra.output_token_ids.size() == 20);
+  REQUIRE(ra.output_token_ids == rb.output_token_ids);
+  REQUIRE(ra.finish == FinishReason::Length);
+}

@@ -39,6 +39,9 @@ struct SimdKernels {
   void (*matmul)(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+  // Runs iters rounds of independent register FMAs (2 * W * 12 flops a round): the peak probe for benchmarks.
+  float (*fma_probe)(int64_t iters);
+  int lanes;  // W, floats per vector
 };
 SimdKernels generic_kernels();
 SimdKernels avx2_kernels();
@@ -51,6 +54,7 @@ class CpuBackend {
 
   Isa isa() const { return simd_.isa; }
   int threads() const { return threads_; }
+  const SimdKernels& simd() const { return simd_; }
 
   // out[M][N] = x[M][K] * w[N][K]^T
   void matmul(const float* x, const float* w, float* out, int M, int N, int K) const;

@@ -28,7 +28,8 @@ struct Avx2 {
 }  // namespace
 
 SimdKernels avx2_kernels() {
-  return {Isa::Avx2, &simd::matmul<Avx2>, &simd::dot<Avx2>, &simd::axpy<Avx2>};
+  return {Isa::Avx2, &simd::matmul<Avx2>, &simd::dot<Avx2>, &simd::axpy<Avx2>,
+          &simd::fma_probe<Avx2>, Avx2::W};
 }
 
 }  // namespace parley::cpu

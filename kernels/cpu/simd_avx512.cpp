@@ -31,7 +31,8 @@ struct Avx512 {
 }  // namespace
 
 SimdKernels avx512_kernels() {
-  return {Isa::Avx512, &simd::matmul<Avx512>, &simd::dot<Avx512>, &simd::axpy<Avx512>};
+  return {Isa::Avx512, &simd::matmul<Avx512>, &simd::dot<Avx512>, &simd::axpy<Avx512>,
+          &simd::fma_probe<Avx512>, Avx512::W};
 }
 
 }  // namespace parley::cpu

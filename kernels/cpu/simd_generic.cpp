@@ -21,7 +21,8 @@ struct Scalar {
 }  // namespace
 
 SimdKernels generic_kernels() {
-  return {Isa::Generic, &simd::matmul<Scalar>, &simd::dot<Scalar>, &simd::axpy<Scalar>};
+  return {Isa::Generic, &simd::matmul<Scalar>, &simd::dot<Scalar>, &simd::axpy<Scalar>,
+          &simd::fma_probe<Scalar>, Scalar::W};
 }
 
 }  // namespace parley::cpu

@@ -74,4 +74,17 @@ void axpy(float alpha, const float* x, float* y, int n) {
   for (int i = n_full; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// Twelve independent FMA chains hide the FMA latency, so this runs at the core's FMA throughput.
+template <class V>
+float fma_probe(int64_t iters) {
+  typename V::T acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = V::set1(float(i) * 1e-3f);
+  const typename V::T a = V::set1(0.999999f), b = V::set1(1e-7f);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) acc[i] = V::fma(acc[i], a, b);
+  float s = 0.0f;
+  for (int i = 0; i < 12; ++i) s += V::hsum(acc[i]);
+  return s;
+}
+
 }  // namespace parley::cpu::simd

@@ -1,0 +1,45 @@
+#include "model/model_source.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "model/random_model.hpp"
+#include "model/tokenizer.hpp"
+
+namespace parley {
+namespace {
+
+constexpr uint64_t kBuiltinSeed = 0x5EED;
+
+bool is_gguf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+}  // namespace
+
+ModelFile load_model_with_vocab(const std::string& model_path, const std::string& tokenizer_path) {
+  ModelFile m = model_path.empty() ? make_random_model(builtin_model_config(), kBuiltinSeed) : load_model_file(model_path);
+  if (!tokenizer_path.empty()) {
+    m.vocab = is_gguf(tokenizer_path) ? load_model_file(tokenizer_path).vocab
+                                      : read_llama2c_tokenizer(tokenizer_path, m.config.vocab_size);
+    if (!m.vocab) throw std::runtime_error("tokenizer file '" + tokenizer_path + "' has no vocabulary");
+  }
+  if (!m.vocab)
+    throw std::runtime_error("model '" + model_path + "' carries no tokenizer: pass --tokenizer (a llama2.c tokenizer.bin or a GGUF)");
+  if (m.vocab->size() != m.config.vocab_size)
+    throw std::runtime_error("tokenizer has " + std::to_string(m.vocab->size()) + " tokens but the model's vocabulary is " +
+                             std::to_string(m.config.vocab_size));
+  return m;
+}
+
+std::vector<int> default_stop_token_ids(const Vocab& vocab) {
+  std::vector<int> ids{vocab.eos_id};
+  if (vocab.bos_id != vocab.eos_id && vocab.bos_id >= 0) ids.push_back(vocab.bos_id);
+  return ids;
+}
+
+}  // namespace parley

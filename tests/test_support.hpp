@@ -1,0 +1,66 @@
+// Shared test fixtures: paths into ../shared, the greedy reference, a temp dir, a runner for the engine.
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/offline_engine.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "model/model_source.hpp"
+
+namespace parley::test {
+
+inline std::string shared_model(const std::string& name) { return std::string(PARLEY_SHARED_DIR) + "/models/" + name; }
+
+struct Reference {
+  std::string prompt, text;
+  std::vector<int> prompt_ids, output_ids;
+};
+
+inline std::vector<Reference> greedy_references() {
+  std::ifstream in(shared_model("stories260K_greedy_reference.json"));
+  const auto j = nlohmann::json::parse(in);
+  std::vector<Reference> out;
+  for (const auto& r : j.at("references"))
+    out.push_back({r.at("prompt"), r.at("text"), r.at("prompt_token_ids"), r.at("output_token_ids")});
+  return out;
+}
+
+// A fresh directory under the system temp dir, removed when the object dies.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("parley-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+// A model loaded and ready, with a backend of its own.
+struct Loaded {
+  ModelFile file;
+  cpu::CpuBackend backend;
+  LlamaModel model;
+  Loaded(const std::string& model_path, const std::string& tokenizer_path, int threads = 2)
+      : file(load_model_with_vocab(model_path, tokenizer_path)),
+        backend(threads),
+        model(file.config, file.weights, backend) {}
+  EngineOptions engine_options() const {
+    EngineOptions o;
+    o.stop_token_ids = default_stop_token_ids(*file.vocab);
+    return o;
+  }
+};
+
+}  // namespace parley::test
