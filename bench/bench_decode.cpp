@@ -56,23 +56,25 @@ std::vector<int> prompt_ids(int P) {
   return ids;
 }
 
-// Prompt tokens per second for one sequence (best of 3 passes).
+// Prompt tokens per second for one sequence: median of 5 passes after a warm-up (as the peer script).
 double prefill_tps(LlamaModel& model, int P) {
-  double best = 1e30;
+  std::vector<double> times;
   std::vector<float> logits;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     Run run(model, 1, P, 1);
     const auto b = run.batch_for({0}, prompt_ids(P), 0, P);
     const auto t0 = Clock::now();
     model.forward(b, run.kv, logits);
-    best = std::min(best, seconds_since(t0));
+    if (rep > 0) times.push_back(seconds_since(t0));
   }
-  return P / best;
+  std::nth_element(times.begin(), times.begin() + 2, times.end());
+  return P / times[2];
 }
 
-// Generated tokens per second across S sequences decoding together, greedy, prefill excluded.
+// Generated tokens per second across S sequences decoding together, greedy; prefill and one warm-up
+// step are untimed, as in the peer script.
 double decode_tps(LlamaModel& model, int S, int P, int G) {
-  Run run(model, S, P, G);
+  Run run(model, S, P, G + 1);
   std::vector<float> logits;
   std::vector<int> next(S);
   const int V = model.config().vocab_size;
@@ -82,11 +84,13 @@ double decode_tps(LlamaModel& model, int S, int P, int G) {
   }
   std::vector<int> all(S);
   for (int s = 0; s < S; ++s) all[s] = s;
-  const auto t0 = Clock::now();
-  for (int step = 0; step < G; ++step) {
-    model.forward(run.batch_for(all, next, P + step, 1), run.kv, logits);
+  auto step = [&](int pos) {
+    model.forward(run.batch_for(all, next, pos, 1), run.kv, logits);
     for (int s = 0; s < S; ++s) next[s] = argmax(logits.data() + size_t(s) * V, V);
-  }
+  };
+  step(P);
+  const auto t0 = Clock::now();
+  for (int i = 1; i <= G; ++i) step(P + i);
   return double(S) * G / seconds_since(t0);
 }
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every benchmark of this stage and prints their tables: kernel GFLOP/s against the measured
+# peak, then prefill/decode tokens/s on stories260K and on the 110M-shape random model, each with
+# llama.cpp (node-llama-cpp) measured on the same GGUF in the same run.
+#   bench/run_all.sh [threads]     (default: all cores; run on an otherwise idle machine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+threads=${1:-$(nproc)}
+BUILD=${PARLEY_BUILD_DIR:-build}
+[ -x "$BUILD/bench_decode" ] || { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD"; }
+bench/peer/install.sh
+mkdir -p bench/out
+model110=bench/out/parley-110m-f32.gguf
+[ -f "$model110" ] || "$BUILD/parley" gen-model --shape 110m --dtype f32 --out "$model110"
+
+echo "## Kernels"; "$BUILD/bench_kernels" --threads "$threads"; echo
+echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260K.gguf --threads "$threads" --peer; echo
+echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer
