@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/detokenizer.hpp"
+#include "model/model_file.hpp"
 #include "model/tokenizer.hpp"
 
 using namespace parley;
@@ -344,5 +345,39 @@ TEST_CASE("incremental detokenizer output concatenates to decode", "[tokenizer]"
     for (int t : ids) joined += d.push(t);
     joined += d.flush();
     CHECK(joined == tok.decode(ids, -1));
+  }
+}
+
+TEST_CASE("the GGUF vocab of stories260K tokenizes like tok512.bin", "[tokenizer]") {
+  const ModelFile m = load_model_file(models_dir() + "/stories260K.gguf");
+  REQUIRE(m.vocab.has_value());
+  const Vocab& gv = *m.vocab;
+  const Vocab bv = read_llama2c_tokenizer(tok512_path(), 512);
+  REQUIRE(gv.size() == bv.size());
+  CHECK(gv.kind == TokenizerKind::SentencePiece);
+  CHECK(gv.bos_id == bv.bos_id);
+  CHECK(gv.eos_id == bv.eos_id);
+  CHECK(gv.unk_id == bv.unk_id);
+  CHECK(gv.add_space_prefix);
+  for (int i = 0; i < bv.size(); ++i) {
+    INFO("token " << i);
+    CHECK(gv.pieces[i] == bv.pieces[i]);  // U+2581 mapped back to ' '
+    CHECK(gv.types[i] == bv.types[i]);
+  }
+
+  const Tokenizer from_gguf(gv);
+  const Tokenizer from_bin(bv);
+  const auto ref = reference();
+  std::vector<std::string> texts = {"caf\xC3\xA9 \xE4\xB8\xAD\x01!", "  Lily, the dog.\nTom"};
+  for (const auto& r : ref["references"]) texts.push_back(r["prompt"]);
+  for (const auto& t : texts) {
+    INFO("text: '" << t << "'");
+    CHECK(from_gguf.encode(t, true) == from_bin.encode(t, true));
+  }
+  for (const auto& r : ref["references"]) {
+    CHECK(from_gguf.encode(r["prompt"].get<std::string>(), true) ==
+          r["prompt_token_ids"].get<std::vector<int>>());
+    const auto out = r["output_token_ids"].get<std::vector<int>>();
+    CHECK(from_gguf.decode(out, 1) == from_bin.decode(out, 1));
   }
 }
