@@ -102,10 +102,10 @@ nlohmann::json run_peer(const std::string& model, int threads, const std::string
   std::array<char, 4096> buf{};
   while (pipe && fgets(buf.data(), buf.size(), pipe.get())) out += buf.data();
   try {
-    return nlohmann::json::parse(out);
+    return nlohmann::json::parse(out);  // an object on success
   } catch (const std::exception&) {
     std::fprintf(stderr, "peer run failed (run bench/peer/install.sh first?): %s\n", out.c_str());
-    return {};
+    return nlohmann::json::object();
   }
 }
 
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   std::stringstream ss(seqs_arg);
   for (std::string item; std::getline(ss, item, ',');) seqs.push_back(std::stoi(item));
 
-  const nlohmann::json p = peer ? run_peer(model_path, backend.threads(), seqs_arg, P, G) : nlohmann::json{};
+  const nlohmann::json p = peer ? run_peer(model_path, backend.threads(), seqs_arg, P, G) : nlohmann::json::object();
   auto peer_decode = [&](int S) -> double {
     if (!p.contains("decode")) return 0;
     for (const auto& d : p["decode"])

@@ -7,14 +7,15 @@
 namespace parley {
 namespace {
 
-std::vector<float> concat_rows(std::vector<float>& a, std::vector<float>& b, std::vector<float>* c = nullptr) {
-  std::vector<float> out;
-  out.reserve(a.size() + b.size() + (c ? c->size() : 0));
-  out.insert(out.end(), a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-  if (c) out.insert(out.end(), c->begin(), c->end());
-  a = {}, b = {};
-  if (c) *c = {};
+// Concatenates [out][in] matrices along out (one matmul computes all of them), freeing the inputs.
+cpu::WeightBuffer concat_rows(std::vector<float>& a, std::vector<float>* b = nullptr, std::vector<float>* c = nullptr) {
+  cpu::WeightBuffer out;
+  out.reserve(a.size() + (b ? b->size() : 0) + (c ? c->size() : 0));
+  for (std::vector<float>* m : {&a, b, c}) {
+    if (!m) continue;
+    out.insert(out.end(), m->begin(), m->end());
+    *m = {};
+  }
   return out;
 }
 
@@ -28,17 +29,17 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     : config_(config), backend_(&backend) {
   config_.validate();
   if (int(weights.layers.size()) != config.n_layers) throw std::invalid_argument("weights have the wrong layer count");
-  token_embedding_ = std::move(weights.token_embedding);
+  token_embedding_ = concat_rows(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
-  output_ = std::move(weights.output);
+  output_ = concat_rows(weights.output);
   for (auto& w : weights.layers) {
     Layer l;
     l.attn_norm = std::move(w.attn_norm);
-    l.wqkv = concat_rows(w.wq, w.wk, &w.wv);
-    l.wo = std::move(w.wo);
+    l.wqkv = concat_rows(w.wq, &w.wk, &w.wv);
+    l.wo = concat_rows(w.wo);
     l.ffn_norm = std::move(w.ffn_norm);
-    l.w_gate_up = concat_rows(w.w_gate, w.w_up);
-    l.w_down = std::move(w.w_down);
+    l.w_gate_up = concat_rows(w.w_gate, &w.w_up);
+    l.w_down = concat_rows(w.w_down);
     layers_.push_back(std::move(l));
   }
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/weight_buffer.hpp"
 #include "model/kv_cache.hpp"
 #include "model/llama_config.hpp"
 
@@ -35,11 +36,13 @@ class LlamaModel {
 
  private:
   struct Layer {
-    std::vector<float> attn_norm, wqkv, wo, ffn_norm, w_gate_up, w_down;
+    std::vector<float> attn_norm, ffn_norm;
+    cpu::WeightBuffer wqkv, wo, w_gate_up, w_down;
   };
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
-  std::vector<float> token_embedding_, output_norm_, output_;  // output_ empty when tied
+  cpu::WeightBuffer token_embedding_, output_;  // output_ empty when tied
+  std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   // Scratch reused across steps; grows to the largest batch seen.
   std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_;
