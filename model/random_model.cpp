@@ -1,1 +1,157 @@
-// placeholder
+#include "model/random_model.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_set>
+
+namespace parley {
+
+LlamaConfig builtin_model_config() {
+  LlamaConfig c;
+  c.dim = 64;
+  c.hidden_dim = 192;
+  c.n_layers = 4;
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  c.vocab_size = 512;
+  c.max_seq_len = 1024;
+  c.rope_layout = RopeLayout::Adjacent;
+  c.tied_output = true;
+  return c;
+}
+
+LlamaConfig bench_110m_config() {
+  LlamaConfig c;
+  c.dim = 768;
+  c.hidden_dim = 2048;
+  c.n_layers = 12;
+  c.n_heads = 12;
+  c.n_kv_heads = 12;
+  c.vocab_size = 32000;
+  c.max_seq_len = 2048;
+  c.rope_layout = RopeLayout::Adjacent;
+  c.tied_output = false;
+  return c;
+}
+
+namespace {
+
+// splitmix64 (Steele, Lea, Flood 2014): tiny, fully specified, good enough for weights.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1): 24 random bits are exact in a float, so no rounding differs by platform.
+  float symmetric() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
+};
+
+std::vector<float> uniform(SplitMix64& rng, size_t rows, size_t in_features) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(in_features));
+  std::vector<float> w(rows * in_features);
+  for (float& x : w) x = rng.symmetric() * scale;
+  return w;
+}
+
+// Common English pieces for TinyStories-like text; prefixes are added automatically.
+constexpr std::string_view kCommon[] = {
+    " the", " and", " a", " to", " was", " he", " she", " it", " of", " in", " they", " her", " his",
+    " said", " with", " you", " on", " for", " that", " day", " big", " time", " upon", " Once", " One",
+    " there", " named", " little", " girl", " boy", " play", " happy", " friend", " mom", " dog", " cat",
+    " saw", " went", " wanted", " very", " had", " not", " is", " so", " but", " were", " be", " all",
+    " Lily", " Tom", " Ben", " Tim", " Sue", " park", " tree", " ball", " toy", " sun", " fun", " can",
+    "ing", "ed", "er", "ly", "th", "he", "in", "an", "re", "on", "at", "en", "nd", "st", "es", "ou",
+    ".", ",", "!", "?", "\"", "'s", " \"",
+};
+
+}  // namespace
+
+Vocab make_synthetic_vocab(int vocab_size) {
+  constexpr int kSpecial = 3 + 256, kMin = kSpecial + 95;
+  if (vocab_size < kMin)
+    throw std::invalid_argument("make_synthetic_vocab: vocab_size " + std::to_string(vocab_size) +
+                                " is below the minimum " + std::to_string(kMin) + " (specials, bytes, ASCII)");
+  Vocab v;
+  v.kind = TokenizerKind::SentencePiece;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  auto push = [&](std::string piece, float score, TokenType type) {
+    v.pieces.push_back(std::move(piece));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  push("<unk>", 0.0f, TokenType::Unknown);
+  push("<s>", 0.0f, TokenType::Control);
+  push("</s>", 0.0f, TokenType::Control);
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    push(buf, 0.0f, TokenType::Byte);
+  }
+
+  std::unordered_set<std::string> seen;
+  // Adds a piece after its one-shorter prefix, so a left-to-right merge path always exists.
+  auto add = [&](auto& self, const std::string& piece) -> void {
+    if (v.size() >= vocab_size || seen.contains(piece)) return;
+    if (piece.size() > 1) self(self, piece.substr(0, piece.size() - 1));
+    if (v.size() >= vocab_size) return;
+    seen.insert(piece);
+    push(piece, -static_cast<float>(v.size() - kSpecial), TokenType::Normal);  // earlier = merged first
+  };
+  for (char ch = ' '; ch <= '~'; ++ch) add(add, std::string(1, ch));
+  for (char ch = 'a'; ch <= 'z'; ++ch) add(add, std::string(" ") + ch);
+  for (char ch = 'A'; ch <= 'Z'; ++ch) add(add, std::string(" ") + ch);
+  for (std::string_view p : kCommon) add(add, std::string(p));
+  // Letters by rough English frequency, so the generated pieces look plausible early on.
+  static constexpr std::string_view kLetters = "etaoinshrdlcumwfgypbvkjxqz";
+  for (std::string_view prefix : {"", " "}) {
+    for (char a : kLetters)
+      for (char b : kLetters) add(add, std::string(prefix) + a + b);
+  }
+  for (std::string_view prefix : {"", " "}) {
+    for (char a : kLetters)
+      for (char b : kLetters)
+        for (char c : kLetters) add(add, std::string(prefix) + a + b + c);
+  }
+  if (v.size() < vocab_size)
+    throw std::invalid_argument("make_synthetic_vocab: vocab_size " + std::to_string(vocab_size) +
+                                " exceeds the " + std::to_string(v.size()) + " pieces the generator makes");
+  return v;
+}
+
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed) {
+  cfg.validate();
+  ModelFile m;
+  m.name = "random-" + std::to_string(seed);
+  m.config = cfg;
+  m.vocab = make_synthetic_vocab(cfg.vocab_size);
+
+  SplitMix64 rng{seed};
+  const size_t dim = cfg.dim, hidden = cfg.hidden_dim, kv = cfg.kv_dim(), vocab = cfg.vocab_size;
+  LlamaWeights& w = m.weights;
+  // A fixed fill order: changing it changes every model, so append new tensors at the end.
+  w.token_embedding = uniform(rng, vocab, dim);
+  w.layers.resize(cfg.n_layers);
+  for (LayerWeights& L : w.layers) {
+    L.attn_norm.assign(dim, 1.0f);
+    L.wq = uniform(rng, dim, dim);
+    L.wk = uniform(rng, kv, dim);
+    L.wv = uniform(rng, kv, dim);
+    L.wo = uniform(rng, dim, dim);
+    L.ffn_norm.assign(dim, 1.0f);
+    L.w_gate = uniform(rng, hidden, dim);
+    L.w_down = uniform(rng, dim, hidden);
+    L.w_up = uniform(rng, hidden, dim);
+  }
+  w.output_norm.assign(dim, 1.0f);
+  if (!cfg.tied_output) w.output = uniform(rng, vocab, dim);
+  return m;
+}
+
+}  // namespace parley

@@ -1,1 +1,293 @@
-// placeholder
+// GGUF reading and writing, number formats, and llama2.c -> GGUF conversion.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "model/convert.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/llama2c.hpp"
+#include "model/model_file.hpp"
+#include "model/random_model.hpp"
+#include "model_test_util.hpp"
+
+using namespace parley;
+using namespace parley_test;
+
+TEST_CASE("GgufFile parses stories260K.gguf", "[gguf]") {
+  GgufFile f(kGguf);
+  CHECK(f.version() == 3);
+  CHECK(f.alignment() == 32);
+  CHECK(f.metadata().size() == 24);
+  CHECK(f.tensors().size() == 47);
+  CHECK(f.data_offset() == 14304);  // 14274 header bytes rounded up to 32
+  CHECK(f.get_string("general.architecture") == "llama");
+  CHECK(f.get_int("llama.block_count") == 5);
+  CHECK(f.get_float("llama.rope.freq_base") == 10000.0);
+  CHECK(f.get_bool("tokenizer.ggml.add_bos_token"));
+  CHECK_FALSE(f.get_bool("tokenizer.ggml.add_eos_token"));
+  CHECK(f.get_string_array("tokenizer.ggml.tokens").at(259) == "\xE2\x96\x81t");
+  CHECK(f.get_float_array("tokenizer.ggml.scores").at(511) == -252.0f);
+  CHECK(f.get_int_array("tokenizer.ggml.token_type").at(0) == 2);
+  CHECK(f.get_int("missing.key", 7) == 7);
+  const GgufTensorInfo& k = f.tensor("blk.0.attn_k.weight");
+  CHECK(k.ne == std::vector<uint64_t>{64, 32});
+  CHECK(k.type == GgmlType::F32);
+  CHECK(k.nbytes == 64 * 32 * 4);
+  CHECK(k.offset == 147712);
+  CHECK(reinterpret_cast<uintptr_t>(k.data) % 32 == 0);
+  CHECK(f.find_tensor("output.weight") == nullptr);
+}
+
+TEST_CASE("stories260K: the GGUF and llama2.c loaders agree bit for bit", "[gguf]") {
+  ModelFile g = load_model_file(kGguf);
+  ModelFile b = load_model_file(kBin);
+  CHECK(g.name == "stories260K_real");
+  CHECK(b.name == "stories260K");
+  CHECK(g.config.dim == 64);
+  CHECK(g.config.hidden_dim == 172);
+  CHECK(g.config.n_layers == 5);
+  CHECK(g.config.n_heads == 8);
+  CHECK(g.config.n_kv_heads == 4);
+  CHECK(g.config.vocab_size == 512);
+  CHECK(g.config.max_seq_len == 512);
+  CHECK(g.config.tied_output);
+  CHECK(g.config.rope_layout == RopeLayout::Adjacent);
+  require_same_config(g.config, b.config);
+  require_same_weights(g, b);
+  CHECK(g.weights.output.empty());
+  CHECK(&g.weights.output_head() == &g.weights.token_embedding);
+
+  REQUIRE(g.vocab.has_value());
+  CHECK_FALSE(b.vocab.has_value());
+  const Vocab& v = *g.vocab;
+  CHECK(v.kind == TokenizerKind::SentencePiece);
+  CHECK(v.size() == 512);
+  CHECK(v.pieces[0] == "<unk>");
+  CHECK(v.pieces[1] == "<s>");
+  CHECK(v.pieces[3] == "<0x00>");
+  CHECK(v.pieces[259] == " t");  // U+2581 mapped to a space
+  CHECK(v.pieces[265] == " the");
+  CHECK(v.types[0] == TokenType::Unknown);
+  CHECK(v.types[2] == TokenType::Control);
+  CHECK(v.types[258] == TokenType::Byte);
+  CHECK(v.types[259] == TokenType::Normal);
+  CHECK(v.scores[511] == -252.0f);
+  CHECK(v.bos_id == 1);
+  CHECK(v.eos_id == 2);
+  CHECK(v.unk_id == 0);
+  CHECK(v.add_bos);
+  CHECK(v.add_space_prefix);
+}
+
+TEST_CASE("convert_llama2c writes what llama.cpp's converter wrote", "[gguf]") {
+  TempDir tmp;
+  const std::string out = tmp / "converted.gguf";
+  convert_llama2c(kBin, kTok, out, GgmlType::F32);
+
+  ModelFile back = load_model_file(out);
+  ModelFile bin = load_model_file(kBin);
+  require_same_config(back.config, bin.config);
+  require_same_weights(back, bin);
+  REQUIRE(back.vocab.has_value());
+  require_same_vocab(*back.vocab, *load_model_file(kGguf).vocab);
+
+  GgufFile mine(out), ref(kGguf);
+  REQUIRE(mine.metadata().size() == ref.metadata().size());
+  for (size_t i = 0; i < ref.metadata().size(); ++i) {
+    const auto& [key, value] = ref.metadata()[i];
+    INFO(key);
+    CHECK(mine.metadata()[i].first == key);
+    CHECK(mine.metadata()[i].second.type() == value.type());
+    if (key != "general.name") CHECK(mine.metadata()[i].second == value);
+  }
+  CHECK(mine.get_string("general.name") == "stories260K");
+  REQUIRE(mine.tensors().size() == ref.tensors().size());
+  for (size_t i = 0; i < ref.tensors().size(); ++i) {
+    const GgufTensorInfo &a = mine.tensors()[i], &b = ref.tensors()[i];
+    INFO(b.name);
+    CHECK(a.name == b.name);
+    CHECK(a.ne == b.ne);
+    CHECK(a.type == b.type);
+    CHECK(a.offset == b.offset);
+    REQUIRE(a.nbytes == b.nbytes);
+    CHECK(std::memcmp(a.data, b.data, a.nbytes) == 0);
+  }
+}
+
+TEST_CASE("half, bfloat16 and Q8_0 encodings follow IEEE 754 and ggml", "[gguf]") {
+  CHECK(fp16_to_fp32(0x3C00) == 1.0f);
+  CHECK(fp16_to_fp32(0xC000) == -2.0f);
+  CHECK(fp16_to_fp32(0x7BFF) == 65504.0f);
+  CHECK(fp16_to_fp32(0x0400) == std::ldexp(1.0f, -14));  // smallest normal
+  CHECK(fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+  CHECK(fp16_to_fp32(0x03FF) == std::ldexp(1023.0f, -24));
+  CHECK(std::signbit(fp16_to_fp32(0x8000)));
+  CHECK(std::isinf(fp16_to_fp32(0xFC00)));
+  CHECK(std::isnan(fp16_to_fp32(0x7E00)));
+
+  CHECK(fp32_to_fp16(1.0f) == 0x3C00);
+  CHECK(fp32_to_fp16(0.1f) == 0x2E66);
+  CHECK(fp32_to_fp16(1.0f / 3.0f) == 0x3555);
+  CHECK(fp32_to_fp16(65519.0f) == 0x7BFF);
+  CHECK(fp32_to_fp16(65520.0f) == 0x7C00);  // the halfway point rounds to even: infinity
+  CHECK(fp32_to_fp16(-1e9f) == 0xFC00);
+  CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie, to even
+  CHECK(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie, to even
+  CHECK(fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);             // tie between 0 and 1 subnormal
+  CHECK(fp32_to_fp16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
+  CHECK(fp32_to_fp16(3 * std::ldexp(1.0f, -25)) == 0x0002);
+  CHECK(fp32_to_fp16(std::ldexp(1023.5f, -24)) == 0x0400);  // a subnormal rounding up into the normals
+  CHECK(fp32_to_fp16(1e-8f) == 0x0000);
+  uint16_t nan16 = fp32_to_fp16(std::nanf(""));
+  CHECK(((nan16 & 0x7C00) == 0x7C00 && (nan16 & 0x3FF) != 0));
+  for (uint32_t h = 0; h < 0x10000; ++h) {  // every non-NaN half survives a round trip
+    if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue;
+    REQUIRE(fp32_to_fp16(fp16_to_fp32(static_cast<uint16_t>(h))) == h);
+  }
+
+  CHECK(fp32_to_bf16(1.0f) == 0x3F80);
+  CHECK(bf16_to_fp32(0x3F80) == 1.0f);
+  CHECK(bf16_to_fp32(0xC0490FDB >> 16) == -3.140625f);
+  CHECK(fp32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);
+  CHECK(fp32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);
+  CHECK(std::isnan(bf16_to_fp32(fp32_to_bf16(std::nanf("")))));
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) continue;
+    REQUIRE(fp32_to_bf16(bf16_to_fp32(static_cast<uint16_t>(h))) == h);
+  }
+
+  // One Q8_0 block: d = amax/127 as fp16, q = round(x/d).
+  float x[64];
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
+  for (int j = 32; j < 64; ++j) x[j] = 0.0f;  // an all-zero block must not produce NaN
+  std::vector<uint8_t> q = quantize_row(GgmlType::Q8_0, x, 64);
+  REQUIRE(q.size() == 68);
+  uint16_t d16;
+  std::memcpy(&d16, q.data(), 2);
+  CHECK(d16 == fp32_to_fp16(16.0f / 127.0f));
+  CHECK(static_cast<int8_t>(q[2]) == -127);
+  CHECK(static_cast<int8_t>(q[2 + 31]) == 119);  // 15 * 127/16 = 119.06
+  CHECK(static_cast<int8_t>(q[2 + 24]) == 64);   // 8 * 127/16 = 63.5 rounds away from zero
+  float y[64];
+  dequantize_row(GgmlType::Q8_0, q.data(), y, 64);
+  CHECK(y[31] == 119.0f * fp16_to_fp32(d16));
+  CHECK(y[0] == -127.0f * fp16_to_fp32(d16));
+  for (int j = 32; j < 64; ++j) CHECK(y[j] == 0.0f);
+  CHECK_THROWS_WITH(quantize_row(GgmlType::Q8_0, x, 40), Catch::Contains("multiple of 32"));
+}
+
+TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "[gguf]") {
+  TempDir tmp;
+  const ModelFile src = load_model_file(kBin);
+  for (GgmlType dtype : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
+    INFO(ggml_type_name(dtype));
+    const std::string path = tmp / ("m_" + ggml_type_name(dtype) + ".gguf");
+    write_model_gguf(src, path, dtype);
+    GgufFile f(path);
+    CHECK(f.get_int("general.file_type") ==
+          (dtype == GgmlType::F16 ? 1 : dtype == GgmlType::BF16 ? 32 : 7));
+    const ModelFile back = load_model_file(path);
+    require_same_config(back.config, src.config);
+
+    auto a = tensors_of(src), b = tensors_of(back);
+    double worst = 0.0;  // the largest error as a fraction of its bound
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].second->empty()) continue;
+      const std::string& name = a[i].first;
+      INFO(name);
+      const GgufTensorInfo& t = f.tensor(name);
+      const std::vector<float>&x = *a[i].second, &y = *b[i].second;
+      REQUIRE(x.size() == y.size());
+      GgmlType want = t.ne.size() == 1 ? GgmlType::F32 : dtype;
+      if (want == GgmlType::Q8_0 && t.ne[0] % 32 != 0) want = GgmlType::F16;  // ffn_down rows are 172 long
+      REQUIRE(t.type == want);
+      for (size_t j = 0; j < x.size(); ++j) {
+        double bound = 0.0;  // the format's worst-case rounding error for this element
+        if (t.type == GgmlType::F16) {
+          bound = std::fabs(x[j]) >= std::ldexp(1.0, -14) ? std::fabs(x[j]) * std::ldexp(1.0, -11) : std::ldexp(1.0, -25);
+        } else if (t.type == GgmlType::BF16) {
+          bound = std::fabs(x[j]) * std::ldexp(1.0, -8);
+        } else if (t.type == GgmlType::Q8_0) {
+          size_t block = j / 32 * 32;
+          float amax = 0.0f;
+          for (size_t k = block; k < block + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+          // Half a quantization step, plus the fp16 rounding of the scale times the largest |q|.
+          bound = amax / 127.0 * (0.5 + 127.0 * std::ldexp(1.0, -11)) + 1e-9;
+        }
+        const double err = std::fabs(double(x[j]) - double(y[j]));
+        if (bound == 0.0) REQUIRE(err == 0.0);
+        else REQUIRE(err <= bound);
+        if (bound > 0.0) worst = std::max(worst, err / bound);
+      }
+    }
+    CHECK(worst > 0.1);  // the formats really are lossy: the bounds are not vacuous
+  }
+}
+
+TEST_CASE("GgufWriter writes metadata of every type and aligned tensors", "[gguf]") {
+  TempDir tmp;
+  GgufWriter w;
+  w.set("u8", GgufValue{uint8_t{200}});
+  w.set("i8", GgufValue{int8_t{-100}});
+  w.set("u16", GgufValue{uint16_t{60000}});
+  w.set("i16", GgufValue{int16_t{-30000}});
+  w.set_u32("u32", 4000000000u);
+  w.set_i32("i32", -2000000000);
+  w.set_f32("f32", 0.25f);
+  w.set_bool("bool", true);
+  w.set_string("string", "h\xC3\xA9llo");
+  w.set("u64", GgufValue{uint64_t{1} << 60});
+  w.set("i64", GgufValue{int64_t{-1} << 60});
+  w.set("f64", GgufValue{3.5});
+  w.set("strings", GgufValue::strings({"a", "", "ccc"}));
+  w.set("empty", GgufValue::strings({}));
+  w.set("nested", GgufValue{GgufArray{GgufType::Array, {GgufValue::int32s({1, 2}), GgufValue::int32s({})}}});
+  w.set("general.alignment", GgufValue{uint32_t{64}});
+  w.set_u32("u32", 7);  // replacing keeps the position
+  CHECK_THROWS_WITH(w.set("bad", GgufValue{GgufArray{GgufType::Int32, {GgufValue{1.0f}}}}),
+                    Catch::Contains("array of int32 holds an item of type float32"));
+
+  const float data[6] = {1.0f, -2.0f, 0.5f, 3.0f, -0.0f, 65504.0f};
+  w.add_tensor("a", {3}, GgmlType::F32, data);
+  w.add_tensor("b", {3, 2}, GgmlType::F16, data);
+  w.add_tensor("c", {2, 3}, GgmlType::BF16, data);
+  std::vector<float> ramp(64);
+  for (int i = 0; i < 64; ++i) ramp[i] = static_cast<float>(i) / 8.0f;
+  w.add_tensor("d", {32, 2}, GgmlType::Q8_0, ramp.data());
+  CHECK_THROWS_WITH(w.add_tensor("a", {3}, GgmlType::F32, data), Catch::Contains("added twice"));
+  CHECK_THROWS_WITH(w.add_tensor("e", {6}, GgmlType::Q8_0, data), Catch::Contains("multiple of 32"));
+  const std::string path = tmp / "all.gguf";
+  w.write(path);
+
+  GgufFile f(path);
+  REQUIRE(f.metadata() == w.metadata());
+  CHECK(f.metadata()[4].first == "u32");
+  CHECK(f.alignment() == 64);
+  CHECK(f.data_offset() % 64 == 0);
+  CHECK(f.get_int("u8") == 200);
+  CHECK(f.get_int("i64") == -(int64_t{1} << 60));
+  CHECK(f.get_int("u32") == 7);
+  CHECK(f.get_float("f64") == 3.5);
+  CHECK(f.get_float("f32") == 0.25);
+  CHECK(f.get_string("string") == "h\xC3\xA9llo");
+  CHECK(f.get_string_array("strings") == std::vector<std::string>{"a", "", "ccc"});
+  CHECK(f.get_array("nested").items.size() == 2);
+  CHECK_THROWS_WITH(f.get_int("f32"), Catch::Contains("key 'f32' has type float32, expected an integer"));
+  CHECK_THROWS_WITH(f.get_string("bool"), Catch::Contains("key 'bool' has type bool, expected a string"));
+  CHECK_THROWS_WITH(f.get_float_array("strings"),
+                    Catch::Contains("key 'strings' has type an array of string, expected an array of float32"));
+  CHECK_THROWS_WITH(f.get_bool("nope"), Catch::Contains("GGUF file '" + path + "': missing key 'nope'"));
+
+  REQUIRE(f.tensors().size() == 4);
+  for (const auto& t : f.tensors()) {
+    CHECK(t.offset % 64 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(t.data) % 64 == 0);
+  }
+  CHECK(f.dequantize(f.tensor("a")) == std::vector<float>{1.0f, -2.0f, 0.5f});
+  CHECK(f.dequantize(f.tensor("b")) == std::vector<float>(data, data + 6));  // all exact in F16
+  CHECK(f.dequantize(f.tensor("c")) == std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f, -0.0f, 65536.0f});
+  std::vector<float> d = f.dequantize(f.tensor("d"));
+  for (int i = 0; i < 64; ++i) CHECK(d[i] == Approx(ramp[i]).margin(ramp[i < 32 ? 31 : 63] / 127 * 0.57));
+}
+

@@ -1,0 +1,30 @@
+// Deterministic random Llama models and a synthetic SentencePiece vocabulary, for tests and benches.
+#pragma once
+#include <cstdint>
+
+#include "model/model_file.hpp"
+
+namespace parley {
+
+// The model `parley generate` runs when no file is given: dim 64, hidden 192, 4 layers, 8 heads,
+// 4 KV heads, vocab 512, context 1024, Adjacent RoPE, tied output.
+LlamaConfig builtin_model_config();
+// The llama2.c "stories110M" shape: dim 768, hidden 2048, 12 layers, 12 heads (no GQA), vocab
+// 32000, context 2048, untied output head.
+LlamaConfig bench_110m_config();
+
+// Weights from a hand-written splitmix64 stream (identical on every platform and standard library):
+// matrices uniform in +-1/sqrt(in_features) so each matmul roughly keeps the activation scale
+// (the embedding uses dim as its in_features, as it doubles as the tied output head); norms 1.0.
+// vocab is make_synthetic_vocab(cfg.vocab_size); name is "random-<seed>".
+// Throws std::invalid_argument for an invalid config or a vocab_size below 354.
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed);
+
+// <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, the 95 printable ASCII characters, then
+// unique multi-character pieces (" "+letter, common English words and pieces, letter pairs and
+// triples, with and without a leading space) with strictly decreasing scores. Every piece's
+// prefix one character shorter comes earlier (a higher score), giving BPE a merge path to it.
+// Throws std::invalid_argument if vocab_size < 259 + 95 or larger than the generator can fill.
+Vocab make_synthetic_vocab(int vocab_size);
+
+}  // namespace parley

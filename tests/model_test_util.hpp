@@ -1,0 +1,123 @@
+// Shared helpers for the model-format tests (test_gguf.cpp, test_model_files.cpp).
+#pragma once
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gguf.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/model_file.hpp"
+
+namespace parley_test {
+
+using namespace parley;
+namespace fs = std::filesystem;
+
+inline std::string shared_model(const std::string& name) { return std::string(PARLEY_SHARED_DIR) + "/models/" + name; }
+inline const std::string kGguf = shared_model("stories260K.gguf");
+inline const std::string kBin = shared_model("stories260K.bin");
+inline const std::string kTok = shared_model("tok512.bin");
+
+// A per-test scratch folder, removed afterwards.
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    static int counter = 0;
+    dir = fs::temp_directory_path() /
+          ("parley_gguf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(dir);
+  }
+  ~TempDir() { fs::remove_all(dir); }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+template <class T>
+inline void patch(std::string& bytes, size_t at, T v) {
+  std::memcpy(bytes.data() + at, &v, sizeof(T));
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Every weight tensor of a model, by its GGUF name.
+inline std::vector<std::pair<std::string, const std::vector<float>*>> tensors_of(const ModelFile& m) {
+  const LlamaWeights& w = m.weights;
+  std::vector<std::pair<std::string, const std::vector<float>*>> out{{"token_embd.weight", &w.token_embedding}};
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const LayerWeights& L = w.layers[l];
+    const std::pair<const char*, const std::vector<float>*> parts[] = {
+        {"attn_norm", &L.attn_norm}, {"attn_q", &L.wq},         {"attn_k", &L.wk},
+        {"attn_v", &L.wv},           {"attn_output", &L.wo},    {"ffn_norm", &L.ffn_norm},
+        {"ffn_gate", &L.w_gate},     {"ffn_down", &L.w_down},   {"ffn_up", &L.w_up}};
+    for (const auto& [n, v] : parts) out.emplace_back(b + n + ".weight", v);
+  }
+  out.emplace_back("output_norm.weight", &w.output_norm);
+  out.emplace_back("output.weight", &w.output);
+  return out;
+}
+
+inline void require_same_config(const LlamaConfig& a, const LlamaConfig& b) {
+  CHECK(a.dim == b.dim);
+  CHECK(a.hidden_dim == b.hidden_dim);
+  CHECK(a.n_layers == b.n_layers);
+  CHECK(a.n_heads == b.n_heads);
+  CHECK(a.n_kv_heads == b.n_kv_heads);
+  CHECK(a.vocab_size == b.vocab_size);
+  CHECK(a.max_seq_len == b.max_seq_len);
+  CHECK(a.rope_theta == b.rope_theta);
+  CHECK(a.norm_eps == b.norm_eps);
+  CHECK(a.rope_layout == b.rope_layout);
+  CHECK(a.tied_output == b.tied_output);
+}
+
+inline void require_same_weights(const ModelFile& a, const ModelFile& b) {
+  auto ta = tensors_of(a), tb = tensors_of(b);
+  REQUIRE(ta.size() == tb.size());
+  for (size_t i = 0; i < ta.size(); ++i) {
+    INFO(ta[i].first);
+    REQUIRE(same_bits(*ta[i].second, *tb[i].second));
+  }
+}
+
+inline void require_same_vocab(const Vocab& a, const Vocab& b) {
+  CHECK(a.kind == b.kind);
+  CHECK(a.pieces == b.pieces);
+  CHECK(a.scores == b.scores);
+  CHECK(a.types == b.types);
+  CHECK(a.bos_id == b.bos_id);
+  CHECK(a.eos_id == b.eos_id);
+  CHECK(a.unk_id == b.unk_id);
+  CHECK(a.add_bos == b.add_bos);
+  CHECK(a.add_space_prefix == b.add_space_prefix);
+}
+
+// Copies a GGUF through the writer, letting the test edit metadata and drop or add tensors.
+inline void rewrite(const std::string& src, const std::string& dst, const std::function<void(GgufWriter&)>& edit,
+             const std::function<bool(const GgufTensorInfo&)>& keep = {}) {
+  GgufFile f(src);
+  GgufWriter w;
+  for (const auto& [k, v] : f.metadata()) w.set(k, v);
+  for (const auto& t : f.tensors())
+    if (!keep || keep(t)) w.add_tensor_bytes(t.name, t.ne, t.type, {t.data, t.data + t.nbytes});
+  edit(w);
+  w.write(dst);
+}
+
+}  // namespace parley_test
