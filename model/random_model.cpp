@@ -32,7 +32,7 @@ LlamaConfig bench_110m_config() {
   c.vocab_size = 32000;
   c.max_seq_len = 2048;
   c.rope_layout = RopeLayout::Adjacent;
-  c.tied_output = false;
+  c.tied_output = true;  // as llama2.c stories110M: 110M parameters with the head tied
   return c;
 }
 

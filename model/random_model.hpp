@@ -10,7 +10,7 @@ namespace parley {
 // 4 KV heads, vocab 512, context 1024, Adjacent RoPE, tied output.
 LlamaConfig builtin_model_config();
 // The llama2.c "stories110M" shape: dim 768, hidden 2048, 12 layers, 12 heads (no GQA), vocab
-// 32000, context 2048, untied output head.
+// 32000, context 2048, output head tied to the embedding (about 110M parameters).
 LlamaConfig bench_110m_config();
 
 // Weights from a hand-written splitmix64 stream (identical on every platform and standard library):

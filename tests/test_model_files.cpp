@@ -229,7 +229,7 @@ TEST_CASE("built-in and bench configs", "[gguf]") {
   CHECK((b.vocab_size == 512 && b.max_seq_len == 1024 && b.rope_layout == RopeLayout::Adjacent && b.tied_output));
   LlamaConfig l = bench_110m_config();
   CHECK((l.dim == 768 && l.hidden_dim == 2048 && l.n_layers == 12 && l.n_heads == 12 && l.n_kv_heads == 12));
-  CHECK((l.vocab_size == 32000 && l.max_seq_len == 2048 && !l.tied_output));
+  CHECK((l.vocab_size == 32000 && l.max_seq_len == 2048 && l.tied_output));
 }
 
 TEST_CASE("random models are deterministic and round-trip through GGUF", "[gguf]") {
