@@ -95,7 +95,7 @@ double decode_tps(LlamaModel& model, int S, int P, int G) {
 }
 
 nlohmann::json run_peer(const std::string& model, int threads, const std::string& seqs, int P, int G) {
-  const std::string cmd = "node bench/peer/llama_peer.mjs --model '" + model + "' --threads " + std::to_string(threads) +
+  const std::string cmd = "node " PARLEY_SOURCE_DIR "/bench/peer/llama_peer.mjs --model '" + model + "' --threads " + std::to_string(threads) +
                           " --seqs " + seqs + " --prompt-tokens " + std::to_string(P) + " --gen-tokens " + std::to_string(G);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   std::string out;

@@ -39,7 +39,7 @@ struct SimdKernels {
   void (*matmul)(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
-  // Runs iters rounds of independent register FMAs (2 * W * 12 flops a round): the peak probe for benchmarks.
+  // Runs iters rounds of independent register FMAs (2 * W * 10 flops a round): the peak probe for benchmarks.
   float (*fma_probe)(int64_t iters);
   int lanes;  // W, floats per vector
 };
