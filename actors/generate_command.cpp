@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "actors/commands.hpp"
 #include "engine/offline_engine.hpp"
@@ -48,12 +49,11 @@ int run_generate(const GenerateOptions& o) {
   }
   // A single sample streams as it is generated; several print one after another.
   std::unique_ptr<IncrementalDetokenizer> stream;
-  if (o.params.n == 1) {
-    std::printf("%s", o.prompt.c_str());
-    stream = std::make_unique<IncrementalDetokenizer>(tokenizer, prompt.back());
-  }
+  if (o.params.n == 1) stream = std::make_unique<IncrementalDetokenizer>(tokenizer, prompt.back());
+  bool echoed = false;  // the prompt is echoed with the first token, after the request was accepted
   const auto results = engine.generate(requests, [&](int, int token) {
     if (!stream) return;
+    if (!std::exchange(echoed, true)) std::fputs(o.prompt.c_str(), stdout);
     std::fputs(stream->push(token).c_str(), stdout);
     std::fflush(stdout);
   });

@@ -187,14 +187,18 @@ ModelFile model_from_gguf(const GgufFile& f) {
 
 }  // namespace
 
-ModelFile load_model_file(const std::string& path) {
+bool is_gguf_file(const std::string& path) {
   char magic[4] = {};
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open model file '" + path + "'");
-    in.read(magic, 4);
-  }
-  if (std::string_view(magic, 4) == "GGUF") return model_from_gguf(GgufFile(path));
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, 4);
+  return in && std::string_view(magic, 4) == "GGUF";
+}
+
+std::optional<Vocab> load_gguf_vocab(const std::string& path) { return read_vocab(GgufFile(path), INT_MAX); }
+
+ModelFile load_model_file(const std::string& path) {
+  if (!std::ifstream(path, std::ios::binary)) throw std::runtime_error("cannot open model file '" + path + "'");
+  if (is_gguf_file(path)) return model_from_gguf(GgufFile(path));
   return read_llama2c_checkpoint(path);
 }
 

@@ -19,4 +19,9 @@ struct ModelFile {
 // with a message that names the file and the problem.
 ModelFile load_model_file(const std::string& path);
 
+// Whether the file starts with GGUF's magic (false for a file that cannot be read).
+bool is_gguf_file(const std::string& path);
+// The vocabulary a GGUF carries, without reading its weights; nullopt when it has none.
+std::optional<Vocab> load_gguf_vocab(const std::string& path);
+
 }  // namespace parley

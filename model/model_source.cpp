@@ -1,7 +1,5 @@
 #include "model/model_source.hpp"
 
-#include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "model/random_model.hpp"
@@ -12,19 +10,12 @@ namespace {
 
 constexpr uint64_t kBuiltinSeed = 0x5EED;
 
-bool is_gguf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 }  // namespace
 
 ModelFile load_model_with_vocab(const std::string& model_path, const std::string& tokenizer_path) {
   ModelFile m = model_path.empty() ? make_random_model(builtin_model_config(), kBuiltinSeed) : load_model_file(model_path);
   if (!tokenizer_path.empty()) {
-    m.vocab = is_gguf(tokenizer_path) ? load_model_file(tokenizer_path).vocab
+    m.vocab = is_gguf_file(tokenizer_path) ? load_gguf_vocab(tokenizer_path)
                                       : read_llama2c_tokenizer(tokenizer_path, m.config.vocab_size);
     if (!m.vocab) throw std::runtime_error("tokenizer file '" + tokenizer_path + "' has no vocabulary");
   }
