@@ -49,35 +49,36 @@ inline void micro_tile(const float* x, const float* w, float* out, int N, int K,
     }
 }
 
-template <class V, int NR>
-inline void rows_tile(const float* x, const float* w, float* out, int M, int N, int K, int m_begin,
-                      int m_end, int n0) {
-  static_assert(V::MR == 4, "the remainder switch below covers 1..3 rows");
-  int m = m_begin;
-  for (; m + V::MR <= m_end; m += V::MR) micro_tile<V, V::MR, NR>(x, w, out, N, K, m, n0);
-  switch (m_end - m) {
-    case 3: micro_tile<V, 3, NR>(x, w, out, N, K, m, n0); break;
-    case 2: micro_tile<V, 2, NR>(x, w, out, N, K, m, n0); break;
-    case 1: micro_tile<V, 1, NR>(x, w, out, N, K, m, n0); break;
-    default: break;
-  }
+// MR rows against the columns [n_lo, n_hi): NR at a time, then single columns.
+template <class V, int MR>
+inline void cols_tile(const float* x, const float* w, float* out, int N, int K, int m, int n_lo, int n_hi) {
+  int n = n_lo;
+  for (; n + V::NR <= n_hi; n += V::NR) micro_tile<V, MR, V::NR>(x, w, out, N, K, m, n);
+  for (; n < n_hi; ++n) micro_tile<V, MR, 1>(x, w, out, N, K, m, n);
 }
 
-// Rows are taken in blocks that keep x hot in L2 while each NR-column tile of w streams past it.
-// A single row (GEMV) goes one weight row at a time: one sequential stream prefetches best.
+// A block of weight rows small enough to stay in L2 is swept by every MR-row tile of x in turn,
+// so each x tile is read from L1 and each weight from L2. A single row (GEMV) goes one weight row
+// at a time instead: one sequential stream prefetches best.
 template <class V>
 void matmul(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end) {
+  static_assert(V::MR == 4, "the remainder switch below covers 1..3 rows");
   if (M == 1) {
     for (int n = n_begin; n < n_end; ++n) micro_tile<V, 1, 1>(x, w, out, N, K, 0, n);
     return;
   }
   const int64_t row_bytes = int64_t(K) * sizeof(float);
-  const int m_block = static_cast<int>(std::clamp<int64_t>((256 * 1024) / row_bytes, V::MR, 4096));
-  for (int m0 = 0; m0 < M; m0 += m_block) {
-    const int m1 = std::min(M, m0 + m_block);
-    int n = n_begin;
-    for (; n + V::NR <= n_end; n += V::NR) rows_tile<V, V::NR>(x, w, out, M, N, K, m0, m1, n);
-    for (; n < n_end; ++n) rows_tile<V, 1>(x, w, out, M, N, K, m0, m1, n);
+  const int n_block = static_cast<int>(std::max<int64_t>(1, (128 * 1024) / row_bytes / V::NR)) * V::NR;
+  for (int nb = n_begin; nb < n_end; nb += n_block) {
+    const int ne = std::min(n_end, nb + n_block);
+    int m = 0;
+    for (; m + V::MR <= M; m += V::MR) cols_tile<V, V::MR>(x, w, out, N, K, m, nb, ne);
+    switch (M - m) {
+      case 3: cols_tile<V, 3>(x, w, out, N, K, m, nb, ne); break;
+      case 2: cols_tile<V, 2>(x, w, out, N, K, m, nb, ne); break;
+      case 1: cols_tile<V, 1>(x, w, out, N, K, m, nb, ne); break;
+      default: break;
+    }
   }
 }
 
