@@ -14,19 +14,13 @@
 namespace parley {
 namespace {
 
-struct GenerateOptions {
-  std::string model, tokenizer, prompt, isa = "auto";
-  SamplingParams params;
-  int threads = 0;
-  bool show_ids = false;
-  EngineOptions engine;
-};
-
 std::string ids_to_string(const std::vector<int>& ids) {
   std::string s = "[";
   for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
   return s + "]";
 }
+
+}  // namespace
 
 int run_generate(const GenerateOptions& o) {
   ModelFile file = load_model_with_vocab(o.model, o.tokenizer);
@@ -70,31 +64,6 @@ int run_generate(const GenerateOptions& o) {
                  finish_reason_name(r.finish), (unsigned long long)r.seed);
   }
   return 0;
-}
-
-}  // namespace
-
-Command add_generate_command(CLI::App& app) {
-  auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text offline (no server)");
-  cmd->add_option("--model", o->model, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
-  cmd->add_option("--tokenizer", o->tokenizer, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
-  cmd->add_option("--prompt", o->prompt, "Prompt text")->required();
-  cmd->add_option("--max-tokens", o->params.max_tokens, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--temperature", o->params.temperature, "0 is greedy")->capture_default_str();
-  cmd->add_option("--top-k", o->params.top_k, "-1 keeps all tokens")->capture_default_str();
-  cmd->add_option("--top-p", o->params.top_p, "Nucleus mass in (0, 1]")->capture_default_str();
-  cmd->add_option("--min-p", o->params.min_p, "Minimum probability relative to the top token")->capture_default_str();
-  cmd->add_option_function<uint64_t>("--seed", [o](uint64_t s) { o->params.seed = s; }, "Seed (sample i uses seed + i); random when absent");
-  cmd->add_option("--n", o->params.n, "Samples of the prompt")->capture_default_str();
-  cmd->add_flag("--ignore-eos", o->params.ignore_eos, "Do not stop at EOS/BOS");
-  cmd->add_flag("--show-ids", o->show_ids, "Also print prompt and output token ids");
-  cmd->add_option("--threads", o->threads, "Compute threads (0: all cores)")->capture_default_str();
-  cmd->add_option("--isa", o->isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
-  cmd->add_option("--block-size", o->engine.block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--num-kv-blocks", o->engine.num_kv_blocks, "KV cache blocks (0: 8 full contexts)")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", o->engine.max_num_batched_tokens, "Tokens per forward pass")->capture_default_str();
-  return [o] { return run_generate(*o); };
 }
 
 }  // namespace parley
