@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parley set-up: installs Debian packages, builds, then runs the main job or the test suite.
 #   ./setup.sh run    install, build, and run `parley generate` on the built-in model
-#   ./setup.sh test   install, build, and run the whole test suite (ctest)
+#   ./setup.sh test   install, build, and run the whole test suite (ctest), then again under ASan+UBSan
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -26,6 +26,12 @@ install_packages
 build
 case "$mode" in
   run)  shift || true; "$BUILD/parley" generate --prompt "Once upon a time" --max-tokens 64 "$@" ;;
-  test) ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)" ;;
+  test)
+    ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)"
+    # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer (MISSION C11).
+    cmake -S . -B "$BUILD-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPARLEY_SANITIZE=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+    cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests
+    ctest --test-dir "$BUILD-asan" --output-on-failure --no-tests=error -j "$(nproc)"
+    ;;
   *)    echo "usage: $0 run|test" >&2; exit 2 ;;
 esac
