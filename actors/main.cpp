@@ -29,7 +29,7 @@ void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
   cmd->add_option("--threads", o.threads, "Compute threads (0: all cores)")->capture_default_str();
   cmd->add_option("--isa", o.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
   cmd->add_option("--block-size", o.engine.block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--num-kv-blocks", o.engine.num_kv_blocks, "KV cache blocks (0: 8 full contexts)")->capture_default_str();
+  cmd->add_option("--num-kv-blocks", o.engine.num_kv_blocks, "KV cache blocks (0: enough for every sample at once)")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens, "Tokens per forward pass")->capture_default_str();
 }
 

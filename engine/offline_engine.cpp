@@ -35,14 +35,14 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 }  // namespace
 
 OfflineEngine::OfflineEngine(LlamaModel& model, EngineOptions options)
-    : model_(model),
-      options_(std::move(options)),
-      kv_(model.config(),
-          options_.num_kv_blocks > 0 ? options_.num_kv_blocks
-                                     : ceil_div(model.config().max_seq_len, options_.block_size) * 8,
-          options_.block_size),
-      pool_(kv_.num_blocks()) {
+    : model_(model), options_(std::move(options)) {
   if (options_.max_num_batched_tokens < 1) throw std::invalid_argument("max_num_batched_tokens must be at least 1");
+  if (options_.block_size < 1) throw std::invalid_argument("block_size must be at least 1");
+  if (options_.num_kv_blocks < 0) throw std::invalid_argument("num_kv_blocks must be 0 (auto) or positive");
+  if (options_.num_kv_blocks > 0) {
+    kv_.emplace(model_.config(), options_.num_kv_blocks, options_.block_size);
+    pool_.emplace(options_.num_kv_blocks);
+  }
 }
 
 std::vector<GenerationResult> OfflineEngine::generate(const std::vector<GenerationRequest>& requests,
@@ -69,12 +69,19 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
     s.params = &r.params;
     s.seed = r.params.seed ? *r.params.seed : (uint64_t(entropy()) << 32 | entropy());
     s.blocks_needed = ceil_div(std::min(s.num_prompt + r.params.max_tokens, cfg.max_seq_len), bs);
-    if (s.blocks_needed > pool_.num_blocks())
-      throw std::invalid_argument("request " + std::to_string(i) + " needs " + std::to_string(s.blocks_needed) +
-                                  " KV blocks but the cache has " + std::to_string(pool_.num_blocks()));
     results[i].seed = s.seed;
     waiting.push_back(std::move(s));
   }
+  int blocks_for_all = 0;
+  for (const auto& s : waiting) blocks_for_all += s.blocks_needed;
+  if (options_.num_kv_blocks == 0 && (!kv_ || kv_->num_blocks() < blocks_for_all)) {
+    kv_.emplace(cfg, std::max(1, blocks_for_all), bs);  // the pool is empty between calls
+    pool_.emplace(kv_->num_blocks());
+  }
+  for (const auto& s : waiting)
+    if (s.blocks_needed > pool_->num_blocks())
+      throw std::invalid_argument("request " + std::to_string(s.index) + " needs " + std::to_string(s.blocks_needed) +
+                                  " KV blocks but the cache has " + std::to_string(pool_->num_blocks()));
 
   std::vector<Sequence> running;
   int reserved = 0;  // blocks promised to running sequences but not yet allocated
@@ -83,7 +90,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   std::vector<int> sampled_rows;  // index into running for each logits row
   while (!waiting.empty() || !running.empty()) {
     // Schedule: admit in arrival order while every admitted sequence can run to its end.
-    while (!waiting.empty() && pool_.num_free() - reserved >= waiting.front().blocks_needed) {
+    while (!waiting.empty() && pool_->num_free() - reserved >= waiting.front().blocks_needed) {
       reserved += waiting.front().blocks_needed;
       running.push_back(std::move(waiting.front()));
       waiting.pop_front();
@@ -103,7 +110,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
       budget -= count;
       scheduled[r] = count;
       while (int(s.blocks.size()) * bs < s.num_computed + count) {
-        s.blocks.push_back(pool_.allocate());
+        s.blocks.push_back(pool_->allocate());
         --reserved;
       }
       const int row = int(batch.block_tables.size()) / max_blocks;
@@ -122,7 +129,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
       }
     }
     // Run.
-    model_.forward(batch, kv_, logits);
+    model_.forward(batch, *kv_, logits);
     // Postprocess: sample, append, check stops, free finished sequences' blocks.
     for (size_t r = 0; r < running.size(); ++r) running[r].num_computed += scheduled[r];
     for (size_t i = 0; i < sampled_rows.size(); ++i) {
@@ -142,7 +149,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
       Sequence& s = running[r];
       if (results[s.index].finish == FinishReason::None) continue;
       reserved -= s.blocks_needed - int(s.blocks.size());
-      for (int b : s.blocks) pool_.free(b);
+      for (int b : s.blocks) pool_->free(b);
       running.erase(running.begin() + r);
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "engine/block_pool.hpp"
@@ -30,7 +31,7 @@ struct GenerationResult {
 
 struct EngineOptions {
   int block_size = 16;
-  int num_kv_blocks = 0;              // 0: enough for every request's full context
+  int num_kv_blocks = 0;              // 0: sized per generate() call to hold every request's whole run
   int max_num_batched_tokens = 2048;  // tokens per forward pass
   int long_prefill_token_threshold = 0;  // > 0: a prefill chunk takes at most this many tokens
   std::vector<int> stop_token_ids;    // ends a sequence unless ignore_eos (EOS and, for llama2.c models, BOS)
@@ -43,14 +44,15 @@ class OfflineEngine {
   // on_token(request_index, token) is called for each token as soon as it is sampled.
   std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
                                          const std::function<void(int, int)>& on_token = {});
-  const BlockPool& block_pool() const { return pool_; }
+  // The pool of the last generate() call (empty before the first).
+  const BlockPool& block_pool() const { return *pool_; }
   int64_t prefill_tokens_computed() const { return prefill_tokens_; }
 
  private:
   LlamaModel& model_;
   EngineOptions options_;
-  KvCache kv_;
-  BlockPool pool_;
+  std::optional<KvCache> kv_;
+  std::optional<BlockPool> pool_;
   Sampler sampler_;
   int64_t prefill_tokens_ = 0;
 };

@@ -114,3 +114,22 @@ TEST_CASE("thread count does not change tokens", "[invariance]") {
   const auto b = OfflineEngine(three.model, three.engine_options()).generate(reqs);
   for (size_t i = 0; i < reqs.size(); ++i) REQUIRE(a[i].output_token_ids == b[i].output_token_ids);
 }
+
+TEST_CASE("a KV pool too small for everyone runs requests in waves with the same tokens", "[invariance]") {
+  Loaded m(shared_model("stories260K.bin"), shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const auto reqs = sixteen_requests(tok);
+  const auto reference = OfflineEngine(m.model, m.engine_options()).generate(reqs);
+  EngineOptions small = m.engine_options();
+  int largest = 0;
+  for (const auto& r : reqs) largest = std::max<int>(largest, (r.prompt_token_ids.size() + r.params.max_tokens + 15) / 16);
+  small.num_kv_blocks = largest + 1;  // room for one long request (and a short one) at a time
+  OfflineEngine engine(m.model, small);
+  const auto got = engine.generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) REQUIRE(got[i].output_token_ids == reference[i].output_token_ids);
+  REQUIRE(engine.block_pool().num_blocks() == largest + 1);
+  REQUIRE(engine.block_pool().num_used() == 0);
+  small.num_kv_blocks = largest - 1;
+  OfflineEngine too_small(m.model, small);
+  REQUIRE_THROWS_WITH(too_small.generate(reqs), Catch::Contains("KV blocks but the cache has"));
+}
