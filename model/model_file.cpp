@@ -145,6 +145,13 @@ ModelFile model_from_gguf(const GgufFile& f) {
   } catch (const std::invalid_argument& e) {
     f.fail(std::string("inconsistent model config: ") + e.what());
   }
+  // Keys that change the math; ignoring them would give wrong logits, so refuse what is not implemented.
+  if (f.has(p + "rope.scaling.type") && f.get_string(p + "rope.scaling.type") != "none")
+    f.fail("RoPE scaling '" + f.get_string(p + "rope.scaling.type") + "' is not supported yet");
+  if (f.get_int(p + "expert_count", 0) > 0) f.fail("mixture-of-experts models are not supported yet");
+  for (const char* key : {"attention.key_length", "attention.value_length"})
+    if (f.get_int(p + key, c.head_dim()) != c.head_dim())
+      f.fail("key '" + p + key + "' differs from head_dim " + std::to_string(c.head_dim()) + " (not supported)");
   if (f.get_int(p + "rope.dimension_count", c.head_dim()) != c.head_dim())
     f.fail("key '" + p + "rope.dimension_count' differs from head_dim " + std::to_string(c.head_dim()) +
            " (partial RoPE is not supported)");

@@ -15,29 +15,18 @@
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/model_file.hpp"
+#include "tests/test_support.hpp"
 
 namespace parley_test {
 
 using namespace parley;
 namespace fs = std::filesystem;
 
-inline std::string shared_model(const std::string& name) { return std::string(PARLEY_SHARED_DIR) + "/models/" + name; }
+using parley::test::shared_model;
+using parley::test::TempDir;
 inline const std::string kGguf = shared_model("stories260K.gguf");
 inline const std::string kBin = shared_model("stories260K.bin");
 inline const std::string kTok = shared_model("tok512.bin");
-
-// A per-test scratch folder, removed afterwards.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() /
-          ("parley_gguf_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

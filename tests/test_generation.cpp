@@ -46,7 +46,7 @@ TEST_CASE("greedy stories260K from the shipped GGUF equals run.c", "[generation]
 
 TEST_CASE("greedy stories260K from the GGUF parley convert writes equals run.c", "[generation]") {
   TempDir dir;
-  const std::string out = dir.file("converted.gguf");
+  const std::string out = dir / "converted.gguf";
   convert_llama2c(shared_model("stories260K.bin"), shared_model("tok512.bin"), out, GgmlType::F32);
   check_greedy_reference(out, "");
 }

@@ -106,6 +106,16 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.head_count_kv", 3); });
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("n_kv_heads"));
   }
+  SECTION("math-changing keys we do not implement are refused, not ignored") {
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("RoPE scaling 'yarn' is not supported"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("mixture-of-experts"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.key_length", 16); });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("attention.key_length' differs from head_dim 8"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "none"); });
+    REQUIRE(load_model_file(path).config.dim == 64);
+  }
 }
 
 TEST_CASE("qwen2 GGUFs load with NeoX RoPE; biases are refused", "[gguf]") {

@@ -33,18 +33,15 @@ inline std::vector<Reference> greedy_references() {
 
 // A fresh directory under the system temp dir, removed when the object dies.
 struct TempDir {
-  std::filesystem::path path;
+  std::filesystem::path dir;
   TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("parley-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::create_directories(path);
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("parley-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
+  ~TempDir() { std::filesystem::remove_all(dir); }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
 
 // A model loaded and ready, with a backend of its own.
