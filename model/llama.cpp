@@ -7,16 +7,15 @@
 namespace parley {
 namespace {
 
-// Concatenates [out][in] matrices along out (one matmul computes all of them), freeing the inputs.
-cpu::WeightBuffer concat_rows(std::vector<float>& a, std::vector<float>* b = nullptr, std::vector<float>* c = nullptr) {
-  cpu::WeightBuffer out;
-  out.reserve(a.size() + (b ? b->size() : 0) + (c ? c->size() : 0));
-  for (std::vector<float>* m : {&a, b, c}) {
-    if (!m) continue;
-    out.insert(out.end(), m->begin(), m->end());
-    *m = {};
-  }
-  return out;
+// Packs [out][in] matrices stacked along out (one matmul computes all of them), freeing the inputs.
+cpu::PackedMatrix pack_rows(int in, std::vector<float>& a, std::vector<float>* b = nullptr, std::vector<float>* c = nullptr) {
+  std::vector<float> stacked;
+  for (std::vector<float>* m : {&a, b, c})
+    if (m) stacked.insert(stacked.end(), m->begin(), m->end());
+  cpu::PackedMatrix packed = cpu::pack_matrix(stacked.data(), int(stacked.size() / in), in);
+  for (std::vector<float>* m : {&a, b, c})
+    if (m) *m = {};
+  return packed;
 }
 
 void add_into(std::vector<float>& x, const std::vector<float>& y, int64_t n) {
@@ -29,17 +28,19 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     : config_(config), backend_(&backend) {
   config_.validate();
   if (int(weights.layers.size()) != config.n_layers) throw std::invalid_argument("weights have the wrong layer count");
-  token_embedding_ = concat_rows(weights.token_embedding);
+  const int dim = config.dim, hidden = config.hidden_dim;
+  token_embedding_.assign(weights.token_embedding.begin(), weights.token_embedding.end());
+  output_ = pack_rows(dim, weights.output.empty() ? weights.token_embedding : weights.output);
+  weights.token_embedding = {};
   output_norm_ = std::move(weights.output_norm);
-  output_ = concat_rows(weights.output);
   for (auto& w : weights.layers) {
     Layer l;
     l.attn_norm = std::move(w.attn_norm);
-    l.wqkv = concat_rows(w.wq, &w.wk, &w.wv);
-    l.wo = concat_rows(w.wo);
+    l.wqkv = pack_rows(dim, w.wq, &w.wk, &w.wv);
+    l.wo = pack_rows(dim, w.wo);
     l.ffn_norm = std::move(w.ffn_norm);
-    l.w_gate_up = concat_rows(w.w_gate, &w.w_up);
-    l.w_down = concat_rows(w.w_down);
+    l.w_gate_up = pack_rows(dim, w.w_gate, &w.w_up);
+    l.w_down = pack_rows(hidden, w.w_down);
     layers_.push_back(std::move(l));
   }
 }
@@ -79,7 +80,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
     const Layer& L = layers_[l];
     const cpu::KvLayerView kvl = kv.layer(l);
     be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-    be.matmul(xb_.data(), L.wqkv.data(), qkv_.data(), M, qkv_w, dim);
+    be.matmul(xb_.data(), L.wqkv, qkv_.data(), M);
     for (int i = 0; i < M; ++i) {
       const float* row = qkv_.data() + size_t(i) * qkv_w;
       std::copy_n(row, dim, q_.data() + size_t(i) * dim);
@@ -90,16 +91,16 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
     be.rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, c.rope_theta, c.rope_layout);
     be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
     be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data());
-    be.matmul(attn_.data(), L.wo.data(), xb_.data(), M, dim, dim);
+    be.matmul(attn_.data(), L.wo, xb_.data(), M);
     add_into(x_, xb_, int64_t(M) * dim);
 
     be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-    be.matmul(xb_.data(), L.w_gate_up.data(), hb_.data(), M, 2 * hidden, dim);
+    be.matmul(xb_.data(), L.w_gate_up, hb_.data(), M);
     for (int i = 0; i < M; ++i) {
       const float* row = hb_.data() + size_t(i) * 2 * hidden;
       be.swiglu(row, row + hidden, hidden_.data() + size_t(i) * hidden, hidden);
     }
-    be.matmul(hidden_.data(), L.w_down.data(), xb_.data(), M, dim, hidden);
+    be.matmul(hidden_.data(), L.w_down, xb_.data(), M);
     add_into(x_, xb_, int64_t(M) * dim);
   }
 
@@ -109,9 +110,8 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
     std::copy_n(x_.data() + size_t(batch.logits_indices[s]) * dim, dim, selected_.data() + size_t(s) * dim);
   xb_.resize(std::max<size_t>(xb_.size(), size_t(S) * dim));
   be.rmsnorm(selected_.data(), output_norm_.data(), xb_.data(), S, dim, c.norm_eps);
-  const auto& head = output_.empty() ? token_embedding_ : output_;
   logits.resize(size_t(S) * c.vocab_size);
-  be.matmul(xb_.data(), head.data(), logits.data(), S, c.vocab_size, dim);
+  be.matmul(xb_.data(), output_, logits.data(), S);
 }
 
 }  // namespace parley

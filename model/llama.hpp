@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/weight_buffer.hpp"
 #include "model/kv_cache.hpp"
 #include "model/llama_config.hpp"
 
@@ -25,7 +24,8 @@ struct ForwardBatch {
 
 class LlamaModel {
  public:
-  // Takes the weights; fuses Q/K/V and gate/up into one matrix each (same bits, fewer passes).
+  // Takes the weights; fuses Q/K/V and gate/up into one matrix each (same bits, fewer passes)
+  // and packs every matrix for the matmul.
   LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cpu::CpuBackend& backend);
 
   const LlamaConfig& config() const { return config_; }
@@ -37,11 +37,12 @@ class LlamaModel {
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
-    cpu::WeightBuffer wqkv, wo, w_gate_up, w_down;
+    cpu::PackedMatrix wqkv, wo, w_gate_up, w_down;
   };
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
-  cpu::WeightBuffer token_embedding_, output_;  // output_ empty when tied
+  cpu::WeightBuffer token_embedding_;  // rows looked up by token id
+  cpu::PackedMatrix output_;           // the head, packed (a copy of the embedding when tied)
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   // Scratch reused across steps; grows to the largest batch seen.

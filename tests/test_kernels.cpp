@@ -53,7 +53,7 @@ TEST_CASE("matmul matches the scalar reference on awkward sizes", "[kernels]") {
           auto x = random_vec(size_t(M) * K, M * 131 + K);
           auto w = random_vec(size_t(N) * K, N * 7 + K * 3);
           std::vector<float> got(size_t(M) * N), want(size_t(M) * N), mag(size_t(M) * N);
-          backend.matmul(x.data(), w.data(), got.data(), M, N, K);
+          backend.matmul(x.data(), pack_matrix(w.data(), N, K), got.data(), M);
           reference::matmul(x.data(), w.data(), want.data(), M, N, K);
           for (int m = 0; m < M; ++m)
             for (int n = 0; n < N; ++n)
@@ -66,16 +66,17 @@ TEST_CASE("matmul matches the scalar reference on awkward sizes", "[kernels]") {
 
 TEST_CASE("matmul rows are bit-identical whatever the batch and thread count", "[kernels][invariance]") {
   const int K = 300, N = 257;
-  auto w = random_vec(size_t(N) * K, 5);
+  auto w_rows = random_vec(size_t(N) * K, 5);
+  const PackedMatrix w = pack_matrix(w_rows.data(), N, K);
   auto x = random_vec(size_t(37) * K, 6);
   for (Isa isa : supported_isas()) {
     std::vector<float> full(size_t(37) * N);
-    CpuBackend(2, isa).matmul(x.data(), w.data(), full.data(), 37, N, K);
+    CpuBackend(2, isa).matmul(x.data(), w, full.data(), 37);
     for (int threads : {1, 2, 3}) {
       CpuBackend backend(threads, isa);
       for (int row : {0, 5, 36}) {
         std::vector<float> alone(N);
-        backend.matmul(x.data() + size_t(row) * K, w.data(), alone.data(), 1, N, K);
+        backend.matmul(x.data() + size_t(row) * K, w, alone.data(), 1);
         INFO("isa " << isa_name(isa) << " threads " << threads << " row " << row);
         REQUIRE(std::memcmp(alone.data(), full.data() + size_t(row) * N, sizeof(float) * N) == 0);
       }

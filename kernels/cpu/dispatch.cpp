@@ -64,20 +64,31 @@ constexpr int64_t kParallelFlops = 1 << 16;
 CpuBackend::CpuBackend(int threads, Isa isa)
     : simd_(kernels_for(isa)), threads_(threads > 0 ? threads : omp_get_num_procs()) {}
 
-void CpuBackend::matmul(const float* x, const float* w, float* out, int M, int N, int K) const {
+PackedMatrix pack_matrix(const float* w, int N, int K) {
+  PackedMatrix p;
+  p.N = N, p.K = K;
+  p.data.assign(size_t(p.panels()) * K * PackedMatrix::kPanel, 0.0f);
+  for (int n = 0; n < N; ++n) {
+    float* panel = p.data.data() + size_t(n / PackedMatrix::kPanel) * K * PackedMatrix::kPanel + n % PackedMatrix::kPanel;
+    for (int k = 0; k < K; ++k) panel[size_t(k) * PackedMatrix::kPanel] = w[size_t(n) * K + k];
+  }
+  return p;
+}
+
+void CpuBackend::matmul(const float* x, const PackedMatrix& w, float* out, int M) const {
+  const int N = w.N, K = w.K, panels = w.panels();
   const int64_t flops = int64_t(M) * N * K;
-  const int workers = flops < kParallelFlops ? 1 : std::min<int64_t>(threads_, (N + 15) / 16);
+  const int workers = flops < kParallelFlops ? 1 : std::min(threads_, panels);
   if (workers <= 1) {
-    simd_.matmul(x, w, out, M, N, K, 0, N);
+    simd_.matmul(x, w.data.data(), out, M, N, K, 0, panels);
     return;
   }
-  // About 8 chunks per thread, taken dynamically: a thread that a noisy neighbour slows takes fewer.
-  // Multiples of 48 columns keep tiles whole (NR 3 and 4) and outputs on cache lines of their own.
-  const int chunks = workers * 8;
-  const int chunk = std::max(48, ((N + chunks - 1) / chunks + 47) / 48 * 48);
-  const int num_chunks = (N + chunk - 1) / chunk;
+  // About 8 chunks of panels per thread, taken dynamically: a thread a noisy neighbour slows takes fewer.
+  const int chunk = std::max(1, (panels + workers * 8 - 1) / (workers * 8));
+  const int num_chunks = (panels + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(workers) schedule(dynamic, 1)
-  for (int c = 0; c < num_chunks; ++c) simd_.matmul(x, w, out, M, N, K, c * chunk, std::min(N, (c + 1) * chunk));
+  for (int c = 0; c < num_chunks; ++c)
+    simd_.matmul(x, w.data.data(), out, M, N, K, c * chunk, std::min(panels, (c + 1) * chunk));
 }
 
 void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/cpu/weight_buffer.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley::cpu {
@@ -32,11 +33,21 @@ struct AttentionMetadata {
   int max_blocks_per_seq = 0;
 };
 
+// A weight matrix [N][K] repacked for the matmul: panels of 16 columns, [N/16 rounded up][K][16],
+// the last panel zero-padded. Packed once at load; every step then streams it front to back.
+struct PackedMatrix {
+  int N = 0, K = 0;
+  WeightBuffer data;
+  static constexpr int kPanel = 16;
+  int panels() const { return (N + kPanel - 1) / kPanel; }
+};
+PackedMatrix pack_matrix(const float* w, int N, int K);
+
 // Function pointers of one instruction set's vectorized kernels.
 struct SimdKernels {
   Isa isa;
-  // out[m][n] = sum_k x[m][k] * w[n][k] for rows m in [0, M) and columns n in [n_begin, n_end).
-  void (*matmul)(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end);
+  // out[m][n] = sum_k x[m][k] * w[n][k] for rows m in [0, M) and the packed panels [p_begin, p_end).
+  void (*matmul)(const float* x, const float* packed, float* out, int M, int N, int K, int p_begin, int p_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
   // Runs iters rounds of independent register FMAs (2 * W * 10 flops a round): the peak probe for benchmarks.
@@ -56,8 +67,8 @@ class CpuBackend {
   int threads() const { return threads_; }
   const SimdKernels& simd() const { return simd_; }
 
-  // out[M][N] = x[M][K] * w[N][K]^T
-  void matmul(const float* x, const float* w, float* out, int M, int N, int K) const;
+  // out[M][N] = x[M][K] * w[N][K]^T, with w packed by pack_matrix
+  void matmul(const float* x, const PackedMatrix& w, float* out, int M) const;
   // out[m] = x[m] / rms(x[m]) * weight, per row of width dim
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
   // Rotates every head of x[M][n_heads * head_dim] in place by its token's position.

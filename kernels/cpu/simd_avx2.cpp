@@ -10,8 +10,7 @@ namespace {
 struct Avx2 {
   using T = __m256;
   static constexpr int W = 8;
-  static constexpr int MR = 4;  // 4x3 tile: 12 accumulators + 3 w + 1 x = all 16 ymm registers
-  static constexpr int NR = 3;
+  static constexpr int MR = 6;  // 6 rows x 2 vectors: 12 accumulators + 2 w + 1 broadcast of the 16 ymm
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float a) { return _mm256_set1_ps(a); }
   static T load(const float* p) { return _mm256_loadu_ps(p); }

@@ -10,8 +10,7 @@ namespace {
 struct Avx512 {
   using T = __m512;
   static constexpr int W = 16;
-  static constexpr int MR = 4;  // 4x4 tile: 16 accumulators + 4 w + 1 x of the 32 zmm registers
-  static constexpr int NR = 4;
+  static constexpr int MR = 12;  // 12 rows x 1 vector: 12 accumulators + 1 w + 1 broadcast of the 32 zmm
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float a) { return _mm512_set1_ps(a); }
   static T load(const float* p) { return _mm512_loadu_ps(p); }

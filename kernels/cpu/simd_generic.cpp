@@ -8,8 +8,7 @@ namespace {
 struct Scalar {
   using T = float;
   static constexpr int W = 1;
-  static constexpr int MR = 4;
-  static constexpr int NR = 2;
+  static constexpr int MR = 2;
   static T zero() { return 0.0f; }
   static T set1(float a) { return a; }
   static T load(const float* p) { return *p; }

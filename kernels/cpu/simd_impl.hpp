@@ -1,84 +1,83 @@
 // Vectorized kernels written once over a small vector-type policy V and instantiated per ISA
 // (simd_avx2.cpp, simd_avx512.cpp, simd_generic.cpp compile this with their own -m flags).
 //
-// Batch invariance: every output element is reduced in the same order whatever tile computes it:
-// W-lane accumulation over full K chunks in ascending k, then V::hsum, then the scalar K tail.
-// So a row's result never depends on M, on the tile shape, or on how threads split N.
+// The matmul is an outer product over weights packed in panels of kPanel columns, [panel][k][kPanel]
+// (see CpuBackend::pack). Batch invariance: every output element is one chain of multiply-adds over
+// k = 0, 1, ..., K-1 starting from zero, whatever tile computes it, so a row's result never depends
+// on M, on the tile shape, or on how threads split the panels.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/ops.hpp"
+
 namespace parley::cpu::simd {
 
-constexpr int kPrefetchFloats = 256;  // 1 KiB ahead in each weight row
+constexpr int kPanel = PackedMatrix::kPanel;  // one AVX-512 or two AVX2 vectors
+constexpr int kPrefetchFloats = 512;  // 2 KiB ahead in the panel stream
 
-// MR rows of x times NR rows of w: MR*NR vector accumulators held in registers.
-// "#pragma GCC unroll" keeps the MR x NR accumulators in registers; without it GCC -O2 leaves them on the stack.
-template <class V, int MR, int NR>
-inline void micro_tile(const float* x, const float* w, float* out, int N, int K, int m0, int n0) {
-  typename V::T acc[MR][NR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
-  const int k_full = K - K % V::W;
-  for (int k = 0; k < k_full; k += V::W) {
-    typename V::T wv[NR];
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      // Weights stream from memory once per tile; asking early hides DRAM latency (helps GEMV most).
-      __builtin_prefetch(w + int64_t(n0 + j) * K + k + kPrefetchFloats);
-      wv[j] = V::load(w + int64_t(n0 + j) * K + k);
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const typename V::T xv = V::load(x + int64_t(m0 + i) * K + k);
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      float s = V::hsum(acc[i][j]);
-      const float* xr = x + int64_t(m0 + i) * K;
-      const float* wr = w + int64_t(n0 + j) * K;
-      for (int k = k_full; k < K; ++k) s += xr[k] * wr[k];
-      out[int64_t(m0 + i) * N + n0 + j] = s;
-    }
-}
-
-// MR rows against the columns [n_lo, n_hi): NR at a time, then single columns.
+// MR rows of x times one panel: MR x kPanel/W vector accumulators held in registers.
+// "#pragma GCC unroll" keeps them in registers; without it GCC -O2 leaves them on the stack.
 template <class V, int MR>
-inline void cols_tile(const float* x, const float* w, float* out, int N, int K, int m, int n_lo, int n_hi) {
-  int n = n_lo;
-  for (; n + V::NR <= n_hi; n += V::NR) micro_tile<V, MR, V::NR>(x, w, out, N, K, m, n);
-  for (; n < n_hi; ++n) micro_tile<V, MR, 1>(x, w, out, N, K, m, n);
+inline void micro_tile(const float* x, const float* panel, float* out, int ldo, int K, int m0, int cols) {
+  constexpr int NV = kPanel / V::W;
+  typename V::T acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+  const float* xr = x + int64_t(m0) * K;
+  for (int k = 0; k < K; ++k) {
+    __builtin_prefetch(panel + int64_t(k) * kPanel + kPrefetchFloats);
+    typename V::T wv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) wv[j] = V::load(panel + int64_t(k) * kPanel + j * V::W);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const typename V::T xb = V::set1(xr[int64_t(i) * K + k]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[i][j] = V::fma(xb, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* o = out + int64_t(m0 + i) * ldo;
+    if (cols == kPanel) {
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) V::store(o + j * V::W, acc[i][j]);
+    } else {  // the last panel of a matrix whose width is not a multiple of kPanel
+      float tmp[kPanel];
+      for (int j = 0; j < NV; ++j) V::store(tmp + j * V::W, acc[i][j]);
+      std::copy_n(tmp, cols, o);
+    }
+  }
 }
 
-// A block of weight rows small enough to stay in L2 is swept by every MR-row tile of x in turn,
-// so each x tile is read from L1 and each weight from L2. A single row (GEMV) goes one weight row
-// at a time instead: one sequential stream prefetches best.
-template <class V>
-void matmul(const float* x, const float* w, float* out, int M, int N, int K, int n_begin, int n_end) {
-  static_assert(V::MR == 4, "the remainder switch below covers 1..3 rows");
-  if (M == 1) {
-    for (int n = n_begin; n < n_end; ++n) micro_tile<V, 1, 1>(x, w, out, N, K, 0, n);
-    return;
+// MR rows against panels [p_begin, p_end).
+template <class V, int MR>
+inline void panels_tile(const float* x, const float* packed, float* out, int N, int K, int m, int p_begin, int p_end) {
+  for (int p = p_begin; p < p_end; ++p)
+    micro_tile<V, MR>(x, packed + int64_t(p) * K * kPanel, out + p * kPanel, N, K, m, std::min(kPanel, N - p * kPanel));
+}
+
+template <class V, int R>
+inline void remainder_rows(const float* x, const float* packed, float* out, int N, int K, int m, int rows, int pb, int pe) {
+  if constexpr (R > 0) {
+    if (rows == R) return panels_tile<V, R>(x, packed, out, N, K, m, pb, pe);
+    remainder_rows<V, R - 1>(x, packed, out, N, K, m, rows, pb, pe);
   }
-  const int64_t row_bytes = int64_t(K) * sizeof(float);
-  const int n_block = static_cast<int>(std::max<int64_t>(1, (128 * 1024) / row_bytes / V::NR)) * V::NR;
-  for (int nb = n_begin; nb < n_end; nb += n_block) {
-    const int ne = std::min(n_end, nb + n_block);
+}
+
+// out[M][N] for the panels [p_begin, p_end): a block of panels small enough to stay in L2 is swept
+// by every MR-row tile of x in turn, so weights come from L2 and x from L1.
+template <class V>
+void matmul(const float* x, const float* packed, float* out, int M, int N, int K, int p_begin, int p_end) {
+  const int p_block = static_cast<int>(std::max<int64_t>(1, (128 * 1024) / (int64_t(K) * kPanel * sizeof(float))));
+  for (int pb = p_begin; pb < p_end; pb += p_block) {
+    const int pe = std::min(p_end, pb + p_block);
     int m = 0;
-    for (; m + V::MR <= M; m += V::MR) cols_tile<V, V::MR>(x, w, out, N, K, m, nb, ne);
-    switch (M - m) {
-      case 3: cols_tile<V, 3>(x, w, out, N, K, m, nb, ne); break;
-      case 2: cols_tile<V, 2>(x, w, out, N, K, m, nb, ne); break;
-      case 1: cols_tile<V, 1>(x, w, out, N, K, m, nb, ne); break;
-      default: break;
-    }
+    for (; m + V::MR <= M; m += V::MR) panels_tile<V, V::MR>(x, packed, out, N, K, m, pb, pe);
+    remainder_rows<V, V::MR - 1>(x, packed, out, N, K, m, M - m, pb, pe);
   }
 }
 
