@@ -40,6 +40,7 @@ struct EngineOptions {
 class OfflineEngine {
  public:
   OfflineEngine(LlamaModel& model, EngineOptions options);
+  ~OfflineEngine();
 
   // on_token(request_index, token) is called for each token as soon as it is sampled.
   std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
@@ -49,6 +50,11 @@ class OfflineEngine {
   int64_t prefill_tokens_computed() const { return prefill_tokens_; }
 
  private:
+  struct Run;
+  void schedule(Run& run, ForwardBatch& batch);
+  void postprocess(Run& run, const std::vector<float>& logits, std::vector<GenerationResult>& results,
+                   const std::function<void(int, int)>& on_token);
+
   LlamaModel& model_;
   EngineOptions options_;
   std::optional<KvCache> kv_;
