@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "model/convert.hpp"
+#include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/test_support.hpp"
 
@@ -81,4 +82,41 @@ TEST_CASE("the built-in model runs out of the box and is deterministic", "[gener
   REQUIRE(ra.output_token_ids.size() == 20);
   REQUIRE(ra.output_token_ids == rb.output_token_ids);
   REQUIRE(ra.finish == FinishReason::Length);
+}
+
+namespace {
+
+std::string run_cli(const std::string& args) {
+  const std::string cmd = std::string(PARLEY_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("parley gen-model writes the built-in model exactly; convert honours --dtype", "[generation][cli]") {
+  TempDir dir;
+  // The built-in model is make_random_model(builtin_model_config(), 0x5EED): its GGUF export must generate the same.
+  const std::string builtin = dir / "builtin.gguf";
+  REQUIRE_THAT(run_cli("gen-model --shape builtin --seed 24301 --out " + builtin), Catch::Contains("wrote"));
+  const std::string args = " --prompt 'The quick brown fox' --max-tokens 24 --seed 9 --temperature 0.7 --show-ids";
+  const std::string from_memory = run_cli("generate" + args), from_file = run_cli("generate --model " + builtin + args);
+  REQUIRE_THAT(from_memory, Catch::Contains("output_token_ids: ["));
+  REQUIRE(from_memory == from_file);
+  REQUIRE(from_memory != run_cli("generate" + args + " --top-k 1"));  // a sampling flag is honoured
+
+  const std::string f16 = dir / "f16.gguf";
+  REQUIRE_THAT(run_cli("convert --checkpoint " + shared_model("stories260K.bin") + " --tokenizer " +
+                       shared_model("tok512.bin") + " --out " + f16 + " --dtype f16"),
+               Catch::Contains("wrote"));
+  const GgufFile g(f16);
+  REQUIRE(g.get_int("general.file_type") == 1);
+  REQUIRE(g.tensor("blk.0.attn_q.weight").type == GgmlType::F16);
+  REQUIRE(g.tensor("blk.0.attn_norm.weight").type == GgmlType::F32);  // norms stay F32, as llama.cpp writes them
+  REQUIRE_THAT(run_cli("convert --checkpoint " + shared_model("stories260K.bin") + " --tokenizer " + shared_model("tok512.bin") +
+                       " --out " + (dir / "x.gguf") + " --dtype f8"),
+               Catch::Contains("--dtype: f8 not in {f32,f16,bf16,q8_0}"));
 }
