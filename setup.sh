@@ -8,7 +8,7 @@ mode=${1:-run}
 BUILD=${PARLEY_BUILD_DIR:-build}
 
 install_packages() {
-  local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2)
+  local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev)
   local missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then

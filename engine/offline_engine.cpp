@@ -25,7 +25,7 @@ struct Sequence {
   int num_prompt = 0;
   int num_computed = 0;     // tokens whose KV is in the cache
   int blocks_needed = 0;    // reserved at admission: enough for the longest possible run
-  std::vector<int> blocks;
+  std::vector<KVCacheBlock*> blocks;
   const SamplingParams* params = nullptr;
   uint64_t seed = 0;
   int scheduled = 0;        // tokens in the current step
@@ -90,7 +90,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   }
   if (options_.num_kv_blocks == 0 && (!kv_ || kv_->num_blocks() < blocks_for_all))
     kv_.emplace(cfg, std::max(1, blocks_for_all), options_.block_size);
-  pool_.emplace(kv_->num_blocks());  // a fresh pool per call: nothing can leak from an earlier one
+  pool_.emplace(kv_->num_blocks(), /*enable_caching=*/false);  // fresh per call: nothing leaks from an earlier one
   for (const auto& s : run.waiting)
     if (s.blocks_needed > pool_->num_blocks())
       throw std::invalid_argument("request " + std::to_string(s.index) + " needs " + std::to_string(s.blocks_needed) +
@@ -109,7 +109,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
 // sequence its prefill chunk or its one decode token within the step's token budget.
 void OfflineEngine::schedule(Run& run, ForwardBatch& batch) {
   const int bs = options_.block_size;
-  while (!run.waiting.empty() && pool_->num_free() - run.reserved >= run.waiting.front().blocks_needed) {
+  while (!run.waiting.empty() && pool_->get_num_free_blocks() - run.reserved >= run.waiting.front().blocks_needed) {
     run.reserved += run.waiting.front().blocks_needed;
     run.running.push_back(std::move(run.waiting.front()));
     run.waiting.pop_front();
@@ -127,18 +127,18 @@ void OfflineEngine::schedule(Run& run, ForwardBatch& batch) {
     s.scheduled = count = std::min(count, budget);
     budget -= count;
     if (count == 0) continue;
-    while (int(s.blocks.size()) * bs < s.num_computed + count) {
-      s.blocks.push_back(pool_->allocate());
-      --run.reserved;
-    }
+    const int new_blocks = std::max(0, ceil_div(s.num_computed + count, bs) - int(s.blocks.size()));
+    for (KVCacheBlock* b : pool_->get_new_blocks(new_blocks)) s.blocks.push_back(b);
+    run.reserved -= new_blocks;
     const int row = int(batch.block_tables.size()) / max_blocks;
     batch.block_tables.resize(size_t(row + 1) * max_blocks, 0);
-    std::copy(s.blocks.begin(), s.blocks.end(), batch.block_tables.begin() + size_t(row) * max_blocks);
+    std::transform(s.blocks.begin(), s.blocks.end(), batch.block_tables.begin() + size_t(row) * max_blocks,
+                   [](const KVCacheBlock* b) { return b->block_id; });
     for (int p = s.num_computed; p < s.num_computed + count; ++p) {
       batch.token_ids.push_back(s.tokens[p]);
       batch.positions.push_back(p);
       batch.token_seq.push_back(row);
-      batch.slot_mapping.push_back(int64_t(s.blocks[p / bs]) * bs + p % bs);
+      batch.slot_mapping.push_back(int64_t(s.blocks[p / bs]->block_id) * bs + p % bs);
     }
     if (s.num_computed < s.num_prompt) prefill_tokens_ += std::min(count, s.num_prompt - s.num_computed);
     if (s.num_computed + count == int(s.tokens.size())) {
@@ -171,7 +171,7 @@ void OfflineEngine::postprocess(Run& run, const std::vector<float>& logits, std:
     Sequence& s = run.running[r];
     if (results[s.index].finish == FinishReason::None) continue;
     run.reserved -= s.blocks_needed - int(s.blocks.size());
-    for (int b : s.blocks) pool_->free(b);
+    pool_->free_blocks({s.blocks.rbegin(), s.blocks.rend()});  // tail first, as vLLM frees
     run.running.erase(run.running.begin() + r);
   }
 }
