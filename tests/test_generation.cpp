@@ -97,7 +97,7 @@ std::string run_cli(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("parley gen-model writes the built-in model exactly; convert honours --dtype", "[generation][cli]") {
+TEST_CASE("parley gen-model writes the built-in model exactly, and convert honours --dtype", "[generation][cli]") {
   TempDir dir;
   // The built-in model is make_random_model(builtin_model_config(), 0x5EED): its GGUF export must generate the same.
   const std::string builtin = dir / "builtin.gguf";

@@ -118,7 +118,7 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
   }
 }
 
-TEST_CASE("qwen2 GGUFs load with NeoX RoPE; biases are refused", "[gguf]") {
+TEST_CASE("qwen2 GGUFs load with NeoX RoPE, and biases are refused", "[gguf]") {
   TempDir tmp;
   // Re-label stories260K as qwen2: same tensors, keys under "qwen2.".
   auto as_qwen2 = [](GgufWriter& w) {
