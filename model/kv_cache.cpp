@@ -26,8 +26,4 @@ void KvCache::copy_block(int src, int dst) {
   }
 }
 
-int64_t kv_block_bytes(const LlamaConfig& config, int block_size) {
-  return int64_t(2) * config.n_layers * block_size * config.kv_dim() * sizeof(float);
-}
-
 }  // namespace parley

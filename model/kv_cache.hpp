@@ -15,7 +15,6 @@ class KvCache {
 
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
-  int64_t bytes() const { return int64_t(keys_.size() + values_.size()) * sizeof(float); }
   cpu::KvLayerView layer(int l);
   // Copies one block's keys and values in every layer (copy-on-write of a shared partial block).
   void copy_block(int src, int dst);
@@ -25,8 +24,5 @@ class KvCache {
   int64_t layer_stride_;  // floats per layer
   std::vector<float> keys_, values_;
 };
-
-// Bytes one block takes across all layers, for sizing the pool from a memory budget.
-int64_t kv_block_bytes(const LlamaConfig& config, int block_size);
 
 }  // namespace parley

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/reference.hpp"
+#include "model/kv_cache.hpp"
 
 using namespace parley;
 using namespace parley::cpu;
@@ -176,4 +177,24 @@ TEST_CASE("kv_write lands each token at its slot", "[kernels]") {
   REQUIRE(values[2 * 3 + 1] == 11);
   REQUIRE(keys[28 * 3 + 2] == -1);
   REQUIRE(keys[30 * 3] == -1);
+}
+
+TEST_CASE("KvCache::copy_block copies one block's keys and values in every layer", "[kernels]") {
+  LlamaConfig c;
+  c.dim = 8, c.hidden_dim = 8, c.n_layers = 3, c.n_heads = 2, c.n_kv_heads = 1, c.vocab_size = 4, c.max_seq_len = 16;
+  KvCache kv(c, 4, 2);
+  const int block = 2 * c.kv_dim();
+  for (int l = 0; l < 3; ++l) {
+    KvLayerView v = kv.layer(l);
+    for (int i = 0; i < 4 * block; ++i) v.keys[i] = float(l * 1000 + i), v.values[i] = -float(l * 1000 + i);
+  }
+  kv.copy_block(1, 3);
+  for (int l = 0; l < 3; ++l) {
+    KvLayerView v = kv.layer(l);
+    for (int i = 0; i < block; ++i) {
+      REQUIRE(v.keys[3 * block + i] == float(l * 1000 + block + i));
+      REQUIRE(v.values[3 * block + i] == -float(l * 1000 + block + i));
+    }
+    REQUIRE(v.keys[2 * block] == float(l * 1000 + 2 * block));  // neighbours untouched
+  }
 }
