@@ -29,6 +29,30 @@ int argmax(const float* logits, int vocab) {
   return best;
 }
 
+// Keeps the smallest prefix (in descending order) whose mass reaches top_p of what survived, always the
+// top token. Sorting only a growing head is enough: the mass sits in few tokens.
+template <class Desc>
+void Sampler::apply_top_p(float top_p, int vocab, const Desc& desc) {
+  float kept = 0.0f;
+  for (float p : probs_) kept += p;
+  for (int head = std::min(vocab, 64);; head = head * 16 > vocab ? vocab : head * 4) {
+    if (head == vocab) std::sort(order_.begin(), order_.end(), desc);  // past a 16th, sorting all is cheaper
+    else std::partial_sort(order_.begin(), order_.begin() + head, order_.end(), desc);
+    float cum = 0.0f;
+    int r = 0;
+    while (r < head && (cum += probs_[order_[r]]) < top_p * kept) ++r;
+    if (r < head) {
+      keep_.assign(order_.begin(), order_.begin() + r + 1);
+      kept_probs_.clear();
+      for (int id : keep_) kept_probs_.push_back(probs_[id]);
+      std::fill(probs_.begin(), probs_.end(), 0.0f);
+      for (size_t i = 0; i < keep_.size(); ++i) probs_[keep_[i]] = kept_probs_[i];
+      return;
+    }
+    if (head == vocab) return;  // rounding kept the cumulative mass below the target: keep everything
+  }
+}
+
 int Sampler::sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position) {
   if (params.greedy()) return argmax(logits, vocab);
   // Softmax of logits / temperature, in token-id order (a fixed reduction order).
@@ -47,27 +71,17 @@ int Sampler::sample(const float* logits, int vocab, const SamplingParams& params
   }
   const bool use_top_k = params.top_k > 0 && params.top_k < vocab;
   if (use_top_k || params.top_p < 1.0f) {
-    // Descending by probability, ties by id, so the kept set is a function of the row alone.
+    // Descending by probability, ties by id: a strict order, so the kept set is a function of the row alone.
+    const auto desc = [&](int a, int b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); };
     order_.resize(vocab);
     std::iota(order_.begin(), order_.end(), 0);
-    std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) { return probs_[a] > probs_[b]; });
     if (use_top_k) {
+      std::nth_element(order_.begin(), order_.begin() + (params.top_k - 1), order_.end(), desc);
       const float kth = probs_[order_[params.top_k - 1]];  // ties with the k-th survive, as in vLLM
-      for (int r = params.top_k; r < vocab; ++r)
-        if (probs_[order_[r]] < kth) probs_[order_[r]] = 0.0f;
+      for (float& p : probs_)
+        if (p < kth) p = 0.0f;
     }
-    if (params.top_p < 1.0f) {
-      float kept = 0.0f;
-      for (int r = 0; r < vocab; ++r) kept += probs_[order_[r]];
-      // Keep the smallest prefix whose mass reaches top_p of what survived; always the top token.
-      float cum = 0.0f;
-      int r = 0;
-      for (; r < vocab; ++r) {
-        cum += probs_[order_[r]];
-        if (cum >= params.top_p * kept) break;
-      }
-      for (int z = r + 1; z < vocab; ++z) probs_[order_[z]] = 0.0f;
-    }
+    if (params.top_p < 1.0f) apply_top_p(params.top_p, vocab, desc);
   }
   // Inverse CDF over the surviving mass in id order, with one uniform for (seed, position).
   float total = 0.0f;

@@ -16,8 +16,11 @@ class Sampler {
   int sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position);
 
  private:
-  std::vector<float> probs_;
-  std::vector<int> order_;
+  template <class Desc>
+  void apply_top_p(float top_p, int vocab, const Desc& desc);
+
+  std::vector<float> probs_, kept_probs_;
+  std::vector<int> order_, keep_;
 };
 
 }  // namespace parley
