@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark of this stage and prints their tables: kernel GFLOP/s against the measured
-# peak, then prefill/decode tokens/s on stories260K and on the 110M-shape random model, each with
+# peak, sampling cost per token, then prefill/decode tokens/s on stories260K and on the 110M-shape random model, each with
 # llama.cpp (node-llama-cpp) measured on the same GGUF in the same run.
 #   bench/run_all.sh [threads]     (default: all cores; run on an otherwise idle machine)
 set -euo pipefail
@@ -14,5 +14,6 @@ model110=bench/out/parley-110m-f32.gguf
 [ -f "$model110" ] || "$BUILD/parley" gen-model --shape 110m --dtype f32 --out "$model110"
 
 echo "## Kernels"; "$BUILD/bench_kernels" --threads "$threads"; echo
+echo "## Sampler"; "$BUILD/bench_sampler"; echo
 echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260K.gguf --threads "$threads" --peer; echo
 echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer

@@ -24,8 +24,9 @@ void SamplingParams::validate() const {
 
 int argmax(const float* logits, int vocab) {
   int best = 0;
+  float best_value = logits[0];  // in a register: no load of logits[best] on the critical path
   for (int i = 1; i < vocab; ++i)
-    if (logits[i] > logits[best]) best = i;
+    if (logits[i] > best_value) best_value = logits[i], best = i;
   return best;
 }
 
