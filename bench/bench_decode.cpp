@@ -25,14 +25,13 @@ namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// S sequences, each with its own contiguous run of blocks in one cache.
+// S sequences of up to P + G tokens, each with its own contiguous run of blocks in one cache.
 struct Run {
-  LlamaModel& model;
-  int S, P, G, bs = 16;
-  KvCache kv;
+  static constexpr int bs = 16;
   int blocks_per_seq;
-  Run(LlamaModel& m, int s, int p, int g)
-      : model(m), S(s), P(p), G(g), kv(m.config(), s * ((p + g + 16) / 16 + 1), 16), blocks_per_seq((p + g + 16) / 16 + 1) {}
+  KvCache kv;
+  Run(const LlamaModel& m, int S, int P, int G)
+      : blocks_per_seq((P + G + bs - 1) / bs), kv(m.config(), S * blocks_per_seq, bs) {}
 
   ForwardBatch batch_for(const std::vector<int>& seqs, const std::vector<int>& tokens, int start, int count) {
     ForwardBatch b;

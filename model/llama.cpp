@@ -71,7 +71,6 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   meta.num_tokens = M;
   meta.positions = batch.positions.data();
   meta.token_seq = batch.token_seq.data();
-  meta.slot_mapping = batch.slot_mapping.data();
   meta.block_tables = batch.block_tables.data();
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
 

@@ -28,7 +28,6 @@ struct AttentionMetadata {
   int num_tokens = 0;
   const int* positions = nullptr;       // [num_tokens] position of each token in its sequence
   const int* token_seq = nullptr;       // [num_tokens] index of the token's sequence
-  const int64_t* slot_mapping = nullptr;// [num_tokens] block_id * block_size + offset to write
   const int* block_tables = nullptr;    // [num_seqs][max_blocks_per_seq] physical block ids
   int max_blocks_per_seq = 0;
 };
