@@ -120,3 +120,34 @@ TEST_CASE("parley gen-model writes the built-in model exactly, and convert honou
                        " --out " + (dir / "x.gguf") + " --dtype f8"),
                Catch::Contains("--dtype: f8 not in {f32,f16,bf16,q8_0}"));
 }
+
+TEST_CASE("the offline engine refuses bad options and bad requests with clear errors", "[generation]") {
+  Loaded m("", "");
+  auto with = [&](auto mutate) {
+    EngineOptions o = m.engine_options();
+    mutate(o);
+    return o;
+  };
+  REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.block_size = 0; })), Catch::Contains("block_size"));
+  REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.max_num_batched_tokens = 0; })),
+                      Catch::Contains("max_num_batched_tokens"));
+  REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.num_kv_blocks = -1; })), Catch::Contains("num_kv_blocks"));
+  OfflineEngine engine(m.model, m.engine_options());
+  GenerationRequest ok{{1, 5, 6}, {}};
+  ok.params.seed = 3, ok.params.ignore_eos = true;  // exactly max_tokens (16) tokens, every run
+  auto bad = [&](auto mutate) {
+    GenerationRequest r = ok;
+    mutate(r);
+    return std::vector<GenerationRequest>{ok, r};
+  };
+  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.prompt_token_ids.clear(); })), Catch::Contains("request 1: empty prompt"));
+  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.prompt_token_ids = {1, 512}; })),
+                      Catch::Contains("request 1: token id 512 outside the vocabulary"));
+  REQUIRE_THROWS_WITH(engine.generate(bad([&](auto& r) { r.prompt_token_ids.assign(m.file.config.max_seq_len, 5); })),
+                      Catch::Contains("leaves no room in the context"));
+  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.params.n = 2; })), Catch::Contains("fan out n"));
+  // A refused batch runs nothing and leaves the engine usable.
+  const auto results = engine.generate({ok});
+  REQUIRE(results[0].output_token_ids.size() == 16);
+  REQUIRE(engine.block_pool().num_used() == 0);
+}
