@@ -1,10 +1,14 @@
-// Per-request sampling parameters (the subset of vLLM's SamplingParams implemented so far).
+// Per-request sampling parameters, as vLLM's SamplingParams (vllm/sampling_params.py).
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace parley {
+
+inline constexpr int kMaxLogprobs = 20;  // vLLM's default max_logprobs
 
 struct SamplingParams {
   int n = 1;                 // samples per prompt; sample i uses seed + i
@@ -12,13 +16,26 @@ struct SamplingParams {
   int top_k = -1;            // -1 (or 0) keeps every token
   float top_p = 1.0f;        // nucleus mass in (0, 1]
   float min_p = 0.0f;        // drop tokens below min_p * the top probability
+  float presence_penalty = 0.0f;    // [-2, 2]: subtracted once from each token already generated
+  float frequency_penalty = 0.0f;   // [-2, 2]: subtracted per occurrence in the output
+  float repetition_penalty = 1.0f;  // (0, 2]: divides positive / multiplies negative logits of prompt+output tokens
   std::optional<uint64_t> seed;
   int max_tokens = 16;
+  int min_tokens = 0;        // stop tokens (EOS and stop_token_ids) are masked until this many are out
   bool ignore_eos = false;
+  std::vector<std::string> stop;       // stop strings, matched on the detokenized text
+  std::vector<int> stop_token_ids;     // besides EOS; ends the request (the token is kept in the output)
+  bool include_stop_str_in_output = false;
+  std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
+  std::vector<std::pair<int, float>> logit_bias;  // (token id, bias) sorted by id, added to the raw logits
 
   bool greedy() const { return temperature < 1e-5f; }
-  // Throws std::invalid_argument with vLLM's wording for the first invalid field.
-  void validate() const;
+  bool has_penalties() const {
+    return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f;
+  }
+  // Throws std::invalid_argument with vLLM's wording for the first invalid field. vocab_size > 0 also
+  // checks token ids in logit_bias and stop_token_ids.
+  void validate(int vocab_size = 0) const;
 };
 
 }  // namespace parley

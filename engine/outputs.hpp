@@ -1,0 +1,73 @@
+// What moves between scheduler, worker and output processor each step (vLLM v1's SchedulerOutput,
+// ModelRunnerOutput and EngineCoreOutput). Plain data: the actors pass these in messages.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.hpp"
+#include "engine/sampling_params.hpp"
+
+namespace parley {
+
+// A request the worker has not seen, or one resumed after preemption (its state was dropped then).
+struct NewRequestData {
+  std::string req_id;
+  std::vector<int> prompt_token_ids;
+  std::vector<int> output_token_ids;  // tokens already generated (non-empty only when resumed)
+  SamplingParams sampling_params;
+  uint64_t seed = 0;
+  std::vector<int> block_ids;         // every block it holds now
+  int num_computed_tokens = 0;        // prefix-cache hits: KV already there
+};
+
+// A request the worker already holds: only what changed.
+struct CachedRequestData {
+  std::string req_id;
+  std::vector<int> new_block_ids;     // appended to its block table
+  int num_computed_tokens = 0;        // before this step's tokens
+};
+
+struct SchedulerOutput {
+  std::vector<NewRequestData> scheduled_new_reqs;
+  std::vector<CachedRequestData> scheduled_cached_reqs;
+  // Tokens to compute this step per request, in the order above (new first, then cached).
+  std::vector<std::pair<std::string, int>> num_scheduled_tokens;
+  int total_num_scheduled_tokens = 0;
+  // Requests the worker must drop before this step: finished or aborted since the last step, or preempted.
+  std::vector<std::string> finished_req_ids;
+  std::vector<std::string> preempted_req_ids;
+  uint64_t step_id = 0;
+
+  bool empty() const { return total_num_scheduled_tokens == 0; }
+};
+
+// The logprobs of one sampled position, from the raw logits (before penalties and temperature).
+struct TokenLogprobs {
+  int token = 0;           // the sampled token
+  float logprob = 0.0f;
+  int rank = 0;            // 1 + the number of tokens with a strictly higher logprob
+  std::vector<std::pair<int, float>> top;  // the top `logprobs` (token, logprob), descending, ties by id
+};
+
+struct ModelRunnerOutput {
+  uint64_t step_id = 0;
+  std::vector<std::string> req_ids;               // the persistent batch's order this step
+  std::vector<std::vector<int>> sampled_token_ids;  // per req_ids row; empty for a partial prefill
+  std::vector<std::optional<TokenLogprobs>> logprobs;  // per row; set when the request asked for logprobs
+};
+
+// One request's news after a step, for the output processor.
+struct EngineCoreOutput {
+  std::string req_id;
+  std::vector<int> new_token_ids;
+  std::vector<TokenLogprobs> new_logprobs;  // one per new token when the request asked for logprobs
+  FinishReason finish_reason = FinishReason::None;
+  std::optional<int> stop_token;            // the stop token id (stop_reason), if that ended it
+  int num_cached_tokens = 0;                // prompt tokens served from the prefix cache
+
+  bool finished() const { return finish_reason != FinishReason::None; }
+};
+
+}  // namespace parley

@@ -1,0 +1,52 @@
+// A request as the scheduler sees it (vLLM v1's vllm/v1/request.py): one state enum, the tokens so far,
+// and how many of them have their KV in the cache.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache_utils.hpp"
+#include "engine/sampling_params.hpp"
+
+namespace parley {
+
+enum class RequestStatus {
+  Waiting,            // queued, nothing computed or everything dropped by preemption
+  Running,            // holds blocks and is scheduled each step
+  Preempted,          // blocks taken back; waits at the front of the queue to recompute
+  FinishedStopped,    // EOS, a stop token or a stop string
+  FinishedLength,     // max_tokens or the context length
+  FinishedAborted,    // cancelled by the client, a disconnect, or shutdown
+};
+bool is_finished(RequestStatus s);
+
+enum class FinishReason { None, Stop, Length, Abort };
+FinishReason finish_reason_of(RequestStatus s);  // None for unfinished states
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", or null-ish "none"
+
+struct Request {
+  std::string request_id;
+  std::vector<int> prompt_token_ids;
+  SamplingParams sampling_params;
+  uint64_t seed = 0;                 // the generator's key: params.seed, or drawn at admission
+  std::vector<int> output_token_ids;
+  std::vector<int> all_token_ids;    // prompt then output
+  int num_computed_tokens = 0;       // tokens whose KV is in the cache
+  int num_cached_tokens = -1;        // prefix-cache hit on first scheduling (-1: not yet scheduled)
+  int num_preemptions = 0;
+  RequestStatus status = RequestStatus::Waiting;
+  std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
+  std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
+  double arrival_time = 0.0;         // seconds, steady clock
+
+  Request() = default;
+  Request(std::string id, std::vector<int> prompt, SamplingParams params, uint64_t seed, double arrival = 0.0);
+
+  int num_prompt_tokens() const { return int(prompt_token_ids.size()); }
+  int num_output_tokens() const { return int(output_token_ids.size()); }
+  int num_tokens() const { return int(all_token_ids.size()); }
+  void append_output_token(int token);
+};
+
+}  // namespace parley

@@ -1,0 +1,83 @@
+// The OpenAI-compatible API as pure functions over JSON text (no Beast, no CAF): parsing and validating
+// /v1/completions and /v1/chat/completions bodies into engine requests, and rendering responses,
+// stream chunks and errors in OpenAI's exact shapes with vLLM's messages.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/output_processor.hpp"
+#include "engine/sampling_params.hpp"
+#include "model/tokenizer.hpp"
+
+namespace parley::http {
+
+// {"error": {"message", "type", "param", "code"}} with its HTTP status.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "BadRequestError";  // vLLM's names: BadRequestError, NotFoundError, ...
+  std::string param;                     // the offending field, "" for none (rendered as null)
+  std::string code;                      // "" renders as the status number, as vLLM does
+};
+std::string error_body(const ApiError& e);
+
+// What the parser needs to know about the served model.
+struct ServingContext {
+  const Tokenizer* tokenizer = nullptr;
+  std::string model_name;           // the only accepted "model" (404 otherwise)
+  int max_model_len = 0;            // prompt + max_tokens must fit
+  std::string chat_template;        // the model file's tokenizer.chat_template, "" if none
+};
+
+enum class Endpoint { Completions, ChatCompletions };
+
+struct GenerateRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;
+  std::vector<std::vector<int>> prompts;  // token ids per prompt (chat: exactly one, the rendered template)
+  std::vector<std::string> prompt_texts;  // decoded prompt per prompt (for echo)
+  SamplingParams params;                  // validated; max_tokens resolved (default: what fits the context)
+  bool stream = false;
+  bool include_usage = false;             // stream_options.include_usage
+  bool echo = false;                      // completions only
+  int top_logprobs = -1;                  // -1: no logprobs; else the number of alternatives per token
+};
+
+// Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
+// out-of-range values, unknown token ids, empty prompt, prompt + max_tokens over the context.
+std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
+                                                               const ServingContext& ctx);
+
+// One finished choice of a non-streamed response.
+struct Choice {
+  int index = 0;
+  std::string text;                       // echo prompt (if asked) + generated text
+  std::vector<int> token_ids;
+  std::vector<TokenLogprobs> logprobs;
+  FinishReason finish_reason = FinishReason::None;
+  StopReason stop_reason;
+};
+struct Usage {
+  int prompt_tokens = 0, completion_tokens = 0;
+};
+
+// Full JSON responses (non-streamed). `created` is seconds since the epoch.
+std::string completion_response(const GenerateRequest& req, const std::string& id, long created,
+                                 const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok);
+// One SSE event "data: {...}\n\n" for a delta of choice `index`; usage chunk and [DONE] separately.
+std::string stream_chunk(const GenerateRequest& req, const std::string& id, long created, int index,
+                         const RequestOutput& delta, const Tokenizer& tok, bool first_chunk);
+std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id, long created, const Usage& usage);
+std::string stream_error_event(const ApiError& e);   // "data: {error...}\n\n"
+inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
+
+// GET /v1/models
+std::string models_response(const ServingContext& ctx, long created);
+// POST /tokenize and /detokenize (vLLM's shapes).
+std::variant<std::string, ApiError> tokenize_response(std::string_view body, const ServingContext& ctx);
+std::variant<std::string, ApiError> detokenize_response(std::string_view body, const ServingContext& ctx);
+
+}  // namespace parley::http
