@@ -8,15 +8,6 @@
 
 namespace parley {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::None: break;
-  }
-  return "none";
-}
-
 namespace {
 
 struct Sequence {

@@ -8,15 +8,13 @@
 #include <vector>
 
 #include "engine/block_pool.hpp"
+#include "engine/request.hpp"
 #include "engine/sampler.hpp"
 #include "engine/sampling_params.hpp"
 #include "model/kv_cache.hpp"
 #include "model/llama.hpp"
 
 namespace parley {
-
-enum class FinishReason { None, Stop, Length };
-const char* finish_reason_name(FinishReason r);
 
 struct GenerationRequest {
   std::vector<int> prompt_token_ids;

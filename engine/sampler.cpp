@@ -9,7 +9,7 @@
 
 namespace parley {
 
-void SamplingParams::validate() const {
+void SamplingParams::validate(int vocab_size) const {
   if (n < 1) throw std::invalid_argument("n must be at least 1, got " + std::to_string(n) + ".");
   if (temperature < 0.0f || !std::isfinite(temperature))
     throw std::invalid_argument("temperature must be non-negative, got " + std::to_string(temperature) + ".");
