@@ -1,0 +1,222 @@
+#include "engine/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace parley {
+
+void SchedulerConfig::validate() const {
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument(what);
+  };
+  need(max_num_batched_tokens >= 1, "max_num_batched_tokens must be at least 1");
+  need(max_num_seqs >= 1, "max_num_seqs must be at least 1");
+  need(max_model_len >= 2, "max_model_len must be at least 2");
+  need(long_prefill_token_threshold >= 0, "long_prefill_token_threshold must be 0 (off) or positive");
+  need(max_waiting >= 1, "max_waiting must be at least 1");
+  need(block_size >= 1, "block_size must be at least 1");
+  need(num_kv_blocks >= 1, "num_kv_blocks must be at least 1");
+}
+
+Scheduler::Scheduler(SchedulerConfig config)
+    : config_((config.validate(), std::move(config))),
+      kv_(config_.num_kv_blocks, config_.block_size, config_.enable_prefix_caching) {}
+
+void Scheduler::add_request(Request request) {
+  const std::string& id = request.request_id;
+  if (requests_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
+  if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
+  if (request.num_tokens() >= config_.max_model_len)
+    throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +
+                                " tokens; the context holds " + std::to_string(config_.max_model_len));
+  const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens, config_.max_model_len);
+  if (kv_.num_blocks_needed(longest) > config_.num_kv_blocks)
+    throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +
+                                " KV blocks but the cache has " + std::to_string(config_.num_kv_blocks));
+  if (int(waiting_.size()) >= config_.max_waiting)
+    throw QueueFull("the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
+  request.status = RequestStatus::Waiting;
+  auto owned = std::make_unique<Request>(std::move(request));
+  waiting_.push_back(owned.get());
+  requests_.emplace(owned->request_id, std::move(owned));
+}
+
+const Request* Scheduler::find(const std::string& req_id) const {
+  auto it = requests_.find(req_id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const Request*> Scheduler::requests() const {
+  std::vector<const Request*> out(running_.begin(), running_.end());
+  out.insert(out.end(), waiting_.begin(), waiting_.end());
+  return out;
+}
+
+void Scheduler::preempt(Request& request) {
+  kv_.free(request);
+  request.status = RequestStatus::Preempted;
+  request.num_computed_tokens = 0;  // recompute: prompt and output so far are prefilled again
+  ++request.num_preemptions;
+  ++num_preemptions_;
+  waiting_.push_front(&request);
+}
+
+void Scheduler::free_request(Request& request) {
+  kv_.free(request);
+  std::erase(running_, &request);
+  std::erase(waiting_, &request);
+  if (worker_knows_.erase(request.request_id)) finished_req_ids_.push_back(request.request_id);
+  requests_.erase(request.request_id);  // destroys the request: last use
+}
+
+std::vector<std::string> Scheduler::finish_requests(const std::vector<std::string>& req_ids, RequestStatus status) {
+  if (!is_finished(status)) throw std::invalid_argument("finish_requests needs a finished status");
+  std::vector<std::string> live;
+  for (const auto& id : req_ids) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    it->second->status = status;
+    live.push_back(id);
+    free_request(*it->second);
+  }
+  return live;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  out.step_id = uint64_t(++num_steps_);
+  out.finished_req_ids = std::move(finished_req_ids_);
+  finished_req_ids_.clear();
+  int budget = config_.max_num_batched_tokens;
+  std::vector<std::pair<Request*, int>> scheduled_running, scheduled_new;
+  auto chunk = [&](const Request& r, int num_computed) {
+    int n = r.num_tokens() - num_computed;  // a prefill remainder, or the one newest token
+    if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+    return std::min(n, budget);
+  };
+
+  // Running requests first, oldest first; blocks for them come from preempting the newest.
+  bool preempted = false;
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Request* r = running_[i];
+    const int n = chunk(*r, r->num_computed_tokens);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    bool allocated = kv_.allocate_slots(*r, n);
+    while (!allocated) {
+      Request* victim = running_.back();
+      running_.pop_back();
+      preempt(*victim);
+      preempted = true;
+      if (worker_knows_.erase(victim->request_id)) out.preempted_req_ids.push_back(victim->request_id);
+      if (victim == r) break;
+      allocated = kv_.allocate_slots(*r, n);
+    }
+    if (!allocated) break;  // r was the newest left and went back to waiting
+    out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
+    scheduled_running.emplace_back(r, n);
+    budget -= n;
+    ++i;
+  }
+
+  // Then waiting requests in arrival order (preempted ones first), unless this step had to preempt.
+  while (!preempted && !waiting_.empty() && budget > 0 && int(running_.size()) < config_.max_num_seqs) {
+    Request* r = waiting_.front();
+    int num_hit = 0;
+    std::vector<KVCacheBlock*> hits = kv_.get_computed_blocks(*r, &num_hit);
+    const int n = chunk(*r, num_hit);
+    if (!kv_.allocate_slots(*r, n, hits)) break;
+    waiting_.pop_front();
+    kv_.record_prefix_lookup(r->num_tokens(), num_hit);
+    kv_.take_new_block_ids(r->request_id);
+    r->num_computed_tokens = num_hit;
+    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit;
+    r->status = RequestStatus::Running;
+    running_.push_back(r);
+    worker_knows_.insert(r->request_id);
+    out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
+                                      r->seed, kv_.block_ids(r->request_id), num_hit});
+    scheduled_new.emplace_back(r, n);
+    budget -= n;
+  }
+
+  // New requests first in the token list, as in scheduled_new_reqs then scheduled_cached_reqs.
+  scheduled_new.insert(scheduled_new.end(), scheduled_running.begin(), scheduled_running.end());
+  for (auto& [r, n] : scheduled_new) {
+    prefill_tokens_computed_ += std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
+    r->num_computed_tokens += n;
+    out.num_scheduled_tokens.emplace_back(r->request_id, n);
+    out.total_num_scheduled_tokens += n;
+  }
+  return out;
+}
+
+RequestStatus Scheduler::check_stop(const Request& r) const {
+  const SamplingParams& p = r.sampling_params;
+  if (r.num_output_tokens() >= p.min_tokens) {
+    const int last = r.output_token_ids.back();
+    const auto& eos = config_.eos_token_ids;
+    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), last) != eos.end()) return RequestStatus::FinishedStopped;
+    if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), last) != p.stop_token_ids.end())
+      return RequestStatus::FinishedStopped;
+  }
+  if (r.num_output_tokens() >= p.max_tokens || r.num_tokens() >= config_.max_model_len) return RequestStatus::FinishedLength;
+  return RequestStatus::Running;
+}
+
+std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
+  std::unordered_map<std::string, size_t> row_of;
+  for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
+  std::vector<EngineCoreOutput> outputs;
+  for (const auto& [id, n] : so.num_scheduled_tokens) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;  // aborted while the step ran
+    Request& r = *it->second;
+    auto row = row_of.find(id);
+    if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
+    const auto& sampled = mro.sampled_token_ids[row->second];
+    if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
+    EngineCoreOutput o;
+    o.req_id = id;
+    o.num_cached_tokens = std::max(0, r.num_cached_tokens);
+    RequestStatus status = RequestStatus::Running;
+    for (int token : sampled) {
+      r.append_output_token(token);
+      o.new_token_ids.push_back(token);
+      status = check_stop(r);
+      if (status != RequestStatus::Running) break;
+    }
+    if (row->second < mro.logprobs.size() && mro.logprobs[row->second]) o.new_logprobs.push_back(*mro.logprobs[row->second]);
+    if (status != RequestStatus::Running) {
+      r.status = status;
+      o.finish_reason = finish_reason_of(status);
+      if (status == RequestStatus::FinishedStopped) o.stop_token = r.output_token_ids.back();
+      free_request(r);
+    }
+    outputs.push_back(std::move(o));
+  }
+  return outputs;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  const BlockPool& pool = kv_.block_pool();
+  s.num_running = int(running_.size());
+  s.num_waiting = int(waiting_.size());
+  s.kv_cache_usage = pool.get_usage();
+  s.num_total_blocks = pool.num_blocks();
+  s.num_used_blocks = pool.num_used();
+  s.num_free_blocks = pool.get_num_free_blocks();
+  s.num_cached_blocks = pool.num_cached_blocks();
+  s.prefix_cache_queries = kv_.prefix_cache_stats().queries;
+  s.prefix_cache_hits = kv_.prefix_cache_stats().hits;
+  s.num_preemptions = num_preemptions_;
+  s.prefill_tokens_computed = prefill_tokens_computed_;
+  s.num_steps = num_steps_;
+  return s;
+}
+
+}  // namespace parley

@@ -1,0 +1,93 @@
+// The continuous-batching scheduler (vLLM v1's Scheduler): each step it gives running requests their
+// next tokens first, preempting the newest by recompute when blocks run out, then admits waiting
+// requests FCFS within the token budget (chunking long prefills) and max_num_seqs. It never touches the
+// model: the worker turns a SchedulerOutput into a ModelRunnerOutput, which update_from_output folds back.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/kv_cache_manager.hpp"
+#include "engine/outputs.hpp"
+#include "engine/request.hpp"
+
+namespace parley {
+
+struct SchedulerConfig {
+  int max_num_batched_tokens = 2048;     // tokens per step
+  int max_num_seqs = 256;                // running requests
+  int max_model_len = 0;                 // context length (prompt + output)
+  int long_prefill_token_threshold = 0;  // > 0: a prefill chunk takes at most this many tokens
+  int max_waiting = 1024;                // waiting-queue bound: add_request refuses beyond it (503)
+  int block_size = 16;
+  int num_kv_blocks = 0;
+  bool enable_prefix_caching = true;
+  std::vector<int> eos_token_ids;        // end a request unless ignore_eos
+  void validate() const;                 // throws std::invalid_argument naming the bad field
+};
+
+// Cumulative counters and a snapshot, for metrics and the admin view.
+struct SchedulerStats {
+  int num_running = 0;
+  int num_waiting = 0;
+  double kv_cache_usage = 0.0;
+  int num_used_blocks = 0, num_cached_blocks = 0, num_free_blocks = 0, num_total_blocks = 0;
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
+  int64_t num_preemptions = 0;
+  int64_t prefill_tokens_computed = 0;   // prompt tokens whose KV was computed (not prefix-cache hits)
+  int64_t num_steps = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerConfig config);
+
+  // Queues a request. Throws std::invalid_argument when it can never run (prompt over the context,
+  // more blocks than the pool has) and QueueFull when the waiting queue is at max_waiting.
+  struct QueueFull : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  void add_request(Request request);
+  // Aborts queued or running requests (unknown ids are ignored): blocks freed at once; the worker
+  // hears of it in the next SchedulerOutput. Returns the ids that were live.
+  std::vector<std::string> finish_requests(const std::vector<std::string>& req_ids, RequestStatus status);
+
+  SchedulerOutput schedule();
+  // Appends sampled tokens, applies stop conditions and frees finished requests.
+  std::vector<EngineCoreOutput> update_from_output(const SchedulerOutput& scheduler_output,
+                                                   const ModelRunnerOutput& model_runner_output);
+
+  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  // True when the worker still has to hear of finished requests (schedule() then yields an empty step).
+  bool has_pending_finished() const { return !finished_req_ids_.empty() || !preempted_req_ids_.empty(); }
+  int num_running() const { return int(running_.size()); }
+  int num_waiting() const { return int(waiting_.size()); }
+  const Request* find(const std::string& req_id) const;
+  std::vector<const Request*> requests() const;  // running then waiting
+  SchedulerStats stats() const;
+  const KVCacheManager& kv_cache_manager() const { return kv_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  void preempt(Request& request);
+  void free_request(Request& request);
+  // The finish status the request's last token gives it, or Running.
+  RequestStatus check_stop(const Request& request) const;
+
+  SchedulerConfig config_;
+  KVCacheManager kv_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;   // in admission order: the last is preempted first
+  std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
+  std::vector<std::string> preempted_req_ids_;
+  std::unordered_set<std::string> worker_knows_;  // sent to the worker and not since dropped
+  int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0;
+};
+
+}  // namespace parley
