@@ -4,19 +4,26 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/offline_engine.hpp"
+#include "actors/engine_client.hpp"
 #include "engine/sampling_params.hpp"
+#include "http/server.hpp"
 
 namespace parley {
 
 struct GenerateOptions {
-  std::string model, tokenizer, prompt, isa = "auto";
+  std::string prompt;
   SamplingParams params;
-  int threads = 0;
   bool show_ids = false;
-  EngineOptions engine;
+  EngineConfig engine;
 };
 int run_generate(const GenerateOptions& o);
+
+struct ServeOptions {
+  EngineConfig engine;
+  http::ServerOptions server;
+  std::string log_level = "info";
+};
+int run_serve(const ServeOptions& o);
 
 struct ConvertOptions {
   std::string checkpoint, tokenizer, out, dtype = "f32";

@@ -1,14 +1,13 @@
-// `parley generate`: offline generation on the in-process engine, no HTTP.
+// `parley generate`: the same actors as `parley serve`, driven in-process with no HTTP.
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
-#include <memory>
-#include <string>
+#include <future>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "actors/commands.hpp"
-#include "engine/offline_engine.hpp"
-#include "kernels/cpu/ops.hpp"
-#include "model/detokenizer.hpp"
-#include "model/model_source.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
@@ -20,48 +19,71 @@ std::string ids_to_string(const std::vector<int>& ids) {
   return s + "]";
 }
 
+// Prints a single sample as it streams; collects every sample's text and ids.
+struct PrintingSink : RequestSink {
+  struct Sample {
+    std::string text;
+    std::vector<int> ids;
+    FinishReason finish = FinishReason::None;
+  };
+  std::mutex mu;
+  std::map<std::string, Sample> samples;
+  int remaining = 0;
+  bool stream = false;
+  std::string echo;  // the prompt, printed with the first streamed text (after the request was accepted)
+  std::promise<std::string> done;  // "" on success, else the refusal
+
+  void on_output(const RequestOutput& out) override {
+    std::lock_guard lock(mu);
+    Sample& s = samples[out.req_id];
+    s.text += out.text;
+    s.ids.insert(s.ids.end(), out.token_ids.begin(), out.token_ids.end());
+    if (stream) {
+      std::fputs((std::exchange(echo, "") + out.text).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (out.finished()) {
+      s.finish = out.finish_reason;
+      if (--remaining == 0) done.set_value("");
+    }
+  }
+  void on_rejected(int status, const std::string& message) override { done.set_value(message); }
+};
+
 }  // namespace
 
 int run_generate(const GenerateOptions& o) {
-  ModelFile file = load_model_with_vocab(o.model, o.tokenizer);
-  const Tokenizer tokenizer(*file.vocab);
-  cpu::CpuBackend backend(o.threads, cpu::parse_isa(o.isa));
-  LlamaModel model(file.config, std::move(file.weights), backend);
-  EngineOptions engine_options = o.engine;
-  engine_options.stop_token_ids = default_stop_token_ids(tokenizer.vocab());
-  OfflineEngine engine(model, engine_options);
-
+  spdlog::set_level(spdlog::level::warn);
+  o.params.validate();
+  auto engine = EngineClient::start(o.engine);
+  const Tokenizer& tokenizer = engine->tokenizer();
+  o.params.validate(tokenizer.vocab().size());
   const std::vector<int> prompt = tokenizer.encode(o.prompt, tokenizer.vocab().add_bos);
   // n samples of one prompt: sample i uses seed + i; unseeded, each gets its own random seed.
-  std::vector<GenerationRequest> requests(o.params.n);
-  SamplingParams one = o.params;
-  one.n = 1;
-  o.params.validate();
+  std::vector<EngineRequestSpec> specs(size_t(o.params.n));
   for (int i = 0; i < o.params.n; ++i) {
-    requests[i] = {prompt, one};
-    if (o.params.seed) requests[i].params.seed = *o.params.seed + uint64_t(i);
+    specs[i] = {"gen-" + std::to_string(i), prompt, o.params};
+    specs[i].params.n = 1;
+    if (o.params.seed) specs[i].params.seed = *o.params.seed + uint64_t(i);
   }
-  // A single sample streams as it is generated; several print one after another.
-  std::unique_ptr<IncrementalDetokenizer> stream;
-  if (o.params.n == 1) stream = std::make_unique<IncrementalDetokenizer>(tokenizer, prompt.back());
-  bool echoed = false;  // the prompt is echoed with the first token, after the request was accepted
-  const auto results = engine.generate(requests, [&](int, int token) {
-    if (!stream) return;
-    if (!std::exchange(echoed, true)) std::fputs(o.prompt.c_str(), stdout);
-    std::fputs(stream->push(token).c_str(), stdout);
-    std::fflush(stdout);
-  });
-  if (stream) std::printf("%s\n", stream->flush().c_str());
-  for (size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    if (o.params.n > 1) std::printf("--- sample %zu (seed %llu) ---\n%s%s\n", i, (unsigned long long)r.seed, o.prompt.c_str(),
-                                    tokenizer.decode(r.output_token_ids, prompt.back()).c_str());
+  auto sink = std::make_shared<PrintingSink>();
+  sink->remaining = o.params.n;
+  sink->stream = o.params.n == 1;
+  sink->echo = o.prompt;
+  auto finished = sink->done.get_future();
+  engine->submit(std::move(specs), sink);
+  const std::string refusal = finished.get();
+  engine->shutdown();
+  if (!refusal.empty()) throw std::invalid_argument(refusal);
+  if (sink->stream) std::printf("\n");
+  for (int i = 0; i < o.params.n; ++i) {
+    const auto& s = sink->samples["gen-" + std::to_string(i)];
+    if (o.params.n > 1) std::printf("--- sample %d ---\n%s%s\n", i, o.prompt.c_str(), s.text.c_str());
     if (o.show_ids) {
       std::printf("prompt_token_ids: %s\n", ids_to_string(prompt).c_str());
-      std::printf("output_token_ids: %s\n", ids_to_string(r.output_token_ids).c_str());
+      std::printf("output_token_ids: %s\n", ids_to_string(s.ids).c_str());
     }
-    std::fprintf(stderr, "[sample %zu: %zu tokens, finish_reason %s, seed %llu]\n", i, r.output_token_ids.size(),
-                 finish_reason_name(r.finish), (unsigned long long)r.seed);
+    std::fprintf(stderr, "[sample %d: %zu tokens, finish_reason %s]\n", i, s.ids.size(), finish_reason_name(s.finish));
   }
   return 0;
 }

@@ -13,24 +13,69 @@ CLI::Option* dtype_option(CLI::App* cmd, std::string& dtype) {
       ->capture_default_str();
 }
 
+// Bytes from "4096", "512K", "256M", "2G".
+int64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  const double value = std::stod(text, &used);
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
+  if (scale < 0 || value <= 0) throw CLI::ValidationError("--kv-cache-memory", "expected a size like 512M or 2G, got " + text);
+  return int64_t(value * scale);
+}
+
+void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
+  cmd->add_option("--model", e.model_path, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
+  cmd->add_option("--tokenizer", e.tokenizer_path, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
+  cmd->add_option("--served-model-name", e.served_model_name, "Model name in the API (default: the model file's stem)");
+  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--isa", e.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
+  auto& s = e.scheduler;
+  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str();
+  cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str();
+  cmd->add_option_function<std::string>("--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
+                                        "KV cache size, e.g. 512M (default: max-num-seqs full contexts, at most 1G)");
+  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str();
+  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str();
+  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str();
+  cmd->add_option("--long-prefill-token-threshold", s.long_prefill_token_threshold,
+                  "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str();
+  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")->capture_default_str();
+  cmd->add_flag("!--no-enable-prefix-caching", s.enable_prefix_caching, "Turn prefix caching off");
+}
+
 void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
-  cmd->add_option("--model", o.model, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
-  cmd->add_option("--tokenizer", o.tokenizer, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
+  add_engine_flags(cmd, o.engine);
   cmd->add_option("--prompt", o.prompt, "Prompt text")->required();
   cmd->add_option("--max-tokens", o.params.max_tokens, "Tokens to generate at most")->capture_default_str();
+  cmd->add_option("--min-tokens", o.params.min_tokens, "Tokens before EOS or a stop token may end the sample")->capture_default_str();
   cmd->add_option("--temperature", o.params.temperature, "0 is greedy")->capture_default_str();
   cmd->add_option("--top-k", o.params.top_k, "-1 keeps all tokens")->capture_default_str();
   cmd->add_option("--top-p", o.params.top_p, "Nucleus mass in (0, 1]")->capture_default_str();
   cmd->add_option("--min-p", o.params.min_p, "Minimum probability relative to the top token")->capture_default_str();
+  cmd->add_option("--presence-penalty", o.params.presence_penalty, "[-2, 2]")->capture_default_str();
+  cmd->add_option("--frequency-penalty", o.params.frequency_penalty, "[-2, 2]")->capture_default_str();
+  cmd->add_option("--repetition-penalty", o.params.repetition_penalty, "(0, 2]; 1 is off")->capture_default_str();
+  cmd->add_option("--stop", o.params.stop, "Stop string (repeatable)");
   cmd->add_option_function<uint64_t>("--seed", [&o](uint64_t s) { o.params.seed = s; }, "Seed (sample i uses seed + i); random when absent");
   cmd->add_option("--n", o.params.n, "Samples of the prompt")->capture_default_str();
   cmd->add_flag("--ignore-eos", o.params.ignore_eos, "Do not stop at EOS/BOS");
   cmd->add_flag("--show-ids", o.show_ids, "Also print prompt and output token ids");
-  cmd->add_option("--threads", o.threads, "Compute threads (0: all cores)")->capture_default_str();
-  cmd->add_option("--isa", o.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
-  cmd->add_option("--block-size", o.engine.block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--num-kv-blocks", o.engine.num_kv_blocks, "KV cache blocks (0: enough for every sample at once)")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", o.engine.max_num_batched_tokens, "Tokens per forward pass")->capture_default_str();
+}
+
+void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
+  add_engine_flags(cmd, o.engine);
+  auto& s = o.server;
+  cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
+  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
+  cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str();
+  cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str();
+  cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str();
+  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str();
+  cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -41,7 +86,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "parley 0.1.0");
 
   parley::GenerateOptions generate;
-  add_generate_flags(app.add_subcommand("generate", "Generate text offline (no server)"), generate);
+  add_generate_flags(app.add_subcommand("generate", "Generate text in-process (the same engine, no HTTP)"), generate);
+
+  parley::ServeOptions serve;
+  add_serve_flags(app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API and the /v1/ws websocket"), serve);
 
   parley::ConvertOptions convert;
   CLI::App* conv = app.add_subcommand("convert", "Write a GGUF (llama.cpp layout) from a llama2.c checkpoint and tokenizer.bin");
@@ -62,6 +110,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("generate")) return parley::run_generate(generate);
+    if (app.got_subcommand("serve")) return parley::run_serve(serve);
     if (app.got_subcommand("convert")) return parley::run_convert(convert);
     if (app.got_subcommand("gen-model")) return parley::run_gen_model(gen_model);
   } catch (const std::exception& e) {

@@ -1,0 +1,124 @@
+// EngineClient over the actor system: loads the model, spawns worker, output, scheduler, admin and
+// ingress, and turns calls from other threads into messages to the ingress.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "actors/actors.hpp"
+#include "actors/output_service.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "model/model_source.hpp"
+
+namespace parley {
+namespace {
+
+// Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
+// max_num_seqs full contexts capped at 1 GiB.
+int resolve_num_kv_blocks(const EngineConfig& c, const LlamaConfig& m) {
+  const int bs = c.scheduler.block_size;
+  if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
+  if (c.scheduler.num_kv_blocks > 0) return c.scheduler.num_kv_blocks;
+  const int64_t kv_dim = int64_t(m.n_kv_heads) * (m.dim / m.n_heads);
+  const int64_t bytes_per_block = 2 * int64_t(m.n_layers) * kv_dim * bs * int64_t(sizeof(float));
+  int64_t bytes = c.kv_cache_memory_bytes;
+  if (bytes == 0) {
+    const int64_t full = int64_t(c.scheduler.max_num_seqs) * ((c.scheduler.max_model_len + bs - 1) / bs) * bytes_per_block;
+    bytes = std::min<int64_t>(full, int64_t(1) << 30);
+  }
+  const int64_t blocks = bytes / bytes_per_block;
+  if (blocks < 1) throw std::invalid_argument("the KV cache memory holds no block of " + std::to_string(bytes_per_block) + " bytes");
+  return int(std::min<int64_t>(blocks, 1 << 24));
+}
+
+std::string model_name_of(const EngineConfig& c) {
+  if (!c.served_model_name.empty()) return c.served_model_name;
+  if (c.model_path.empty()) return "parley-builtin";
+  return std::filesystem::path(c.model_path).stem().string();
+}
+
+class ActorEngine final : public EngineClient {
+ public:
+  explicit ActorEngine(const EngineConfig& config)
+      : file_(load_model_with_vocab(config.model_path, config.tokenizer_path)),
+        tokenizer_(*file_.vocab),
+        backend_(config.threads, cpu::parse_isa(config.isa)),
+        model_name_(model_name_of(config)),
+        chat_template_(file_.chat_template) {
+    SchedulerConfig sc = config.scheduler;
+    if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
+    sc.num_kv_blocks = resolve_num_kv_blocks(config, file_.config);
+    sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
+    sc.validate();
+    max_model_len_ = sc.max_model_len;
+    eos_ = sc.eos_token_ids;
+    model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
+    auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
+    caf::actor_system_config cfg;
+    system_ = std::make_unique<caf::actor_system>(cfg);
+    worker_ = spawn_worker(*system_, std::move(runner));
+    output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
+    scheduler_ = spawn_scheduler(*system_, sc, worker_, output_);
+    admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
+    ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_);
+    spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
+                 "max {} seqs, {} batched tokens", model_name_, file_.config.n_layers, file_.config.dim,
+                 file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
+                 sc.max_num_batched_tokens);
+  }
+  ~ActorEngine() override { shutdown(); }
+
+  void submit(std::vector<EngineRequestSpec> specs, std::shared_ptr<RequestSink> sink) override {
+    msg::Submission sub;
+    for (auto& s : specs) sub.requests.emplace_back(std::move(s.req_id), std::move(s.prompt_token_ids), std::move(s.params), 0);
+    sub.sink = std::move(sink);
+    caf::anon_send(ingress_, msg::submit_atom::value, std::move(sub));
+  }
+  void abort(std::vector<std::string> req_ids) override {
+    caf::anon_send(ingress_, msg::abort_atom::value, std::move(req_ids));
+  }
+  void metrics(std::function<void(std::string)> reply) override {
+    caf::anon_send(ingress_, msg::metrics_atom::value, msg::TextReply(std::move(reply)));
+  }
+  void admin_actors(std::function<void(std::string)> reply) override {
+    caf::anon_send(ingress_, msg::actors_atom::value, msg::TextReply(std::move(reply)));
+  }
+  void shutdown() override {
+    if (!system_) return;
+    for (const caf::actor& a : {caf::actor_cast<caf::actor>(ingress_), caf::actor_cast<caf::actor>(admin_),
+                                caf::actor_cast<caf::actor>(scheduler_), caf::actor_cast<caf::actor>(output_),
+                                caf::actor_cast<caf::actor>(worker_)})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    ingress_ = {}, admin_ = {}, scheduler_ = {}, output_ = {}, worker_ = {};
+    system_->await_all_actors_done();
+    system_.reset();
+  }
+
+  const Tokenizer& tokenizer() const override { return tokenizer_; }
+  const std::string& model_name() const override { return model_name_; }
+  int max_model_len() const override { return max_model_len_; }
+  const std::string& chat_template() const override { return chat_template_; }
+  std::vector<int> eos_token_ids() const override { return eos_; }
+
+ private:
+  ModelFile file_;
+  Tokenizer tokenizer_;
+  cpu::CpuBackend backend_;
+  std::string model_name_, chat_template_;
+  int max_model_len_ = 0;
+  std::vector<int> eos_;
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<caf::actor_system> system_;
+  msg::worker_actor worker_;
+  msg::output_actor output_;
+  msg::scheduler_actor scheduler_;
+  msg::admin_actor admin_;
+  msg::ingress_actor ingress_;
+};
+
+}  // namespace
+
+std::unique_ptr<EngineClient> EngineClient::start(const EngineConfig& config) {
+  return std::make_unique<ActorEngine>(config);
+}
+
+}  // namespace parley

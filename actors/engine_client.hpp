@@ -1,0 +1,69 @@
+// The engine as the HTTP server and `parley generate` see it: submit requests, receive their outputs
+// through a sink, abort, ask for metrics and the admin view. No CAF here: this header is what keeps the
+// actor framework out of the Beast translation units; actors/engine.cpp spawns and wires the actors.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/output_processor.hpp"
+#include "engine/sampling_params.hpp"
+#include "engine/scheduler.hpp"
+#include "model/tokenizer.hpp"
+
+namespace parley {
+
+// Receives one client request's outputs. Called from actor threads: implementations hand work to their
+// own thread (an Asio strand) and must not block.
+struct RequestSink {
+  virtual ~RequestSink() = default;
+  // A delta for one of the request's engine requests (req_id tells which); the last has finished() set.
+  virtual void on_output(const RequestOutput& output) = 0;
+  // The whole submission was refused before any output (status 503 queue full, 400 can never fit).
+  virtual void on_rejected(int status, const std::string& message) = 0;
+};
+
+// One engine request: a prompt and its parameters (n = 1; fan-out is the caller's).
+struct EngineRequestSpec {
+  std::string req_id;
+  std::vector<int> prompt_token_ids;
+  SamplingParams params;  // an unset seed is drawn at admission
+};
+
+struct EngineConfig {
+  std::string model_path, tokenizer_path;  // empty model: the built-in random model
+  std::string served_model_name;           // empty: derived from the model file name
+  int threads = 0;
+  std::string isa = "auto";
+  SchedulerConfig scheduler;               // num_kv_blocks 0: sized from kv_cache_memory_bytes
+  int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
+  std::string admin_token;
+};
+
+class EngineClient {
+ public:
+  virtual ~EngineClient() = default;
+  // Loads the model and spawns the actors. Throws std::runtime_error / std::invalid_argument on bad config.
+  static std::unique_ptr<EngineClient> start(const EngineConfig& config);
+
+  // All-or-nothing admission of a client request's engine requests.
+  virtual void submit(std::vector<EngineRequestSpec> requests, std::shared_ptr<RequestSink> sink) = 0;
+  // Client cancel or disconnect: each live id finishes with `abort` and its blocks return to the pool.
+  virtual void abort(std::vector<std::string> req_ids) = 0;
+  // Prometheus text of every metric.
+  virtual void metrics(std::function<void(std::string)> reply) = 0;
+  // JSON: every actor with its mailbox depth and messages handled.
+  virtual void admin_actors(std::function<void(std::string)> reply) = 0;
+  // Aborts what is live and stops every actor; waits for them.
+  virtual void shutdown() = 0;
+
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const std::string& model_name() const = 0;
+  virtual int max_model_len() const = 0;
+  virtual const std::string& chat_template() const = 0;
+  virtual std::vector<int> eos_token_ids() const = 0;
+};
+
+}  // namespace parley

@@ -1,0 +1,113 @@
+// The ingress actor (the engine's front door) and the admin actor (the live view of every actor).
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include "actors/actors.hpp"
+
+namespace parley {
+namespace {
+
+struct IngressState {
+  msg::scheduler_actor scheduler;
+  msg::output_actor output;
+  msg::admin_actor admin;
+  uint64_t handled = 0;
+};
+using IngressSelf = msg::ingress_actor::stateful_pointer<IngressState>;
+
+msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_actor scheduler,
+                                              msg::output_actor output, msg::admin_actor admin) {
+  self->state.scheduler = std::move(scheduler);
+  self->state.output = std::move(output);
+  self->state.admin = std::move(admin);
+  return {
+      // Submits and aborts share one path to the scheduler, so an abort never overtakes its submit.
+      [self](msg::submit_atom, msg::Submission& sub) {
+        ++self->state.handled;
+        self->send(self->state.scheduler, msg::submit_atom::value, std::move(sub));
+      },
+      [self](msg::abort_atom, std::vector<std::string>& ids) {
+        ++self->state.handled;
+        self->send(self->state.scheduler, msg::abort_atom::value, std::move(ids));
+      },
+      [self](msg::metrics_atom, msg::TextReply& reply) {
+        ++self->state.handled;
+        self->send(self->state.output, msg::metrics_atom::value, std::move(reply));
+      },
+      [self](msg::actors_atom, msg::TextReply& reply) {
+        ++self->state.handled;
+        self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress", self->state.handled),
+                   std::move(reply));
+      },
+      [self](msg::stats_atom) { return actor_stats(self, "ingress", ++self->state.handled); },
+  };
+}
+
+struct AdminState {
+  msg::scheduler_actor scheduler;
+  msg::worker_actor worker;
+  msg::output_actor output;
+  uint64_t handled = 0;
+};
+using AdminSelf = msg::admin_actor::stateful_pointer<AdminState>;
+
+// Gathers the replies of one /admin/actors query; answers when the last arrives (or fails).
+struct ActorsQuery {
+  std::vector<nlohmann::json> lines;
+  int pending = 0;
+  msg::TextReply reply;
+  void add(nlohmann::json line) {
+    lines.push_back(std::move(line));
+    if (--pending == 0) reply(nlohmann::json{{"actors", lines}}.dump());
+  }
+};
+
+nlohmann::json line_of(const msg::ActorStats& s) {
+  return {{"name", s.name}, {"mailbox_depth", s.mailbox}, {"messages_handled", s.handled}};
+}
+
+msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor scheduler, msg::worker_actor worker,
+                                          msg::output_actor output) {
+  self->state.scheduler = std::move(scheduler);
+  self->state.worker = std::move(worker);
+  self->state.output = std::move(output);
+  return {
+      [self](msg::actors_atom, const msg::ActorStats& asker, msg::TextReply& reply) {
+        auto& st = self->state;
+        ++st.handled;
+        auto query = std::make_shared<ActorsQuery>();
+        query->reply = std::move(reply);
+        query->pending = 3;
+        query->lines.push_back(line_of(asker));
+        query->lines.push_back(line_of(actor_stats(self, "admin", st.handled)));
+        // The worker answers between steps; a step longer than the timeout shows as "busy".
+        const auto timeout = std::chrono::seconds(2);
+        auto ask = [&](const auto& who, const char* name) {
+          self->request(who, timeout, msg::stats_atom::value)
+              .then([query](const msg::ActorStats& s) { query->add(line_of(s)); },
+                    [query, name](const caf::error&) {
+                      query->add({{"name", name}, {"mailbox_depth", nullptr}, {"messages_handled", nullptr}, {"busy", true}});
+                    });
+        };
+        ask(st.scheduler, "scheduler");
+        ask(st.worker, "worker");
+        ask(st.output, "output");
+      },
+      [self](msg::stats_atom) { return actor_stats(self, "admin", ++self->state.handled); },
+  };
+}
+
+}  // namespace
+
+msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
+                             msg::output_actor output) {
+  return sys.spawn(admin_fun, std::move(scheduler), std::move(worker), std::move(output));
+}
+
+msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
+                                 msg::admin_actor admin) {
+  return sys.spawn(ingress_fun, std::move(scheduler), std::move(output), std::move(admin));
+}
+
+}  // namespace parley

@@ -1,0 +1,61 @@
+// The output actor: a shell over actors/output_service.hpp.
+#include <chrono>
+
+#include "actors/actors.hpp"
+#include "actors/output_service.hpp"
+
+namespace parley {
+namespace {
+
+struct OutputState {
+  std::unique_ptr<OutputService> service;
+  msg::scheduler_actor scheduler;  // learnt from the first registration: the scheduler sends those
+  uint64_t handled = 0;
+};
+using Self = msg::output_actor::stateful_pointer<OutputState>;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::unique_ptr<OutputService>> service) {
+  self->state.service = std::move(*service);
+  return {
+      [self](msg::register_atom, const msg::Registration& reg) {
+        auto& st = self->state;
+        ++st.handled;
+        if (!st.scheduler) st.scheduler = caf::actor_cast<msg::scheduler_actor>(self->current_sender());
+        st.service->register_requests(reg.requests, reg.sink, now_seconds());
+      },
+      [self](msg::outputs_atom, const std::vector<EngineCoreOutput>& outputs, const SchedulerStats& stats) {
+        auto& st = self->state;
+        ++st.handled;
+        st.service->on_stats(stats);
+        auto stopped = st.service->on_outputs(outputs, now_seconds());
+        if (!stopped.empty() && st.scheduler) self->send(st.scheduler, msg::stop_atom::value, std::move(stopped));
+      },
+      [self](msg::aborted_atom, const std::vector<std::string>& ids, const SchedulerStats& stats) {
+        ++self->state.handled;
+        self->state.service->on_stats(stats);
+        self->state.service->on_aborted(ids, now_seconds());
+      },
+      [self](msg::stats_atom, const SchedulerStats& stats) {
+        ++self->state.handled;
+        self->state.service->on_stats(stats);
+      },
+      [self](msg::metrics_atom, const msg::TextReply& reply) {
+        ++self->state.handled;
+        reply(self->state.service->render_metrics());
+      },
+      [self](msg::stats_atom) { return actor_stats(self, "output", ++self->state.handled); },
+  };
+}
+
+}  // namespace
+
+msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service) {
+  auto holder = std::make_shared<std::unique_ptr<OutputService>>(std::move(service));
+  return sys.spawn(output_fun, holder);
+}
+
+}  // namespace parley

@@ -1,0 +1,63 @@
+#include "actors/output_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace parley {
+
+OutputService::OutputService(const Tokenizer& tokenizer, std::string model_name)
+    : processor_(tokenizer), metrics_(std::move(model_name)) {}
+
+void OutputService::register_requests(const std::vector<Request>& requests, const std::shared_ptr<RequestSink>& sink,
+                                      double now) {
+  for (const Request& r : requests) {
+    processor_.add_request(r.request_id, r.prompt_token_ids, r.sampling_params);
+    live_[r.request_id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens()};
+  }
+}
+
+void OutputService::deliver(const RequestOutput& out, double now) {
+  auto it = live_.find(out.req_id);
+  if (it == live_.end()) return;
+  Live& l = it->second;
+  if (!out.token_ids.empty()) {
+    if (l.first_token < 0) {
+      metrics_.on_first_token(now - l.arrival);
+      l.first_token = now;
+    } else {
+      metrics_.on_token(now - l.last_token);
+    }
+    l.last_token = now;
+  }
+  l.sink->on_output(out);
+  if (out.finished()) {
+    metrics_.on_finished(out.finish_reason, now - l.arrival, l.num_prompt_tokens, out.num_output_tokens);
+    spdlog::info("request {} finished: {}, {} prompt + {} output tokens ({} cached), {:.3f} s", out.req_id,
+                 finish_reason_name(out.finish_reason), l.num_prompt_tokens, out.num_output_tokens, out.num_cached_tokens,
+                 now - l.arrival);
+    live_.erase(it);
+  }
+}
+
+std::vector<std::string> OutputService::on_outputs(const std::vector<EngineCoreOutput>& outputs, double now) {
+  OutputProcessor::Processed processed = processor_.process_outputs(outputs);
+  for (const RequestOutput& out : processed.outputs) deliver(out, now);
+  return std::move(processed.reqs_to_abort);
+}
+
+void OutputService::on_aborted(const std::vector<std::string>& req_ids, double now) {
+  for (const auto& id : req_ids)
+    if (auto out = processor_.abort_request(id)) deliver(*out, now);
+}
+
+void OutputService::on_stats(const SchedulerStats& s) {
+  metrics_.set_num_requests_running(s.num_running);
+  metrics_.set_num_requests_waiting(s.num_waiting);
+  metrics_.set_kv_cache_usage(s.kv_cache_usage);
+  metrics_.set_prefix_cache_totals(s.prefix_cache_queries, s.prefix_cache_hits);
+  metrics_.set_num_preemptions(s.num_preemptions);
+  metrics_.set_prefill_tokens_computed(s.prefill_tokens_computed);
+}
+
+std::string OutputService::render_metrics() { return metrics_.render(); }
+
+}  // namespace parley

@@ -1,0 +1,44 @@
+// The output actor's plain class: routes each request's deltas (from the OutputProcessor) to the sink of
+// the client that sent it, and times and counts them for /metrics. No CAF: tests drive it directly.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/engine_client.hpp"
+#include "engine/output_processor.hpp"
+#include "engine/request.hpp"
+#include "engine/scheduler.hpp"
+#include "http/serving_metrics.hpp"
+
+namespace parley {
+
+class OutputService {
+ public:
+  OutputService(const Tokenizer& tokenizer, std::string model_name);
+
+  // Requests admitted by the scheduler, before their first output.
+  void register_requests(const std::vector<Request>& requests, const std::shared_ptr<RequestSink>& sink, double now);
+  // One step's news; returns the ids a stop string ended (the scheduler must drop them).
+  std::vector<std::string> on_outputs(const std::vector<EngineCoreOutput>& outputs, double now);
+  // Requests the scheduler aborted: each live one gets its final `abort` output.
+  void on_aborted(const std::vector<std::string>& req_ids, double now);
+  void on_stats(const SchedulerStats& stats);
+  std::string render_metrics();
+  int num_live() const { return int(live_.size()); }
+
+ private:
+  struct Live {
+    std::shared_ptr<RequestSink> sink;
+    double arrival = 0, first_token = -1, last_token = 0;
+    int num_prompt_tokens = 0;
+  };
+  void deliver(const RequestOutput& out, double now);
+
+  OutputProcessor processor_;
+  ServingMetrics metrics_;
+  std::unordered_map<std::string, Live> live_;
+};
+
+}  // namespace parley

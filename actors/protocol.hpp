@@ -1,0 +1,121 @@
+// The message protocol between Parley's actors: every typed actor interface, one comment per message.
+//
+//   HTTP sessions / generate --(EngineClient)--> ingress --submit/abort--> scheduler --execute--> worker
+//   scheduler --register/outputs/aborted/stats--> output --stop--> scheduler;  output --> RequestSink
+//   admin --actor_stats--> every actor
+//
+// A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight and
+// handles submits and aborts while the worker computes. Message payloads are plain structs from engine/;
+// they stay in one process for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); PD disaggregation will serialize them.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/engine_client.hpp"
+#include "engine/outputs.hpp"
+#include "engine/request.hpp"
+#include "engine/scheduler.hpp"
+
+namespace parley::msg {
+
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using outputs_atom = caf::atom_constant<caf::atom("outputs")>;
+using aborted_atom = caf::atom_constant<caf::atom("aborted")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
+using actors_atom = caf::atom_constant<caf::atom("actors")>;
+
+// A client request's engine requests, admitted together or not at all.
+struct Submission {
+  std::vector<Request> requests;
+  std::shared_ptr<RequestSink> sink;
+};
+
+// What the output actor must know of a request before its first output.
+struct Registration {
+  std::vector<Request> requests;  // prompt, parameters and arrival time (no tokens yet)
+  std::shared_ptr<RequestSink> sink;
+};
+
+// One actor's line in the admin view.
+struct ActorStats {
+  std::string name;
+  size_t mailbox = 0;   // messages waiting
+  uint64_t handled = 0; // messages handled so far
+};
+
+// A reply callback from outside the actor system (an HTTP session, a CLI command).
+using TextReply = std::function<void(std::string)>;
+
+// Requests as the scheduler sees them; submit, abort and stop are fire-and-forget.
+using scheduler_actor = caf::typed_actor<
+    // Admit a submission (all or nothing); refusal goes to its sink as 503 or 400.
+    caf::reacts_to<submit_atom, Submission>,
+    // Abort these requests (client cancel or disconnect); unknown ids are ignored.
+    caf::reacts_to<abort_atom, std::vector<std::string>>,
+    // The output actor saw a stop string: finish these as stopped and free their blocks.
+    caf::reacts_to<stop_atom, std::vector<std::string>>,
+    // Admin: this actor's mailbox depth and messages handled.
+    caf::replies_to<stats_atom>::with<ActorStats>>;
+
+// The worker: one per device, detached so compute never blocks another actor's thread.
+using worker_actor = caf::typed_actor<
+    // Run one step: update the persistent batch, forward, sample.
+    caf::replies_to<execute_atom, SchedulerOutput>::with<ModelRunnerOutput>,
+    // Admin: mailbox depth and messages handled (answered between steps).
+    caf::replies_to<stats_atom>::with<ActorStats>>;
+
+// Output aggregation: detokenizes, applies stop strings, times and counts, and feeds the sinks.
+using output_actor = caf::typed_actor<
+    // Requests admitted by the scheduler, before any of their outputs.
+    caf::reacts_to<register_atom, Registration>,
+    // One step's news, with the scheduler's counters after it.
+    caf::reacts_to<outputs_atom, std::vector<EngineCoreOutput>, SchedulerStats>,
+    // Requests the scheduler dropped (abort): each live one gets its final `abort` output.
+    caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats>,
+    // The scheduler's counters changed without a step (a submit or an abort).
+    caf::reacts_to<stats_atom, SchedulerStats>,
+    // Render /metrics (Prometheus text) and pass it to the callback.
+    caf::reacts_to<metrics_atom, TextReply>,
+    // Admin: mailbox depth and messages handled.
+    caf::replies_to<stats_atom>::with<ActorStats>>;
+
+// The front door used by EngineClient: assigns nothing, forwards in order (so an abort never overtakes
+// its submit), and answers metrics/admin queries by asking the actors that know.
+using ingress_actor = caf::typed_actor<
+    // A client request's engine requests (from an HTTP session or `parley generate`).
+    caf::reacts_to<submit_atom, Submission>,
+    // Cancel or disconnect.
+    caf::reacts_to<abort_atom, std::vector<std::string>>,
+    // /metrics text.
+    caf::reacts_to<metrics_atom, TextReply>,
+    // /admin/actors JSON.
+    caf::reacts_to<actors_atom, TextReply>,
+    // Admin: mailbox depth and messages handled.
+    caf::replies_to<stats_atom>::with<ActorStats>>;
+
+// The admin actor: collects every actor's stats into one JSON view.
+using admin_actor = caf::typed_actor<
+    // /admin/actors JSON to the callback; the asker (the ingress) adds its own line.
+    caf::reacts_to<actors_atom, ActorStats, TextReply>,
+    // Its own mailbox depth and messages handled.
+    caf::replies_to<stats_atom>::with<ActorStats>>;
+
+}  // namespace parley::msg
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Submission)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Registration)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::ActorStats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::TextReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerOutput)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ModelRunnerOutput)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerStats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<parley::EngineCoreOutput>)

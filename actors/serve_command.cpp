@@ -1,0 +1,41 @@
+// `parley serve`: the engine's actors behind the HTTP/websocket front end, until SIGINT or SIGTERM.
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <thread>
+
+#include "actors/commands.hpp"
+#include "http/server.hpp"
+
+namespace parley {
+
+int run_serve(const ServeOptions& o) {
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // Signals are taken by one thread with sigwait, so no handler runs inside the engine's threads.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto engine = EngineClient::start(o.engine);
+  http::HttpServer server(*engine, o.server);
+  server.start();
+  spdlog::info("serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; websocket /v1/ws)",
+               engine->model_name(), o.server.host, server.port());
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {}: no new connections; aborting what is live", sig);
+    server.stop();
+  });
+  server.run();
+  engine->shutdown();  // aborts live requests, stops every actor
+  pthread_kill(signal_thread.native_handle(), SIGTERM);  // release sigwait if the server stopped by itself
+  signal_thread.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace parley

@@ -1,0 +1,136 @@
+#include "http/generation.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace parley::http {
+namespace {
+
+nlohmann::json stop_reason_json(const StopReason& r) {
+  if (const int* t = std::get_if<int>(&r)) return *t;
+  if (const std::string* s = std::get_if<std::string>(&r)) return *s;
+  return nullptr;
+}
+
+nlohmann::json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+}  // namespace
+
+Generation::Generation(GenerateRequest request, std::string id, long created, const Tokenizer& tokenizer,
+                       Transport transport, std::string client_id)
+    : request_(std::move(request)),
+      id_(std::move(id)),
+      client_id_(std::move(client_id)),
+      created_(created),
+      tokenizer_(&tokenizer),
+      transport_(transport) {
+  const int n = request_.params.n;
+  const int total = int(request_.prompts.size()) * n;
+  choices_.resize(size_t(total));
+  started_.assign(size_t(total), false);
+  finished_.assign(size_t(total), false);
+  for (int k = 0; k < total; ++k) {
+    choices_[k].index = k;
+    if (request_.echo) choices_[k].text = request_.prompt_texts[size_t(k / n)];
+  }
+  for (const auto& p : request_.prompts) usage_.prompt_tokens += int(p.size());  // once per prompt, not per sample
+}
+
+std::vector<EngineRequestSpec> Generation::engine_requests() const {
+  std::vector<EngineRequestSpec> specs;
+  const int n = request_.params.n;
+  for (size_t p = 0; p < request_.prompts.size(); ++p)
+    for (int i = 0; i < n; ++i) {
+      EngineRequestSpec s;
+      s.req_id = id_ + "-" + std::to_string(p * size_t(n) + size_t(i));
+      s.prompt_token_ids = request_.prompts[p];
+      s.params = request_.params;
+      s.params.n = 1;
+      if (request_.params.seed) s.params.seed = *request_.params.seed + uint64_t(i);  // sample i is seed + i alone
+      specs.push_back(std::move(s));
+    }
+  return specs;
+}
+
+int Generation::choice_of(const std::string& req_id) const {
+  if (req_id.size() <= id_.size() + 1 || req_id.compare(0, id_.size(), id_) != 0 || req_id[id_.size()] != '-') return -1;
+  try {
+    const int k = std::stoi(req_id.substr(id_.size() + 1));
+    return k >= 0 && k < int(choices_.size()) ? k : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::string Generation::on_output(const RequestOutput& out) {
+  const int k = choice_of(out.req_id);
+  if (k < 0 || finished_[size_t(k)]) return "";
+  Choice& c = choices_[size_t(k)];
+  c.text += out.text;
+  c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+  c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+  if (out.finished()) {
+    c.finish_reason = out.finish_reason;
+    c.stop_reason = out.stop_reason;
+    finished_[size_t(k)] = true;
+    ++num_finished_;
+    usage_.completion_tokens += out.num_output_tokens;
+  }
+  if (transport_ == Transport::Json) return "";
+  const bool first = !started_[size_t(k)];
+  RequestOutput delta = out;
+  if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
+  if (delta.text.empty() && !delta.finished() && delta.logprobs.empty() && !first) return "";  // text held back
+  started_[size_t(k)] = true;
+  if (transport_ == Transport::Sse) return stream_chunk(request_, id_, created_, k, delta, *tokenizer_, first);
+  nlohmann::json m = {{"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
+  if (delta.finished()) {
+    m["finish_reason"] = finish_reason_name(delta.finish_reason);
+    m["stop_reason"] = stop_reason_json(delta.stop_reason);
+  }
+  return m.dump();
+}
+
+std::string Generation::closing_text() const {
+  switch (transport_) {
+    case Transport::Json: return completion_response(request_, id_, created_, choices_, usage_, *tokenizer_);
+    case Transport::Sse: {
+      std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage_) : "";
+      return s + std::string(kStreamDone);
+    }
+    case Transport::WebSocket: {
+      nlohmann::json choices = nlohmann::json::array();
+      for (const Choice& c : choices_)
+        choices.push_back({{"index", c.index}, {"finish_reason", finish_reason_name(c.finish_reason)},
+                           {"stop_reason", stop_reason_json(c.stop_reason)}});
+      return nlohmann::json{{"id", client_id_}, {"type", "final"}, {"choices", choices}, {"usage", usage_json(usage_)}}.dump();
+    }
+  }
+  return "";
+}
+
+std::string Generation::error_text(const ApiError& e) const {
+  switch (transport_) {
+    case Transport::Json: return error_body(e);
+    case Transport::Sse: return stream_error_event(e) + std::string(kStreamDone);
+    case Transport::WebSocket: {
+      nlohmann::json m = nlohmann::json::parse(error_body(e));
+      m["id"] = client_id_;
+      m["type"] = "error";
+      return m.dump();
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> Generation::unfinished_req_ids() const {
+  std::vector<std::string> ids;
+  for (size_t k = 0; k < choices_.size(); ++k)
+    if (!finished_[k]) ids.push_back(id_ + "-" + std::to_string(k));
+  return ids;
+}
+
+}  // namespace parley::http

@@ -1,0 +1,48 @@
+// One client request in flight: its engine requests (prompts x n choices, choice i of a prompt seeded
+// seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE chunks, one
+// JSON body at the end, or websocket messages tagged with the client's own id. Pure logic, no I/O.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "actors/engine_client.hpp"
+#include "http/openai_protocol.hpp"
+
+namespace parley::http {
+
+enum class Transport { Sse, Json, WebSocket };
+
+class Generation {
+ public:
+  // id: "cmpl-..." or "chatcmpl-..."; engine request ids are id + "-" + choice index.
+  Generation(GenerateRequest request, std::string id, long created, const Tokenizer& tokenizer, Transport transport,
+             std::string client_id = "");
+
+  std::vector<EngineRequestSpec> engine_requests() const;
+  // Text owed to the client for this output (SSE events or websocket messages; "" for Json until done).
+  std::string on_output(const RequestOutput& output);
+  // Everything finished: the closing text (Json: the whole body; Sse: usage chunk if asked, then [DONE];
+  // WebSocket: the final message with usage).
+  bool done() const { return num_finished_ == int(choices_.size()); }
+  std::string closing_text() const;
+  // Refused or failed: the error as this transport shows it (Sse: in-band event then [DONE]).
+  std::string error_text(const ApiError& e) const;
+  std::vector<std::string> unfinished_req_ids() const;
+  const GenerateRequest& request() const { return request_; }
+  const std::string& id() const { return id_; }
+
+ private:
+  int choice_of(const std::string& req_id) const;  // -1 if not ours
+
+  GenerateRequest request_;
+  std::string id_, client_id_;
+  long created_;
+  const Tokenizer* tokenizer_;
+  Transport transport_;
+  std::vector<Choice> choices_;
+  std::vector<bool> started_, finished_;
+  int num_finished_ = 0;
+  Usage usage_;
+};
+
+}  // namespace parley::http

@@ -1,0 +1,103 @@
+#include "http/router.hpp"
+
+#include <chrono>
+
+namespace parley::http {
+namespace {
+
+RouteResult respond(int status, std::string body, std::string type = "application/json") {
+  RouteResult r;
+  r.status = status;
+  r.body = std::move(body);
+  r.content_type = std::move(type);
+  return r;
+}
+
+RouteResult error(int status, const std::string& message, const std::string& type) {
+  ApiError e;
+  e.status = status, e.message = message, e.type = type;
+  return respond(status, error_body(e));
+}
+
+long now_epoch() {
+  return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
+}  // namespace
+
+bool bearer_matches(const std::string& authorization, const std::string& secret) {
+  const std::string prefix = "Bearer ";
+  if (authorization.size() < prefix.size() || authorization.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string given = authorization.substr(prefix.size());
+  // Every byte of the longer string is visited whatever the mismatch: no early exit to time.
+  unsigned diff = unsigned(given.size() ^ secret.size());
+  const size_t n = std::max(given.size(), secret.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char a = i < given.size() ? given[i] : 0, b = i < secret.size() ? secret[i] : 0;
+    diff |= unsigned(a ^ b);
+  }
+  return diff == 0;
+}
+
+RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx) {
+  const std::string path = path_of(req.target);
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
+    return error(401, "Unauthorized", "AuthenticationError");
+  if (path.rfind("/admin/", 0) == 0) {
+    if (config.admin_token.empty()) return error(404, "The admin endpoints are off: start the server with --admin-token.", "NotFoundError");
+    if (!bearer_matches(req.authorization, config.admin_token)) return error(401, "Unauthorized", "AuthenticationError");
+  }
+  auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed", "MethodNotAllowed"); };
+
+  if (path == "/health") {
+    if (auto e = only(get)) return *e;
+    return respond(200, "", "text/plain");
+  }
+  if (path == "/version") {
+    if (auto e = only(get)) return *e;
+    return respond(200, "{\"version\":\"" + config.version + "\"}");
+  }
+  if (path == "/v1/models") {
+    if (auto e = only(get)) return *e;
+    return respond(200, models_response(ctx, now_epoch()));
+  }
+  if (path == "/metrics") {
+    if (auto e = only(get)) return *e;
+    RouteResult r;
+    r.kind = RouteResult::Kind::Metrics;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+  }
+  if (path == "/admin/actors") {
+    if (auto e = only(get)) return *e;
+    RouteResult r;
+    r.kind = RouteResult::Kind::AdminActors;
+    return r;
+  }
+  if (path == "/v1/ws") {
+    RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
+    return r;
+  }
+  if (path == "/tokenize" || path == "/detokenize") {
+    if (auto e = only(post)) return *e;
+    auto out = path == "/tokenize" ? tokenize_response(req.body, ctx) : detokenize_response(req.body, ctx);
+    if (auto* e = std::get_if<ApiError>(&out)) return respond(e->status, error_body(*e));
+    return respond(200, std::get<std::string>(out));
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (auto e = only(post)) return *e;
+    const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
+    auto parsed = parse_generate_request(ep, req.body, ctx);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return respond(e->status, error_body(*e));
+    RouteResult r;
+    r.kind = RouteResult::Kind::Generate;
+    r.generate = std::move(std::get<GenerateRequest>(parsed));
+    return r;
+  }
+  return error(404, "Not Found: " + path, "NotFoundError");
+}
+
+}  // namespace parley::http

@@ -1,0 +1,38 @@
+// The HTTP/websocket front end on Boost.Beast. No Beast in this header: the server's TUs are the only
+// ones that pay for it.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "actors/engine_client.hpp"
+#include "http/router.hpp"
+
+namespace parley::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                      // 0: any free port (port() tells which)
+  RouterConfig router;
+  size_t max_body_bytes = 1 << 20;      // larger bodies get 413
+  int read_timeout_s = 30;              // a request must arrive whole within this
+  int idle_timeout_s = 60;              // a keep-alive connection with no request is closed
+  int io_threads = 1;
+};
+
+class HttpServer {
+ public:
+  HttpServer(EngineClient& engine, ServerOptions options);
+  ~HttpServer();
+  // Binds and listens (throws std::runtime_error if it cannot).
+  void start();
+  int port() const;
+  // Serves until stop() (from another thread or a signal handler's thread).
+  void run();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace parley::http

@@ -1,0 +1,52 @@
+// Shared by the server's own TUs only (Beast is heavy): the per-connection context and the bridge that
+// carries engine outputs from actor threads onto a session's strand.
+#pragma once
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+
+#include <atomic>
+#include <memory>
+
+#include "http/generation.hpp"
+#include "http/server.hpp"
+
+namespace parley::http {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct ServerContext {
+  EngineClient* engine = nullptr;
+  ServerOptions options;
+  ServingContext serving;
+  std::atomic<uint64_t> next_id{0};
+};
+
+// A RequestSink that posts each call to a session's executor; once the session is gone, calls are dropped.
+template <class Session>
+struct StrandSink : RequestSink {
+  std::weak_ptr<Session> session;
+  net::any_io_executor executor;
+  std::string key;  // which of the session's generations (websocket: the client's id)
+
+  StrandSink(std::weak_ptr<Session> s, net::any_io_executor ex, std::string k)
+      : session(std::move(s)), executor(std::move(ex)), key(std::move(k)) {}
+  void on_output(const RequestOutput& output) override {
+    net::post(executor, [s = session, k = key, output] {
+      if (auto self = s.lock()) self->on_engine_output(k, output);
+    });
+  }
+  void on_rejected(int status, const std::string& message) override {
+    net::post(executor, [s = session, k = key, status, message] {
+      if (auto self = s.lock()) self->on_engine_rejected(k, status, message);
+    });
+  }
+};
+
+std::string new_request_id(ServerContext& ctx, const char* prefix);
+long epoch_seconds();
+// Starts a websocket session on an upgraded connection.
+void start_websocket(ServerContext& ctx, beast::tcp_stream stream, beast::http::request<beast::http::string_body> req);
+
+}  // namespace parley::http

@@ -1,0 +1,151 @@
+// Websocket /v1/ws: several generations multiplexed on one socket, each tagged with the client's id.
+//   -> {"type": "request", "id": "a1", "endpoint": "completions" | "chat.completions", "body": {...OpenAI body...}}
+//   -> {"type": "cancel", "id": "a1"}
+//   <- {"id": "a1", "type": "delta", "index": 0, "text": "...", "token_ids": [...]}   (finish_reason on the last)
+//   <- {"id": "a1", "type": "final", "choices": [...], "usage": {...}}
+//   <- {"id": "a1", "type": "error", "error": {...}}
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <map>
+
+#include "http/session_common.hpp"
+
+namespace parley::http {
+namespace {
+
+namespace ws = beast::websocket;
+
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  WsSession(ServerContext& ctx, beast::tcp_stream stream) : ctx_(ctx), ws_(std::move(stream)) {}
+
+  void run(beast::http::request<beast::http::string_body> req) {
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.set_option(ws::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(ctx_.options.max_body_bytes);
+    ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      self->do_read();
+    });
+  }
+
+  void on_engine_output(const std::string& client_id, const RequestOutput& out) {
+    auto it = live_.find(client_id);
+    if (it == live_.end()) return;
+    std::string text = it->second->on_output(out);
+    if (!text.empty()) send(std::move(text));
+    if (it->second->done()) {
+      send(it->second->closing_text());
+      live_.erase(it);
+    }
+  }
+  void on_engine_rejected(const std::string& client_id, int status, const std::string& message) {
+    auto it = live_.find(client_id);
+    if (it == live_.end()) return;
+    ApiError e;
+    e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
+    send(it->second->error_text(e));
+    live_.erase(it);
+  }
+
+ private:
+  void do_read() {
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->closed();
+      std::string text = beast::buffers_to_string(self->in_.data());
+      self->in_.consume(self->in_.size());
+      self->on_message(text);
+      self->do_read();
+    });
+  }
+
+  void fail(const std::string& id, const std::string& message) {
+    ApiError e;
+    e.message = message;
+    nlohmann::json m = nlohmann::json::parse(error_body(e));
+    m["id"] = id;
+    m["type"] = "error";
+    send(m.dump());
+  }
+
+  void on_message(const std::string& text) {
+    const nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
+    if (m.is_discarded() || !m.is_object()) return fail("", "Each message must be a JSON object.");
+    const auto id_it = m.find("id");
+    if (id_it == m.end() || !id_it->is_string() || id_it->get<std::string>().empty())
+      return fail("", "Each message needs a non-empty string \"id\".");
+    const std::string id = *id_it;
+    const std::string type = m.value("type", "");
+    if (type == "cancel") {
+      auto it = live_.find(id);
+      if (it == live_.end()) return fail(id, "No request with id " + id + " is running.");
+      ctx_.engine->abort(it->second->unfinished_req_ids());  // its `abort` outputs end it
+      return;
+    }
+    if (type != "request") return fail(id, "\"type\" must be \"request\" or \"cancel\".");
+    if (live_.count(id)) return fail(id, "A request with id " + id + " is already running on this socket.");
+    const std::string endpoint = m.value("endpoint", "completions");
+    if (endpoint != "completions" && endpoint != "chat.completions")
+      return fail(id, "\"endpoint\" must be \"completions\" or \"chat.completions\".");
+    const auto body = m.find("body");
+    if (body == m.end() || !body->is_object()) return fail(id, "\"body\" must be an OpenAI request object.");
+    const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
+    auto parsed = parse_generate_request(ep, body->dump(), ctx_.serving);
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      nlohmann::json err = nlohmann::json::parse(error_body(*e));
+      err["id"] = id;
+      err["type"] = "error";
+      return send(err.dump());
+    }
+    auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
+                                            new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
+                                            epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
+    auto specs = gen->engine_requests();
+    live_.emplace(id, std::move(gen));
+    ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
+  }
+
+  void send(std::string text) {
+    outbox_.push_back(std::move(text));
+    if (!writing_) write_next();
+  }
+  void write_next() {
+    if (outbox_.empty() || closed_) return;
+    writing_ = true;
+    current_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    ws_.text(true);
+    ws_.async_write(net::buffer(current_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->closed();
+      self->write_next();
+    });
+  }
+
+  // The socket is gone: every generation still running on it is aborted.
+  void closed() {
+    if (closed_) return;
+    closed_ = true;
+    for (auto& [id, gen] : live_) ctx_.engine->abort(gen->unfinished_req_ids());
+    live_.clear();
+    outbox_.clear();
+  }
+
+  ServerContext& ctx_;
+  ws::stream<beast::tcp_stream> ws_;
+  beast::flat_buffer in_;
+  std::map<std::string, std::unique_ptr<Generation>> live_;
+  std::deque<std::string> outbox_;
+  std::string current_;
+  bool writing_ = false, closed_ = false;
+};
+
+}  // namespace
+
+void start_websocket(ServerContext& ctx, beast::tcp_stream stream, beast::http::request<beast::http::string_body> req) {
+  std::make_shared<WsSession>(ctx, std::move(stream))->run(std::move(req));
+}
+
+}  // namespace parley::http
