@@ -35,6 +35,9 @@ struct RequestOutput {
 class OutputProcessor {
  public:
   explicit OutputProcessor(const Tokenizer& tokenizer);
+  ~OutputProcessor();  // out of line: RequestState is complete only in the .cpp
+  OutputProcessor(OutputProcessor&&) noexcept;
+  OutputProcessor& operator=(OutputProcessor&&) noexcept;
 
   // Registers a request before its first output. Throws std::invalid_argument for a duplicate id.
   void add_request(const std::string& req_id, const std::vector<int>& prompt_token_ids, const SamplingParams& params);
@@ -50,8 +53,8 @@ class OutputProcessor {
   // or nothing if the id is unknown (already finished).
   std::optional<RequestOutput> abort_request(const std::string& req_id);
 
-  int num_unfinished() const { return int(states_.size()); }
-  bool has_request(const std::string& req_id) const { return states_.count(req_id) != 0; }
+  int num_unfinished() const;
+  bool has_request(const std::string& req_id) const;
 
  private:
   struct RequestState;

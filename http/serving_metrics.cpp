@@ -1,0 +1,86 @@
+// Names, help texts and bucket bounds follow vLLM's PrometheusStatLogger so its dashboards carry over
+// with `vllm:` replaced by `parley:`.
+#include "http/serving_metrics.hpp"
+
+#include <stdexcept>
+
+namespace parley {
+
+namespace {
+
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,   0.25,  0.5,   0.75,
+                                          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kRequestLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0, 20.0,
+                                                    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+}  // namespace
+
+ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(model_name)) {
+  const std::vector<std::string> by_model = {"model_name"};
+  const std::vector<std::string> model = {model_name_};
+  auto gauge = [&](const char* name, const char* help) {
+    return &registry_.gauge(name, help, by_model).labels(model);
+  };
+  auto counter = [&](const char* name, const char* help) {
+    return &registry_.counter(name, help, by_model).labels(model);
+  };
+  auto histogram = [&](const char* name, const char* help, const std::vector<double>& buckets) {
+    return &registry_.histogram(name, help, buckets, by_model).labels(model);
+  };
+
+  running_ = gauge("parley:num_requests_running", "Number of requests in model execution batches.");
+  waiting_ = gauge("parley:num_requests_waiting", "Number of requests waiting to be processed.");
+  kv_usage_ = gauge("parley:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
+  prefix_queries_ = counter("parley:prefix_cache_queries_total",
+                            "Prefix cache queries, in terms of number of queried tokens.");
+  prefix_hits_ = counter("parley:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.");
+  preemptions_ = counter("parley:num_preemptions_total", "Cumulative number of preemption from the engine.");
+  prompt_tokens_ = counter("parley:prompt_tokens_total", "Number of prefill tokens processed.");
+  generation_tokens_ = counter("parley:generation_tokens_total", "Number of generation tokens processed.");
+  request_success_ = &registry_.counter("parley:request_success_total", "Count of successfully processed requests.",
+                                        {"model_name", "finished_reason"});
+  for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort})
+    request_success_->labels({model_name_, finish_reason_name(r)});  // every reason shows 0 from the start
+  ttft_ = histogram("parley:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                    kTtftBuckets);
+  itl_ = histogram("parley:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", kItlBuckets);
+  e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+                   kRequestLatencyBuckets);
+  // Parley's own (MISSION C9): work the prefix cache did not save, PD transfer, speculation, n-splits.
+  prefill_computed_ = counter("parley:prefill_tokens_computed_total",
+                              "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
+  kv_blocks_transferred_ = counter("parley:kv_blocks_transferred_total",
+                                   "KV blocks sent or received in prefill/decode disaggregation.");
+  uniform_decode_steps_ = counter("parley:uniform_decode_steps_total",
+                                  "Decode steps run as a uniform batch (draft tokens padded to one shape).");
+  delayed_splits_ = counter("parley:delayed_splits_total",
+                            "Parallel-sampling requests split into their n samples after the shared prefill.");
+}
+
+void ServingMetrics::set_num_requests_running(int n) { running_->set(n); }
+void ServingMetrics::set_num_requests_waiting(int n) { waiting_->set(n); }
+void ServingMetrics::set_kv_cache_usage(double fraction) { kv_usage_->set(fraction); }
+void ServingMetrics::set_prefix_cache_totals(int64_t queried_tokens, int64_t hit_tokens) {
+  prefix_queries_->set(double(queried_tokens));
+  prefix_hits_->set(double(hit_tokens));
+}
+void ServingMetrics::set_num_preemptions(int64_t total) { preemptions_->set(double(total)); }
+void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_computed_->set(double(total)); }
+void ServingMetrics::set_kv_blocks_transferred(int64_t total) { kv_blocks_transferred_->set(double(total)); }
+void ServingMetrics::set_uniform_decode_steps(int64_t total) { uniform_decode_steps_->set(double(total)); }
+void ServingMetrics::set_delayed_splits(int64_t total) { delayed_splits_->set(double(total)); }
+
+void ServingMetrics::on_first_token(double seconds_since_arrival) { ttft_->observe(seconds_since_arrival); }
+void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }
+
+void ServingMetrics::on_finished(FinishReason reason, double e2e_seconds, int prompt_tokens, int generation_tokens) {
+  if (reason == FinishReason::None) throw std::invalid_argument("on_finished needs a finish reason");
+  request_success_->labels({model_name_, finish_reason_name(reason)}).inc();
+  e2e_->observe(e2e_seconds);
+  prompt_tokens_->inc(prompt_tokens);
+  generation_tokens_->inc(generation_tokens);
+}
+
+}  // namespace parley

@@ -1,0 +1,46 @@
+// The server's /metrics: vLLM's metric names (vllm/v1/metrics/loggers.py) under the `parley:` prefix,
+// each labelled model_name, plus Parley's own counters (MISSION C9). Owned by one actor.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/request.hpp"
+#include "http/prometheus.hpp"
+
+namespace parley {
+
+class ServingMetrics {
+ public:
+  explicit ServingMetrics(std::string model_name);
+
+  // The scheduler's snapshot after a step. Counter setters take its cumulative totals.
+  void set_num_requests_running(int n);
+  void set_num_requests_waiting(int n);
+  void set_kv_cache_usage(double fraction);  // 0..1, as vLLM's kv_cache_usage_perc
+  void set_prefix_cache_totals(int64_t queried_tokens, int64_t hit_tokens);
+  void set_num_preemptions(int64_t total);
+  void set_prefill_tokens_computed(int64_t total);
+  void set_kv_blocks_transferred(int64_t total);
+  void set_uniform_decode_steps(int64_t total);
+  void set_delayed_splits(int64_t total);
+
+  // Per request, as its outputs reach the client.
+  void on_first_token(double seconds_since_arrival);
+  void on_token(double seconds_since_previous_token);
+  // Throws std::invalid_argument for FinishReason::None.
+  void on_finished(FinishReason reason, double e2e_seconds, int prompt_tokens, int generation_tokens);
+
+  std::string render() const { return registry_.render(); }
+  const prom::Registry& registry() const { return registry_; }
+
+ private:
+  std::string model_name_;
+  prom::Registry registry_;
+  prom::Gauge *running_, *waiting_, *kv_usage_;
+  prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_;
+  prom::Counter *prefill_computed_, *kv_blocks_transferred_, *uniform_decode_steps_, *delayed_splits_;
+  prom::Family<prom::Counter>* request_success_;
+  prom::Histogram *ttft_, *itl_, *e2e_;
+};
+
+}  // namespace parley
