@@ -13,9 +13,9 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 ModelRunner::ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs,
                          std::vector<int> eos_token_ids)
     : model_(model),
-      kv_(model.config(), num_kv_blocks, block_size),
+      kv_(model.config(), num_kv_blocks, block_size),  // throws for a non-positive size or count
       block_size_(block_size),
-      input_batch_(max_num_seqs, model.config().max_seq_len, ceil_div(model.config().max_seq_len, block_size),
+      input_batch_(max_num_seqs, model.config().max_seq_len, ceil_div(model.config().max_seq_len, block_size_),
                    std::move(eos_token_ids)) {}
 
 void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const {

@@ -3,6 +3,7 @@
 // It never decides what runs: that is the scheduler's job.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/input_batch.hpp"

@@ -29,7 +29,7 @@ struct SamplingMetadata {
   bool no_penalties = true, no_logit_bias = true, no_min_tokens = true;
   int max_num_logprobs = -1;  // -1: no row wants logprobs
 
-  // The batch's token rows, referenced: row r holds num_tokens[r] tokens, the first num_prompt_tokens[r]
+  // The batch's token rows, referenced (penalties and min_tokens read them): row r holds num_tokens[r] tokens, the first num_prompt_tokens[r]
   // of them the prompt, starting at token_ids + r * token_stride.
   const int* token_ids = nullptr;
   int64_t token_stride = 0;
