@@ -2,9 +2,9 @@
 // in step with each SchedulerOutput, builds the flattened forward batch, runs the model and samples.
 // It never decides what runs: that is the scheduler's job.
 #pragma once
-#include <memory>
+#include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "engine/input_batch.hpp"
 #include "engine/outputs.hpp"
@@ -17,11 +17,14 @@ namespace parley {
 class ModelRunner {
  public:
   // The KV cache has num_kv_blocks blocks of block_size tokens; max_num_seqs bounds the batch rows.
-  ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs);
+  // eos_token_ids are masked, with each request's stop_token_ids, until it has min_tokens (unless ignore_eos).
+  ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs, std::vector<int> eos_token_ids = {});
 
   // One step: drop finished/preempted requests, add new ones, update cached ones, run every scheduled
-  // token in one forward pass, sample each request whose scheduled tokens reach its end.
-  // Throws std::logic_error if the SchedulerOutput names a request it does not hold.
+  // token in one forward pass, sample each request whose scheduled tokens reach its end and append the
+  // token to its row. Requests in the batch but not scheduled keep their rows untouched.
+  // Throws std::logic_error if the SchedulerOutput names a request it does not hold (finished ids it
+  // never saw are skipped: a request aborted while waiting), or schedules more than a request holds.
   ModelRunnerOutput execute_model(const SchedulerOutput& scheduler_output);
 
   const InputBatch& input_batch() const { return input_batch_; }
@@ -29,6 +32,10 @@ class ModelRunner {
   const LlamaModel& model() const { return model_; }
 
  private:
+  void update_states(const SchedulerOutput& scheduler_output);
+  void prepare_inputs(const SchedulerOutput& scheduler_output);
+  void check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const;
+
   LlamaModel& model_;
   KvCache kv_;
   int block_size_;
@@ -36,6 +43,9 @@ class ModelRunner {
   Sampler sampler_;
   ForwardBatch forward_;
   std::vector<float> logits_;
+  std::vector<int> num_scheduled_;        // per batch row, this step
+  std::vector<int> sample_rows_;          // batch row of each logits row
+  std::vector<int64_t> sample_positions_;  // index of the token each logits row samples
 };
 
 }  // namespace parley

@@ -1,25 +1,72 @@
 #include "engine/sampler.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "engine/philox.hpp"
 
 namespace parley {
 
+namespace {
+
+// The shortest text that reads back as the same float, as Python prints it in vLLM's messages.
+std::string fmt(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// "[3, 9]": the ids of `ids` outside [0, vocab_size) (any negative id when vocab_size is 0).
+template <class Ids, class IdOf>
+std::string out_of_vocab(const Ids& ids, int vocab_size, IdOf id_of) {
+  std::string list;
+  for (const auto& x : ids) {
+    const int id = id_of(x);
+    if (id < 0 || (vocab_size > 0 && id >= vocab_size)) list += (list.empty() ? "" : ", ") + std::to_string(id);
+  }
+  return list.empty() ? list : "[" + list + "]";
+}
+
+}  // namespace
+
 void SamplingParams::validate(int vocab_size) const {
-  if (n < 1) throw std::invalid_argument("n must be at least 1, got " + std::to_string(n) + ".");
-  if (temperature < 0.0f || !std::isfinite(temperature))
-    throw std::invalid_argument("temperature must be non-negative, got " + std::to_string(temperature) + ".");
-  if (!(top_p > 0.0f && top_p <= 1.0f))
-    throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p) + ".");
-  if (top_k < -1) throw std::invalid_argument("top_k must be -1 (disable), or at least 1, got " + std::to_string(top_k) + ".");
-  if (!(min_p >= 0.0f && min_p <= 1.0f))
-    throw std::invalid_argument("min_p must be in [0, 1], got " + std::to_string(min_p) + ".");
-  if (max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1, got " + std::to_string(max_tokens) + ".");
-  if (n > 1 && greedy()) throw std::invalid_argument("n must be 1 when using greedy sampling, got " + std::to_string(n) + ".");
+  auto fail = [](const std::string& message) { throw std::invalid_argument(message); };
+  if (n < 1) fail("n must be at least 1, got " + std::to_string(n) + ".");
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
+    fail("presence_penalty must be in [-2, 2], got " + fmt(presence_penalty) + ".");
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
+    fail("frequency_penalty must be in [-2, 2], got " + fmt(frequency_penalty) + ".");
+  if (!(repetition_penalty > 0.0f && repetition_penalty <= 2.0f))
+    fail("repetition_penalty must be in (0, 2], got " + fmt(repetition_penalty) + ".");
+  if (temperature < 0.0f || !std::isfinite(temperature)) fail("temperature must be non-negative, got " + fmt(temperature) + ".");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + fmt(top_p) + ".");
+  if (top_k < -1) fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(top_k) + ".");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + fmt(min_p) + ".");
+  if (max_tokens < 1) fail("max_tokens must be at least 1, got " + std::to_string(max_tokens) + ".");
+  if (min_tokens < 0) fail("min_tokens must be greater than or equal to 0, got " + std::to_string(min_tokens) + ".");
+  if (min_tokens > max_tokens)
+    fail("min_tokens must be less than or equal to max_tokens=" + std::to_string(max_tokens) + ", got " +
+         std::to_string(min_tokens) + ".");
+  if (logprobs && *logprobs < 0) fail("logprobs must be non-negative, got " + std::to_string(*logprobs) + ".");
+  if (logprobs && *logprobs > kMaxLogprobs)
+    fail("Requested sample logprobs of " + std::to_string(*logprobs) +
+         ", which is greater than max allowed: " + std::to_string(kMaxLogprobs));
+  for (const auto& [token, bias] : logit_bias)
+    if (!(bias >= -100.0f && bias <= 100.0f))
+      fail("logit_bias must be in [-100, 100], got " + fmt(bias) + " for token " + std::to_string(token) + ".");
+  const std::string bad_bias = out_of_vocab(logit_bias, vocab_size, [](const auto& b) { return b.first; });
+  if (!bad_bias.empty())
+    fail("token_id(s) " + bad_bias + " in logit_bias contain out-of-vocab token ids. Vocabulary size: " +
+         std::to_string(vocab_size));
+  const std::string bad_stop = out_of_vocab(stop_token_ids, vocab_size, [](int t) { return t; });
+  if (!bad_stop.empty())
+    fail("token_id(s) " + bad_stop + " in stop_token_ids contain out-of-vocab token ids. Vocabulary size: " +
+         std::to_string(vocab_size));
+  if (n > 1 && greedy()) fail("n must be 1 when using greedy sampling, got " + std::to_string(n) + ".");
 }
 
 int argmax(const float* logits, int vocab) {
@@ -55,7 +102,11 @@ void Sampler::apply_top_p(float top_p, int vocab, const Desc& desc) {
 }
 
 int Sampler::sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position) {
-  if (params.greedy()) return argmax(logits, vocab);
+  return sample_filtered(logits, vocab, {params.temperature, params.top_p, params.min_p, params.top_k}, seed, position);
+}
+
+int Sampler::sample_filtered(const float* logits, int vocab, const Filters& params, uint64_t seed, int64_t position) {
+  if (params.temperature < 1e-5f) return argmax(logits, vocab);  // SamplingParams::greedy()
   // Softmax of logits / temperature, in token-id order (a fixed reduction order).
   probs_.resize(vocab);
   const float inv_t = 1.0f / params.temperature;
@@ -97,6 +148,95 @@ int Sampler::sample(const float* logits, int vocab, const SamplingParams& params
     if (target < cum) return i;
   }
   return last_kept;  // rounding left target at the very top of the range
+}
+
+TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top) {
+  // log_softmax in id order: (x - max) - log(sum exp(x - max)), the sum kept in double.
+  const float max_logit = *std::max_element(logits, logits + vocab);
+  double sum = 0.0;
+  for (int i = 0; i < vocab; ++i) sum += std::exp(logits[i] - max_logit);
+  const float log_sum = float(std::log(sum));
+  auto logprob = [&](int i) { return (logits[i] - max_logit) - log_sum; };
+  TokenLogprobs out;
+  out.token = token;
+  out.logprob = logprob(token);
+  // Ranks and order compare the raw logits: two logits never tie after rounding when they differ.
+  out.rank = 1 + int(std::count_if(logits, logits + vocab, [&](float x) { return x > logits[token]; }));
+  num_top = std::min(num_top, vocab);
+  if (num_top > 0) {
+    std::vector<int> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + num_top, order.end(),
+                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (int r = 0; r < num_top; ++r) out.top.emplace_back(order[r], logprob(order[r]));
+  }
+  return out;
+}
+
+// vLLM's apply_penalties: repetition over prompt and output tokens, then frequency and presence over the output.
+void Sampler::apply_penalties(float* logits, std::span<const int> prompt, std::span<const int> output, float presence,
+                              float frequency, float repetition) {
+  touched_.clear();
+  if (repetition != 1.0f) {
+    for (auto tokens : {prompt, output})
+      for (int t : tokens) {
+        if (counts_[t]) continue;
+        counts_[t] = 1;
+        touched_.push_back(t);
+        logits[t] = logits[t] > 0.0f ? logits[t] / repetition : logits[t] * repetition;
+      }
+    for (int t : touched_) counts_[t] = 0;
+    touched_.clear();
+  }
+  if (frequency == 0.0f && presence == 0.0f) return;
+  for (int t : output)
+    if (counts_[t]++ == 0) touched_.push_back(t);
+  for (int t : touched_) {
+    logits[t] -= frequency * float(counts_[t]);
+    logits[t] -= presence;
+    counts_[t] = 0;
+  }
+}
+
+const float* Sampler::process_logits(const float* logits, int vocab, int row, const SamplingMetadata& m) {
+  if (row < 0 || row >= m.num_reqs()) throw std::out_of_range("Sampler: batch row " + std::to_string(row) + " has no metadata");
+  const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
+  const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
+  const auto* bias = m.logit_bias[row];
+  const float presence = m.presence_penalties[row], frequency = m.frequency_penalties[row];
+  const float repetition = m.repetition_penalties[row];
+  const bool penalize = presence != 0.0f || frequency != 0.0f || repetition != 1.0f;
+  if (!under_min_tokens && !bias && !penalize) return logits;
+  processed_.assign(logits, logits + vocab);
+  if (under_min_tokens)
+    for (int id : *stop_ids)
+      if (id >= 0 && id < vocab) processed_[id] = -INFINITY;
+  if (bias)
+    for (const auto& [id, b] : *bias)
+      if (id >= 0 && id < vocab) processed_[id] += b;
+  if (penalize) {
+    counts_.resize(vocab, 0);
+    apply_penalties(processed_.data(), m.prompt_token_ids(row), m.output_token_ids(row), presence, frequency, repetition);
+  }
+  return processed_.data();
+}
+
+SamplerOutput Sampler::sample(const float* logits, int vocab, std::span<const int> batch_rows,
+                              std::span<const int64_t> positions, const SamplingMetadata& m) {
+  if (batch_rows.size() != positions.size()) throw std::invalid_argument("Sampler: one position per row");
+  SamplerOutput out;
+  out.sampled_token_ids.resize(batch_rows.size());
+  out.logprobs.resize(batch_rows.size());
+  for (size_t i = 0; i < batch_rows.size(); ++i) {
+    const int row = batch_rows[i];
+    const float* raw = logits + i * size_t(vocab);
+    const float* processed = process_logits(raw, vocab, row, m);
+    const Filters f{m.temperature[row], m.top_p[row], m.min_p[row], m.top_k[row]};
+    const int token = sample_filtered(processed, vocab, f, m.seeds[row], positions[i]);
+    out.sampled_token_ids[i] = token;
+    if (m.num_logprobs[row] >= 0) out.logprobs[i] = compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]);
+  }
+  return out;
 }
 
 }  // namespace parley

@@ -1,26 +1,57 @@
-// Turns one row of logits into a token, in vLLM v1's order: greedy argmax, or temperature,
-// min_p, top_k, top_p, then a draw keyed by (seed, position) so no other row can change it.
+// Turns rows of logits into tokens, in vLLM v1's order: logprobs of the raw logits; min_tokens, logit_bias
+// and penalties; then greedy argmax, or temperature, min_p, top_k, top_p and a draw keyed by
+// (seed, position) so no other row can change it.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
+#include "engine/outputs.hpp"
+#include "engine/sampling_metadata.hpp"
 #include "engine/sampling_params.hpp"
 
 namespace parley {
 
 int argmax(const float* logits, int vocab);  // lowest id on ties, as llama2.c
 
+// The log-softmax of raw logits at `token`, its rank, and the top num_top (token, logprob) pairs.
+TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top);
+
+// One entry per sampled logits row.
+struct SamplerOutput {
+  std::vector<int> sampled_token_ids;
+  std::vector<std::optional<TokenLogprobs>> logprobs;  // set for rows whose request asked for logprobs
+};
+
 class Sampler {
  public:
-  // position: the index in the sequence of the token being sampled.
+  // One row with no penalties, logit_bias or min_tokens. position: the index of the token being sampled.
   int sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position);
 
+  // Samples logits row i (rows are vocab wide) for batch row batch_rows[i], the token at positions[i].
+  // The logits are left untouched: processing works on a copy of a row, and only when it applies.
+  SamplerOutput sample(const float* logits, int vocab, std::span<const int> batch_rows,
+                       std::span<const int64_t> positions, const SamplingMetadata& metadata);
+
+  // Row `row`'s logits after min_tokens, logit_bias and penalties: what greedy argmax and temperature see.
+  // Returns logits itself when none applies, else this sampler's scratch (valid until the next call).
+  const float* process_logits(const float* logits, int vocab, int row, const SamplingMetadata& metadata);
+
  private:
+  struct Filters {
+    float temperature, top_p, min_p;
+    int top_k;
+  };
+  int sample_filtered(const float* logits, int vocab, const Filters& f, uint64_t seed, int64_t position);
   template <class Desc>
   void apply_top_p(float top_p, int vocab, const Desc& desc);
+  void apply_penalties(float* logits, std::span<const int> prompt, std::span<const int> output, float presence,
+                       float frequency, float repetition);
 
-  std::vector<float> probs_, kept_probs_;
+  std::vector<float> probs_, kept_probs_, processed_;
   std::vector<int> order_, keep_;
+  std::vector<int> counts_, touched_;  // per-token counts, all zero between calls
 };
 
 }  // namespace parley

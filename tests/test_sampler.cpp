@@ -99,3 +99,42 @@ TEST_CASE("invalid sampling parameters are rejected with vLLM's wording", "[samp
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.n = 2, p.temperature = 0; }).validate(), Catch::Contains("n must be 1 when using greedy"));
   REQUIRE_NOTHROW(SamplingParams{}.validate());
 }
+
+TEST_CASE("penalties, min_tokens, logprobs, logit_bias and token ids are checked as vLLM does", "[sampler]") {
+  auto bad = [](auto mutate) {
+    SamplingParams p;
+    mutate(p);
+    return p;
+  };
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.presence_penalty = 2.5f; }).validate(),
+                      "presence_penalty must be in [-2, 2], got 2.5.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.frequency_penalty = -2.25f; }).validate(),
+                      "frequency_penalty must be in [-2, 2], got -2.25.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.frequency_penalty = NAN; }).validate(), Catch::Contains("frequency_penalty"));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.repetition_penalty = 0.0f; }).validate(),
+                      "repetition_penalty must be in (0, 2], got 0.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.repetition_penalty = 2.1f; }).validate(), Catch::Contains("got 2.1."));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.min_tokens = -1; }).validate(),
+                      "min_tokens must be greater than or equal to 0, got -1.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.min_tokens = 17; }).validate(),
+                      "min_tokens must be less than or equal to max_tokens=16, got 17.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logprobs = -1; }).validate(), "logprobs must be non-negative, got -1.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logprobs = 21; }).validate(),
+                      "Requested sample logprobs of 21, which is greater than max allowed: 20");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logit_bias = {{3, 100.5f}}; }).validate(),
+                      "logit_bias must be in [-100, 100], got 100.5 for token 3.");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logit_bias = {{3, 1.0f}, {512, 1.0f}, {600, 2.0f}}; }).validate(512),
+                      "token_id(s) [512, 600] in logit_bias contain out-of-vocab token ids. Vocabulary size: 512");
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.stop_token_ids = {-1}; }).validate(),
+                      Catch::StartsWith("token_id(s) [-1] in stop_token_ids contain out-of-vocab token ids"));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.stop_token_ids = {2, 512}; }).validate(512),
+                      Catch::StartsWith("token_id(s) [512] in stop_token_ids"));
+  // Boundaries are allowed; ids are only checked against a known vocabulary.
+  SamplingParams ok;
+  ok.presence_penalty = -2.0f, ok.frequency_penalty = 2.0f, ok.repetition_penalty = 2.0f;
+  ok.min_tokens = 16, ok.logprobs = 20, ok.logit_bias = {{511, -100.0f}, {5000, 100.0f}};
+  ok.stop_token_ids = {0, 700};
+  REQUIRE_NOTHROW(ok.validate());
+  ok.logit_bias.pop_back(), ok.stop_token_ids.pop_back();
+  REQUIRE_NOTHROW(ok.validate(512));
+}

@@ -1,0 +1,257 @@
+#include "engine/input_batch.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace parley {
+
+InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids)
+    : max_num_reqs_(max_num_reqs),
+      max_model_len_(max_model_len),
+      max_blocks_(max_num_blocks_per_req),
+      eos_token_ids_(std::move(eos_token_ids)),
+      token_ids_(size_t(max_num_reqs) * max_model_len),
+      num_tokens_(max_num_reqs),
+      num_prompt_tokens_(max_num_reqs),
+      num_computed_tokens_(max_num_reqs),
+      block_table_(size_t(max_num_reqs) * max_num_blocks_per_req),
+      num_blocks_(max_num_reqs),
+      params_(max_num_reqs),
+      seeds_(max_num_reqs),
+      min_tokens_stop_ids_(max_num_reqs) {
+  if (max_num_reqs < 1 || max_model_len < 1 || max_num_blocks_per_req < 1)
+    throw std::invalid_argument("InputBatch needs at least one row, one token and one block per row");
+  req_ids_.reserve(max_num_reqs);
+  refresh_sampling_metadata();
+  num_metadata_rebuilds_ = 0;
+}
+
+int InputBatch::add_request(const CachedRequestState& r) {
+  if (r.req_id.empty()) throw std::logic_error("InputBatch: empty request id");
+  if (req_id_to_index_.count(r.req_id)) throw std::logic_error("InputBatch: request " + r.req_id + " is already in the batch");
+  if (holes_.empty() && int(req_ids_.size()) == max_num_reqs_)
+    throw std::logic_error("InputBatch: all " + std::to_string(max_num_reqs_) + " rows are taken");
+  if (r.prompt_token_ids.empty() || r.num_tokens() > max_model_len_ || int(r.block_ids.size()) > max_blocks_ ||
+      r.num_computed_tokens < 0 || r.num_computed_tokens > r.num_tokens())
+    throw std::logic_error("InputBatch: request " + r.req_id +
+                           " has no prompt, more tokens or blocks than a row holds, or more computed tokens than tokens");
+  int row;
+  if (!holes_.empty()) {
+    row = holes_.front();
+    holes_.erase(holes_.begin());
+    req_ids_[row] = r.req_id;
+  } else {
+    row = int(req_ids_.size());
+    req_ids_.push_back(r.req_id);
+  }
+  req_id_to_index_[r.req_id] = row;
+
+  int* tokens = token_ids_.data() + size_t(row) * max_model_len_;
+  std::copy(r.prompt_token_ids.begin(), r.prompt_token_ids.end(), tokens);
+  std::copy(r.output_token_ids.begin(), r.output_token_ids.end(), tokens + r.prompt_token_ids.size());
+  num_tokens_[row] = r.num_tokens();
+  num_prompt_tokens_[row] = int(r.prompt_token_ids.size());
+  num_computed_tokens_[row] = r.num_computed_tokens;
+  std::copy(r.block_ids.begin(), r.block_ids.end(), block_table_.begin() + size_t(row) * max_blocks_);
+  num_blocks_[row] = int(r.block_ids.size());
+  params_[row] = r.sampling_params;
+  seeds_[row] = r.seed;
+
+  const SamplingParams& p = r.sampling_params;
+  const std::string& id = r.req_id;
+  (p.greedy() ? greedy_reqs_ : random_reqs_).insert(id);
+  if (p.top_k > 0) top_k_reqs_.insert(id);
+  if (p.top_p < 1.0f) top_p_reqs_.insert(id);
+  if (p.min_p > 0.0f) min_p_reqs_.insert(id);
+  if (p.presence_penalty != 0.0f) presence_penalty_reqs_.insert(id);
+  if (p.frequency_penalty != 0.0f) frequency_penalty_reqs_.insert(id);
+  if (p.repetition_penalty != 1.0f) repetition_penalty_reqs_.insert(id);
+  if (!p.logit_bias.empty()) logit_bias_reqs_.insert(id);
+  if (p.logprobs) num_logprobs_[id] = *p.logprobs;
+  std::vector<int>& stop_ids = min_tokens_stop_ids_[row];
+  stop_ids.clear();
+  if (p.min_tokens > 0) {
+    stop_ids = p.stop_token_ids;
+    if (!p.ignore_eos) stop_ids.insert(stop_ids.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+    if (!stop_ids.empty()) min_tokens_reqs_.insert(id);
+  }
+  batch_changed_ = true;
+  return row;
+}
+
+std::optional<int> InputBatch::remove_request(const std::string& req_id) {
+  const auto it = req_id_to_index_.find(req_id);
+  if (it == req_id_to_index_.end()) return std::nullopt;
+  const int row = it->second;
+  req_id_to_index_.erase(it);
+  req_ids_[row].clear();
+  holes_.insert(std::upper_bound(holes_.begin(), holes_.end(), row), row);
+  for (auto* set : {&greedy_reqs_, &random_reqs_, &top_k_reqs_, &top_p_reqs_, &min_p_reqs_, &presence_penalty_reqs_,
+                    &frequency_penalty_reqs_, &repetition_penalty_reqs_, &logit_bias_reqs_, &min_tokens_reqs_})
+    set->erase(req_id);
+  num_logprobs_.erase(req_id);
+  params_[row] = SamplingParams{};  // drops its vectors now, not when the row is reused
+  min_tokens_stop_ids_[row].clear();
+  num_tokens_[row] = num_prompt_tokens_[row] = num_computed_tokens_[row] = num_blocks_[row] = 0;
+  batch_changed_ = true;
+  return row;
+}
+
+void InputBatch::condense() {
+  if (holes_.empty()) return;
+  int last = int(req_ids_.size()) - 1;
+  for (int hole : holes_) {
+    while (last >= 0 && req_ids_[last].empty()) --last;
+    if (hole >= last) break;
+    move_row(last--, hole);
+  }
+  holes_.clear();
+  req_ids_.resize(req_id_to_index_.size());
+  batch_changed_ = true;
+}
+
+// Only the live part of each row moves: the rest of a row is never read.
+void InputBatch::move_row(int from, int to) {
+  req_ids_[to] = std::move(req_ids_[from]);
+  req_ids_[from].clear();
+  req_id_to_index_[req_ids_[to]] = to;
+  const size_t L = size_t(max_model_len_), B = size_t(max_blocks_);
+  std::copy_n(token_ids_.begin() + from * L, num_tokens_[from], token_ids_.begin() + to * L);
+  std::copy_n(block_table_.begin() + from * B, num_blocks_[from], block_table_.begin() + to * B);
+  num_tokens_[to] = num_tokens_[from];
+  num_prompt_tokens_[to] = num_prompt_tokens_[from];
+  num_computed_tokens_[to] = num_computed_tokens_[from];
+  num_blocks_[to] = num_blocks_[from];
+  seeds_[to] = seeds_[from];
+  params_[to] = std::move(params_[from]);
+  params_[from] = SamplingParams{};
+  min_tokens_stop_ids_[to] = std::move(min_tokens_stop_ids_[from]);
+  min_tokens_stop_ids_[from].clear();
+  num_tokens_[from] = num_prompt_tokens_[from] = num_computed_tokens_[from] = num_blocks_[from] = 0;
+}
+
+std::optional<int> InputBatch::req_index(const std::string& req_id) const {
+  const auto it = req_id_to_index_.find(req_id);
+  if (it == req_id_to_index_.end()) return std::nullopt;
+  return it->second;
+}
+
+void InputBatch::check_row(int row) const {
+  if (row < 0 || row >= int(req_ids_.size()) || req_ids_[row].empty())
+    throw std::logic_error("InputBatch: row " + std::to_string(row) + " holds no request");
+}
+
+std::span<const int> InputBatch::token_ids(int row) const {
+  return {token_ids_.data() + size_t(row) * max_model_len_, size_t(num_tokens_[row])};
+}
+
+std::span<const int> InputBatch::output_token_ids(int row) const {
+  return token_ids(row).subspan(num_prompt_tokens_[row]);
+}
+
+std::span<const int> InputBatch::block_ids(int row) const {
+  return {block_table_.data() + size_t(row) * max_blocks_, size_t(num_blocks_[row])};
+}
+
+CachedRequestState InputBatch::request_state(int row) const {
+  check_row(row);
+  CachedRequestState r;
+  r.req_id = req_ids_[row];
+  const auto tokens = token_ids(row);
+  r.prompt_token_ids.assign(tokens.begin(), tokens.begin() + num_prompt_tokens_[row]);
+  r.output_token_ids.assign(tokens.begin() + num_prompt_tokens_[row], tokens.end());
+  r.sampling_params = params_[row];
+  r.seed = seeds_[row];
+  const auto blocks = block_ids(row);
+  r.block_ids.assign(blocks.begin(), blocks.end());
+  r.num_computed_tokens = num_computed_tokens_[row];
+  return r;
+}
+
+void InputBatch::append_block_ids(int row, std::span<const int> block_ids) {
+  check_row(row);
+  if (num_blocks_[row] + int(block_ids.size()) > max_blocks_)
+    throw std::logic_error("InputBatch: request " + req_ids_[row] + " would hold more than " +
+                           std::to_string(max_blocks_) + " blocks");
+  std::copy(block_ids.begin(), block_ids.end(), block_table_.begin() + size_t(row) * max_blocks_ + num_blocks_[row]);
+  num_blocks_[row] += int(block_ids.size());
+}
+
+void InputBatch::set_num_computed_tokens(int row, int num_computed_tokens) {
+  check_row(row);
+  if (num_computed_tokens < 0 || num_computed_tokens > num_tokens_[row])
+    throw std::logic_error("InputBatch: request " + req_ids_[row] + " has " + std::to_string(num_tokens_[row]) +
+                           " tokens, not " + std::to_string(num_computed_tokens) + " computed");
+  num_computed_tokens_[row] = num_computed_tokens;
+}
+
+void InputBatch::append_token(int row, int token) {
+  check_row(row);
+  if (num_tokens_[row] == max_model_len_)
+    throw std::logic_error("InputBatch: request " + req_ids_[row] + " is at max_model_len");
+  token_ids_[size_t(row) * max_model_len_ + num_tokens_[row]++] = token;
+}
+
+bool InputBatch::no_penalties() const {
+  return presence_penalty_reqs_.empty() && frequency_penalty_reqs_.empty() && repetition_penalty_reqs_.empty();
+}
+
+int InputBatch::max_num_logprobs() const {
+  int n = -1;
+  for (const auto& [id, count] : num_logprobs_) n = std::max(n, count);
+  return n;
+}
+
+void InputBatch::refresh_sampling_metadata() {
+  SamplingMetadata& m = metadata_;
+  const int rows = int(req_ids_.size());
+  m.temperature.resize(rows);
+  m.top_k.resize(rows);
+  m.top_p.resize(rows);
+  m.min_p.resize(rows);
+  m.presence_penalties.resize(rows);
+  m.frequency_penalties.resize(rows);
+  m.repetition_penalties.resize(rows);
+  m.min_tokens.resize(rows);
+  m.seeds.resize(rows);
+  m.num_logprobs.resize(rows);
+  m.logit_bias.resize(rows);
+  m.min_tokens_stop_ids.resize(rows);
+  for (int r = 0; r < rows; ++r) {
+    const SamplingParams& p = params_[r];  // a hole holds the defaults: nothing to apply
+    m.temperature[r] = p.temperature;
+    m.top_k[r] = p.top_k;
+    m.top_p[r] = p.top_p;
+    m.min_p[r] = p.min_p;
+    m.presence_penalties[r] = p.presence_penalty;
+    m.frequency_penalties[r] = p.frequency_penalty;
+    m.repetition_penalties[r] = p.repetition_penalty;
+    m.min_tokens[r] = p.min_tokens;
+    m.seeds[r] = seeds_[r];
+    m.num_logprobs[r] = p.logprobs ? *p.logprobs : -1;
+    m.logit_bias[r] = p.logit_bias.empty() ? nullptr : &p.logit_bias;
+    m.min_tokens_stop_ids[r] = min_tokens_stop_ids_[r].empty() ? nullptr : &min_tokens_stop_ids_[r];
+  }
+  m.all_greedy = all_greedy();
+  m.all_random = all_random();
+  m.no_top_k = no_top_k();
+  m.no_top_p = no_top_p();
+  m.no_min_p = no_min_p();
+  m.no_penalties = no_penalties();
+  m.no_logit_bias = logit_bias_reqs_.empty();
+  m.no_min_tokens = min_tokens_reqs_.empty();
+  m.max_num_logprobs = max_num_logprobs();
+  m.token_ids = token_ids_.data();
+  m.token_stride = max_model_len_;
+  m.num_tokens = num_tokens_.data();
+  m.num_prompt_tokens = num_prompt_tokens_.data();
+  batch_changed_ = false;
+  ++num_metadata_rebuilds_;
+}
+
+const SamplingMetadata& InputBatch::sampling_metadata() const {
+  if (batch_changed_) throw std::logic_error("InputBatch: sampling metadata is stale; call refresh_sampling_metadata()");
+  return metadata_;
+}
+
+}  // namespace parley

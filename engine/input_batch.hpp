@@ -1,0 +1,118 @@
+// The worker's persistent input batch (vLLM v1's gpu_input_batch.py): one preallocated row per request
+// with its tokens, block table and sampling parameters. Rows are added into holes, removed (leaving a
+// hole) and condensed in place, so req_ids() is exactly as long as the batch after condense(). The
+// sampling metadata is rebuilt only when the batch changed, never every step.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/sampling_metadata.hpp"
+#include "engine/sampling_params.hpp"
+
+namespace parley {
+
+// One request as the worker holds it (vLLM v1's CachedRequestState).
+struct CachedRequestState {
+  std::string req_id;
+  std::vector<int> prompt_token_ids;
+  std::vector<int> output_token_ids;
+  SamplingParams sampling_params;
+  uint64_t seed = 0;
+  std::vector<int> block_ids;
+  int num_computed_tokens = 0;
+
+  int num_tokens() const { return int(prompt_token_ids.size() + output_token_ids.size()); }
+};
+
+class InputBatch {
+ public:
+  // eos_token_ids are masked with the stop_token_ids while a request is under min_tokens (unless ignore_eos).
+  InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids = {});
+  // The metadata points into this object's rows.
+  InputBatch(const InputBatch&) = delete;
+  InputBatch& operator=(const InputBatch&) = delete;
+
+  // Puts the request into the lowest empty row (a hole, else the end) and returns that row. Throws
+  // std::logic_error for an empty or duplicate id, a full batch, or more tokens or blocks than a row holds.
+  int add_request(const CachedRequestState& request);
+  // Empties the request's row, leaving a hole until condense(); returns the row, or nullopt for an unknown id.
+  std::optional<int> remove_request(const std::string& req_id);
+  // Moves the last rows into the holes, lowest hole first, and trims req_ids() to num_reqs().
+  void condense();
+
+  int num_reqs() const { return int(req_id_to_index_.size()); }
+  // The request of each row; "" marks a hole (only between a remove_request and condense()).
+  const std::vector<std::string>& req_ids() const { return req_ids_; }
+  std::optional<int> req_index(const std::string& req_id) const;
+
+  std::span<const int> token_ids(int row) const;  // prompt then output
+  std::span<const int> output_token_ids(int row) const;
+  int num_tokens(int row) const { return num_tokens_[row]; }
+  int num_prompt_tokens(int row) const { return num_prompt_tokens_[row]; }
+  int num_computed_tokens(int row) const { return num_computed_tokens_[row]; }
+  std::span<const int> block_ids(int row) const;
+  const SamplingParams& sampling_params(int row) const { return params_[row]; }
+  uint64_t seed(int row) const { return seeds_[row]; }
+  CachedRequestState request_state(int row) const;  // a copy of everything the row holds
+
+  // Per-step updates: none of them changes the batch, so the metadata stays valid.
+  void append_block_ids(int row, std::span<const int> block_ids);
+  void set_num_computed_tokens(int row, int num_computed_tokens);
+  void append_token(int row, int token);  // a sampled token, seen by penalties from the next step on
+
+  // Derived from the request-id sets.
+  bool all_greedy() const { return random_reqs_.empty(); }
+  bool all_random() const { return greedy_reqs_.empty(); }
+  bool no_top_k() const { return top_k_reqs_.empty(); }
+  bool no_top_p() const { return top_p_reqs_.empty(); }
+  bool no_min_p() const { return min_p_reqs_.empty(); }
+  bool no_penalties() const;
+  int max_num_logprobs() const;  // -1 when no request wants logprobs
+
+  // True after add/remove/condense until the next refresh_sampling_metadata().
+  bool batch_changed() const { return batch_changed_; }
+  void refresh_sampling_metadata();
+  // Throws std::logic_error if the batch changed since the last refresh (the metadata would be stale).
+  const SamplingMetadata& sampling_metadata() const;
+  int64_t num_metadata_rebuilds() const { return num_metadata_rebuilds_; }
+
+  int max_num_reqs() const { return max_num_reqs_; }
+  int max_model_len() const { return max_model_len_; }
+  int max_num_blocks_per_req() const { return max_blocks_; }
+
+ private:
+  void move_row(int from, int to);
+  void check_row(int row) const;
+
+  int max_num_reqs_, max_model_len_, max_blocks_;
+  std::vector<int> eos_token_ids_;
+  std::vector<std::string> req_ids_;
+  std::unordered_map<std::string, int> req_id_to_index_;
+  std::vector<int> holes_;  // empty rows below req_ids_.size(), ascending
+
+  // Preallocated per-row state.
+  std::vector<int> token_ids_;  // [max_num_reqs][max_model_len]
+  std::vector<int> num_tokens_, num_prompt_tokens_, num_computed_tokens_;
+  std::vector<int> block_table_;  // [max_num_reqs][max_num_blocks_per_req]
+  std::vector<int> num_blocks_;
+  std::vector<SamplingParams> params_;
+  std::vector<uint64_t> seeds_;
+  std::vector<std::vector<int>> min_tokens_stop_ids_;
+
+  // Which requests need which sampling step; the flags above come from these.
+  std::unordered_set<std::string> greedy_reqs_, random_reqs_, top_k_reqs_, top_p_reqs_, min_p_reqs_;
+  std::unordered_set<std::string> presence_penalty_reqs_, frequency_penalty_reqs_, repetition_penalty_reqs_;
+  std::unordered_set<std::string> logit_bias_reqs_, min_tokens_reqs_;
+  std::unordered_map<std::string, int> num_logprobs_;
+
+  SamplingMetadata metadata_;
+  bool batch_changed_ = true;
+  int64_t num_metadata_rebuilds_ = 0;
+};
+
+}  // namespace parley

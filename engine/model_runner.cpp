@@ -1,0 +1,134 @@
+#include "engine/model_runner.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace parley {
+
+namespace {
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+}  // namespace
+
+ModelRunner::ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs,
+                         std::vector<int> eos_token_ids)
+    : model_(model),
+      kv_(model.config(), num_kv_blocks, block_size),  // throws for a non-positive size or count
+      block_size_(block_size),
+      input_batch_(max_num_seqs, model.config().max_seq_len, ceil_div(model.config().max_seq_len, block_size_),
+                   std::move(eos_token_ids)) {}
+
+void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const {
+  for (int b : block_ids)
+    if (b < 0 || b >= kv_.num_blocks())
+      throw std::logic_error("ModelRunner: request " + req_id + " names block " + std::to_string(b) + " of " +
+                             std::to_string(kv_.num_blocks()));
+}
+
+// vLLM's _update_states, except that rows not scheduled this step stay in the batch.
+void ModelRunner::update_states(const SchedulerOutput& so) {
+  for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id);
+  // A preempted request loses everything here: it returns as NewRequestData with its output tokens.
+  for (const std::string& id : so.preempted_req_ids)
+    if (!input_batch_.remove_request(id)) throw std::logic_error("ModelRunner: preempted request " + id + " is unknown");
+  for (const NewRequestData& r : so.scheduled_new_reqs) {
+    check_block_ids(r.req_id, r.block_ids);
+    input_batch_.add_request({r.req_id, r.prompt_token_ids, r.output_token_ids, r.sampling_params, r.seed, r.block_ids,
+                              r.num_computed_tokens});
+  }
+  for (const CachedRequestData& r : so.scheduled_cached_reqs) {
+    const auto row = input_batch_.req_index(r.req_id);
+    if (!row) throw std::logic_error("ModelRunner: cached request " + r.req_id + " is unknown");
+    check_block_ids(r.req_id, r.new_block_ids);
+    input_batch_.append_block_ids(*row, r.new_block_ids);
+    input_batch_.set_num_computed_tokens(*row, r.num_computed_tokens);
+  }
+  input_batch_.condense();
+  if (input_batch_.batch_changed()) input_batch_.refresh_sampling_metadata();
+}
+
+// Flattens each scheduled row's tokens [num_computed, num_computed + n) in batch order.
+void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
+  const InputBatch& b = input_batch_;
+  num_scheduled_.assign(b.num_reqs(), 0);
+  int total = 0;
+  for (const auto& [id, n] : so.num_scheduled_tokens) {
+    const auto row = b.req_index(id);
+    if (!row) throw std::logic_error("ModelRunner: scheduled request " + id + " is unknown");
+    if (n < 1 || num_scheduled_[*row] != 0)
+      throw std::logic_error("ModelRunner: request " + id + " scheduled twice or for no tokens");
+    num_scheduled_[*row] = n;
+    total += n;
+  }
+  if (total != so.total_num_scheduled_tokens)
+    throw std::logic_error("ModelRunner: total_num_scheduled_tokens is " + std::to_string(so.total_num_scheduled_tokens) +
+                           " but the requests add up to " + std::to_string(total));
+  ForwardBatch& f = forward_;
+  for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices}) v->clear();
+  f.slot_mapping.clear();
+  f.max_blocks_per_seq = 1;
+  for (int row = 0; row < b.num_reqs(); ++row)
+    if (num_scheduled_[row]) f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row).size()));
+  sample_rows_.clear();
+  sample_positions_.clear();
+  int seq = 0;
+  for (int row = 0; row < b.num_reqs(); ++row) {
+    const int n = num_scheduled_[row];
+    if (n == 0) continue;
+    const int start = b.num_computed_tokens(row), end = start + n;
+    const auto tokens = b.token_ids(row);
+    const auto blocks = b.block_ids(row);
+    const std::string& id = b.req_ids()[row];
+    if (end > int(tokens.size()))
+      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(end) + " of " +
+                             std::to_string(tokens.size()));
+    if (ceil_div(end, block_size_) > int(blocks.size()))
+      throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(blocks.size()) +
+                             " blocks, too few for " + std::to_string(end) + " tokens");
+    const bool samples = end == int(tokens.size());
+    if (samples && end >= b.max_model_len())
+      throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
+    f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
+    std::copy(blocks.begin(), blocks.end(), f.block_tables.begin() + size_t(seq) * f.max_blocks_per_seq);
+    for (int p = start; p < end; ++p) {
+      f.token_ids.push_back(tokens[p]);
+      f.positions.push_back(p);
+      f.token_seq.push_back(seq);
+      f.slot_mapping.push_back(int64_t(blocks[p / block_size_]) * block_size_ + p % block_size_);
+    }
+    if (samples) {
+      f.logits_indices.push_back(f.num_tokens() - 1);
+      sample_rows_.push_back(row);
+      sample_positions_.push_back(end);
+    }
+    ++seq;
+  }
+}
+
+ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
+  update_states(so);
+  ModelRunnerOutput out;
+  out.step_id = so.step_id;
+  out.req_ids = input_batch_.req_ids();
+  out.sampled_token_ids.resize(out.req_ids.size());
+  out.logprobs.resize(out.req_ids.size());
+  if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
+  prepare_inputs(so);
+  model_.forward(forward_, kv_, logits_);
+  SamplerOutput sampled;
+  if (!sample_rows_.empty())
+    sampled = sampler_.sample(logits_.data(), model_.config().vocab_size, sample_rows_, sample_positions_,
+                              input_batch_.sampling_metadata());
+  for (int row = 0; row < input_batch_.num_reqs(); ++row)
+    if (num_scheduled_[row])
+      input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row]);
+  for (size_t i = 0; i < sample_rows_.size(); ++i) {
+    const int row = sample_rows_[i];
+    input_batch_.append_token(row, sampled.sampled_token_ids[i]);  // the scheduler will not resend it
+    out.sampled_token_ids[row] = {sampled.sampled_token_ids[i]};
+    out.logprobs[row] = std::move(sampled.logprobs[i]);
+  }
+  return out;
+}
+
+}  // namespace parley
