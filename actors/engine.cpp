@@ -43,7 +43,7 @@ class ActorEngine final : public EngineClient {
         tokenizer_(*file_.vocab),
         backend_(config.threads, cpu::parse_isa(config.isa)),
         model_name_(model_name_of(config)),
-        chat_template_(file_.chat_template) {
+        chat_template_("") {
     SchedulerConfig sc = config.scheduler;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
     sc.num_kv_blocks = resolve_num_kv_blocks(config, file_.config);
@@ -88,7 +88,11 @@ class ActorEngine final : public EngineClient {
                                 caf::actor_cast<caf::actor>(scheduler_), caf::actor_cast<caf::actor>(output_),
                                 caf::actor_cast<caf::actor>(worker_)})
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    ingress_ = {}, admin_ = {}, scheduler_ = {}, output_ = {}, worker_ = {};
+    ingress_ = msg::ingress_actor{};
+    admin_ = msg::admin_actor{};
+    scheduler_ = msg::scheduler_actor{};
+    output_ = msg::output_actor{};
+    worker_ = msg::worker_actor{};
     system_->await_all_actors_done();
     system_.reset();
   }

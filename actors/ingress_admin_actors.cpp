@@ -9,6 +9,7 @@ namespace parley {
 namespace {
 
 struct IngressState {
+  IngressState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   msg::scheduler_actor scheduler;
   msg::output_actor output;
   msg::admin_actor admin;
@@ -45,6 +46,7 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
 }
 
 struct AdminState {
+  AdminState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   msg::scheduler_actor scheduler;
   msg::worker_actor worker;
   msg::output_actor output;

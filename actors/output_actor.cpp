@@ -8,6 +8,7 @@ namespace parley {
 namespace {
 
 struct OutputState {
+  OutputState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<OutputService> service;
   msg::scheduler_actor scheduler;  // learnt from the first registration: the scheduler sends those
   uint64_t handled = 0;

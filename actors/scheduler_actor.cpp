@@ -9,6 +9,7 @@ namespace parley {
 namespace {
 
 struct SchedulerState {
+  SchedulerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<Scheduler> scheduler;
   msg::worker_actor worker;
   msg::output_actor output;

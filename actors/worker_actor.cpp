@@ -5,6 +5,7 @@ namespace parley {
 namespace {
 
 struct WorkerState {
+  WorkerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<ModelRunner> runner;
   uint64_t handled = 0;
 };

@@ -1,0 +1,345 @@
+#!/usr/bin/env node
+// Serving load generator for parley (or any OpenAI-compatible server): streaming /v1/completions with
+// random token-id prompts, at a fixed concurrency or a Poisson request rate; reports TTFT, TPOT, ITL and
+// throughput (MISSION C12). No npm dependencies: Node 20's fetch.
+//
+//   node bench/serve/load.mjs --url http://127.0.0.1:8000 --concurrency 16 --num-requests 200 \
+//        --prompt-tokens 64 --output-tokens 64 [--model NAME]
+//   node bench/serve/load.mjs --request-rate 8 ... --spawn build/parley [server flags...]
+//
+// See bench/serve/README.md.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const USAGE = `usage: node bench/serve/load.mjs (--url URL | --spawn PARLEY [server flags...]) [options]
+  --concurrency N        clients in a closed loop (default 16 unless --request-rate is given)
+  --request-rate R       Poisson arrivals at R requests/s ('inf': all at once); --concurrency then caps in-flight
+  --num-requests N       requests in total (default 200)
+  --prompt-tokens N      prompt length in token ids (default 64)
+  --output-tokens N      max_tokens, with ignore_eos (default 64)
+  --model NAME           model name (default: the first of GET /v1/models)
+  --vocab N              prompt ids are drawn from [3, N) (default 512)
+  --seed N               PRNG seed for prompts and arrivals (default 0)
+  --temperature T        sampling temperature (default 0: greedy)
+  --api-key KEY          Authorization: Bearer KEY
+  --warmup N             untimed requests first (default 2)
+  --json FILE            also write the results as JSON
+  --spawn PARLEY ...     start 'PARLEY serve ...' on a free port (must be the last option; the rest of the
+                         arguments are server flags; --model/--tokenizer default to ../shared/models/stories260K)`;
+
+function parseArgs(argv) {
+  const o = { numRequests: 200, promptTokens: 64, outputTokens: 64, vocab: 512, seed: 0, temperature: 0, warmup: 2 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    const num = () => {
+      const v = val();
+      const n = Number(v);
+      if (!Number.isFinite(n)) throw new Error(`${a}: not a number: ${v}`);
+      return n;
+    };
+    switch (a) {
+      case '--url': o.url = val().replace(/\/+$/, ''); break;
+      case '--concurrency': o.concurrency = num(); break;
+      case '--request-rate': { const v = val(); o.requestRate = v === 'inf' ? Infinity : Number(v); break; }
+      case '--num-requests': o.numRequests = num(); break;
+      case '--prompt-tokens': o.promptTokens = num(); break;
+      case '--output-tokens': o.outputTokens = num(); break;
+      case '--model': o.model = val(); break;
+      case '--vocab': o.vocab = num(); break;
+      case '--seed': o.seed = num(); break;
+      case '--temperature': o.temperature = num(); break;
+      case '--api-key': o.apiKey = val(); break;
+      case '--warmup': o.warmup = num(); break;
+      case '--json': o.json = val(); break;
+      case '--spawn': o.spawn = val(); o.serverFlags = argv.slice(i + 1); i = argv.length; break;
+      case '-h': case '--help': console.log(USAGE); process.exit(0); break;
+      default: throw new Error(`unknown option ${a}`);
+    }
+  }
+  if (!o.url === !o.spawn) throw new Error('give exactly one of --url and --spawn');
+  if (o.requestRate !== undefined && !(o.requestRate > 0)) throw new Error('--request-rate must be > 0 or inf');
+  if (o.concurrency === undefined && o.requestRate === undefined) o.concurrency = 16;
+  if (o.concurrency !== undefined && !(o.concurrency >= 1)) throw new Error('--concurrency must be >= 1');
+  if (!(o.numRequests >= 1 && o.promptTokens >= 1 && o.outputTokens >= 1)) throw new Error('counts must be >= 1');
+  if (!(o.vocab > 3)) throw new Error('--vocab must be > 3');
+  return o;
+}
+
+// mulberry32
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function spawnServer(parley, flags) {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const models = path.resolve(here, '..', '..', '..', 'shared', 'models');
+  const args = ['serve'];
+  if (!flags.includes('--model')) args.push('--model', path.join(models, 'stories260K.bin'));
+  if (!flags.includes('--model') && !flags.includes('--tokenizer')) args.push('--tokenizer', path.join(models, 'tok512.bin'));
+  const port = await freePort();
+  if (!flags.includes('--port')) args.push('--port', String(port));
+  if (!flags.includes('--log-level')) args.push('--log-level', 'warn');
+  args.push(...flags);
+  const usedPort = flags.includes('--port') ? Number(flags[flags.indexOf('--port') + 1]) : port;
+  const proc = spawn(parley, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => { log = (log + d).slice(-8000); });
+  let exited = false;
+  proc.on('exit', () => { exited = true; });
+  process.on('exit', () => { if (!exited) proc.kill('SIGKILL'); });
+  const url = `http://127.0.0.1:${usedPort}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (exited) throw new Error(`${parley} ${args.join(' ')} exited:\n${log}`);
+    try {
+      const r = await fetch(`${url}/health`);
+      await r.arrayBuffer();
+      if (r.ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error(`server did not come up in 60 s:\n${log}`);
+    await sleep(100);
+  }
+  return {
+    url,
+    command: `${parley} ${args.join(' ')}`,
+    stop: async () => {
+      if (exited) return;
+      proc.kill('SIGTERM');
+      for (let i = 0; i < 100 && !exited; i++) await sleep(50);
+      if (!exited) proc.kill('SIGKILL');
+    },
+  };
+}
+
+// One streamed completion; returns {ok, ttft, e2e, itls, tokens, error} in milliseconds.
+async function oneRequest(o, prompt) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (o.apiKey) headers.Authorization = `Bearer ${o.apiKey}`;
+  const body = {
+    model: o.model, prompt, max_tokens: o.outputTokens, ignore_eos: true, temperature: o.temperature,
+    stream: true, stream_options: { include_usage: true },
+  };
+  const start = performance.now();
+  const res = { ok: false, ttft: NaN, e2e: NaN, itls: [], tokens: 0, chunks: 0, error: null };
+  try {
+    const r = await fetch(`${o.url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify(body) });
+    if (r.status !== 200) {
+      res.error = `HTTP ${r.status}: ${(await r.text()).slice(0, 200)}`;
+      return res;
+    }
+    const decoder = new TextDecoder();
+    let buf = '';
+    let last = 0;
+    let done = false;
+    for await (const chunk of r.body) {
+      buf += decoder.decode(chunk, { stream: true });
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const event = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (!event.startsWith('data: ')) continue;
+        const data = event.slice(6);
+        if (data === '[DONE]') { done = true; continue; }
+        const j = JSON.parse(data);
+        if (j.error) { res.error = j.error.message; continue; }
+        if (j.usage) res.tokens = j.usage.completion_tokens;
+        const text = j.choices?.[0]?.text;
+        if (text) {
+          const now = performance.now();
+          if (res.chunks === 0) res.ttft = now - start;
+          else res.itls.push(now - last);
+          last = now;
+          res.chunks += 1;
+        }
+      }
+    }
+    res.e2e = performance.now() - start;
+    if (!res.tokens) res.tokens = res.chunks;
+    res.ok = done && !res.error && res.chunks > 0;
+    if (!done && !res.error) res.error = 'stream ended without [DONE]';
+  } catch (e) {
+    res.error = e.message;
+  }
+  return res;
+}
+
+function percentile(xs, p) {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const k = (s.length - 1) * (p / 100);
+  const lo = Math.floor(k);
+  const hi = Math.ceil(k);
+  return s[lo] + (s[hi] - s[lo]) * (k - lo);
+}
+const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+
+async function run(o) {
+  const rand = prng(o.seed);
+  const prompts = Array.from({ length: o.numRequests }, () =>
+    Array.from({ length: o.promptTokens }, () => 3 + Math.floor(rand() * (o.vocab - 3))));
+  for (let i = 0; i < o.warmup; i++) {
+    const w = await oneRequest(o, prompts[i % prompts.length]);
+    if (!w.ok) throw new Error(`warmup request failed: ${w.error}`);
+  }
+
+  const results = new Array(o.numRequests);
+  const limit = o.concurrency ?? Infinity;
+  let inFlight = 0;
+  let waiters = [];
+  const acquire = async () => {
+    while (inFlight >= limit) await new Promise((r) => waiters.push(r));
+    inFlight += 1;
+  };
+  const release = () => {
+    inFlight -= 1;
+    const w = waiters;
+    waiters = [];
+    w.forEach((r) => r());
+  };
+
+  const t0 = performance.now();
+  const tasks = [];
+  if (o.requestRate === undefined) {
+    // Closed loop: `concurrency` workers take the next request as soon as they finish one.
+    let next = 0;
+    for (let w = 0; w < Math.min(limit, o.numRequests); w++) {
+      tasks.push((async () => {
+        for (let i = next++; i < o.numRequests; i = next++) results[i] = await oneRequest(o, prompts[i]);
+      })());
+    }
+  } else {
+    // Open loop: Poisson arrivals (exponential gaps) at --request-rate, capped by --concurrency if given.
+    const arrivals = prng(o.seed + 1);
+    let at = 0;
+    for (let i = 0; i < o.numRequests; i++) {
+      if (Number.isFinite(o.requestRate)) {
+        at += -Math.log(1 - arrivals()) / o.requestRate * 1000;
+        const wait = t0 + at - performance.now();
+        if (wait > 0) await sleep(wait);
+      }
+      await acquire();
+      tasks.push(oneRequest(o, prompts[i]).then((r) => { results[i] = r; release(); }));
+    }
+  }
+  await Promise.all(tasks);
+  const duration = (performance.now() - t0) / 1000;
+
+  const ok = results.filter((r) => r.ok);
+  const failed = results.filter((r) => !r.ok);
+  const outputTokens = ok.reduce((a, r) => a + r.tokens, 0);
+  const ttfts = ok.map((r) => r.ttft);
+  const tpots = ok.filter((r) => r.tokens > 1).map((r) => (r.e2e - r.ttft) / (r.tokens - 1));
+  const itls = ok.flatMap((r) => r.itls);
+  const e2es = ok.map((r) => r.e2e);
+  return {
+    config: {
+      url: o.url, model: o.model, concurrency: o.concurrency ?? null,
+      request_rate: o.requestRate === undefined ? null : (Number.isFinite(o.requestRate) ? o.requestRate : 'inf'),
+      num_requests: o.numRequests, prompt_tokens: o.promptTokens, output_tokens: o.outputTokens,
+      temperature: o.temperature, seed: o.seed,
+    },
+    completed: ok.length,
+    failed: failed.length,
+    first_errors: [...new Set(failed.map((r) => r.error))].slice(0, 5),
+    duration_s: duration,
+    request_throughput: ok.length / duration,
+    output_token_throughput: outputTokens / duration,
+    total_token_throughput: (outputTokens + ok.length * o.promptTokens) / duration,
+    ttft_ms: { mean: mean(ttfts), p50: percentile(ttfts, 50), p99: percentile(ttfts, 99) },
+    tpot_ms: { mean: mean(tpots), p50: percentile(tpots, 50), p99: percentile(tpots, 99) },
+    itl_ms: { mean: mean(itls), p50: percentile(itls, 50), p99: percentile(itls, 99) },
+    e2e_ms: { mean: mean(e2es), p50: percentile(e2es, 50), p99: percentile(e2es, 99) },
+  };
+}
+
+function printTable(r) {
+  const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const mode = r.config.request_rate !== null
+    ? `request rate ${r.config.request_rate}/s${r.config.concurrency ? `, max concurrency ${r.config.concurrency}` : ''}`
+    : `concurrency ${r.config.concurrency}`;
+  const rows = [
+    ['Model', r.config.model],
+    ['Load', mode],
+    ['Prompt / output tokens', `${r.config.prompt_tokens} / ${r.config.output_tokens}`],
+    ['Successful requests', `${r.completed}`],
+    ['Failed requests', `${r.failed}`],
+    ['Duration (s)', f(r.duration_s)],
+    ['Request throughput (req/s)', f(r.request_throughput)],
+    ['Output token throughput (tok/s)', f(r.output_token_throughput, 1)],
+    ['Total token throughput (tok/s)', f(r.total_token_throughput, 1)],
+    ['TTFT p50 / p99 (ms)', `${f(r.ttft_ms.p50)} / ${f(r.ttft_ms.p99)}`],
+    ['TPOT p50 / p99 (ms)', `${f(r.tpot_ms.p50)} / ${f(r.tpot_ms.p99)}`],
+    ['ITL p50 / p99 (ms)', `${f(r.itl_ms.p50)} / ${f(r.itl_ms.p99)}`],
+    ['E2E p50 / p99 (ms)', `${f(r.e2e_ms.p50)} / ${f(r.e2e_ms.p99)}`],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  const line = '='.repeat(w + 24);
+  console.log(line);
+  console.log(' Serving benchmark');
+  console.log(line);
+  for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
+  console.log(line);
+  if (r.first_errors.length) console.log(`errors: ${r.first_errors.join(' | ')}`);
+}
+
+async function mainCli() {
+  let o;
+  try {
+    o = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(`load.mjs: ${e.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  let server = null;
+  if (o.spawn) {
+    server = await spawnServer(o.spawn, o.serverFlags);
+    o.url = server.url;
+    console.log(`started: ${server.command}`);
+  }
+  try {
+    if (!o.model) {
+      const headers = o.apiKey ? { Authorization: `Bearer ${o.apiKey}` } : {};
+      const r = await fetch(`${o.url}/v1/models`, { headers });
+      if (!r.ok) throw new Error(`GET /v1/models: ${r.status} ${await r.text()}`);
+      o.model = (await r.json()).data[0].id;
+    }
+    const result = await run(o);
+    printTable(result);
+    if (o.json) fs.writeFileSync(o.json, JSON.stringify(result, null, 2) + '\n');
+    if (result.failed > 0) process.exitCode = 1;
+  } finally {
+    if (server) await server.stop();
+  }
+}
+
+mainCli().catch((e) => {
+  console.error(`load.mjs: ${e.stack ?? e}`);
+  process.exit(1);
+});

@@ -1,0 +1,67 @@
+// 64 concurrent streaming clients, then each request alone: the same text and token count (MISSION C10:
+// a request's tokens depend on its prompt, parameters and seed alone, not on its batch company).
+//   node tests/e2e/concurrency.mjs <path-to-parley>
+import assert from 'node:assert/strict';
+import { main, stream, complete, assertNoLeaks } from './lib.mjs';
+
+const CLIENTS = 64;
+const MAX_TOKENS = 48;
+const OPENINGS = [
+  'Once upon a time', 'The little girl', 'One day, a big dog', 'Tom and Sue', 'There was a red ball',
+  'Lily wanted to', 'The sun was', 'A small bird', 'Mom said', 'The cat and the mouse', 'In the park',
+  'Ben had a toy', 'The old tree', 'It was a rainy day', 'Sam saw a', 'The boat',
+];
+
+function request(i) {
+  return {
+    prompt: `${OPENINGS[i % OPENINGS.length]}${i >= OPENINGS.length ? ` ${'and '.repeat(Math.floor(i / OPENINGS.length))}` : ''}`.trim(),
+    temperature: 0.7,
+    seed: 1000 + i,
+    max_tokens: MAX_TOKENS,
+    ignore_eos: true,
+  };
+}
+
+main('concurrency', async (parley, t) => {
+  const server = await t.start([]);
+  const base = server.base;
+  const reqs = Array.from({ length: CLIENTS }, (_, i) => request(i));
+
+  // All at once, streamed (raw fetch + SSE parsing), with the usage chunk.
+  const t0 = performance.now();
+  const streams = await Promise.all(reqs.map((body) => stream(base, '/v1/completions', { ...body, stream_options: { include_usage: true } })));
+  const concurrentMs = performance.now() - t0;
+  streams.forEach((s, i) => {
+    assert.equal(s.status, 200, `client ${i}: status ${s.status} ${s.body ?? ''}`);
+    assert.deepEqual(s.errors, [], `client ${i}: in-band errors ${JSON.stringify(s.errors)}`);
+    assert.ok(s.done, `client ${i}: stream ended without data: [DONE]`);
+    assert.equal(s.finishReasons[0], 'length', `client ${i}: finish_reason ${s.finishReasons[0]} (ignore_eos, so "length")`);
+    assert.ok(s.usage, `client ${i}: no usage chunk`);
+    assert.equal(s.usage.completion_tokens, MAX_TOKENS, `client ${i}: completion_tokens ${s.usage.completion_tokens}`);
+  });
+  t.check();
+  server.assertAlive();
+
+  // Batch company must not matter: some texts differ across clients, else the test proves little.
+  assert.ok(new Set(streams.map((s) => s.text)).size > CLIENTS / 2, 'the 64 concurrent outputs are suspiciously alike');
+
+  // Each request alone, one after another, non-streamed: identical text and token count.
+  const t1 = performance.now();
+  const mismatches = [];
+  for (let i = 0; i < CLIENTS; i++) {
+    const alone = await complete(base, reqs[i]);
+    const c = alone.choices[0];
+    if (c.text !== streams[i].text || alone.usage.completion_tokens !== streams[i].usage.completion_tokens ||
+        alone.usage.prompt_tokens !== streams[i].usage.prompt_tokens) {
+      mismatches.push(`request ${i} ${JSON.stringify(reqs[i])}:\n  in a batch of ${CLIENTS}: ${JSON.stringify(streams[i].text)} ` +
+                      `(usage ${JSON.stringify(streams[i].usage)})\n  alone:              ${JSON.stringify(c.text)} (usage ${JSON.stringify(alone.usage)})`);
+    }
+  }
+  const aloneMs = performance.now() - t1;
+  assert.equal(mismatches.length, 0, `${mismatches.length}/${CLIENTS} requests differ between batched and alone (C10):\n${mismatches.slice(0, 5).join('\n')}`);
+  t.check();
+
+  await assertNoLeaks(base);
+  t.check();
+  t.note(`${CLIENTS} concurrent in ${(concurrentMs / 1000).toFixed(2)} s, sequential in ${(aloneMs / 1000).toFixed(2)} s`);
+});
