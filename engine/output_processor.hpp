@@ -50,8 +50,9 @@ class OutputProcessor {
   // or nothing if the id is unknown (already finished).
   std::optional<RequestOutput> abort_request(const std::string& req_id);
 
-  int num_unfinished() const { return int(states_.size()); }
-  bool has_request(const std::string& req_id) const { return states_.count(req_id) != 0; }
+  // Out of line: RequestState is incomplete here, so inline bodies over states_ do not compile.
+  int num_unfinished() const;
+  bool has_request(const std::string& req_id) const;
 
  private:
   struct RequestState;
