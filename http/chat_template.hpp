@@ -6,8 +6,10 @@
 // mistral-v3-tekken, mistral-v7, phi3, zephyr, gemma, llama3. A template string that is exactly one
 // of these names selects it (llama.cpp's --chat-template <name>).
 //
-// BOS is never written as text: the prompt is tokenized with the vocabulary's add_bos, so a template
-// that starts with bos_token gets the real BOS token instead of the characters "<s>".
+// The leading BOS is never written as text: the prompt is tokenized with the vocabulary's add_bos, so
+// a template that starts with bos_token gets the real BOS token instead of the characters "<s>".
+// Markers inside the text ("</s>", "<|im_start|>", llama2-sys-bos's later "<s>") are written as
+// llama.cpp writes them; the tokenizer encodes them as plain text (it has no special-token parsing yet).
 //
 // Fallback ("fallback"): no template (llama2.c files, base GGUFs) or one not recognised. A plain
 // transcript a base model can continue, one line per message with its role capitalised:

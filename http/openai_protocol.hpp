@@ -50,6 +50,9 @@ struct GenerateRequest {
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
 // out-of-range values, unknown token ids, empty prompt, prompt + max_tokens over the context.
+// Every field not honoured is a 400 naming it ("user" is accepted as metadata); null means not given.
+// Defaults as vLLM: completions max_tokens 16 (less if the context is shorter), chat max_tokens what
+// the context leaves; a missing "model" is the served one. SamplingParams::validate() runs last.
 std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
                                                                const ServingContext& ctx);
 
