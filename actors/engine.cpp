@@ -43,7 +43,7 @@ class ActorEngine final : public EngineClient {
         tokenizer_(*file_.vocab),
         backend_(config.threads, cpu::parse_isa(config.isa)),
         model_name_(model_name_of(config)),
-        chat_template_("") {
+        chat_template_(file_.chat_template) {
     SchedulerConfig sc = config.scheduler;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
     sc.num_kv_blocks = resolve_num_kv_blocks(config, file_.config);

@@ -34,6 +34,8 @@ struct ServingContext {
 
 enum class Endpoint { Completions, ChatCompletions };
 
+inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n
+
 struct GenerateRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::string model;
@@ -48,6 +50,9 @@ struct GenerateRequest {
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
 // out-of-range values, unknown token ids, empty prompt, prompt + max_tokens over the context.
+// Every field not honoured is a 400 naming it ("user" is accepted as metadata); null means not given.
+// Defaults as vLLM: completions max_tokens 16 (less if the context is shorter), chat max_tokens what
+// the context leaves; a missing "model" is the served one. SamplingParams::validate() runs last.
 std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
                                                                const ServingContext& ctx);
 
@@ -67,9 +72,19 @@ struct Usage {
 // Full JSON responses (non-streamed). `created` is seconds since the epoch.
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,
                                  const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok);
+// Where one streamed choice stands, kept by the caller between chunks: the text already sent (its
+// length is the next logprobs text_offset) and the last token (its successor's leading space depends on it).
+struct StreamCursor {
+  int text_offset = 0;    // characters (code points) of text sent so far, echoed prompt included
+  int prev_token = -2;    // -2: none yet, the prompt's last token comes before the first delta
+};
 // One SSE event "data: {...}\n\n" for a delta of choice `index`; usage chunk and [DONE] separately.
+// Chat: with first_chunk the event is preceded by the role event (delta {"role":"assistant","content":""}).
+// Completions: with first_chunk and echo the prompt text leads the delta's text. `cursor` (optional)
+// is read for logprobs offsets and advanced past this delta.
 std::string stream_chunk(const GenerateRequest& req, const std::string& id, long created, int index,
-                         const RequestOutput& delta, const Tokenizer& tok, bool first_chunk);
+                         const RequestOutput& delta, const Tokenizer& tok, bool first_chunk,
+                         StreamCursor* cursor = nullptr);
 std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id, long created, const Usage& usage);
 std::string stream_error_event(const ApiError& e);   // "data: {error...}\n\n"
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";

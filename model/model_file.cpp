@@ -189,6 +189,7 @@ ModelFile model_from_gguf(const GgufFile& f) {
     if (!loaded.contains(t.name))
       f.fail("unexpected tensor '" + t.name + "' (not part of the " + arch_name + " layout Parley runs)");
   m.vocab = read_vocab(f, c.vocab_size);
+  if (f.has("tokenizer.chat_template")) m.chat_template = f.get_string("tokenizer.chat_template");
   return m;
 }
 

@@ -13,6 +13,7 @@ struct ModelFile {
   LlamaConfig config;
   LlamaWeights weights;        // dequantized to F32
   std::optional<Vocab> vocab;  // present when the file carries a tokenizer (GGUF)
+  std::string chat_template;   // GGUF tokenizer.chat_template (Jinja source), "" when absent
 };
 
 // Reads a GGUF (by magic) or a llama2.c checkpoint (otherwise). Throws std::runtime_error

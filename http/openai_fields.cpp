@@ -1,0 +1,222 @@
+#include "http/openai_fields.hpp"
+
+#include <charconv>
+#include <climits>
+#include <cmath>
+
+namespace parley::http::detail {
+namespace {
+
+constexpr int kMaxJsonDepth = 64;  // requests nest 4 deep; this bounds work on hostile bodies
+
+// Depth of [ and { outside strings, scanned before parsing so a hostile body cannot recurse far.
+bool nesting_within(std::string_view body, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+const char* type_phrase(const json& v) {
+  switch (v.type()) {
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a decimal";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "null";
+  }
+}
+
+}  // namespace
+
+void fail(std::string message, std::string param) {
+  throw RequestError{ApiError{400, std::move(message), "BadRequestError", std::move(param), ""}};
+}
+
+json parse_object(std::string_view body) {
+  if (!nesting_within(body, kMaxJsonDepth))
+    fail("Invalid JSON body: nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
+    fail(std::string("Invalid JSON body: ") + e.what());
+  }
+  if (!j.is_object()) fail(std::string("The request body must be a JSON object, got ") + type_phrase(j) + ".");
+  return j;
+}
+
+void reject_unknown_fields(const json& body, std::span<const std::string_view> allowed) {
+  for (const auto& [key, value] : body.items()) {
+    bool known = false;
+    for (auto a : allowed) known = known || key == a;
+    if (!known) fail("Unrecognized request argument supplied: " + key, key);
+  }
+}
+
+void check_model(const json& body, const ServingContext& ctx) {
+  const auto model = get_string(body, "model");
+  if (model && *model != ctx.model_name)
+    throw RequestError{ApiError{404, "The model `" + *model + "` does not exist.", "NotFoundError", "model", ""}};
+}
+
+const json* field(const json& obj, std::string_view key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+void wrong_type(const std::string& param, const char* expected, const json& got) {
+  fail("Invalid type for '" + param + "': expected " + expected + ", but got " + type_phrase(got) + " instead.",
+       param);
+}
+
+std::optional<bool> get_bool(const json& obj, std::string_view key) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(std::string(key), "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::optional<int64_t> get_int(const json& obj, std::string_view key) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  const std::string param(key);
+  if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > uint64_t(INT64_MAX)) fail("Invalid value for '" + param + "': it is too large.", param);
+    return static_cast<int64_t>(v->get<uint64_t>());
+  }
+  // pydantic's lax mode takes 5.0 for an int; 5.5 is a type error.
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  wrong_type(param, "an integer", *v);
+}
+
+std::optional<int> get_int32(const json& obj, std::string_view key) {
+  const auto v = get_int(obj, key);
+  if (!v) return std::nullopt;
+  if (*v > INT_MAX || *v < INT_MIN)
+    fail("Invalid value for '" + std::string(key) + "': " + std::to_string(*v) + " is out of range.", std::string(key));
+  return static_cast<int>(*v);
+}
+
+std::optional<double> get_number(const json& obj, std::string_view key) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) wrong_type(std::string(key), "a number", *v);
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) fail("Invalid value for '" + std::string(key) + "': the number is out of range.", std::string(key));
+  return d;
+}
+
+std::optional<std::string> get_string(const json& obj, std::string_view key) {
+  const json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) wrong_type(std::string(key), "a string", *v);
+  return v->get<std::string>();
+}
+
+int token_id(const json& v, int vocab_size, const std::string& param) {
+  if (!v.is_number_integer()) wrong_type(param, "an integer token id", v);
+  const bool in_vocab = v.is_number_unsigned() ? v.get<uint64_t>() < uint64_t(vocab_size)
+                                               : v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab_size;
+  if (!in_vocab) fail("Token id " + v.dump() + " is out of vocabulary", param);
+  return v.get<int>();
+}
+
+std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param) {
+  if (!v.is_array()) wrong_type(param, "an array of token ids", v);
+  std::vector<int> ids;
+  ids.reserve(v.size());
+  for (const auto& t : v) ids.push_back(token_id(t, vocab_size, param));
+  return ids;
+}
+
+std::vector<ChatMessage> parse_messages(const json& body) {
+  const json* msgs = field(body, "messages");
+  if (!msgs) fail("Missing required parameter: 'messages'.", "messages");
+  if (!msgs->is_array()) wrong_type("messages", "an array", *msgs);
+  if (msgs->empty())
+    fail("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+         "messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) wrong_type(at, "an object", m);
+    for (const auto& [key, value] : m.items())
+      if (key != "role" && key != "content") fail("Unrecognized request argument supplied: " + at + "." + key, at + "." + key);
+    ChatMessage msg;
+    const json* role = field(m, "role");
+    if (!role) fail("Missing required parameter: '" + at + ".role'.", at + ".role");
+    if (!role->is_string()) wrong_type(at + ".role", "a string", *role);
+    msg.role = *role == "developer" ? "system" : role->get<std::string>();  // OpenAI's newer name for system
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+      fail("Invalid value for '" + at + ".role': '" + role->get<std::string>() +
+               "' is not supported; expected 'system', 'user' or 'assistant'.", at + ".role");
+    const json* content = field(m, "content");
+    if (!content) fail("Missing required parameter: '" + at + ".content'.", at + ".content");
+    if (content->is_string()) {
+      msg.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      // vLLM joins the text parts of one message with newlines.
+      for (size_t p = 0; p < content->size(); ++p) {
+        const json& part = (*content)[p];
+        const std::string pat = at + ".content[" + std::to_string(p) + "]";
+        if (!part.is_object()) wrong_type(pat, "an object", part);
+        for (const auto& [key, value] : part.items())
+          if (key != "type" && key != "text") fail("Unrecognized request argument supplied: " + pat + "." + key, pat + "." + key);
+        const json* type = field(part, "type");
+        if (!type || !type->is_string() || *type != "text")
+          fail("Invalid value for '" + pat + ".type': content parts of type " + (type ? type->dump() : "null") +
+                   " are not supported; only \"text\" is.", pat + ".type");
+        const json* text = field(part, "text");
+        if (!text) fail("Missing required parameter: '" + pat + ".text'.", pat + ".text");
+        if (!text->is_string()) wrong_type(pat + ".text", "a string", *text);
+        if (p > 0) msg.content += "\n";
+        msg.content += text->get<std::string>();
+      }
+    } else {
+      wrong_type(at + ".content", "a string or an array of content parts", *content);
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+std::string py_float(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // 2 -> "2.0"; keeps 1e+20, inf, nan
+  return s;
+}
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+std::string sse(const ojson& j) { return "data: " + dump(j) + "\n\n"; }
+
+int utf8_length(std::string_view s) {
+  int n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace parley::http::detail

@@ -1,0 +1,53 @@
+// Internal to the OpenAI protocol files: reading request JSON field by field, where every wrong type
+// or value becomes an ApiError naming the field (thrown as RequestError, returned by the public API).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "http/chat_template.hpp"
+#include "http/openai_protocol.hpp"
+
+namespace parley::http::detail {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;  // responses keep OpenAI's field order
+
+struct RequestError {
+  ApiError error;
+};
+[[noreturn]] void fail(std::string message, std::string param = "");
+
+// The body as a JSON object: 400 for malformed JSON, nesting deeper than 64, or a non-object.
+json parse_object(std::string_view body);
+// 400 for the first key outside `allowed` ("user" is OpenAI metadata: callers list it and ignore it).
+void reject_unknown_fields(const json& body, std::span<const std::string_view> allowed);
+// 404 unless `model` is absent, null or the served name.
+void check_model(const json& body, const ServingContext& ctx);
+
+// Typed getters: absent or null gives nullopt, a wrong type a 400 naming `key`.
+const json* field(const json& obj, std::string_view key);
+std::optional<bool> get_bool(const json& obj, std::string_view key);
+std::optional<int64_t> get_int(const json& obj, std::string_view key);  // integral numbers in int64
+std::optional<int> get_int32(const json& obj, std::string_view key);
+std::optional<double> get_number(const json& obj, std::string_view key);  // finite
+std::optional<std::string> get_string(const json& obj, std::string_view key);
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& got);
+
+// A token id at `param`: an integer in [0, vocab_size); else 400 "Token id X is out of vocabulary".
+int token_id(const json& v, int vocab_size, const std::string& param);
+std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
+// OpenAI messages (roles system/developer/user/assistant, content a string or text parts).
+std::vector<ChatMessage> parse_messages(const json& body);
+
+std::string py_float(double v);        // Python's repr, as vLLM's messages print floats
+std::string dump(const ojson& j);      // compact; invalid UTF-8 becomes U+FFFD instead of throwing
+std::string sse(const ojson& j);       // "data: <json>\n\n"
+int utf8_length(std::string_view s);  // code points (lead bytes), as Python's len() of the decoded text
+
+}  // namespace parley::http::detail

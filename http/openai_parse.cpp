@@ -1,0 +1,266 @@
+// Parsing /v1/completions and /v1/chat/completions bodies (vLLM's CompletionRequest and
+// ChatCompletionRequest in vllm/entrypoints/openai/protocol.py), with vLLM's messages.
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+#include "http/openai_fields.hpp"
+
+namespace parley::http {
+namespace {
+
+using namespace detail;
+
+// Fields we honour; "user" is OpenAI metadata, accepted and not used.
+constexpr std::string_view kCompletionFields[] = {
+    "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
+    "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
+    "best_of", "top_k", "min_p", "repetition_penalty", "stop_token_ids", "include_stop_str_in_output",
+    "ignore_eos", "min_tokens", "add_special_tokens"};
+constexpr std::string_view kChatFields[] = {
+    "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
+    "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
+    "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
+    "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt"};
+
+constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
+
+void check_stream_options(const json& body, GenerateRequest& req) {
+  req.stream = get_bool(body, "stream").value_or(false);
+  const json* opts = field(body, "stream_options");
+  if (!opts) return;
+  if (!opts->is_object()) wrong_type("stream_options", "an object", *opts);
+  if (!opts->empty() && !req.stream)
+    fail("Stream options can only be defined when `stream=True`.", "stream_options");
+  for (const auto& [key, value] : opts->items()) {
+    if (key == "include_usage") continue;
+    if (key == "continuous_usage_stats" && (value.is_null() || value == false)) continue;
+    fail(key == "continuous_usage_stats" ? "`stream_options.continuous_usage_stats` is not supported."
+                                         : "Unrecognized request argument supplied: stream_options." + key,
+         "stream_options." + key);
+  }
+  req.include_usage = get_bool(*opts, "include_usage").value_or(false);
+}
+
+std::vector<std::string> read_stop(const json& body) {
+  const json* stop = field(body, "stop");
+  if (!stop) return {};
+  std::vector<std::string> out;
+  if (stop->is_string()) out.push_back(stop->get<std::string>());
+  else if (stop->is_array() && std::all_of(stop->begin(), stop->end(), [](const json& s) { return s.is_string(); }))
+    out = stop->get<std::vector<std::string>>();
+  else wrong_type("stop", "a string or an array of strings", *stop);
+  for (const auto& s : out)
+    if (s.empty()) fail("stop cannot contain an empty string.", "stop");
+  return out;
+}
+
+std::vector<std::pair<int, float>> read_logit_bias(const json& body, int vocab) {
+  const json* bias = field(body, "logit_bias");
+  if (!bias) return {};
+  if (!bias->is_object()) wrong_type("logit_bias", "an object", *bias);
+  std::vector<std::pair<int, float>> out;
+  for (const auto& [key, value] : bias->items()) {
+    int id = -1;
+    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size())
+      fail("Found token_id `" + key + "` in logit_bias but token_id must be an integer or string representing an integer",
+           "logit_bias");
+    if (id < 0 || id >= vocab)
+      fail("token_id(s) [" + std::to_string(id) + "] in logit_bias contain out-of-vocab token ids. Vocabulary size: " +
+               std::to_string(vocab), "logit_bias");
+    if (!value.is_number()) wrong_type("logit_bias." + key, "a number", value);
+    // vLLM clamps each bias into [-100, 100], OpenAI's documented range.
+    out.emplace_back(id, static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0)));
+  }
+  std::sort(out.begin(), out.end());
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].first == out[i - 1].first)
+      fail("logit_bias has token id " + std::to_string(out[i].first) + " more than once.", "logit_bias");
+  return out;
+}
+
+// Sampling fields shared by both endpoints, defaults as vLLM's _DEFAULT_SAMPLING_PARAMS.
+void read_sampling(const json& body, int vocab, SamplingParams& p) {
+  p.n = get_int32(body, "n").value_or(1);
+  p.temperature = static_cast<float>(get_number(body, "temperature").value_or(1.0));
+  p.top_p = static_cast<float>(get_number(body, "top_p").value_or(1.0));
+  p.top_k = get_int32(body, "top_k").value_or(-1);
+  p.min_p = static_cast<float>(get_number(body, "min_p").value_or(0.0));
+  p.presence_penalty = static_cast<float>(get_number(body, "presence_penalty").value_or(0.0));
+  p.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty").value_or(0.0));
+  p.repetition_penalty = static_cast<float>(get_number(body, "repetition_penalty").value_or(1.0));
+  if (auto seed = get_int(body, "seed")) p.seed = static_cast<uint64_t>(*seed);  // negative seeds wrap, deterministically
+  p.min_tokens = get_int32(body, "min_tokens").value_or(0);
+  p.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
+  p.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output").value_or(false);
+  p.stop = read_stop(body);
+  if (const json* ids = field(body, "stop_token_ids")) p.stop_token_ids = token_ids(*ids, vocab, "stop_token_ids");
+  p.logit_bias = read_logit_bias(body, vocab);
+}
+
+// vLLM's SamplingParams._verify_args ranges and words, checked here to name the field; validate()
+// stays the engine's own guard.
+void check_ranges(const json& body, const SamplingParams& p) {
+  auto number = [&](const char* key) { return py_float(get_number(body, key).value_or(0.0)); };
+  if (p.n < 1) fail("n must be at least 1, got " + std::to_string(p.n) + ".", "n");
+  if (p.n > kMaxChoices) fail("n must be at most " + std::to_string(kMaxChoices) + ", got " + std::to_string(p.n) + ".", "n");
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
+    fail("presence_penalty must be in [-2, 2], got " + number("presence_penalty") + ".", "presence_penalty");
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
+    fail("frequency_penalty must be in [-2, 2], got " + number("frequency_penalty") + ".", "frequency_penalty");
+  if (!(p.repetition_penalty > 0.0f && p.repetition_penalty <= 2.0f))
+    fail("repetition_penalty must be in (0, 2], got " + number("repetition_penalty") + ".", "repetition_penalty");
+  if (p.temperature < 0.0f) fail("temperature must be non-negative, got " + number("temperature") + ".", "temperature");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + number("top_p") + ".", "top_p");
+  if (p.top_k < -1)
+    fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(p.top_k) + ".", "top_k");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + number("min_p") + ".", "min_p");
+  if (p.min_tokens < 0)
+    fail("min_tokens must be greater than or equal to 0, got " + std::to_string(p.min_tokens) + ".", "min_tokens");
+}
+
+void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& req) {
+  std::optional<int> n;
+  const char* param = "logprobs";
+  if (ep == Endpoint::Completions) {
+    n = get_int32(body, "logprobs");
+    if (n && *n < 0) fail("`logprobs` must be a positive value.", "logprobs");
+  } else {
+    const bool on = get_bool(body, "logprobs").value_or(false);
+    const int top = get_int32(body, "top_logprobs").value_or(0);
+    param = "top_logprobs";
+    if (top < -1) fail("`top_logprobs` must be a positive value or -1.", param);
+    if (top != 0 && !on) fail("when using `top_logprobs`, `logprobs` must be set to true.", param);
+    if (on) n = top == -1 ? vocab : top;
+  }
+  if (n && *n > kMaxLogprobs)
+    fail("Requested sample logprobs of " + std::to_string(*n) + ", which is greater than max allowed: " +
+             std::to_string(kMaxLogprobs), param);
+  req.params.logprobs = n;
+  req.top_logprobs = n.value_or(-1);
+}
+
+// Completions: a string, strings, token ids, or lists of token ids; each tokenized or checked.
+void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {
+  const Tokenizer& tok = *ctx.tokenizer;
+  const int vocab = tok.vocab().size();
+  const bool add_bos = tok.vocab().add_bos && get_bool(body, "add_special_tokens").value_or(true);
+  auto empty = [] { fail("The prompt cannot be empty.", "prompt"); };
+  auto add_text = [&](const std::string& text) {
+    if (text.empty()) empty();
+    req.prompts.push_back(tok.encode(text, add_bos));
+    req.prompt_texts.push_back(text);
+  };
+  auto add_ids = [&](const json& ids) {
+    req.prompts.push_back(token_ids(ids, vocab, "prompt"));
+    if (req.prompts.back().empty()) empty();
+    req.prompt_texts.push_back(tok.decode(req.prompts.back()));
+  };
+  const json* prompt = field(body, "prompt");
+  if (!prompt) empty();
+  auto all = [&](auto pred) { return std::all_of(prompt->begin(), prompt->end(), pred); };
+  if (prompt->is_string()) add_text(prompt->get<std::string>());
+  else if (!prompt->is_array()) wrong_type("prompt", "a string or an array", *prompt);
+  else if (prompt->empty()) empty();
+  else if (all([](const json& p) { return p.is_string(); }))
+    for (const auto& p : *prompt) add_text(p.get<std::string>());
+  else if (all([](const json& p) { return p.is_number(); })) add_ids(*prompt);
+  else if (all([](const json& p) { return p.is_array(); }))
+    for (const auto& p : *prompt) add_ids(p);
+  else
+    fail("Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of "
+         "arrays of token ids.", "prompt");
+}
+
+// max_tokens (or chat's max_completion_tokens) against the context, as vLLM's _validate_input.
+void resolve_max_tokens(const json& body, const ServingContext& ctx, GenerateRequest& req) {
+  const bool chat = req.endpoint == Endpoint::ChatCompletions;
+  const bool completion_tokens = chat && field(body, "max_completion_tokens");
+  const std::string param = completion_tokens ? "max_completion_tokens" : "max_tokens";
+  const std::optional<int> asked = get_int32(body, param);
+  if (asked && *asked < 1) fail(param + " must be at least 1, got " + std::to_string(*asked) + ".", param);
+  const long long max_len = ctx.max_model_len;
+  long long longest = 0;
+  for (const auto& p : req.prompts) {
+    const long long len = static_cast<long long>(p.size());
+    longest = std::max(longest, len);
+    const std::string head = "This model's maximum context length is " + std::to_string(max_len) + " tokens. However, you requested ";
+    if (!asked && len >= max_len)
+      fail(head + std::to_string(len) + " tokens in the messages. Please reduce the length of the messages.",
+           chat ? "messages" : "prompt");
+    if (asked && len + *asked > max_len)
+      fail(head + std::to_string(len + *asked) + " tokens (" + std::to_string(len) + " in the messages, " +
+               std::to_string(*asked) + " in the completion). Please reduce the length of the messages or completion.",
+           param);
+  }
+  const long long room = max_len - longest;
+  req.params.max_tokens = static_cast<int>(asked ? *asked : chat ? room : std::min<long long>(kDefaultCompletionMaxTokens, room));
+  if (req.params.min_tokens > req.params.max_tokens)
+    fail("min_tokens must be less than or equal to max_tokens=" + std::to_string(req.params.max_tokens) + ", got " +
+             std::to_string(req.params.min_tokens) + ".", "min_tokens");
+}
+
+// Completion fields OpenAI defines that Parley cannot honour: refused unless they change nothing.
+void reject_unsupported(const json& body, const GenerateRequest& req) {
+  if (auto suffix = get_string(body, "suffix"); suffix && !suffix->empty())
+    fail("`suffix` is not supported.", "suffix");
+  if (auto best_of = get_int32(body, "best_of"); best_of && *best_of != req.params.n)
+    fail("`best_of` is not supported unless it equals `n`.", "best_of");
+  if (req.echo && req.params.logprobs)
+    fail("`echo` together with `logprobs` is not supported: prompt logprobs are not computed.", "echo");
+}
+
+// The field a SamplingParams::validate() message is about: its first word, when that is a field.
+std::string param_of(const std::string& message, const GenerateRequest& req, const json& body) {
+  const std::string word = message.substr(0, message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"));
+  const bool chat = req.endpoint == Endpoint::ChatCompletions;
+  if (word == "logprobs" && chat) return "top_logprobs";
+  if (word == "max_tokens" && chat && field(body, "max_completion_tokens")) return "max_completion_tokens";
+  using Fields = std::span<const std::string_view>;
+  const Fields fields = chat ? Fields(kChatFields) : Fields(kCompletionFields);
+  return std::find(fields.begin(), fields.end(), word) != fields.end() ? word : "";
+}
+
+}  // namespace
+
+std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
+                                                               const ServingContext& ctx) {
+  try {
+    const json j = parse_object(body);
+    const bool chat = endpoint == Endpoint::ChatCompletions;
+    if (chat) reject_unknown_fields(j, kChatFields);
+    else reject_unknown_fields(j, kCompletionFields);
+    check_model(j, ctx);
+    get_string(j, "user");  // metadata: only its type is checked
+    const int vocab = ctx.tokenizer->vocab().size();
+    GenerateRequest req;
+    req.endpoint = endpoint;
+    req.model = ctx.model_name;
+    check_stream_options(j, req);
+    read_sampling(j, vocab, req.params);
+    check_ranges(j, req.params);
+    read_logprobs(j, endpoint, vocab, req);
+    if (chat) {
+      const std::string text = render_chat(parse_messages(j), ctx.chat_template,
+                                           get_bool(j, "add_generation_prompt").value_or(true));
+      req.prompts.push_back(ctx.tokenizer->encode(text, ctx.tokenizer->vocab().add_bos));
+      req.prompt_texts.push_back(text);
+    } else {
+      req.echo = get_bool(j, "echo").value_or(false);
+      reject_unsupported(j, req);
+      read_prompts(j, ctx, req);
+    }
+    resolve_max_tokens(j, ctx, req);
+    try {
+      req.params.validate(vocab);
+    } catch (const std::invalid_argument& e) {
+      fail(e.what(), param_of(e.what(), req, j));
+    }
+    return req;
+  } catch (const RequestError& e) {
+    return e.error;
+  }
+}
+
+}  // namespace parley::http

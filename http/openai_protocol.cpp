@@ -1,0 +1,84 @@
+// Errors, /v1/models, /tokenize and /detokenize. Request parsing is in openai_parse.cpp, response
+// rendering in openai_render.cpp, field readers in openai_fields.cpp.
+#include "http/openai_protocol.hpp"
+
+#include "http/openai_fields.hpp"
+
+namespace parley::http {
+
+using namespace detail;
+
+namespace {
+
+ojson error_json(const ApiError& e) {
+  // vLLM's ErrorResponse: {"error": {"message", "type", "param", "code"}}, code the HTTP status.
+  return {{"error",
+           {{"message", e.message},
+            {"type", e.type},
+            {"param", e.param.empty() ? ojson(nullptr) : ojson(e.param)},
+            {"code", e.code.empty() ? ojson(e.status) : ojson(e.code)}}}};
+}
+
+constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "messages", "add_special_tokens",
+                                                "add_generation_prompt", "return_token_strs"};
+constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
+
+}  // namespace
+
+std::string error_body(const ApiError& e) { return dump(error_json(e)); }
+
+std::string stream_error_event(const ApiError& e) { return sse(error_json(e)); }
+
+std::string models_response(const ServingContext& ctx, long created) {
+  const ojson card = {{"id", ctx.model_name}, {"object", "model"}, {"created", created},
+                      {"owned_by", "parley"}, {"max_model_len", ctx.max_model_len}};
+  return dump({{"object", "list"}, {"data", ojson::array({card})}});
+}
+
+// vLLM's TokenizeCompletionRequest ({"prompt"}) or TokenizeChatRequest ({"messages"}). Chat messages
+// are rendered and tokenized exactly as /v1/chat/completions does, so the ids match what would run.
+std::variant<std::string, ApiError> tokenize_response(std::string_view body, const ServingContext& ctx) {
+  try {
+    const json j = parse_object(body);
+    reject_unknown_fields(j, kTokenizeFields);
+    check_model(j, ctx);
+    const Tokenizer& tok = *ctx.tokenizer;
+    const bool add_special = get_bool(j, "add_special_tokens").value_or(true);
+    const bool has_prompt = field(j, "prompt") != nullptr, has_messages = field(j, "messages") != nullptr;
+    if (has_prompt == has_messages) fail("Exactly one of 'prompt' and 'messages' must be given.", has_prompt ? "messages" : "prompt");
+    std::string text;
+    if (has_prompt) {
+      text = *get_string(j, "prompt");
+      if (field(j, "add_generation_prompt")) fail("`add_generation_prompt` applies to 'messages' only.", "add_generation_prompt");
+    } else {
+      text = render_chat(parse_messages(j), ctx.chat_template, get_bool(j, "add_generation_prompt").value_or(true));
+    }
+    const std::vector<int> ids = tok.encode(text, tok.vocab().add_bos && add_special);
+    ojson out = {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids}};
+    if (get_bool(j, "return_token_strs").value_or(false)) {
+      ojson strs = ojson::array();
+      int prev = -1;
+      for (int id : ids) strs.push_back(tok.token_bytes(prev, id)), prev = id;
+      out["token_strs"] = std::move(strs);
+    }
+    return dump(out);
+  } catch (const RequestError& e) {
+    return e.error;
+  }
+}
+
+std::variant<std::string, ApiError> detokenize_response(std::string_view body, const ServingContext& ctx) {
+  try {
+    const json j = parse_object(body);
+    reject_unknown_fields(j, kDetokenizeFields);
+    check_model(j, ctx);
+    const json* tokens = field(j, "tokens");
+    if (!tokens) fail("Missing required parameter: 'tokens'.", "tokens");
+    const std::vector<int> ids = token_ids(*tokens, ctx.tokenizer->vocab().size(), "tokens");
+    return dump({{"prompt", ctx.tokenizer->decode(ids)}});
+  } catch (const RequestError& e) {
+    return e.error;
+  }
+}
+
+}  // namespace parley::http

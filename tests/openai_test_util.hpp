@@ -1,0 +1,51 @@
+// Shared by the OpenAI protocol tests: the tok512 tokenizer, a serving context over it, and checks
+// that a request parses or fails with an exact error body.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+#include "http/openai_protocol.hpp"
+#include "tests/test_support.hpp"
+
+namespace parley::openai_test {
+
+using namespace parley::http;
+
+inline const Tokenizer& tok512() {
+  static const Tokenizer tok(read_llama2c_tokenizer(test::shared_model("tok512.bin"), 512));
+  return tok;
+}
+
+// stories260K's vocabulary with a short context, so over-context cases stay small.
+inline ServingContext context() { return ServingContext{&tok512(), "stories260K", 64, ""}; }
+
+inline GenerateRequest parse_ok(Endpoint ep, const std::string& body) {
+  INFO(body);
+  auto r = parse_generate_request(ep, body, context());
+  if (auto* e = std::get_if<ApiError>(&r)) FAIL(e->message);
+  return std::get<GenerateRequest>(r);
+}
+
+inline ApiError parse_error(Endpoint ep, const std::string& body) {
+  INFO(body);
+  auto r = parse_generate_request(ep, body, context());
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  return std::get<ApiError>(r);
+}
+
+// The rendered body must be exactly {"error": {message, type, param (null when ""), code (the status)}}.
+inline void check_error(const ApiError& e, int status, const std::string& type, const std::string& param,
+                        const std::string& message) {
+  CHECK(e.status == status);
+  const nlohmann::json expected = {{"error",
+                                    {{"message", message},
+                                     {"type", type},
+                                     {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
+                                     {"code", status}}}};
+  CHECK(nlohmann::json::parse(error_body(e)) == expected);
+}
+
+}  // namespace parley::openai_test
