@@ -14,15 +14,15 @@ namespace {
 
 // Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
 // max_num_seqs full contexts capped at 1 GiB.
-int resolve_num_kv_blocks(const EngineConfig& c, const LlamaConfig& m) {
-  const int bs = c.scheduler.block_size;
+int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, const LlamaConfig& m) {
+  const int bs = sc.block_size;
   if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
-  if (c.scheduler.num_kv_blocks > 0) return c.scheduler.num_kv_blocks;
+  if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
   const int64_t kv_dim = int64_t(m.n_kv_heads) * (m.dim / m.n_heads);
   const int64_t bytes_per_block = 2 * int64_t(m.n_layers) * kv_dim * bs * int64_t(sizeof(float));
   int64_t bytes = c.kv_cache_memory_bytes;
   if (bytes == 0) {
-    const int64_t full = int64_t(c.scheduler.max_num_seqs) * ((c.scheduler.max_model_len + bs - 1) / bs) * bytes_per_block;
+    const int64_t full = int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * bytes_per_block;
     bytes = std::min<int64_t>(full, int64_t(1) << 30);
   }
   const int64_t blocks = bytes / bytes_per_block;
@@ -46,15 +46,14 @@ class ActorEngine final : public EngineClient {
         chat_template_(file_.chat_template) {
     SchedulerConfig sc = config.scheduler;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
-    sc.num_kv_blocks = resolve_num_kv_blocks(config, file_.config);
+    sc.num_kv_blocks = resolve_num_kv_blocks(config, sc, file_.config);
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
     sc.validate();
     max_model_len_ = sc.max_model_len;
     eos_ = sc.eos_token_ids;
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
-    caf::actor_system_config cfg;
-    system_ = std::make_unique<caf::actor_system>(cfg);
+    system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
     scheduler_ = spawn_scheduler(*system_, sc, worker_, output_);
@@ -111,6 +110,7 @@ class ActorEngine final : public EngineClient {
   int max_model_len_ = 0;
   std::vector<int> eos_;
   std::unique_ptr<LlamaModel> model_;
+  caf::actor_system_config system_config_;  // the system keeps a reference: it must outlive it
   std::unique_ptr<caf::actor_system> system_;
   msg::worker_actor worker_;
   msg::output_actor output_;

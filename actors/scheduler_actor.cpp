@@ -34,6 +34,7 @@ void maybe_step(Self self) {
       .then(
           [self, so](const ModelRunnerOutput& mro) {
             auto& st = self->state;
+            ++st.handled;  // the worker's reply is a message too
             st.step_in_flight = false;
             auto outputs = st.scheduler->update_from_output(so, mro);
             if (!outputs.empty()) self->send(st.output, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats());

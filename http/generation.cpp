@@ -31,6 +31,7 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
   const int total = int(request_.prompts.size()) * n;
   choices_.resize(size_t(total));
   started_.assign(size_t(total), false);
+  cursors_.resize(size_t(total));
   finished_.assign(size_t(total), false);
   for (int k = 0; k < total; ++k) {
     choices_[k].index = k;
@@ -81,11 +82,11 @@ std::string Generation::on_output(const RequestOutput& out) {
   }
   if (transport_ == Transport::Json) return "";
   const bool first = !started_[size_t(k)];
+  if (out.text.empty() && !out.finished() && out.logprobs.empty() && !(first && request_.echo)) return "";  // held back
+  started_[size_t(k)] = true;
+  if (transport_ == Transport::Sse) return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)]);
   RequestOutput delta = out;
   if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
-  if (delta.text.empty() && !delta.finished() && delta.logprobs.empty() && !first) return "";  // text held back
-  started_[size_t(k)] = true;
-  if (transport_ == Transport::Sse) return stream_chunk(request_, id_, created_, k, delta, *tokenizer_, first);
   nlohmann::json m = {{"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
   if (delta.finished()) {
     m["finish_reason"] = finish_reason_name(delta.finish_reason);

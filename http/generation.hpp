@@ -41,6 +41,7 @@ class Generation {
   Transport transport_;
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
+  std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
   int num_finished_ = 0;
   Usage usage_;
 };

@@ -84,12 +84,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       case RouteResult::Kind::WebSocket: return respond(r.status, std::move(r.body), r.content_type, keep_alive_);
       case RouteResult::Kind::Metrics:
       case RouteResult::Kind::AdminActors: {
-        auto weak = weak_from_this();
+        // The callback owns the session until the answer comes (nothing else is pending on it).
         auto ex = stream_.get_executor();
-        auto reply = [weak, ex, type = r.content_type](std::string text) {
-          net::post(ex, [weak, type, text = std::move(text)] {
-            if (auto self = weak.lock()) self->respond(200, text, type, self->keep_alive_);
-          });
+        auto reply = [self = shared_from_this(), ex, type = r.content_type](std::string text) {
+          net::post(ex, [self, type, text = std::move(text)] { self->respond(200, text, type, self->keep_alive_); });
         };
         stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));
         if (r.kind == RouteResult::Kind::Metrics) ctx_.engine->metrics(reply);

@@ -131,7 +131,7 @@ TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what
   });
 }
 
-TEST_CASE("an unknown model is a 404 NotFoundError; a missing one is the served model", "[openai]") {
+TEST_CASE("an unknown model is a 404 NotFoundError and a missing one is the served model", "[openai]") {
   check_error(parse_error(Endpoint::Completions, R"({"model": "gpt-4", "prompt": "Hi"})"), 404, "NotFoundError",
               "model", "The model `gpt-4` does not exist.");
   check_error(parse_error(Endpoint::ChatCompletions, R"({"model": "x", "messages": [{"role": "user", "content": "Hi"}]})"),
@@ -238,7 +238,7 @@ TEST_CASE("chat: messages are rendered by the template and tokenized with BOS", 
   CHECK(std::get<GenerateRequest>(c).prompt_texts[0] == "<|im_start|>user\nHi<|im_end|>\n");
 }
 
-TEST_CASE("chat: max_completion_tokens wins over max_tokens; logprobs and top_logprobs", "[openai]") {
+TEST_CASE("chat: max_completion_tokens wins over max_tokens and logprobs take top_logprobs", "[openai]") {
   const std::string msgs = R"("messages": [{"role": "user", "content": "Hi"}])";
   CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_tokens": 7, "max_completion_tokens": 5})").params.max_tokens == 5);
   CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_tokens": 7})").params.max_tokens == 7);

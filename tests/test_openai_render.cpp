@@ -203,7 +203,7 @@ TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[
   check_error(error(R"({"model": "m", "prompt": "a"})"), 404, "NotFoundError", "model", "The model `m` does not exist.");
 }
 
-TEST_CASE("/detokenize: ids to text; unknown ids and wrong types are 400", "[openai]") {
+TEST_CASE("/detokenize turns ids to text and refuses unknown ids and wrong types", "[openai]") {
   const ServingContext ctx = context();
   CHECK(body_of(detokenize_response(R"({"tokens": [1, 317, 286]})", ctx)) == R"({"prompt": "Lily was"})"_json);
   // A lone UTF-8 lead byte becomes U+FFFD instead of breaking the JSON.

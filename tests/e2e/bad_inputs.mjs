@@ -58,9 +58,10 @@ const CASES = [
   { name: 'tokenize malformed', route: '/tokenize', body: '{"prompt":', status: 400, match: /JSON/i },
 ];
 
-function merged(body) {
+// The case's body over `ok` for /v1/completions; other routes take the body as given.
+function merged(body, route) {
   if (typeof body === 'string') return body;
-  const b = { ...ok, ...body };
+  const b = route ? { ...body } : { ...ok, ...body };
   for (const k of Object.keys(b)) if (b[k] === undefined) delete b[k];
   return b;
 }
@@ -89,7 +90,7 @@ main('bad_inputs', async (parley, t) => {
   };
 
   for (const c of CASES) {
-    const r = await post(base, c.route ?? '/v1/completions', merged(c.body), { headers: auth });
+    const r = await post(base, c.route ?? '/v1/completions', merged(c.body, c.route), { headers: auth });
     const e = assertErrorShape(r, c.status, c.name);
     assert.match(e.message, c.match, `${c.name}: message does not name the problem: ${JSON.stringify(e.message)}`);
     if (c.param) assert.equal(e.param, c.param, `${c.name}: error.param: ${r.text}`);

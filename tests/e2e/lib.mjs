@@ -51,7 +51,9 @@ export async function startServer(parley, flags = [], { timeoutMs = 60000, label
   assert.ok(parley, 'usage: node <test>.mjs <path-to-parley>');
   assert.ok(fs.existsSync(parley), `parley binary not found: ${parley}`);
   for (const f of [MODEL_PATH, TOKENIZER_PATH]) assert.ok(fs.existsSync(f), `model file not found: ${f}`);
-  const args = ['serve', '--model', MODEL_PATH, '--tokenizer', TOKENIZER_PATH, '--port', '0', '--log-level', 'info', ...flags];
+  // PARLEY_E2E_FLAGS: extra `parley serve` flags for every server (e.g. "--threads 1 --isa generic").
+  const common = (process.env.PARLEY_E2E_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const args = ['serve', '--model', MODEL_PATH, '--tokenizer', TOKENIZER_PATH, '--port', '0', '--log-level', 'info', ...common, ...flags];
   const proc = spawn(parley, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = new Tail();
   let exited = null;
@@ -259,8 +261,13 @@ export function parseMetrics(text) {
 }
 
 export async function readMetrics(base) {
-  const r = await fetch(`${base}/metrics`);
-  const text = await r.text();
+  let r, text;
+  try {
+    r = await fetch(`${base}/metrics`);
+    text = await r.text();
+  } catch (e) {
+    throw new Error(`GET ${base}/metrics failed: ${e.message}${e.cause ? ` (${e.cause.code ?? ''} ${e.cause.message ?? e.cause})` : ''}`);
+  }
   assert.equal(r.status, 200, `/metrics -> ${r.status} ${text.slice(0, 300)}`);
   return parseMetrics(text);
 }
@@ -377,7 +384,14 @@ export function main(name, fn) {
     if (!parley) throw new Error(`usage: node ${name}.mjs <path-to-parley>`);
     await fn(parley, ctx);
     for (const s of ctx.servers) s.assertAlive();
-    for (const s of ctx.servers) await s.stop();
+    // Graceful shutdown on SIGTERM (MISSION C11): exit status 0, no crash.
+    for (const s of ctx.servers) {
+      const { code, signal } = await s.stop();
+      if (code !== 0) {
+        throw new Error(`${s.label}: unclean exit after SIGTERM (code ${code}, signal ${signal}); all checks before it passed\n` +
+                        `--- server log ---\n${s.logs().slice(-2000)}`);
+      }
+    }
   })().then(
     () => {
       const secs = ((performance.now() - started) / 1000).toFixed(1);
