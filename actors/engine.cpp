@@ -48,6 +48,7 @@ class ActorEngine final : public EngineClient {
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
     sc.num_kv_blocks = resolve_num_kv_blocks(config, sc, file_.config);
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
+    sc.vocab_size = file_.config.vocab_size;
     sc.validate();
     max_model_len_ = sc.max_model_len;
     eos_ = sc.eos_token_ids;

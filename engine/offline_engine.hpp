@@ -1,13 +1,13 @@
-// Offline generation: runs many requests to completion in shared forward passes, each step
-// schedule -> run -> postprocess. (The serving scheduler with preemption and prefix caching
-// replaces the simple all-admitted policy here.)
+// Offline generation over EngineCore: a batch of requests run to completion, as vLLM's LLM.generate.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "engine/block_pool.hpp"
+#include "engine/engine_core.hpp"
 #include "engine/request.hpp"
 #include "engine/sampler.hpp"
 #include "engine/sampling_params.hpp"
@@ -40,25 +40,18 @@ class OfflineEngine {
   OfflineEngine(LlamaModel& model, EngineOptions options);
   ~OfflineEngine();
 
-  // on_token(request_index, token) is called for each token as soon as it is sampled.
+  // Runs every request to its end on a fresh KV pool; on_token(request_index, token) is called for each
+  // token as soon as it is sampled. Throws std::invalid_argument, running nothing, if any request is bad.
   std::vector<GenerationResult> generate(const std::vector<GenerationRequest>& requests,
                                          const std::function<void(int, int)>& on_token = {});
-  // The pool of the last generate() call (empty before the first).
-  const BlockPool& block_pool() const { return *pool_; }
-  int64_t prefill_tokens_computed() const { return prefill_tokens_; }
+  // The pool of the last generate() call (call generate() first).
+  const BlockPool& block_pool() const;
+  int64_t prefill_tokens_computed() const;
 
  private:
-  struct Run;
-  void schedule(Run& run, ForwardBatch& batch);
-  void postprocess(Run& run, const std::vector<float>& logits, std::vector<GenerationResult>& results,
-                   const std::function<void(int, int)>& on_token);
-
   LlamaModel& model_;
   EngineOptions options_;
-  std::optional<KvCache> kv_;
-  std::optional<BlockPool> pool_;
-  Sampler sampler_;
-  int64_t prefill_tokens_ = 0;
+  std::unique_ptr<EngineCore> core_;
 };
 
 }  // namespace parley

@@ -30,6 +30,11 @@ void Scheduler::add_request(Request request) {
   if (request.num_tokens() >= config_.max_model_len)
     throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +
                                 " tokens; the context holds " + std::to_string(config_.max_model_len));
+  if (config_.vocab_size > 0)
+    for (int t : request.prompt_token_ids)
+      if (t < 0 || t >= config_.vocab_size)
+        throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary of " +
+                                    std::to_string(config_.vocab_size));
   const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens, config_.max_model_len);
   if (kv_.num_blocks_needed(longest) > config_.num_kv_blocks)
     throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +

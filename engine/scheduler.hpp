@@ -28,6 +28,7 @@ struct SchedulerConfig {
   int num_kv_blocks = 0;
   bool enable_prefix_caching = true;
   std::vector<int> eos_token_ids;        // end a request unless ignore_eos
+  int vocab_size = 0;                    // > 0: prompt token ids are checked against it
   void validate() const;                 // throws std::invalid_argument naming the bad field
 };
 

@@ -4,7 +4,7 @@
 //   node tests/e2e/bad_inputs.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { main, MODEL_NAME, CONTEXT, post, get, complete, assertErrorShape, assertNoLeaks, randomTokenIds } from './lib.mjs';
+import { main, MODEL_NAME, CONTEXT, post, get, stream, complete, assertErrorShape, assertNoLeaks, randomTokenIds } from './lib.mjs';
 
 const API_KEY = 'bad-inputs-key';
 const MAX_BODY = 4096;
@@ -150,5 +150,34 @@ main('bad_inputs', async (parley, t) => {
   assert.ok(good.choices[0].text.length > 0, 'valid request after the bad ones returned empty text');
   t.check();
   await assertNoLeaks(base);
+  t.check();
+
+  // A full waiting queue answers 503 (MISSION C8, C11): one running, two waiting, the rest refused.
+  const small = await t.start(['--max-num-seqs', '1', '--max-waiting', '2'], { label: 'queue-bound server' });
+  const flood = { model: MODEL_NAME, prompt: 'Once', max_tokens: 200, ignore_eos: true };
+  const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => post(small.base, '/v1/completions', { ...flood, seed: i })));
+  const statuses = rs.map((r) => r.status);
+  assert.ok(statuses.filter((s) => s === 200).length >= 3, `queue of 2 + 1 running: expected >= 3 successes, got ${statuses}`);
+  const refused = rs.filter((r) => r.status !== 200);
+  assert.ok(refused.length > 0, `8 requests at once with --max-num-seqs 1 --max-waiting 2: none refused (${statuses})`);
+  for (const r of refused) {
+    const e = assertErrorShape(r, 503, 'waiting queue full');
+    assert.match(e.message, /queue|overload/i, `503 message: ${e.message}`);
+  }
+  // Streamed: refused with a 503 status, or (when the SSE header already went out) an in-band error then [DONE].
+  const ss = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(small.base, '/v1/completions', { ...flood, seed: i })));
+  const streamRefused = ss.filter((s) => s.status !== 200 || s.errors.length > 0);
+  assert.ok(streamRefused.length > 0, 'streamed flood: none refused');
+  for (const s of streamRefused) {
+    if (s.status !== 200) {
+      assert.equal(s.status, 503, `streamed flood: status ${s.status} ${s.body}`);
+    } else {
+      assert.equal(s.errors[0].code, 503, `streamed flood: in-band error ${JSON.stringify(s.errors)}`);
+      assert.ok(s.done, 'streamed flood: in-band error without [DONE]');
+    }
+  }
+  t.note(`queue full: ${refused.length}/8 refused (503); streamed: ${streamRefused.filter((s) => s.status === 503).length} with status 503, ` +
+         `${streamRefused.filter((s) => s.status === 200).length} in-band`);
+  await assertNoLeaks(small.base, { label: 'queue-bound server' });
   t.check();
 });

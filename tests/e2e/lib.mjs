@@ -103,6 +103,7 @@ export async function startServer(parley, flags = [], { timeoutMs = 60000, label
     }
   };
   server.stop = async () => {
+    server.stopped = true;
     if (exited !== null) return exited;
     proc.kill('SIGTERM');
     const deadline = Date.now() + 10000;
@@ -354,9 +355,10 @@ export function assertErrorShape(r, status, what) {
 }
 
 /**
- * Runs a test body `fn(parley, ctx)` as a standalone script: argv[2] is the parley binary; prints one
- * summary line and exits 0 on success, 1 on failure (with the message and, when a server is attached to
- * the error or given, its log tail).
+ * Runs a test body `fn(parley, ctx)` as a standalone script: argv[2] (or $PARLEY) is the parley binary.
+ * ctx.start(flags, {label}) starts a server that is stopped with SIGTERM at the end (and must exit 0);
+ * ctx.check() counts a passed check, ctx.note(s) adds to the summary. Prints one line, PASS or FAIL (with
+ * the error and every server's log tail), and exits 0 or 1. PARLEY_E2E_TIMEOUT_MS bounds the run (120 s).
  */
 export function main(name, fn) {
   const parley = process.argv[2] ?? process.env.PARLEY;
@@ -372,18 +374,18 @@ export function main(name, fn) {
       return s;
     },
   };
-  const budgetMs = Number(process.env.PARLEY_E2E_TIMEOUT_MS ?? 180000);
+  const budgetMs = Number(process.env.PARLEY_E2E_TIMEOUT_MS ?? 120000);
   const watchdog = setTimeout(() => {
     console.error(`FAIL ${name}: timed out after ${budgetMs} ms`);
     for (const s of ctx.servers) console.error(`--- ${s.label} log tail ---\n${s.logs().slice(-4000)}`);
     killAll();
     process.exit(1);
   }, budgetMs);
-  watchdog.unref();
+  // The watchdog stays referenced: a test stuck on a promise that never settles fails instead of exiting 0.
   (async () => {
     if (!parley) throw new Error(`usage: node ${name}.mjs <path-to-parley>`);
     await fn(parley, ctx);
-    for (const s of ctx.servers) s.assertAlive();
+    for (const s of ctx.servers) if (!s.stopped) s.assertAlive();
     // Graceful shutdown on SIGTERM (MISSION C11): exit status 0, no crash.
     for (const s of ctx.servers) {
       const { code, signal } = await s.stop();

@@ -1,0 +1,37 @@
+// Graceful shutdown (MISSION C11: on SIGTERM stop accepting, finish or abort within a grace period): live
+// streams must end properly -- a finish_reason (or an in-band error) and `data: [DONE]` -- rather than
+// being cut, and the process exits 0 within 10 s.
+//   node tests/e2e/shutdown.mjs <path-to-parley>
+import assert from 'node:assert/strict';
+import { main, stream, sleep } from './lib.mjs';
+
+main('shutdown', async (parley, t) => {
+  const server = await t.start([]);
+  let signalled = false;
+  const streams = Array.from({ length: 4 }, (_, i) =>
+    stream(server.base, '/v1/completions', { prompt: `Once ${i}`, max_tokens: 500, ignore_eos: true, seed: i }, {
+      onChunk: (_, n) => {
+        if (i === 0 && n === 3 && !signalled) {
+          signalled = true;
+          server.proc.kill('SIGTERM');
+        }
+      },
+    }).catch((e) => ({ thrown: `${e.message} ${e.cause?.code ?? ''}` })));
+  const results = await Promise.all(streams);
+  assert.ok(signalled, 'SIGTERM was never sent');
+  results.forEach((r, i) => {
+    assert.ok(!r.thrown, `stream ${i}: the connection broke on SIGTERM: ${r.thrown}`);
+    assert.equal(r.status, 200);
+    const ended = r.finishReasons[0] !== undefined || r.errors.length > 0;
+    assert.ok(ended && r.done,
+              `stream ${i} was cut by SIGTERM after ${r.chunks.length} chunks: finish_reason ${r.finishReasons[0] ?? 'none'}, ` +
+              `in-band errors ${JSON.stringify(r.errors)}, [DONE] ${r.done}`);
+  });
+  t.check();
+  const deadline = Date.now() + 10000;
+  while (server.alive() && Date.now() < deadline) await sleep(50);
+  assert.ok(!server.alive(), 'the server still runs 10 s after SIGTERM');
+  const { code, signal } = await server.stop();
+  assert.equal(code, 0, `exit after SIGTERM: code ${code}, signal ${signal}`);
+  t.check();
+});
