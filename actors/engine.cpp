@@ -76,6 +76,7 @@ class ActorEngine final : public EngineClient {
   void abort(std::vector<std::string> req_ids) override {
     caf::anon_send(ingress_, msg::abort_atom::value, std::move(req_ids));
   }
+  void abort_all() override { caf::anon_send(ingress_, msg::abort_all_atom::value); }
   void metrics(std::function<void(std::string)> reply) override {
     caf::anon_send(ingress_, msg::metrics_atom::value, msg::TextReply(std::move(reply)));
   }

@@ -19,6 +19,8 @@ namespace parley {
 // own thread (an Asio strand) and must not block.
 struct RequestSink {
   virtual ~RequestSink() = default;
+  // The submission was admitted (before any output): a streaming response may send its headers now.
+  virtual void on_admitted() {}
   // A delta for one of the request's engine requests (req_id tells which); the last has finished() set.
   virtual void on_output(const RequestOutput& output) = 0;
   // The whole submission was refused before any output (status 503 queue full, 400 can never fit).
@@ -52,6 +54,8 @@ class EngineClient {
   virtual void submit(std::vector<EngineRequestSpec> requests, std::shared_ptr<RequestSink> sink) = 0;
   // Client cancel or disconnect: each live id finishes with `abort` and its blocks return to the pool.
   virtual void abort(std::vector<std::string> req_ids) = 0;
+  // Aborts every live request (graceful shutdown after its grace period).
+  virtual void abort_all() = 0;
   // Prometheus text of every metric.
   virtual void metrics(std::function<void(std::string)> reply) = 0;
   // JSON: every actor with its mailbox depth and messages handled.

@@ -32,6 +32,10 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
         ++self->state.handled;
         self->send(self->state.scheduler, msg::abort_atom::value, std::move(ids));
       },
+      [self](msg::abort_all_atom) {
+        ++self->state.handled;
+        self->send(self->state.scheduler, msg::abort_all_atom::value);
+      },
       [self](msg::metrics_atom, msg::TextReply& reply) {
         ++self->state.handled;
         self->send(self->state.output, msg::metrics_atom::value, std::move(reply));

@@ -24,6 +24,7 @@ namespace parley::msg {
 
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using abort_all_atom = caf::atom_constant<caf::atom("abortall")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
@@ -61,6 +62,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, Submission>,
     // Abort these requests (client cancel or disconnect); unknown ids are ignored.
     caf::reacts_to<abort_atom, std::vector<std::string>>,
+    // Abort every live request (shutdown).
+    caf::reacts_to<abort_all_atom>,
     // The output actor saw a stop string: finish these as stopped and free their blocks.
     caf::reacts_to<stop_atom, std::vector<std::string>>,
     // Admin: this actor's mailbox depth and messages handled.
@@ -95,6 +98,8 @@ using ingress_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, Submission>,
     // Cancel or disconnect.
     caf::reacts_to<abort_atom, std::vector<std::string>>,
+    // Shutdown: abort everything live.
+    caf::reacts_to<abort_all_atom>,
     // /metrics text.
     caf::reacts_to<metrics_atom, TextReply>,
     // /admin/actors JSON.

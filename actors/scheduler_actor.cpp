@@ -78,6 +78,7 @@ void admit(Self self, msg::Submission& sub) {
   for (const Request& r : sub.requests)
     spdlog::debug("request {} admitted: {} prompt tokens, max_tokens {}, seed {}", r.request_id, r.num_prompt_tokens(),
                   r.sampling_params.max_tokens, r.seed);
+  sub.sink->on_admitted();
   self->send(st.output, msg::register_atom::value, msg::Registration{std::move(sub.requests), std::move(sub.sink)});
   self->send(st.output, msg::stats_atom::value, sched.stats());
   maybe_step(self);
@@ -104,6 +105,12 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       },
       [self](msg::abort_atom, const std::vector<std::string>& ids) {
         ++self->state.handled;
+        finish(self, ids, RequestStatus::FinishedAborted);
+      },
+      [self](msg::abort_all_atom) {
+        ++self->state.handled;
+        std::vector<std::string> ids;
+        for (const Request* r : self->state.scheduler->requests()) ids.push_back(r->request_id);
         finish(self, ids, RequestStatus::FinishedAborted);
       },
       [self](msg::stop_atom, const std::vector<std::string>& ids) {

@@ -27,8 +27,8 @@ int run_serve(const ServeOptions& o) {
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    spdlog::info("signal {}: no new connections; aborting what is live", sig);
-    server.stop();
+    spdlog::info("signal {}: no new connections; live requests have {} s to finish", sig, o.server.shutdown_grace_s);
+    server.shutdown();
   });
   server.run();
   engine->shutdown();  // aborts live requests, stops every actor

@@ -37,15 +37,32 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!text.empty()) send_chunk(std::move(text));
     if (gen_->done()) finish_generation(gen_->closing_text());
   }
+  // Admitted: a streaming response can commit to 200 now (a refusal before this gets its own status).
+  void on_engine_admitted(const std::string&) {
+    if (!gen_ || client_gone_ || !streaming_) return;
+    header_.emplace(bhttp::status::ok, 11);
+    header_->set(bhttp::field::server, "parley");
+    header_->set(bhttp::field::content_type, "text/event-stream");
+    header_->set(bhttp::field::cache_control, "no-cache");
+    header_->keep_alive(false);  // a generation ends its connection: no read may race the watch below
+    header_->chunked(true);
+    serializer_.emplace(*header_);
+    writing_ = true;
+    bhttp::async_write_header(stream_, *serializer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->client_disconnected();
+      self->header_sent_ = true;
+      self->write_next();
+    });
+  }
   void on_engine_rejected(const std::string&, int status, const std::string& message) {
     if (!gen_ || client_gone_) return;
     ApiError e;
     e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
-    if (streaming_) finish_generation(gen_->error_text(e));
-    else {
-      gen_.reset();
-      respond(status, error_body(e), "application/json", false);
-    }
+    finished_ = true;
+    gen_.reset();
+    live_.reset();
+    respond(status, error_body(e), "application/json", false);
   }
 
  private:
@@ -105,21 +122,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                         *ctx_.serving.tokenizer, streaming_ ? Transport::Sse : Transport::Json);
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}", gen_->id(), gen_->request().prompts.size(),
                  gen_->request().params.n, gen_->request().params.max_tokens, streaming_);
+    live_.emplace(ctx_.live_generations);
     stream_.expires_never();
-    if (streaming_) {
-      header_.emplace(bhttp::status::ok, 11);
-      header_->set(bhttp::field::content_type, "text/event-stream");
-      header_->set(bhttp::field::cache_control, "no-cache");
-      header_->keep_alive(false);  // a generation ends its connection: no read may race the watch below
-      header_->chunked(true);
-      serializer_.emplace(*header_);
-      writing_ = true;
-      bhttp::async_write_header(stream_, *serializer_, [self = shared_from_this()](beast::error_code ec, size_t) {
-        self->writing_ = false;
-        if (ec) return self->client_disconnected();
-        self->write_next();
-      });
-    }
     watch_for_disconnect();
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen_->id());
     ctx_.engine->submit(gen_->engine_requests(), sink);
@@ -140,6 +144,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       spdlog::info("{}: client disconnected; aborting {} request(s)", gen_->id(), gen_->unfinished_req_ids().size());
       ctx_.engine->abort(gen_->unfinished_req_ids());
     }
+    live_.reset();
     close();
   }
 
@@ -150,6 +155,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void finish_generation(std::string closing) {
     finished_ = true;
+    live_.reset();
     if (streaming_) {
       send_chunk(std::move(closing));
       last_chunk_pending_ = true;
@@ -161,7 +167,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void write_next() {
-    if (writing_ || client_gone_) return;
+    if (writing_ || client_gone_ || (streaming_ && !header_sent_)) return;
     if (outbox_.empty()) {
       if (last_chunk_pending_) {
         last_chunk_pending_ = false;
@@ -210,7 +216,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool keep_alive_ = false;
   // The generation in flight (at most one per connection).
   std::unique_ptr<Generation> gen_;
-  bool streaming_ = false, finished_ = false, client_gone_ = false;
+  std::optional<LiveGeneration> live_;
+  bool streaming_ = false, finished_ = false, client_gone_ = false, header_sent_ = false;
   std::optional<bhttp::response<bhttp::empty_body>> header_;
   std::optional<bhttp::response_serializer<bhttp::empty_body>> serializer_;
   std::optional<std::array<char, 512>> watch_;
@@ -273,6 +280,25 @@ void HttpServer::run() {
   impl_->ioc.run();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+}
+
+void HttpServer::shutdown() {
+  net::post(impl_->ioc, [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  auto wait_live = [this](int seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (impl_->ctx.live_generations > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  wait_live(impl_->ctx.options.shutdown_grace_s);
+  if (impl_->ctx.live_generations > 0) {
+    spdlog::info("grace period over: aborting {} live generation(s)", impl_->ctx.live_generations.load());
+    impl_->ctx.engine->abort_all();
+    wait_live(5);  // their final chunks reach the clients
+  }
+  stop();
 }
 
 void HttpServer::stop() {

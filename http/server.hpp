@@ -17,6 +17,7 @@ struct ServerOptions {
   int read_timeout_s = 30;              // a request must arrive whole within this
   int idle_timeout_s = 60;              // a keep-alive connection with no request is closed
   int io_threads = 1;
+  int shutdown_grace_s = 10;            // on SIGTERM, live requests get this long to finish, then abort
 };
 
 class HttpServer {
@@ -28,6 +29,9 @@ class HttpServer {
   int port() const;
   // Serves until stop() (from another thread or a signal handler's thread).
   void run();
+  // Graceful: stops accepting, lets live generations finish within the grace period, aborts the rest
+  // (their clients get a final `abort` chunk), then stops. Blocks; call from another thread than run().
+  void shutdown();
   void stop();
 
  private:

@@ -21,6 +21,16 @@ struct ServerContext {
   ServerOptions options;
   ServingContext serving;
   std::atomic<uint64_t> next_id{0};
+  std::atomic<int> live_generations{0};  // shutdown waits for these to end
+};
+
+// Counts a generation as live from construction to destruction.
+struct LiveGeneration {
+  std::atomic<int>& count;
+  explicit LiveGeneration(std::atomic<int>& c) : count(c) { ++count; }
+  ~LiveGeneration() { --count; }
+  LiveGeneration(const LiveGeneration&) = delete;
+  LiveGeneration& operator=(const LiveGeneration&) = delete;
 };
 
 // A RequestSink that posts each call to a session's executor; once the session is gone, calls are dropped.
@@ -35,6 +45,11 @@ struct StrandSink : RequestSink {
   void on_output(const RequestOutput& output) override {
     net::post(executor, [s = session, k = key, output] {
       if (auto self = s.lock()) self->on_engine_output(k, output);
+    });
+  }
+  void on_admitted() override {
+    net::post(executor, [s = session, k = key] {
+      if (auto self = s.lock()) self->on_engine_admitted(k);
     });
   }
   void on_rejected(int status, const std::string& message) override {

@@ -34,19 +34,20 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void on_engine_output(const std::string& client_id, const RequestOutput& out) {
     auto it = live_.find(client_id);
     if (it == live_.end()) return;
-    std::string text = it->second->on_output(out);
+    std::string text = it->second.gen->on_output(out);
     if (!text.empty()) send(std::move(text));
-    if (it->second->done()) {
-      send(it->second->closing_text());
+    if (it->second.gen->done()) {
+      send(it->second.gen->closing_text());
       live_.erase(it);
     }
   }
+  void on_engine_admitted(const std::string&) {}
   void on_engine_rejected(const std::string& client_id, int status, const std::string& message) {
     auto it = live_.find(client_id);
     if (it == live_.end()) return;
     ApiError e;
     e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
-    send(it->second->error_text(e));
+    send(it->second.gen->error_text(e));
     live_.erase(it);
   }
 
@@ -81,7 +82,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (type == "cancel") {
       auto it = live_.find(id);
       if (it == live_.end()) return fail(id, "No request with id " + id + " is running.");
-      ctx_.engine->abort(it->second->unfinished_req_ids());  // its `abort` outputs end it
+      ctx_.engine->abort(it->second.gen->unfinished_req_ids());  // its `abort` outputs end it
       return;
     }
     if (type != "request") return fail(id, "\"type\" must be \"request\" or \"cancel\".");
@@ -103,7 +104,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
     auto specs = gen->engine_requests();
-    live_.emplace(id, std::move(gen));
+    live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations)});
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }
 
@@ -128,7 +129,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void closed() {
     if (closed_) return;
     closed_ = true;
-    for (auto& [id, gen] : live_) ctx_.engine->abort(gen->unfinished_req_ids());
+    for (auto& [id, live] : live_) ctx_.engine->abort(live.gen->unfinished_req_ids());
     live_.clear();
     outbox_.clear();
   }
@@ -136,7 +137,11 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   ServerContext& ctx_;
   ws::stream<beast::tcp_stream> ws_;
   beast::flat_buffer in_;
-  std::map<std::string, std::unique_ptr<Generation>> live_;
+  struct Live {
+    std::unique_ptr<Generation> gen;
+    std::unique_ptr<LiveGeneration> counted;
+  };
+  std::map<std::string, Live> live_;
   std::deque<std::string> outbox_;
   std::string current_;
   bool writing_ = false, closed_ = false;

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { main, stream, sleep } from './lib.mjs';
 
-main('shutdown', async (parley, t) => {
-  const server = await t.start([]);
+// grace: the server's --shutdown-grace; with 0 every live stream must end with finish_reason "abort".
+async function signalDuringStreams(t, grace) {
+  const server = await t.start(['--shutdown-grace', String(grace)]);
   let signalled = false;
   const streams = Array.from({ length: 4 }, (_, i) =>
     stream(server.base, '/v1/completions', { prompt: `Once ${i}`, max_tokens: 500, ignore_eos: true, seed: i }, {
@@ -23,6 +24,8 @@ main('shutdown', async (parley, t) => {
     assert.ok(!r.thrown, `stream ${i}: the connection broke on SIGTERM: ${r.thrown}`);
     assert.equal(r.status, 200);
     const ended = r.finishReasons[0] !== undefined || r.errors.length > 0;
+    if (grace === 0) assert.equal(r.finishReasons[0], 'abort', `grace 0: stream ${i} ended with ${r.finishReasons[0]}`);
+    else assert.equal(r.finishReasons[0], 'length', `grace ${grace}: stream ${i} should finish, ended with ${r.finishReasons[0]}`);
     assert.ok(ended && r.done,
               `stream ${i} was cut by SIGTERM after ${r.chunks.length} chunks: finish_reason ${r.finishReasons[0] ?? 'none'}, ` +
               `in-band errors ${JSON.stringify(r.errors)}, [DONE] ${r.done}`);
@@ -34,4 +37,9 @@ main('shutdown', async (parley, t) => {
   const { code, signal } = await server.stop();
   assert.equal(code, 0, `exit after SIGTERM: code ${code}, signal ${signal}`);
   t.check();
+}
+
+main('shutdown', async (parley, t) => {
+  await signalDuringStreams(t, 10);  // live streams finish within the grace period
+  await signalDuringStreams(t, 0);   // no grace: they are aborted, and still end properly
 });
