@@ -8,12 +8,18 @@ mode=${1:-run}
 BUILD=${PARLEY_BUILD_DIR:-build}
 
 install_packages() {
-  local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev)
+  local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev
+              libcaf-dev libboost1.81-dev libspdlog-dev)
   local missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  # The end-to-end tests run on Node.js with the `openai` npm client (tests/e2e/install.sh fetches it).
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
   fi
 }
 
