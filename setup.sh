@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Parley set-up: installs Debian packages, builds, then runs the main job or the test suite.
-#   ./setup.sh run    install, build, and run `parley generate` on the built-in model
+#   ./setup.sh serve  install, build, and serve the OpenAI API on 127.0.0.1:8000 (stories260K from ../shared)
 #   ./setup.sh test   install, build, and run the whole test suite (ctest), then again under ASan+UBSan
+#   ./setup.sh run    install, build, and run `parley generate` on the built-in model
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -32,6 +33,11 @@ install_packages
 build
 case "$mode" in
   run)  shift || true; "$BUILD/parley" generate --prompt "Once upon a time" --max-tokens 64 "$@" ;;
+  serve)
+    shift || true
+    model=()
+    [ -f ../shared/models/stories260K.bin ] && model=(--model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin)
+    exec "$BUILD/parley" serve "${model[@]}" "$@" ;;
   test)
     ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)"
     # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer (MISSION C11).
@@ -39,5 +45,5 @@ case "$mode" in
     cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests
     ctest --test-dir "$BUILD-asan" --output-on-failure --no-tests=error -j "$(nproc)"
     ;;
-  *)    echo "usage: $0 run|test" >&2; exit 2 ;;
+  *)    echo "usage: $0 serve|test|run" >&2; exit 2 ;;
 esac

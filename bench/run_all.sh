@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of this stage and prints their tables: kernel GFLOP/s against the measured
+# Runs every benchmark and prints their tables: kernel GFLOP/s against the measured
 # peak, sampling cost per token, then prefill/decode tokens/s on stories260K and on the 110M-shape random model, each with
 # llama.cpp (node-llama-cpp) measured on the same GGUF in the same run.
 #   bench/run_all.sh [threads]     (default: all cores; run on an otherwise idle machine)
@@ -17,3 +17,8 @@ echo "## Kernels"; "$BUILD/bench_kernels" --threads "$threads"; echo
 echo "## Sampler"; "$BUILD/bench_sampler"; echo
 echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260K.gguf --threads "$threads" --peer; echo
 echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer
+echo; echo "## Persistent batch: sampling metadata per step"; "$BUILD/bench_persistent_batch"
+echo; echo "## Serving: stories260K, 16 concurrent streaming clients, 64 prompt + 64 output tokens"
+node bench/serve/load.mjs --spawn "$BUILD/parley" --threads "$threads" --concurrency 16 --num-requests 200 --prompt-tokens 64 --output-tokens 64
+echo; echo "## Serving: stories260K, Poisson arrivals at 32 req/s"
+node bench/serve/load.mjs --spawn "$BUILD/parley" --threads "$threads" --request-rate 32 --num-requests 200 --prompt-tokens 64 --output-tokens 64

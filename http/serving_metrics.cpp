@@ -48,15 +48,10 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   itl_ = histogram("parley:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", kItlBuckets);
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
-  // Parley's own (MISSION C9): work the prefix cache did not save, PD transfer, speculation, n-splits.
+  // Parley's own (MISSION C9): work the prefix cache did not save. (PD transfer, uniform decode steps and
+  // n-splits join with their features.)
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
-  kv_blocks_transferred_ = counter("parley:kv_blocks_transferred_total",
-                                   "KV blocks sent or received in prefill/decode disaggregation.");
-  uniform_decode_steps_ = counter("parley:uniform_decode_steps_total",
-                                  "Decode steps run as a uniform batch (draft tokens padded to one shape).");
-  delayed_splits_ = counter("parley:delayed_splits_total",
-                            "Parallel-sampling requests split into their n samples after the shared prefill.");
 }
 
 void ServingMetrics::set_num_requests_running(int n) { running_->set(n); }
@@ -68,9 +63,6 @@ void ServingMetrics::set_prefix_cache_totals(int64_t queried_tokens, int64_t hit
 }
 void ServingMetrics::set_num_preemptions(int64_t total) { preemptions_->set(double(total)); }
 void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_computed_->set(double(total)); }
-void ServingMetrics::set_kv_blocks_transferred(int64_t total) { kv_blocks_transferred_->set(double(total)); }
-void ServingMetrics::set_uniform_decode_steps(int64_t total) { uniform_decode_steps_->set(double(total)); }
-void ServingMetrics::set_delayed_splits(int64_t total) { delayed_splits_->set(double(total)); }
 
 void ServingMetrics::on_first_token(double seconds_since_arrival) { ttft_->observe(seconds_since_arrival); }
 void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }

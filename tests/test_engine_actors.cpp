@@ -1,0 +1,228 @@
+// The actor engine end to end without HTTP (EngineClient over CAF): token ids of concurrent requests
+// equal the same requests alone and equal the offline engine's; a tiny KV pool preempts and changes
+// nothing; aborts and stop strings finish requests and every block returns.
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <future>
+#include <thread>
+#include <map>
+#include <mutex>
+#include <regex>
+
+#include "actors/engine_client.hpp"
+#include "test_support.hpp"
+
+namespace parley {
+namespace {
+
+// Collects every request's tokens and finish; wait() blocks until `expected` requests finished.
+struct CollectingSink : RequestSink {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, RequestOutput> total;  // concatenated per request id
+  int finished = 0, rejected_status = 0;
+  std::string rejected_message;
+  std::function<void(const RequestOutput&)> on_each;
+
+  void on_output(const RequestOutput& o) override {
+    std::lock_guard lock(mu);
+    RequestOutput& t = total[o.req_id];
+    t.req_id = o.req_id;
+    t.text += o.text;
+    t.token_ids.insert(t.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
+    t.finish_reason = o.finish_reason;
+    t.stop_reason = o.stop_reason;
+    if (o.finished()) ++finished;
+    if (on_each) on_each(o);
+    cv.notify_all();
+  }
+  void on_rejected(int status, const std::string& message) override {
+    std::lock_guard lock(mu);
+    rejected_status = status, rejected_message = message;
+    cv.notify_all();
+  }
+  bool wait(int expected) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished >= expected || rejected_status != 0; });
+  }
+};
+
+EngineConfig stories_config(int num_kv_blocks = 0) {
+  EngineConfig c;
+  c.model_path = test::shared_model("stories260K.bin");
+  c.tokenizer_path = test::shared_model("tok512.bin");
+  c.threads = 2;
+  c.scheduler.num_kv_blocks = num_kv_blocks;
+  c.scheduler.max_num_batched_tokens = 256;
+  return c;
+}
+
+std::vector<EngineRequestSpec> specs_for(const Tokenizer& tok, int count, const std::string& prefix) {
+  std::vector<EngineRequestSpec> specs;
+  const char* starts[] = {"Once upon a time", "The cat", "Lily and Ben went", "One day, a big dog"};
+  for (int i = 0; i < count; ++i) {
+    EngineRequestSpec s;
+    s.req_id = prefix + std::to_string(i);
+    s.prompt_token_ids = tok.encode(starts[i % 4], true);
+    s.params.temperature = i % 3 == 0 ? 0.0f : 0.8f;
+    s.params.seed = uint64_t(100 + i);
+    s.params.max_tokens = 24 + (i % 5) * 8;
+    s.params.ignore_eos = i % 2 == 0;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// The value of a metric line `name{model_name="..."} value`, or -1.
+double metric(const std::string& text, const std::string& name) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("\n" + name + "\\{[^}]*\\} ([0-9.e+-]+)"))) return std::stod(m[1]);
+  return -1;
+}
+
+std::string metrics_of(EngineClient& engine) {
+  std::promise<std::string> p;
+  auto f = p.get_future();
+  engine.metrics([&p](std::string text) { p.set_value(std::move(text)); });
+  return "\n" + f.get();
+}
+
+// Polls until no request is running or waiting and every block is free (the abort path is asynchronous).
+void require_idle(EngineClient& engine) {
+  std::string m;
+  for (int i = 0; i < 200; ++i) {
+    m = metrics_of(engine);
+    if (metric(m, "parley:num_requests_running") == 0 && metric(m, "parley:num_requests_waiting") == 0 &&
+        metric(m, "parley:kv_cache_usage_perc") == 0)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("engine not idle: " << m);
+}
+
+std::map<std::string, std::vector<int>> run(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
+  auto sink = std::make_shared<CollectingSink>();
+  const int n = int(specs.size());
+  engine.submit(std::move(specs), sink);
+  REQUIRE(sink->wait(n));
+  REQUIRE(sink->rejected_status == 0);
+  std::map<std::string, std::vector<int>> ids;
+  for (auto& [id, out] : sink->total) ids[id] = out.token_ids;
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("actor engine: concurrent requests give the tokens each gives alone and the offline engine gives", "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  const auto specs = specs_for(engine->tokenizer(), 16, "r");
+  const auto together = run(*engine, specs);
+  REQUIRE(together.size() == 16);
+  for (const auto& s : specs) {
+    const auto alone = run(*engine, {s});
+    REQUIRE(alone.at(s.req_id) == together.at(s.req_id));
+  }
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  std::vector<GenerationRequest> reqs;
+  for (const auto& s : specs) reqs.push_back({s.prompt_token_ids, s.params});
+  const auto offline = OfflineEngine(m.model, m.engine_options()).generate(reqs);
+  for (size_t i = 0; i < specs.size(); ++i) REQUIRE(offline[i].output_token_ids == together.at(specs[i].req_id));
+  require_idle(*engine);
+}
+
+TEST_CASE("actor engine: a pool small enough to preempt gives the same tokens", "[actors]") {
+  auto big = EngineClient::start(stories_config());
+  auto small = EngineClient::start(stories_config(10));  // 160 token slots for 16 requests of up to ~70 tokens
+  const auto specs = specs_for(big->tokenizer(), 16, "p");
+  const auto a = run(*big, specs);
+  const auto b = run(*small, specs);
+  REQUIRE(a == b);
+  const std::string m = metrics_of(*small);
+  REQUIRE(metric(m, "parley:num_preemptions_total") > 0);
+  REQUIRE(metric(metrics_of(*big), "parley:num_preemptions_total") == 0);
+  require_idle(*small);
+}
+
+TEST_CASE("actor engine: aborts mid-generation finish with abort and free every block", "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  auto specs = specs_for(engine->tokenizer(), 6, "a");
+  for (auto& s : specs) s.params.max_tokens = 400, s.params.ignore_eos = true;
+  auto sink = std::make_shared<CollectingSink>();
+  std::once_flag aborted;
+  EngineClient* e = engine.get();
+  sink->on_each = [&](const RequestOutput& o) {
+    if (o.num_output_tokens >= 5) std::call_once(aborted, [&] { e->abort({"a0", "a2", "a4", "unknown"}); });
+  };
+  engine->submit(specs, sink);
+  REQUIRE(sink->wait(6));
+  for (int i = 0; i < 6; ++i) {
+    const auto& out = sink->total.at("a" + std::to_string(i));
+    REQUIRE(out.finish_reason == (i % 2 == 0 ? FinishReason::Abort : FinishReason::Length));
+    if (i % 2) REQUIRE(out.token_ids.size() == 400);
+  }
+  require_idle(*engine);
+  REQUIRE(metric(metrics_of(*engine), "parley:request_success_total") >= 0);
+}
+
+TEST_CASE("actor engine: a stop string ends the request in the engine too", "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  EngineRequestSpec s = specs_for(engine->tokenizer(), 1, "s")[0];  // greedy "Once upon a time"
+  s.params.max_tokens = 60;
+  const auto full = run(*engine, {s}).at("s0");
+  s.params.stop = {"Lily"};
+  auto sink = std::make_shared<CollectingSink>();
+  engine->submit({s}, sink);
+  REQUIRE(sink->wait(1));
+  const RequestOutput& out = sink->total.at("s0");
+  REQUIRE(out.finish_reason == FinishReason::Stop);
+  REQUIRE(std::get<std::string>(out.stop_reason) == "Lily");
+  REQUIRE(out.text == ", there was a little girl named ");
+  REQUIRE(out.token_ids.size() < full.size());
+  REQUIRE(std::equal(out.token_ids.begin(), out.token_ids.end(), full.begin()));
+  require_idle(*engine);
+}
+
+TEST_CASE("actor engine: a full queue and an impossible request are refused whole", "[actors]") {
+  EngineConfig c = stories_config();
+  c.scheduler.max_waiting = 2;
+  auto engine = EngineClient::start(c);
+  auto sink = std::make_shared<CollectingSink>();
+  engine->submit(specs_for(engine->tokenizer(), 3, "q"), sink);  // 3 > 2 waiting: all refused
+  REQUIRE(sink->wait(1));
+  REQUIRE(sink->rejected_status == 503);
+  REQUIRE(sink->total.empty());
+  auto bad = std::make_shared<CollectingSink>();
+  auto specs = specs_for(engine->tokenizer(), 2, "b");
+  specs[1].prompt_token_ids.push_back(9999);
+  engine->submit(specs, bad);
+  REQUIRE(bad->wait(1));
+  REQUIRE(bad->rejected_status == 400);
+  REQUIRE_THAT(bad->rejected_message, Catch::Contains("outside the vocabulary"));
+  require_idle(*engine);
+}
+
+}  // namespace parley
+
+namespace parley {
+
+TEST_CASE("actor engine: a prefix-cache hit gives the tokens a full prefill gives", "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  EngineRequestSpec s = specs_for(engine->tokenizer(), 2, "c")[1];  // seeded, temperature 0.8
+  s.prompt_token_ids = engine->tokenizer().encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+      "friends and her big red ball.", true);
+  REQUIRE(s.prompt_token_ids.size() > 32);
+  const auto first = run(*engine, {s}).at("c1");
+  const double computed = metric(metrics_of(*engine), "parley:prefill_tokens_computed_total");
+  REQUIRE(computed == double(s.prompt_token_ids.size()));
+  const auto second = run(*engine, {s}).at("c1");
+  REQUIRE(second == first);
+  const std::string m = metrics_of(*engine);
+  const int hit = int((s.prompt_token_ids.size() - 1) / 16 * 16);
+  REQUIRE(metric(m, "parley:prefix_cache_hits_total") == hit);
+  REQUIRE(metric(m, "parley:prefill_tokens_computed_total") == computed + double(s.prompt_token_ids.size() - hit));
+  require_idle(*engine);
+}
+
+}  // namespace parley
