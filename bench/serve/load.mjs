@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { prng } from './prng.mjs';
 
 const USAGE = `usage: node bench/serve/load.mjs (--url URL | --spawn PARLEY [server flags...]) [options]
   --concurrency N        clients in a closed loop (default 16 unless --request-rate is given)
@@ -72,17 +73,6 @@ function parseArgs(argv) {
   return o;
 }
 
-// mulberry32
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { prng } from '../../bench/serve/prng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..');
@@ -323,17 +324,7 @@ export async function settle(base, timeoutMs = 5000) {
 
 // ---------- misc ----------
 
-/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
 
 /** `n` token ids in [lo, hi) from a seeded PRNG (ids below 3 are <unk>, BOS, EOS). */
 export function randomTokenIds(n, seed, { lo = 3, hi = VOCAB } = {}) {
