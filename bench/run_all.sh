@@ -19,6 +19,6 @@ echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260
 echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer
 echo; echo "## Persistent batch: sampling metadata per step"; "$BUILD/bench_persistent_batch"
 echo; echo "## Serving: stories260K, 16 concurrent streaming clients, 64 prompt + 64 output tokens"
-node bench/serve/load.mjs --spawn "$BUILD/parley" --threads "$threads" --concurrency 16 --num-requests 200 --prompt-tokens 64 --output-tokens 64
+node bench/serve/load.mjs --concurrency 16 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"
 echo; echo "## Serving: stories260K, Poisson arrivals at 32 req/s"
-node bench/serve/load.mjs --spawn "$BUILD/parley" --threads "$threads" --request-rate 32 --num-requests 200 --prompt-tokens 64 --output-tokens 64
+node bench/serve/load.mjs --request-rate 32 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"
