@@ -70,6 +70,25 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
   return true;
 }
 
+std::optional<std::pair<int, int>> KVCacheManager::fork(const Request& parent, const Request& child) {
+  const auto& pb = req_to_blocks_.at(parent.request_id);
+  const int full = parent.num_prompt_tokens() / block_size_;
+  const bool partial = parent.num_prompt_tokens() % block_size_ != 0;
+  if (int(pb.size()) < full + (partial ? 1 : 0)) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
+  if (partial && pool_.get_num_free_blocks() < 1) return std::nullopt;
+  std::vector<KVCacheBlock*> shared(pb.begin(), pb.begin() + full);
+  pool_.touch(shared);
+  std::pair<int, int> copy{-1, -1};
+  if (partial) {
+    KVCacheBlock* dst = pool_.get_new_blocks(1)[0];
+    copy = {pb[size_t(full)]->block_id, dst->block_id};
+    shared.push_back(dst);
+  }
+  req_to_blocks_[child.request_id] = std::move(shared);
+  num_cached_blocks_[child.request_id] = std::min(num_cached_blocks_[parent.request_id], full);
+  return copy;
+}
+
 void KVCacheManager::free(const Request& request) {
   auto it = req_to_blocks_.find(request.request_id);
   if (it != req_to_blocks_.end()) {

@@ -2,6 +2,8 @@
 // lookups, slot allocation as a request grows, and freeing. The BlockPool below it does the counting.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +30,11 @@ class KVCacheManager {
   // Gives the request room for num_new_tokens more tokens after its computed ones (and the prefix hits
   // in new_computed_blocks, which it now references). False, changing nothing, if the pool is short.
   bool allocate_slots(Request& request, int num_new_tokens, const std::vector<KVCacheBlock*>& new_computed_blocks = {});
+
+  // The delayed split: the child shares the parent's full prompt blocks (one more reference each) and gets
+  // a fresh block for its copy of the prompt's partial last block. Returns that copy as (src, dst) ids,
+  // (-1, -1) when the prompt ends on a block boundary, or nothing (changing nothing) when no block is free.
+  std::optional<std::pair<int, int>> fork(const Request& parent, const Request& child);
 
   // Returns every block of the request to the pool, tail first so its prefix stays cached longest.
   void free(const Request& request);

@@ -27,14 +27,16 @@ void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<i
 
 // vLLM's _update_states, except that rows not scheduled this step stay in the batch.
 void ModelRunner::update_states(const SchedulerOutput& so) {
-  for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id);
+  for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id), child_seeds_.erase(id);
   // A preempted request loses everything here: it returns as NewRequestData with its output tokens.
   for (const std::string& id : so.preempted_req_ids)
     if (!input_batch_.remove_request(id)) throw std::logic_error("ModelRunner: preempted request " + id + " is unknown");
+  for (const std::string& id : so.preempted_req_ids) child_seeds_.erase(id);
   for (const NewRequestData& r : so.scheduled_new_reqs) {
     check_block_ids(r.req_id, r.block_ids);
     input_batch_.add_request({r.req_id, r.prompt_token_ids, r.output_token_ids, r.sampling_params, r.seed, r.block_ids,
                               r.num_computed_tokens});
+    if (!r.child_seeds.empty()) child_seeds_[r.req_id] = r.child_seeds;
   }
   for (const CachedRequestData& r : so.scheduled_cached_reqs) {
     const auto row = input_batch_.req_index(r.req_id);
@@ -114,6 +116,10 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.logprobs.resize(out.req_ids.size());
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
+  for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
+    check_block_ids("block copy", {src, dst});
+    kv_.copy_block(src, dst);
+  }
   model_.forward(forward_, kv_, logits_);
   SamplerOutput sampled;
   if (!sample_rows_.empty())
@@ -122,11 +128,23 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (num_scheduled_[row])
       input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row]);
+  const int vocab = model_.config().vocab_size;
   for (size_t i = 0; i < sample_rows_.size(); ++i) {
     const int row = sample_rows_[i];
-    input_batch_.append_token(row, sampled.sampled_token_ids[i]);  // the scheduler will not resend it
-    out.sampled_token_ids[row] = {sampled.sampled_token_ids[i]};
-    out.logprobs[row] = std::move(sampled.logprobs[i]);
+    auto split = child_seeds_.find(input_batch_.req_ids()[row]);
+    if (split != child_seeds_.end()) {
+      // The delayed split: n first tokens from this one prefill's logits, child i with its own generator.
+      const float* raw = logits_.data() + i * size_t(vocab);
+      const SamplingMetadata& m = input_batch_.sampling_metadata();
+      out.sampled_token_ids[row] = sampler_.sample_children(raw, vocab, row, sample_positions_[i], m, split->second);
+      if (m.num_logprobs[row] >= 0)
+        for (int t : out.sampled_token_ids[row]) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
+      child_seeds_.erase(split);
+    } else {
+      out.sampled_token_ids[row] = {sampled.sampled_token_ids[i]};
+      if (sampled.logprobs[i]) out.logprobs[row].push_back(std::move(*sampled.logprobs[i]));
+    }
+    input_batch_.append_token(row, out.sampled_token_ids[row][0]);  // the scheduler will not resend it (child 0's)
   }
   return out;
 }

@@ -43,6 +43,7 @@ class ModelRunner {
   Sampler sampler_;
   ForwardBatch forward_;
   std::vector<float> logits_;
+  std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
   std::vector<int> num_scheduled_;        // per batch row, this step
   std::vector<int> sample_rows_;          // batch row of each logits row
   std::vector<int64_t> sample_positions_;  // index of the token each logits row samples

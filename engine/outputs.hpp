@@ -20,6 +20,9 @@ struct NewRequestData {
   uint64_t seed = 0;
   std::vector<int> block_ids;         // every block it holds now
   int num_computed_tokens = 0;        // prefix-cache hits: KV already there
+  // n > 1 before its delayed split: when its prefill ends, the worker samples one first token per seed
+  // from the same logits (child i's generator); empty for an ordinary request.
+  std::vector<uint64_t> child_seeds;
 };
 
 // A request the worker already holds: only what changed.
@@ -38,6 +41,8 @@ struct SchedulerOutput {
   // Requests the worker must drop before this step: finished or aborted since the last step, or preempted.
   std::vector<std::string> finished_req_ids;
   std::vector<std::string> preempted_req_ids;
+  // (src, dst) KV blocks to copy before the forward pass: a split child's copy of the prompt's partial block.
+  std::vector<std::pair<int, int>> block_copies;
   uint64_t step_id = 0;
 
   bool empty() const { return total_num_scheduled_tokens == 0; }
@@ -54,8 +59,10 @@ struct TokenLogprobs {
 struct ModelRunnerOutput {
   uint64_t step_id = 0;
   std::vector<std::string> req_ids;               // the persistent batch's order this step
-  std::vector<std::vector<int>> sampled_token_ids;  // per req_ids row; empty for a partial prefill
-  std::vector<std::optional<TokenLogprobs>> logprobs;  // per row; set when the request asked for logprobs
+  // Per req_ids row: empty for a partial prefill; one token; or, for a splitting parent, child i's first
+  // token at index i.
+  std::vector<std::vector<int>> sampled_token_ids;
+  std::vector<std::vector<TokenLogprobs>> logprobs;  // per row, one per sampled token when the request asked
 };
 
 // One request's news after a step, for the output processor.

@@ -39,6 +39,11 @@ struct Request {
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
   double arrival_time = 0.0;         // seconds, steady clock
+  // Parallel sampling (n > 1): until its delayed split the request is the parent, prefilled once; then it
+  // continues as child 0 and children 1..n-1 join. Both lists are empty for any other request.
+  std::vector<std::string> child_req_ids;  // [0] is this request's own id
+  std::vector<uint64_t> child_seeds;       // [0] is this request's own seed
+  std::string parent_req_id;               // set on split children (and on child 0): one user request
 
   Request() = default;
   Request(std::string id, std::vector<int> prompt, SamplingParams params, uint64_t seed, double arrival = 0.0);
@@ -47,6 +52,9 @@ struct Request {
   int num_output_tokens() const { return int(output_token_ids.size()); }
   int num_tokens() const { return int(all_token_ids.size()); }
   void append_output_token(int token);
+  bool awaits_split() const { return child_req_ids.size() > 1; }
+  // The request the user sent: the parent's id for split children.
+  const std::string& user_request_id() const { return parent_req_id.empty() ? request_id : parent_req_id; }
 };
 
 }  // namespace parley

@@ -239,4 +239,13 @@ SamplerOutput Sampler::sample(const float* logits, int vocab, std::span<const in
   return out;
 }
 
+std::vector<int> Sampler::sample_children(const float* logits, int vocab, int row, int64_t position,
+                                          const SamplingMetadata& m, std::span<const uint64_t> seeds) {
+  const float* processed = process_logits(logits, vocab, row, m);
+  const Filters f{m.temperature[row], m.top_p[row], m.min_p[row], m.top_k[row]};
+  std::vector<int> tokens;
+  for (uint64_t seed : seeds) tokens.push_back(sample_filtered(processed, vocab, f, seed, position));
+  return tokens;
+}
+
 }  // namespace parley

@@ -37,6 +37,10 @@ class Sampler {
   // Row `row`'s logits after min_tokens, logit_bias and penalties: what greedy argmax and temperature see.
   // Returns logits itself when none applies, else this sampler's scratch (valid until the next call).
   const float* process_logits(const float* logits, int vocab, int row, const SamplingMetadata& metadata);
+  // The delayed split: one row's final prefill logits, processed once, give each seed's first token, so
+  // child i gets exactly what an n = 1 request with seeds[i] would sample there.
+  std::vector<int> sample_children(const float* logits, int vocab, int row, int64_t position,
+                                   const SamplingMetadata& metadata, std::span<const uint64_t> seeds);
 
  private:
   struct Filters {

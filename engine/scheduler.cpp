@@ -39,12 +39,36 @@ void Scheduler::add_request(Request request) {
   if (kv_.num_blocks_needed(longest) > config_.num_kv_blocks)
     throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +
                                 " KV blocks but the cache has " + std::to_string(config_.num_kv_blocks));
-  if (int(waiting_.size()) >= config_.max_waiting)
+  check_children(request);
+  const int entries = request.awaits_split() && !config_.enable_delayed_split ? int(request.child_req_ids.size()) : 1;
+  if (int(waiting_.size()) + entries > config_.max_waiting)
     throw QueueFull("the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
+  if (entries > 1) {  // the delayed split is off: n independent requests, child i with its own seed
+    for (size_t i = 0; i < request.child_req_ids.size(); ++i) {
+      SamplingParams p = request.sampling_params;
+      p.n = 1;
+      Request child(request.child_req_ids[i], request.prompt_token_ids, p, request.child_seeds[i], request.arrival_time);
+      child.parent_req_id = request.request_id;
+      add_request(std::move(child));
+    }
+    return;
+  }
   request.status = RequestStatus::Waiting;
   auto owned = std::make_unique<Request>(std::move(request));
   waiting_.push_back(owned.get());
   requests_.emplace(owned->request_id, std::move(owned));
+}
+
+void Scheduler::check_children(const Request& r) const {
+  const size_t n = size_t(std::max(1, r.sampling_params.n));
+  if (n == 1 && r.child_req_ids.empty()) return;
+  if (r.child_req_ids.size() != n || r.child_seeds.size() != n || r.child_req_ids[0] != r.request_id)
+    throw std::invalid_argument("request " + r.request_id + ": n = " + std::to_string(n) +
+                                " needs that many child ids (the first its own) and seeds");
+  for (size_t i = 1; i < n; ++i)
+    if (requests_.count(r.child_req_ids[i]) ||
+        std::find(r.child_req_ids.begin(), r.child_req_ids.begin() + long(i), r.child_req_ids[i]) != r.child_req_ids.begin() + long(i))
+      throw std::invalid_argument("request id " + r.child_req_ids[i] + " is already in use");
 }
 
 const Request* Scheduler::find(const std::string& req_id) const {
@@ -81,9 +105,11 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
   for (const auto& id : req_ids) {
     auto it = requests_.find(id);
     if (it == requests_.end()) continue;
-    it->second->status = status;
-    live.push_back(id);
-    free_request(*it->second);
+    Request& r = *it->second;
+    r.status = status;
+    if (r.awaits_split()) live.insert(live.end(), r.child_req_ids.begin(), r.child_req_ids.end());
+    else live.push_back(id);
+    free_request(r);
   }
   return live;
 }
@@ -93,6 +119,8 @@ SchedulerOutput Scheduler::schedule() {
   out.step_id = uint64_t(++num_steps_);
   out.finished_req_ids = std::move(finished_req_ids_);
   finished_req_ids_.clear();
+  out.block_copies = std::move(pending_block_copies_);
+  pending_block_copies_.clear();
   int budget = config_.max_num_batched_tokens;
   std::vector<std::pair<Request*, int>> scheduled_running, scheduled_new;
   auto chunk = [&](const Request& r, int num_computed) {
@@ -121,7 +149,14 @@ SchedulerOutput Scheduler::schedule() {
       allocated = kv_.allocate_slots(*r, n);
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
-    out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
+    if (worker_knows_.count(r->request_id)) {
+      out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
+    } else {  // a split child: the worker meets it now, with the blocks it shares
+      kv_.take_new_block_ids(r->request_id);
+      worker_knows_.insert(r->request_id);
+      out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
+                                        r->seed, kv_.block_ids(r->request_id), r->num_computed_tokens, {}});
+    }
     scheduled_running.emplace_back(r, n);
     budget -= n;
     ++i;
@@ -143,7 +178,8 @@ SchedulerOutput Scheduler::schedule() {
     running_.push_back(r);
     worker_knows_.insert(r->request_id);
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
-                                      r->seed, kv_.block_ids(r->request_id), num_hit});
+                                      r->seed, kv_.block_ids(r->request_id), num_hit,
+                                      r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}});
     scheduled_new.emplace_back(r, n);
     budget -= n;
   }
@@ -156,6 +192,7 @@ SchedulerOutput Scheduler::schedule() {
     out.num_scheduled_tokens.emplace_back(r->request_id, n);
     out.total_num_scheduled_tokens += n;
   }
+  peak_used_blocks_ = std::max(peak_used_blocks_, kv_.block_pool().num_used());
   return out;
 }
 
@@ -172,6 +209,66 @@ RequestStatus Scheduler::check_stop(const Request& r) const {
   return RequestStatus::Running;
 }
 
+// Appends a request's new tokens, stops it if one of them ends it, and says what happened.
+EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs) {
+  EngineCoreOutput o;
+  o.req_id = r.request_id;
+  o.num_cached_tokens = std::max(0, r.num_cached_tokens);
+  o.new_logprobs = std::move(logprobs);
+  RequestStatus status = RequestStatus::Running;
+  for (int token : tokens) {
+    r.append_output_token(token);
+    o.new_token_ids.push_back(token);
+    status = check_stop(r);
+    if (status != RequestStatus::Running) break;
+  }
+  if (o.new_logprobs.size() > o.new_token_ids.size()) o.new_logprobs.resize(o.new_token_ids.size());
+  if (status != RequestStatus::Running) {
+    r.status = status;
+    o.finish_reason = finish_reason_of(status);
+    if (status == RequestStatus::FinishedStopped) o.stop_token = r.output_token_ids.back();
+    free_request(r);  // r is gone after this
+  }
+  return o;
+}
+
+void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, const std::vector<TokenLogprobs>& logprobs,
+                      std::vector<EngineCoreOutput>& outputs) {
+  const size_t n = parent.child_req_ids.size();
+  if (first_tokens.size() != n)
+    throw std::logic_error("the worker sampled " + std::to_string(first_tokens.size()) + " first tokens for " +
+                           parent.request_id + ", which splits into " + std::to_string(n));
+  const std::vector<std::string> ids = std::move(parent.child_req_ids);
+  const std::vector<uint64_t> seeds = std::move(parent.child_seeds);
+  parent.child_req_ids.clear(), parent.child_seeds.clear();
+  parent.parent_req_id = parent.request_id;
+  parent.sampling_params.n = 1;
+  ++num_splits_;
+  auto lp = [&](size_t i) { return i < logprobs.size() ? std::vector<TokenLogprobs>{logprobs[i]} : std::vector<TokenLogprobs>{}; };
+  for (size_t i = 1; i < n; ++i) {
+    auto owned = std::make_unique<Request>(ids[i], parent.prompt_token_ids, parent.sampling_params, seeds[i], parent.arrival_time);
+    Request& c = *owned;
+    requests_.emplace(c.request_id, std::move(owned));
+    c.parent_req_id = parent.request_id;
+    c.block_hashes.assign(parent.block_hashes.begin(),
+                          parent.block_hashes.begin() + std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
+    c.num_cached_tokens = parent.num_cached_tokens;
+    std::optional<std::pair<int, int>> copy = kv_.fork(parent, c);
+    if (copy) {
+      c.num_computed_tokens = parent.num_prompt_tokens();
+      c.status = RequestStatus::Running;
+      running_.push_back(&c);
+    } else {  // no block for its copy of the partial block: it waits and recomputes (prefix hits for the rest)
+      c.status = RequestStatus::Waiting;
+      waiting_.push_front(&c);
+    }
+    outputs.push_back(after_tokens(c, {first_tokens[i]}, lp(i)));
+    // A child that finished on its first token gave its blocks back: nothing to copy into.
+    if (copy && copy->first >= 0 && requests_.count(ids[i])) pending_block_copies_.push_back(*copy);
+  }
+  outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
+}
+
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   std::unordered_map<std::string, size_t> row_of;
   for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
@@ -184,24 +281,9 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
     if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
     const auto& sampled = mro.sampled_token_ids[row->second];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
-    EngineCoreOutput o;
-    o.req_id = id;
-    o.num_cached_tokens = std::max(0, r.num_cached_tokens);
-    RequestStatus status = RequestStatus::Running;
-    for (int token : sampled) {
-      r.append_output_token(token);
-      o.new_token_ids.push_back(token);
-      status = check_stop(r);
-      if (status != RequestStatus::Running) break;
-    }
-    if (row->second < mro.logprobs.size() && mro.logprobs[row->second]) o.new_logprobs.push_back(*mro.logprobs[row->second]);
-    if (status != RequestStatus::Running) {
-      r.status = status;
-      o.finish_reason = finish_reason_of(status);
-      if (status == RequestStatus::FinishedStopped) o.stop_token = r.output_token_ids.back();
-      free_request(r);
-    }
-    outputs.push_back(std::move(o));
+    const auto& logprobs = row->second < mro.logprobs.size() ? mro.logprobs[row->second] : std::vector<TokenLogprobs>{};
+    if (r.awaits_split()) split(r, sampled, logprobs, outputs);
+    else outputs.push_back(after_tokens(r, sampled, logprobs));
   }
   return outputs;
 }
@@ -209,8 +291,13 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
 SchedulerStats Scheduler::stats() const {
   SchedulerStats s;
   const BlockPool& pool = kv_.block_pool();
-  s.num_running = int(running_.size());
-  s.num_waiting = int(waiting_.size());
+  // Requests the user sent: split children count once, with their parent (running if any child runs).
+  std::unordered_set<std::string> running_users, waiting_users;
+  for (const Request* r : running_) running_users.insert(r->user_request_id());
+  for (const Request* r : waiting_)
+    if (!running_users.count(r->user_request_id())) waiting_users.insert(r->user_request_id());
+  s.num_running = int(running_users.size());
+  s.num_waiting = int(waiting_users.size());
   s.kv_cache_usage = pool.get_usage();
   s.num_total_blocks = pool.num_blocks();
   s.num_used_blocks = pool.num_used();
@@ -221,6 +308,8 @@ SchedulerStats Scheduler::stats() const {
   s.num_preemptions = num_preemptions_;
   s.prefill_tokens_computed = prefill_tokens_computed_;
   s.num_steps = num_steps_;
+  s.num_splits = num_splits_;
+  s.peak_used_blocks = peak_used_blocks_;
   return s;
 }
 

@@ -27,6 +27,7 @@ struct SchedulerConfig {
   int block_size = 16;
   int num_kv_blocks = 0;
   bool enable_prefix_caching = true;
+  bool enable_delayed_split = true;      // n > 1: prefill once, then split; off: n independent requests
   std::vector<int> eos_token_ids;        // end a request unless ignore_eos
   int vocab_size = 0;                    // > 0: prompt token ids are checked against it
   void validate() const;                 // throws std::invalid_argument naming the bad field
@@ -42,6 +43,8 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t prefill_tokens_computed = 0;   // prompt tokens whose KV was computed (not prefix-cache hits)
   int64_t num_steps = 0;
+  int64_t num_splits = 0;                // parallel-sampling parents split into their children
+  int peak_used_blocks = 0;              // most blocks referenced at once since start
 };
 
 class Scheduler {
@@ -49,13 +52,16 @@ class Scheduler {
   explicit Scheduler(SchedulerConfig config);
 
   // Queues a request. Throws std::invalid_argument when it can never run (prompt over the context,
-  // more blocks than the pool has) and QueueFull when the waiting queue is at max_waiting.
+  // more blocks than the pool has) and QueueFull when the waiting queue is at max_waiting. A request with
+  // n > 1 carries its children's ids and seeds; it is prefilled once and split (or, with the delayed
+  // split off, queued as n independent requests).
   struct QueueFull : std::runtime_error {
     using std::runtime_error::runtime_error;
   };
   void add_request(Request request);
   // Aborts queued or running requests (unknown ids are ignored): blocks freed at once; the worker
-  // hears of it in the next SchedulerOutput. Returns the ids that were live.
+  // hears of it in the next SchedulerOutput. Returns the ids that were live (every child id of a parent
+  // that had not split yet).
   std::vector<std::string> finish_requests(const std::vector<std::string>& req_ids, RequestStatus status);
 
   SchedulerOutput schedule();
@@ -79,6 +85,12 @@ class Scheduler {
   void free_request(Request& request);
   // The finish status the request's last token gives it, or Running.
   RequestStatus check_stop(const Request& request) const;
+  void check_children(const Request& request) const;
+  // The delayed split after the parent's prefill: children 1..n-1 share its prompt blocks; each gets its
+  // first token. Appends every child's output (child 0 is the parent itself) to outputs.
+  void split(Request& parent, const std::vector<int>& first_tokens, const std::vector<TokenLogprobs>& logprobs,
+             std::vector<EngineCoreOutput>& outputs);
+  EngineCoreOutput after_tokens(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
 
   SchedulerConfig config_;
   KVCacheManager kv_;
@@ -88,7 +100,9 @@ class Scheduler {
   std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
   std::vector<std::string> preempted_req_ids_;
   std::unordered_set<std::string> worker_knows_;  // sent to the worker and not since dropped
-  int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0;
+  std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
+  int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0;
+  int peak_used_blocks_ = 0;
 };
 
 }  // namespace parley

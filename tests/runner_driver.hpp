@@ -109,11 +109,11 @@ class RunnerDriver {
       LiveRequest& r = live_.at(out.req_ids[row]);
       const bool reached_end = scheduled.count(r.id) && r.num_computed == r.num_tokens();
       REQUIRE(out.sampled_token_ids[row].size() == (reached_end ? 1u : 0u));
-      REQUIRE(out.logprobs[row].has_value() == (reached_end && r.params.logprobs.has_value()));
+      REQUIRE(out.logprobs[row].size() == size_t(reached_end && r.params.logprobs.has_value()));
       if (!reached_end) continue;
       const int token = out.sampled_token_ids[row][0];
       r.output.push_back(token);
-      if (out.logprobs[row]) r.logprobs.push_back(*out.logprobs[row]);
+      if (!out.logprobs[row].empty()) r.logprobs.push_back(out.logprobs[row][0]);
       if (stops(r, token) || int(r.output.size()) >= r.params.max_tokens || r.num_tokens() >= context()) {
         release(r);
         r.finished = true;

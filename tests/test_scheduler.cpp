@@ -11,23 +11,28 @@ namespace parley {
 namespace {
 
 // Plays the worker: mirrors each request's tokens from the SchedulerOutputs alone and "samples" a token
-// that is a function of every token before it, as a real model's greedy choice is.
+// that is a function of every token before it and the request's seed, as a real model's draw is. Its
+// fake KV cache stores the token id each slot was computed from, so a request reading a slot it did not
+// fill (a wrong block table, a shared block overwritten, a missing copy-on-write) fails at once.
 struct FakeWorker {
   std::map<std::string, std::vector<int>> tokens;  // prompt + output as the worker knows them
   std::map<std::string, int> computed;
   std::map<std::string, std::vector<int>> blocks;
+  std::map<std::string, uint64_t> seeds;
+  std::map<std::string, std::vector<uint64_t>> child_seeds;  // parents awaiting their split
+  std::map<int, std::map<int, int>> kv;                      // block -> slot -> token id computed there
 
-  static int next_token(const std::vector<int>& seq) {
-    uint64_t h = 1469598103934665603ull;
+  static int next_token(const std::vector<int>& seq, uint64_t seed = 0) {
+    uint64_t h = 1469598103934665603ull ^ seed;
     for (int t : seq) h = (h ^ uint64_t(t)) * 1099511628211ull;
     return 3 + int(h % 400);
   }
 
   ModelRunnerOutput execute(const SchedulerOutput& so) {
-    for (const auto& id : so.finished_req_ids) tokens.erase(id), computed.erase(id), blocks.erase(id);
+    for (const auto& id : so.finished_req_ids) tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
     for (const auto& id : so.preempted_req_ids) {
       REQUIRE(tokens.count(id));
-      tokens.erase(id), computed.erase(id), blocks.erase(id);
+      tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
     }
     for (const auto& d : so.scheduled_new_reqs) {
       REQUIRE(!tokens.count(d.req_id));
@@ -36,7 +41,10 @@ struct FakeWorker {
       tokens[d.req_id] = all;
       computed[d.req_id] = d.num_computed_tokens;
       blocks[d.req_id] = d.block_ids;
+      seeds[d.req_id] = d.seed;
+      if (!d.child_seeds.empty()) child_seeds[d.req_id] = d.child_seeds;
     }
+    for (const auto& [src, dst] : so.block_copies) kv[dst] = kv[src];
     for (const auto& d : so.scheduled_cached_reqs) {
       REQUIRE(tokens.count(d.req_id));
       REQUIRE(computed[d.req_id] == d.num_computed_tokens);
@@ -50,16 +58,24 @@ struct FakeWorker {
       int& c = computed[id];
       REQUIRE(c + n <= int(seq.size()));
       REQUIRE(int(blocks[id].size()) * 16 >= c + n);  // the tests use block size 16
+      for (int p = 0; p < c; ++p) REQUIRE(kv[blocks[id][p / 16]][p % 16] == seq[p]);  // the KV it reads is its own
+      for (int p = c; p < c + n; ++p) kv[blocks[id][p / 16]][p % 16] = seq[p];
       c += n;
       total += n;
       out.req_ids.push_back(id);
-      if (c == int(seq.size())) {
-        seq.push_back(next_token(seq));
+      if (c == int(seq.size()) && child_seeds.count(id)) {  // the delayed split: one first token per child
+        std::vector<int> firsts;
+        for (uint64_t s : child_seeds[id]) firsts.push_back(next_token(seq, s));
+        child_seeds.erase(id);
+        seq.push_back(firsts[0]);
+        out.sampled_token_ids.push_back(firsts);
+      } else if (c == int(seq.size())) {
+        seq.push_back(next_token(seq, seeds[id]));
         out.sampled_token_ids.push_back({seq.back()});
       } else {
         out.sampled_token_ids.push_back({});
       }
-      out.logprobs.emplace_back();
+      out.logprobs.emplace_back();  // none asked
     }
     REQUIRE(total == so.total_num_scheduled_tokens);
     return out;
@@ -235,6 +251,99 @@ TEST_CASE("admission limits: queue bound, max_num_seqs, impossible requests", "[
   REQUIRE(so.scheduled_new_reqs.size() == 1);
   s.update_from_output(so, w.execute(so));
   run_all(s, w);
+}
+
+namespace {
+
+// An n-sample request: children "<id>.0" .. "<id>.<n-1>", child i seeded seed + i.
+Request parallel_request(const std::string& id, std::vector<int> prompt, int n, int max_tokens, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.n = n;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  Request r(id + ".0", std::move(prompt), p, seed);
+  for (int i = 0; i < n; ++i) r.child_req_ids.push_back(id + "." + std::to_string(i)), r.child_seeds.push_back(seed + uint64_t(i));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("delayed split: one prefill, children equal n = 1 requests seeded seed + i", "[scheduler][split]") {
+  const auto prompt = prompt_of(300, 5);  // 18 full blocks and 12 tokens
+  SchedulerConfig c = config(256, 512);
+  Scheduler split(c);
+  FakeWorker w;
+  split.add_request(parallel_request("p", prompt, 8, 40, 1000));
+  const Run got = run_all(split, w);
+  REQUIRE(split.stats().prefill_tokens_computed == 300);  // not 8 x 300, not 300 + 7 x the partial block
+  REQUIRE(split.stats().num_splits == 1);
+  // Peak: the prompt's 19 blocks once, plus per child its partial-block copy and its outputs' blocks.
+  REQUIRE(split.stats().peak_used_blocks <= 19 + 8 * ((12 + 40 + 15) / 16 + 1));
+  REQUIRE(split.stats().peak_used_blocks < 8 * 19);
+
+  Scheduler separate(c);
+  FakeWorker w2;
+  for (int i = 0; i < 8; ++i) {
+    Request r = make_request("p." + std::to_string(i), prompt, 40);
+    r.sampling_params.temperature = 0.8f;
+    r.seed = 1000 + uint64_t(i);
+    separate.add_request(std::move(r));
+  }
+  const Run want = run_all(separate, w2);
+  REQUIRE(got.outputs == want.outputs);
+  REQUIRE(got.outputs.size() == 8);
+  for (const auto& [id, out] : got.outputs) REQUIRE(out.size() == 40);
+  REQUIRE(got.outputs.at("p.0") != got.outputs.at("p.1"));  // the seeds differ
+}
+
+TEST_CASE("delayed split: preempted children, a prompt on a block boundary, and the split turned off", "[scheduler][split]") {
+  auto outputs = [](SchedulerConfig c, std::vector<int> prompt) {
+    Scheduler s(c);
+    FakeWorker w;
+    s.add_request(parallel_request("p", prompt, 6, 50, 7));
+    s.add_request(parallel_request("q", prompt_of(20, 9), 3, 30, 70));
+    Run run = run_all(s, w);
+    return std::make_tuple(run.outputs, s.stats().num_preemptions, s.stats().prefill_tokens_computed);
+  };
+  for (int len : {64, 70}) {
+    const auto prompt = prompt_of(len, 2);
+    SchedulerConfig big = config(512, 512);
+    const auto [want, p0, prefill] = outputs(big, prompt);
+    REQUIRE(p0 == 0);
+    REQUIRE(prefill == len + 20);
+    SchedulerConfig small = config(14, 64);  // 14 blocks: children are preempted and recomputed
+    const auto [got, p1, prefill_small] = outputs(small, prompt);
+    REQUIRE(p1 > 0);
+    REQUIRE(got == want);
+    SchedulerConfig off = big;
+    off.enable_delayed_split = false;
+    off.enable_prefix_caching = false;
+    const auto [independent, p2, prefill_off] = outputs(off, prompt);
+    REQUIRE(independent == want);
+    REQUIRE(prefill_off == 6 * len + 3 * 20);
+  }
+}
+
+TEST_CASE("delayed split: aborting the parent before its split reports every child", "[scheduler][split]") {
+  Scheduler s(config(64, 16));
+  FakeWorker w;
+  s.add_request(parallel_request("p", prompt_of(40, 1), 4, 10, 3));
+  SchedulerOutput so = s.schedule();  // 16 of 40 prompt tokens
+  s.update_from_output(so, w.execute(so));
+  REQUIRE(s.stats().num_running == 1);
+  REQUIRE(s.finish_requests({"p.0"}, RequestStatus::FinishedAborted) ==
+          std::vector<std::string>{"p.0", "p.1", "p.2", "p.3"});
+  run_all(s, w);
+  // After the split each child is its own request; one user request still counts once.
+  s.add_request(parallel_request("r", prompt_of(10, 1), 4, 10, 3));
+  so = s.schedule();
+  REQUIRE(s.update_from_output(so, w.execute(so)).size() == 4);
+  REQUIRE(s.num_running() == 4);
+  REQUIRE(s.stats().num_running == 1);
+  REQUIRE(s.finish_requests({"r.2"}, RequestStatus::FinishedAborted) == std::vector<std::string>{"r.2"});
+  const Run rest = run_all(s, w);
+  REQUIRE(rest.outputs.size() == 3);
 }
 
 }  // namespace parley
