@@ -51,6 +51,8 @@ class ActorEngine final : public EngineClient {
     sc.vocab_size = file_.config.vocab_size;
     sc.validate();
     max_model_len_ = sc.max_model_len;
+    if (config.max_n < 1 || config.max_n > 128) throw std::invalid_argument("--max-n must be in [1, 128]");
+    max_n_ = config.max_n;
     eos_ = sc.eos_token_ids;
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
@@ -69,7 +71,10 @@ class ActorEngine final : public EngineClient {
 
   void submit(std::vector<EngineRequestSpec> specs, std::shared_ptr<RequestSink> sink) override {
     msg::Submission sub;
-    for (auto& s : specs) sub.requests.emplace_back(std::move(s.req_id), std::move(s.prompt_token_ids), std::move(s.params), 0);
+    for (auto& s : specs) {
+      sub.requests.emplace_back(std::move(s.req_id), std::move(s.prompt_token_ids), std::move(s.params), 0);
+      sub.requests.back().child_req_ids = std::move(s.child_req_ids);
+    }
     sub.sink = std::move(sink);
     caf::anon_send(ingress_, msg::submit_atom::value, std::move(sub));
   }
@@ -103,13 +108,14 @@ class ActorEngine final : public EngineClient {
   int max_model_len() const override { return max_model_len_; }
   const std::string& chat_template() const override { return chat_template_; }
   std::vector<int> eos_token_ids() const override { return eos_; }
+  int max_n() const override { return max_n_; }
 
  private:
   ModelFile file_;
   Tokenizer tokenizer_;
   cpu::CpuBackend backend_;
   std::string model_name_, chat_template_;
-  int max_model_len_ = 0;
+  int max_model_len_ = 0, max_n_ = 64;
   std::vector<int> eos_;
   std::unique_ptr<LlamaModel> model_;
   caf::actor_system_config system_config_;  // the system keeps a reference: it must outlive it

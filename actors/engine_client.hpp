@@ -27,11 +27,14 @@ struct RequestSink {
   virtual void on_rejected(int status, const std::string& message) = 0;
 };
 
-// One engine request: a prompt and its parameters (n = 1; fan-out is the caller's).
+// One engine request: a prompt and its parameters. With params.n > 1 it is a parallel-sampling parent:
+// child_req_ids names its n children (the first is req_id itself); child i is seeded seed + i, or, with
+// no seed, each child draws its own at admission. Outputs arrive under the children's ids.
 struct EngineRequestSpec {
   std::string req_id;
   std::vector<int> prompt_token_ids;
   SamplingParams params;  // an unset seed is drawn at admission
+  std::vector<std::string> child_req_ids;
 };
 
 struct EngineConfig {
@@ -41,6 +44,7 @@ struct EngineConfig {
   std::string isa = "auto";
   SchedulerConfig scheduler;               // num_kv_blocks 0: sized from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
+  int max_n = 64;                          // the largest n a request may ask for
   std::string admin_token;
 };
 
@@ -68,6 +72,7 @@ class EngineClient {
   virtual int max_model_len() const = 0;
   virtual const std::string& chat_template() const = 0;
   virtual std::vector<int> eos_token_ids() const = 0;
+  virtual int max_n() const = 0;
 };
 
 }  // namespace parley

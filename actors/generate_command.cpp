@@ -59,13 +59,10 @@ int run_generate(const GenerateOptions& o) {
   const Tokenizer& tokenizer = engine->tokenizer();
   o.params.validate(tokenizer.vocab().size());
   const std::vector<int> prompt = tokenizer.encode(o.prompt, tokenizer.vocab().add_bos);
-  // n samples of one prompt: sample i uses seed + i; unseeded, each gets its own random seed.
-  std::vector<EngineRequestSpec> specs(size_t(o.params.n));
-  for (int i = 0; i < o.params.n; ++i) {
-    specs[i] = {"gen-" + std::to_string(i), prompt, o.params};
-    specs[i].params.n = 1;
-    if (o.params.seed) specs[i].params.seed = *o.params.seed + uint64_t(i);
-  }
+  // n samples of one prompt, prefilled once: sample i uses seed + i; unseeded, each draws its own seed.
+  std::vector<EngineRequestSpec> specs(1);
+  specs[0] = {"gen-0", prompt, o.params, {}};
+  for (int i = 0; i < o.params.n && o.params.n > 1; ++i) specs[0].child_req_ids.push_back("gen-" + std::to_string(i));
   auto sink = std::make_shared<PrintingSink>();
   sink->remaining = o.params.n;
   sink->stream = o.params.n == 1;

@@ -41,6 +41,9 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
                   "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str();
   cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")->capture_default_str();
   cmd->add_flag("!--no-enable-prefix-caching", s.enable_prefix_caching, "Turn prefix caching off");
+  cmd->add_flag("!--no-delayed-split", s.enable_delayed_split,
+                "n > 1 as n independent requests instead of one prefill split into n");
+  cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
 }
 
 void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {

@@ -10,8 +10,14 @@ OutputService::OutputService(const Tokenizer& tokenizer, std::string model_name)
 void OutputService::register_requests(const std::vector<Request>& requests, const std::shared_ptr<RequestSink>& sink,
                                       double now) {
   for (const Request& r : requests) {
-    processor_.add_request(r.request_id, r.prompt_token_ids, r.sampling_params);
-    live_[r.request_id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens()};
+    metrics_.on_request_params_n(r.sampling_params.n);
+    SamplingParams child = r.sampling_params;
+    child.n = 1;
+    // An n-sample request's outputs come under its children's ids: each is a choice of its own here.
+    for (const std::string& id : r.child_req_ids.empty() ? std::vector<std::string>{r.request_id} : r.child_req_ids) {
+      processor_.add_request(id, r.prompt_token_ids, child);
+      live_[id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens()};
+    }
   }
 }
 
@@ -56,6 +62,7 @@ void OutputService::on_stats(const SchedulerStats& s) {
   metrics_.set_prefix_cache_totals(s.prefix_cache_queries, s.prefix_cache_hits);
   metrics_.set_num_preemptions(s.num_preemptions);
   metrics_.set_prefill_tokens_computed(s.prefill_tokens_computed);
+  metrics_.set_parallel_sampling_splits(s.num_splits);
 }
 
 std::string OutputService::render_metrics() { return metrics_.render(); }

@@ -65,7 +65,12 @@ void admit(Self self, msg::Submission& sub) {
   std::vector<std::string> added;
   try {
     for (Request& r : sub.requests) {
-      r.seed = r.sampling_params.seed ? *r.sampling_params.seed : (uint64_t(st.entropy()) << 32 | st.entropy());
+      // Child i of an n-sample request uses seed + i; unseeded, every child draws its own.
+      auto draw = [&] { return uint64_t(st.entropy()) << 32 | st.entropy(); };
+      const auto& given = r.sampling_params.seed;
+      r.seed = given ? *given : draw();
+      r.child_seeds.clear();
+      for (size_t i = 0; i < r.child_req_ids.size(); ++i) r.child_seeds.push_back(i == 0 ? r.seed : given ? *given + i : draw());
       r.arrival_time = now;
       sched.add_request(r);
       added.push_back(r.request_id);

@@ -43,16 +43,15 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
 std::vector<EngineRequestSpec> Generation::engine_requests() const {
   std::vector<EngineRequestSpec> specs;
   const int n = request_.params.n;
-  for (size_t p = 0; p < request_.prompts.size(); ++p)
-    for (int i = 0; i < n; ++i) {
-      EngineRequestSpec s;
-      s.req_id = id_ + "-" + std::to_string(p * size_t(n) + size_t(i));
-      s.prompt_token_ids = request_.prompts[p];
-      s.params = request_.params;
-      s.params.n = 1;
-      if (request_.params.seed) s.params.seed = *request_.params.seed + uint64_t(i);  // sample i is seed + i alone
-      specs.push_back(std::move(s));
-    }
+  // One engine request per prompt; with n > 1 it is prefilled once and split into its n choices.
+  for (size_t p = 0; p < request_.prompts.size(); ++p) {
+    EngineRequestSpec s;
+    s.prompt_token_ids = request_.prompts[p];
+    s.params = request_.params;
+    for (int i = 0; i < n && n > 1; ++i) s.child_req_ids.push_back(id_ + "-" + std::to_string(p * size_t(n) + size_t(i)));
+    s.req_id = id_ + "-" + std::to_string(p * size_t(n));
+    specs.push_back(std::move(s));
+  }
   return specs;
 }
 

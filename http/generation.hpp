@@ -1,5 +1,5 @@
-// One client request in flight: its engine requests (prompts x n choices, choice i of a prompt seeded
-// seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE chunks, one
+// One client request in flight: its engine requests (one per prompt; n > 1 splits into n choices in the
+// engine, choice i seeded seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE chunks, one
 // JSON body at the end, or websocket messages tagged with the client's own id. Pure logic, no I/O.
 #pragma once
 #include <string>

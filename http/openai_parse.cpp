@@ -101,10 +101,10 @@ void read_sampling(const json& body, int vocab, SamplingParams& p) {
 
 // vLLM's SamplingParams._verify_args ranges and words, checked here to name the field; validate()
 // stays the engine's own guard.
-void check_ranges(const json& body, const SamplingParams& p) {
+void check_ranges(const json& body, const SamplingParams& p, int max_n) {
   auto number = [&](const char* key) { return py_float(get_number(body, key).value_or(0.0)); };
   if (p.n < 1) fail("n must be at least 1, got " + std::to_string(p.n) + ".", "n");
-  if (p.n > kMaxChoices) fail("n must be at most " + std::to_string(kMaxChoices) + ", got " + std::to_string(p.n) + ".", "n");
+  if (p.n > max_n) fail("n must be at most " + std::to_string(max_n) + " (--max-n), got " + std::to_string(p.n) + ".", "n");
   if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
     fail("presence_penalty must be in [-2, 2], got " + number("presence_penalty") + ".", "presence_penalty");
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
@@ -239,7 +239,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     req.model = ctx.model_name;
     check_stream_options(j, req);
     read_sampling(j, vocab, req.params);
-    check_ranges(j, req.params);
+    check_ranges(j, req.params, ctx.max_n);
     read_logprobs(j, endpoint, vocab, req);
     if (chat) {
       const std::string text = render_chat(parse_messages(j), ctx.chat_template,

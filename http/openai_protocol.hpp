@@ -30,11 +30,12 @@ struct ServingContext {
   std::string model_name;           // the only accepted "model" (404 otherwise)
   int max_model_len = 0;            // prompt + max_tokens must fit
   std::string chat_template;        // the model file's tokenizer.chat_template, "" if none
+  int max_n = 64;                   // the largest n a request may ask for (--max-n)
 };
 
 enum class Endpoint { Completions, ChatCompletions };
 
-inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n
+inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
 
 struct GenerateRequest {
   Endpoint endpoint = Endpoint::Completions;

@@ -254,6 +254,7 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.model_name = engine.model_name();
   impl_->ctx.serving.max_model_len = engine.max_model_len();
   impl_->ctx.serving.chat_template = engine.chat_template();
+  impl_->ctx.serving.max_n = engine.max_n();
 }
 
 HttpServer::~HttpServer() { stop(); }

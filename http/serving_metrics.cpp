@@ -48,8 +48,11 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   itl_ = histogram("parley:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", kItlBuckets);
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
-  // Parley's own (MISSION C9): work the prefix cache did not save. (PD transfer, uniform decode steps and
-  // n-splits join with their features.)
+  params_n_ = histogram("parley:request_params_n", "Histogram of the n request parameter.", {1, 2, 5, 10, 20});
+  // Parley's own (MISSION C9): work the prefix cache did not save, delayed splits. (PD transfer and uniform
+  // decode steps join with their features.)
+  splits_ = counter("parley:parallel_sampling_splits_total",
+                    "Parallel-sampling requests split into their n children after one shared prefill.");
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
 }
@@ -63,6 +66,8 @@ void ServingMetrics::set_prefix_cache_totals(int64_t queried_tokens, int64_t hit
 }
 void ServingMetrics::set_num_preemptions(int64_t total) { preemptions_->set(double(total)); }
 void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_computed_->set(double(total)); }
+void ServingMetrics::set_parallel_sampling_splits(int64_t total) { splits_->set(double(total)); }
+void ServingMetrics::on_request_params_n(int n) { params_n_->observe(double(n)); }
 
 void ServingMetrics::on_first_token(double seconds_since_arrival) { ttft_->observe(seconds_since_arrival); }
 void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }

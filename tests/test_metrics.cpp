@@ -118,6 +118,8 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:inter_token_latency_seconds", "histogram"},
       {"parley:e2e_request_latency_seconds", "histogram"},
       {"parley:prefill_tokens_computed_total", "counter"},
+      {"parley:request_params_n", "histogram"},
+      {"parley:parallel_sampling_splits_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"

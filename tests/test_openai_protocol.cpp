@@ -54,7 +54,7 @@ TEST_CASE("completions: out-of-range sampling params give vLLM's messages", "[op
       {"{" + p + R"("logprobs": 21})", "logprobs", "Requested sample logprobs of 21, which is greater than max allowed: 20"},
       {"{" + p + R"("logprobs": -1})", "logprobs", "`logprobs` must be a positive value."},
       {"{" + p + R"("n": 0})", "n", "n must be at least 1, got 0."},
-      {"{" + p + R"("n": 129})", "n", "n must be at most 128, got 129."},
+      {"{" + p + R"("n": 65})", "n", "n must be at most 64 (--max-n), got 65."},
       {"{" + p + R"("min_tokens": -1})", "min_tokens", "min_tokens must be greater than or equal to 0, got -1."},
       {"{" + p + R"("min_tokens": 5, "max_tokens": 3})", "min_tokens", "min_tokens must be less than or equal to max_tokens=3, got 5."},
       {"{" + p + R"("temperature": 0, "n": 2})", "n", "n must be 1 when using greedy sampling, got 2."},
