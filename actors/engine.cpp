@@ -88,6 +88,9 @@ class ActorEngine final : public EngineClient {
   void admin_actors(std::function<void(std::string)> reply) override {
     caf::anon_send(ingress_, msg::actors_atom::value, msg::TextReply(std::move(reply)));
   }
+  void admin_requests(std::function<void(std::string)> reply) override {
+    caf::anon_send(ingress_, msg::requests_atom::value, msg::TextReply(std::move(reply)));
+  }
   void shutdown() override {
     if (!system_) return;
     for (const caf::actor& a : {caf::actor_cast<caf::actor>(ingress_), caf::actor_cast<caf::actor>(admin_),

@@ -64,6 +64,8 @@ class EngineClient {
   virtual void metrics(std::function<void(std::string)> reply) = 0;
   // JSON: every actor with its mailbox depth and messages handled.
   virtual void admin_actors(std::function<void(std::string)> reply) = 0;
+  // JSON: every live request (state, tokens, blocks, parent) and the KV block pool.
+  virtual void admin_requests(std::function<void(std::string)> reply) = 0;
   // Aborts what is live and stops every actor; waits for them.
   virtual void shutdown() = 0;
 

@@ -45,6 +45,10 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
         self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress", self->state.handled),
                    std::move(reply));
       },
+      [self](msg::requests_atom, msg::TextReply& reply) {
+        ++self->state.handled;
+        self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
+      },
       [self](msg::stats_atom) { return actor_stats(self, "ingress", ++self->state.handled); },
   };
 }

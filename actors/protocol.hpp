@@ -33,6 +33,7 @@ using aborted_atom = caf::atom_constant<caf::atom("aborted")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using actors_atom = caf::atom_constant<caf::atom("actors")>;
+using requests_atom = caf::atom_constant<caf::atom("requests")>;
 
 // A client request's engine requests, admitted together or not at all.
 struct Submission {
@@ -66,6 +67,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<abort_all_atom>,
     // The output actor saw a stop string: finish these as stopped and free their blocks.
     caf::reacts_to<stop_atom, std::vector<std::string>>,
+    // Admin: every live request (split children with their parent) and the block pool, as JSON.
+    caf::reacts_to<requests_atom, TextReply>,
     // Admin: this actor's mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
@@ -104,6 +107,8 @@ using ingress_actor = caf::typed_actor<
     caf::reacts_to<metrics_atom, TextReply>,
     // /admin/actors JSON.
     caf::reacts_to<actors_atom, TextReply>,
+    // /admin/requests JSON.
+    caf::reacts_to<requests_atom, TextReply>,
     // Admin: mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 

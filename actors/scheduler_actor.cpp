@@ -4,6 +4,7 @@
 #include <random>
 
 #include "actors/actors.hpp"
+#include "actors/admin_view.hpp"
 
 namespace parley {
 namespace {
@@ -117,6 +118,10 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         std::vector<std::string> ids;
         for (const Request* r : self->state.scheduler->requests()) ids.push_back(r->request_id);
         finish(self, ids, RequestStatus::FinishedAborted);
+      },
+      [self](msg::requests_atom, const msg::TextReply& reply) {
+        ++self->state.handled;
+        reply(admin_requests_json(*self->state.scheduler));
       },
       [self](msg::stop_atom, const std::vector<std::string>& ids) {
         ++self->state.handled;

@@ -1,6 +1,6 @@
 // n = 8 samples of one prompt (MISSION C4, C12): the delayed split (one prefill, children share the
-// prompt's blocks) against 8 separate n = 1 requests sent at once (prefix caching on) and against the
-// split turned off. Prints prefill tokens computed, peak KV blocks and wall time, and checks that all
+// prompt's blocks) against 8 separate n = 1 requests sent at once (prefix caching on, and off) and
+// against the split turned off. Prints prefill tokens computed, peak KV blocks and wall time, and checks that all
 // three give every sample the same token ids.
 //   bench_parallel_sampling [--model M.gguf] [--prompt-tokens 512] [--gen-tokens 128] [--n 8] [--threads T]
 #include <CLI/CLI.hpp>
@@ -24,7 +24,7 @@ struct Result {
   std::map<std::string, std::vector<int>> tokens;
 };
 
-enum class Mode { DelayedSplit, SeparateRequests, SplitOff };
+enum class Mode { DelayedSplit, SeparateRequests, SeparateNoCache, SplitOff };
 
 Result run(LlamaModel& model, const std::vector<int>& prompt, int n, int gen, Mode mode, int block_size) {
   SchedulerConfig c;
@@ -33,6 +33,7 @@ Result run(LlamaModel& model, const std::vector<int>& prompt, int n, int gen, Mo
   c.num_kv_blocks = n * ((int(prompt.size()) + gen) / block_size + 2);  // room for every sample at once
   c.max_num_batched_tokens = 2048;
   c.enable_delayed_split = mode != Mode::SplitOff;
+  c.enable_prefix_caching = mode != Mode::SeparateNoCache;
   EngineCore core(model, c);
   SamplingParams p;
   p.temperature = 0.8f;
@@ -40,7 +41,7 @@ Result run(LlamaModel& model, const std::vector<int>& prompt, int n, int gen, Mo
   p.max_tokens = gen;
   p.ignore_eos = true;
   const auto start = std::chrono::steady_clock::now();
-  if (mode == Mode::SeparateRequests) {
+  if (mode == Mode::SeparateRequests || mode == Mode::SeparateNoCache) {
     for (int i = 0; i < n; ++i) core.add_request(Request("s." + std::to_string(i), prompt, p, 42 + uint64_t(i)));
   } else {
     p.n = n;
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   const Result split = run(model, prompt, n, gen, Mode::DelayedSplit, block_size);
   const std::pair<const char*, Mode> modes[] = {{"delayed split", Mode::DelayedSplit},
                                                 {"8 separate requests (prefix caching on)", Mode::SeparateRequests},
+                                                {"8 separate requests (prefix caching off)", Mode::SeparateNoCache},
                                                 {"split off (--no-delayed-split)", Mode::SplitOff}};
   for (const auto& [name, mode] : modes) {
     const Result r = mode == Mode::DelayedSplit ? split : run(model, prompt, n, gen, mode, block_size);

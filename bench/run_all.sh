@@ -22,3 +22,5 @@ echo; echo "## Serving: stories260K, 16 concurrent streaming clients, 64 prompt 
 node bench/serve/load.mjs --concurrency 16 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"
 echo; echo "## Serving: stories260K, Poisson arrivals at 32 req/s"
 node bench/serve/load.mjs --request-rate 32 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"
+echo; echo "## Parallel sampling: n = 8, 512-token prompt, 128 tokens each (110M shape)"
+"$BUILD/bench_parallel_sampling" --model "$model110" --threads "$threads"

@@ -77,6 +77,12 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     r.kind = RouteResult::Kind::AdminActors;
     return r;
   }
+  if (path == "/admin/requests") {
+    if (auto e = only(get)) return *e;
+    RouteResult r;
+    r.kind = RouteResult::Kind::AdminRequests;
+    return r;
+  }
   if (path == "/v1/ws") {
     RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
     return r;

@@ -19,7 +19,7 @@ struct HttpRequestView {
 };
 
 struct RouteResult {
-  enum class Kind { Respond, Generate, Metrics, AdminActors, WebSocket };
+  enum class Kind { Respond, Generate, Metrics, AdminActors, AdminRequests, WebSocket };
   Kind kind = Kind::Respond;
   int status = 200;
   std::string content_type = "application/json";

@@ -100,7 +100,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       case RouteResult::Kind::Respond:
       case RouteResult::Kind::WebSocket: return respond(r.status, std::move(r.body), r.content_type, keep_alive_);
       case RouteResult::Kind::Metrics:
-      case RouteResult::Kind::AdminActors: {
+      case RouteResult::Kind::AdminActors:
+      case RouteResult::Kind::AdminRequests: {
         // The callback owns the session until the answer comes (nothing else is pending on it).
         auto ex = stream_.get_executor();
         auto reply = [self = shared_from_this(), ex, type = r.content_type](std::string text) {
@@ -108,7 +109,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         };
         stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));
         if (r.kind == RouteResult::Kind::Metrics) ctx_.engine->metrics(reply);
-        else ctx_.engine->admin_actors(reply);
+        else if (r.kind == RouteResult::Kind::AdminActors) ctx_.engine->admin_actors(reply);
+        else ctx_.engine->admin_requests(reply);
         return;
       }
       case RouteResult::Kind::Generate: return start_generation(std::move(*r.generate));

@@ -36,8 +36,23 @@ async function checkChoices(t, base, label) {
 }
 
 main('parallel_sampling', async (parley, t) => {
-  const server = await t.start([]);
+  const server = await t.start(['--admin-token', 'adm']);
   const base = server.base;
+
+  // The admin view shows an n = 4 request's children, each with its own blocks, as one user request.
+  let view;
+  const viewed = await stream(base, '/v1/completions', { prompt: 'Once', n: 4, temperature: 0.9, max_tokens: 300, ignore_eos: true, seed: 2 }, {
+    onChunk: async (_, count) => {
+      if (count === 8) view = fetch(base + '/admin/requests', { headers: { Authorization: 'Bearer adm' } }).then((r) => r.json());
+    },
+  });
+  assert.equal(Object.keys(viewed.finishReasons).length, 4);
+  const v = await view;
+  const children = v.requests.filter((r) => r.user_request === v.requests[0]?.user_request);
+  assert.equal(children.length, 4, `admin view: ${JSON.stringify(v)}`);
+  for (const c of children) assert.ok(c.blocks.length >= 1 && c.state === 'running', `admin view child: ${JSON.stringify(c)}`);
+  assert.ok(v.kv_blocks.used > 0 && v.kv_blocks.total > 0);
+  t.check();
   await checkChoices(t, base, 'alone');
 
   // Under load: the same request among 12 other streams.

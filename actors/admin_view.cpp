@@ -1,0 +1,39 @@
+#include "actors/admin_view.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace parley {
+namespace {
+
+const char* state_name(RequestStatus s) {
+  switch (s) {
+    case RequestStatus::Waiting: return "waiting";
+    case RequestStatus::Running: return "running";
+    case RequestStatus::Preempted: return "preempted";
+    default: return finish_reason_name(finish_reason_of(s));
+  }
+}
+
+}  // namespace
+
+std::string admin_requests_json(const Scheduler& scheduler) {
+  nlohmann::json requests = nlohmann::json::array();
+  for (const Request* r : scheduler.requests())
+    requests.push_back({{"id", r->request_id},
+                        {"user_request", r->user_request_id()},
+                        {"state", state_name(r->status)},
+                        {"prompt_tokens", r->num_prompt_tokens()},
+                        {"output_tokens", r->num_output_tokens()},
+                        {"computed_tokens", r->num_computed_tokens},
+                        {"blocks", scheduler.kv_cache_manager().block_ids(r->request_id)},
+                        {"n", r->awaits_split() ? int(r->child_req_ids.size()) : 1},
+                        {"preemptions", r->num_preemptions}});
+  const SchedulerStats s = scheduler.stats();
+  return nlohmann::json{{"requests", requests},
+                        {"kv_blocks", {{"total", s.num_total_blocks}, {"used", s.num_used_blocks},
+                                       {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks}}},
+                        {"num_splits", s.num_splits}}
+      .dump();
+}
+
+}  // namespace parley
