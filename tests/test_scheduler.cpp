@@ -325,6 +325,21 @@ TEST_CASE("delayed split: preempted children, a prompt on a block boundary, and 
   }
 }
 
+TEST_CASE("delayed split: with no block free for a child's partial copy, the child waits and recomputes", "[scheduler][split]") {
+  auto run_with = [](int num_blocks) {
+    Scheduler s(config(num_blocks, 64));
+    FakeWorker w;
+    s.add_request(parallel_request("p", prompt_of(20, 4), 3, 4, 11));  // 1 full block + 4 tokens; 24 tokens at most
+    Run run = run_all(s, w);
+    return std::make_pair(run.outputs, s.stats().prefill_tokens_computed);
+  };
+  const auto [want, prefill_big] = run_with(64);
+  const auto [got, prefill_tight] = run_with(2);  // the parent holds both blocks when it splits
+  REQUIRE(got == want);
+  REQUIRE(prefill_big == 20);
+  REQUIRE(prefill_tight == 20 + 2 * 4);  // each waiting child recomputes its partial block (the full one is a cache hit)
+}
+
 TEST_CASE("delayed split: aborting the parent before its split reports every child", "[scheduler][split]") {
   Scheduler s(config(64, 16));
   FakeWorker w;
