@@ -11,7 +11,7 @@ namespace {
 
 using namespace detail;
 
-// Fields we honour; "user" is OpenAI metadata, accepted and not used.
+// Fields we honour; "user" (OpenAI's end-user id, for abuse monitoring) goes into the request log line.
 constexpr std::string_view kCompletionFields[] = {
     "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
     "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
@@ -232,9 +232,9 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     if (chat) reject_unknown_fields(j, kChatFields);
     else reject_unknown_fields(j, kCompletionFields);
     check_model(j, ctx);
-    get_string(j, "user");  // metadata: only its type is checked
     const int vocab = ctx.tokenizer->vocab().size();
     GenerateRequest req;
+    req.user = get_string(j, "user").value_or("");  // OpenAI's end-user id: logged with the request
     req.endpoint = endpoint;
     req.model = ctx.model_name;
     check_stream_options(j, req);

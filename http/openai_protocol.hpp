@@ -47,6 +47,7 @@ struct GenerateRequest {
   bool include_usage = false;             // stream_options.include_usage
   bool echo = false;                      // completions only
   int top_logprobs = -1;                  // -1: no logprobs; else the number of alternatives per token
+  std::string user;                       // OpenAI's end-user id, logged with the request ("" if none)
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),

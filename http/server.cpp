@@ -122,8 +122,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     streaming_ = req.stream;
     gen_ = std::make_unique<Generation>(std::move(req), new_request_id(ctx_, chat ? "chatcmpl" : "cmpl"), epoch_seconds(),
                                         *ctx_.serving.tokenizer, streaming_ ? Transport::Sse : Transport::Json);
-    spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}", gen_->id(), gen_->request().prompts.size(),
-                 gen_->request().params.n, gen_->request().params.max_tokens, streaming_);
+    spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen_->id(), gen_->request().prompts.size(),
+                 gen_->request().params.n, gen_->request().params.max_tokens, streaming_,
+                 gen_->request().user.empty() ? "" : ", user=", gen_->request().user);
     live_.emplace(ctx_.live_generations);
     stream_.expires_never();
     watch_for_disconnect();

@@ -103,6 +103,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
+    spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), id, gen->request().params.n,
+                 gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
     live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations)});
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
