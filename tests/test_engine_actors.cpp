@@ -162,7 +162,10 @@ TEST_CASE("actor engine: aborts mid-generation finish with abort and free every 
     if (i % 2) REQUIRE(out.token_ids.size() == 400);
   }
   require_idle(*engine);
-  REQUIRE(metric(metrics_of(*engine), "parley:request_success_total") >= 0);
+  std::smatch m;
+  const std::string text = metrics_of(*engine);
+  REQUIRE(std::regex_search(text, m, std::regex("parley:request_success_total\\{[^}]*finished_reason=\"abort\"\\} ([0-9.]+)")));
+  REQUIRE(std::stod(m[1]) == 3);  // a0, a2, a4; "unknown" was no request
 }
 
 TEST_CASE("actor engine: a stop string ends the request in the engine too", "[actors]") {
