@@ -75,6 +75,7 @@ void admit(Self self, msg::Submission& sub) {
       r.arrival_time = now;
       sched.add_request(r);
       added.push_back(r.request_id);
+      added.insert(added.end(), r.child_req_ids.begin(), r.child_req_ids.end());  // queued separately with the split off
     }
   } catch (const std::exception& e) {
     sched.finish_requests(added, RequestStatus::FinishedAborted);
