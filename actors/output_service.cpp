@@ -16,7 +16,7 @@ void OutputService::register_requests(const std::vector<Request>& requests, cons
     // An n-sample request's outputs come under its children's ids: each is a choice of its own here.
     for (const std::string& id : r.child_req_ids.empty() ? std::vector<std::string>{r.request_id} : r.child_req_ids) {
       processor_.add_request(id, r.prompt_token_ids, child);
-      live_[id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens()};
+      live_[id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens(), id == r.request_id};
     }
   }
 }
@@ -26,8 +26,9 @@ void OutputService::deliver(const RequestOutput& out, double now) {
   if (it == live_.end()) return;
   Live& l = it->second;
   if (!out.token_ids.empty()) {
+    metrics_.on_generated_tokens(int(out.token_ids.size()));
     if (l.first_token < 0) {
-      metrics_.on_first_token(now - l.arrival);
+      metrics_.on_first_token(now - l.arrival, l.counts_prompt ? l.num_prompt_tokens : 0);
       l.first_token = now;
     } else {
       metrics_.on_token(now - l.last_token);
@@ -36,7 +37,7 @@ void OutputService::deliver(const RequestOutput& out, double now) {
   }
   l.sink->on_output(out);
   if (out.finished()) {
-    metrics_.on_finished(out.finish_reason, now - l.arrival, l.num_prompt_tokens, out.num_output_tokens);
+    metrics_.on_finished(out.finish_reason, now - l.arrival);
     spdlog::info("request {} finished: {}, {} prompt + {} output tokens ({} cached), {:.3f} s", out.req_id,
                  finish_reason_name(out.finish_reason), l.num_prompt_tokens, out.num_output_tokens, out.num_cached_tokens,
                  now - l.arrival);

@@ -33,6 +33,7 @@ class OutputService {
     std::shared_ptr<RequestSink> sink;
     double arrival = 0, first_token = -1, last_token = 0;
     int num_prompt_tokens = 0;
+    bool counts_prompt = true;  // an n-sample request's prompt is counted once, with its first choice
   };
   void deliver(const RequestOutput& out, double now);
 

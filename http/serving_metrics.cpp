@@ -69,15 +69,17 @@ void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_comput
 void ServingMetrics::set_parallel_sampling_splits(int64_t total) { splits_->set(double(total)); }
 void ServingMetrics::on_request_params_n(int n) { params_n_->observe(double(n)); }
 
-void ServingMetrics::on_first_token(double seconds_since_arrival) { ttft_->observe(seconds_since_arrival); }
+void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {
+  ttft_->observe(seconds_since_arrival);
+  prompt_tokens_->inc(prompt_tokens);
+}
+void ServingMetrics::on_generated_tokens(int n) { generation_tokens_->inc(n); }
 void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }
 
-void ServingMetrics::on_finished(FinishReason reason, double e2e_seconds, int prompt_tokens, int generation_tokens) {
+void ServingMetrics::on_finished(FinishReason reason, double e2e_seconds) {
   if (reason == FinishReason::None) throw std::invalid_argument("on_finished needs a finish reason");
   request_success_->labels({model_name_, finish_reason_name(reason)}).inc();
   e2e_->observe(e2e_seconds);
-  prompt_tokens_->inc(prompt_tokens);
-  generation_tokens_->inc(generation_tokens);
 }
 
 }  // namespace parley

@@ -24,10 +24,12 @@ class ServingMetrics {
   void on_request_params_n(int n);  // once per request the user sent
 
   // Per request, as its outputs reach the client.
-  void on_first_token(double seconds_since_arrival);
+  // Counted as they happen, as vLLM does: a request's prompt with its first token, generated tokens per delta.
+  void on_first_token(double seconds_since_arrival, int prompt_tokens);
   void on_token(double seconds_since_previous_token);
+  void on_generated_tokens(int n);
   // Throws std::invalid_argument for FinishReason::None.
-  void on_finished(FinishReason reason, double e2e_seconds, int prompt_tokens, int generation_tokens);
+  void on_finished(FinishReason reason, double e2e_seconds);
 
   std::string render() const { return registry_.render(); }
   const prom::Registry& registry() const { return registry_; }

@@ -145,12 +145,15 @@ TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[
   m.set_prefix_cache_totals(64, 32);
   m.set_num_preemptions(2);
   m.set_prefill_tokens_computed(96);
-  m.on_first_token(0.003);
+  m.on_first_token(0.003, 10);
+  m.on_generated_tokens(1);
   m.on_token(0.02);
+  m.on_generated_tokens(1);
   m.on_token(0.02);
-  m.on_finished(FinishReason::Stop, 1.2, 10, 5);
-  m.on_finished(FinishReason::Abort, 0.1, 4, 0);
-  CHECK_THROWS_AS(m.on_finished(FinishReason::None, 1, 1, 1), std::invalid_argument);
+  m.on_generated_tokens(3);
+  m.on_finished(FinishReason::Stop, 1.2);
+  m.on_finished(FinishReason::Abort, 0.1);  // aborted before its first token: its prompt is not counted
+  CHECK_THROWS_AS(m.on_finished(FinishReason::None, 1), std::invalid_argument);
   const std::string text = m.render();
   for (const char* line : {
            "parley:num_requests_running{model_name=\"stories\"} 3.0\n",
@@ -160,7 +163,7 @@ TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[
            "parley:prefix_cache_hits_total{model_name=\"stories\"} 32.0\n",
            "parley:num_preemptions_total{model_name=\"stories\"} 2.0\n",
            "parley:prefill_tokens_computed_total{model_name=\"stories\"} 96.0\n",
-           "parley:prompt_tokens_total{model_name=\"stories\"} 14.0\n",
+           "parley:prompt_tokens_total{model_name=\"stories\"} 10.0\n",
            "parley:generation_tokens_total{model_name=\"stories\"} 5.0\n",
            "parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 1.0\n"
            "parley:request_success_total{model_name=\"stories\",finished_reason=\"length\"} 0.0\n"

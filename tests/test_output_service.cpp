@@ -81,6 +81,7 @@ TEST_CASE("output service routes deltas to their sinks and reports stop strings 
   REQUIRE_THAT(m, Catch::Contains("parley:request_success_total{model_name=\"m\",finished_reason=\"stop\"} 1.0"));
   REQUIRE_THAT(m, Catch::Contains("parley:request_success_total{model_name=\"m\",finished_reason=\"length\"} 1.0"));
   REQUIRE_THAT(m, Catch::Contains("parley:time_to_first_token_seconds_count{model_name=\"m\"} 2.0"));  // a and b
+  REQUIRE_THAT(m, Catch::Contains("parley:prompt_tokens_total{model_name=\"m\"} 10.0"));  // a and b; c never started
   size_t b_tokens = 0;
   for (const auto& o : b_outs) b_tokens += o.token_ids.size();
   REQUIRE(b_tokens < ids.size());
