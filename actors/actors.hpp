@@ -1,6 +1,7 @@
 // Spawn functions of Parley's actors (their behaviours live one per .cpp file). Included only by
 // actors/engine.cpp and the actor tests: CAF is heavy.
 #pragma once
+#include <chrono>
 #include <memory>
 
 #include "actors/protocol.hpp"
@@ -19,6 +20,11 @@ msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor schedu
                              msg::output_actor output);
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
                                  msg::admin_actor admin);
+
+// Seconds on the steady clock: request arrival and token times share this origin.
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Every actor counts what it handles; the admin view reads it with the mailbox depth.
 template <class Self>

@@ -15,10 +15,6 @@ struct OutputState {
 };
 using Self = msg::output_actor::stateful_pointer<OutputState>;
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::unique_ptr<OutputService>> service) {
   self->state.service = std::move(*service);
   return {

@@ -20,10 +20,6 @@ struct SchedulerState {
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Starts the next step unless one is running or nothing is left to do (or to tell the worker).
 void maybe_step(Self self) {
   auto& st = self->state;

@@ -35,7 +35,7 @@ struct CachedRequestData {
 struct SchedulerOutput {
   std::vector<NewRequestData> scheduled_new_reqs;
   std::vector<CachedRequestData> scheduled_cached_reqs;
-  // Tokens to compute this step per request, in the order above (new first, then cached).
+  // Tokens to compute this step per request (the worker finds each by id; the order carries no meaning).
   std::vector<std::pair<std::string, int>> num_scheduled_tokens;
   int total_num_scheduled_tokens = 0;
   // Requests the worker must drop before this step: finished or aborted since the last step, or preempted.

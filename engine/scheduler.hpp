@@ -71,7 +71,7 @@ class Scheduler {
 
   bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
   // True when the worker still has to hear of finished requests (schedule() then yields an empty step).
-  bool has_pending_finished() const { return !finished_req_ids_.empty() || !preempted_req_ids_.empty(); }
+  bool has_pending_finished() const { return !finished_req_ids_.empty(); }
   int num_running() const { return int(running_.size()); }
   int num_waiting() const { return int(waiting_.size()); }
   const Request* find(const std::string& req_id) const;
@@ -98,7 +98,6 @@ class Scheduler {
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;   // in admission order: the last is preempted first
   std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
-  std::vector<std::string> preempted_req_ids_;
   std::unordered_set<std::string> worker_knows_;  // sent to the worker and not since dropped
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0;
