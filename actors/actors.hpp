@@ -13,8 +13,9 @@ class OutputService;
 
 // The worker owns the model runner; spawned detached (its own thread).
 msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner);
-msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, msg::worker_actor worker,
-                                     msg::output_actor output);
+// async_scheduling: plan step N+1 while the worker runs step N (two steps in flight, not one).
+msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
+                                     msg::worker_actor worker, msg::output_actor output);
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);

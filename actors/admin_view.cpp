@@ -16,7 +16,7 @@ const char* state_name(RequestStatus s) {
 
 }  // namespace
 
-std::string admin_requests_json(const Scheduler& scheduler) {
+std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling, const std::vector<uint64_t>& steps_in_flight) {
   nlohmann::json requests = nlohmann::json::array();
   for (const Request* r : scheduler.requests())
     requests.push_back({{"id", r->request_id},
@@ -25,6 +25,7 @@ std::string admin_requests_json(const Scheduler& scheduler) {
                         {"prompt_tokens", r->num_prompt_tokens()},
                         {"output_tokens", r->num_output_tokens()},
                         {"computed_tokens", r->num_computed_tokens},
+                        {"placeholders", r->num_output_placeholders},
                         {"blocks", scheduler.kv_cache_manager().block_ids(r->request_id)},
                         {"n", r->awaits_split() ? int(r->child_req_ids.size()) : 1},
                         {"preemptions", r->num_preemptions}});
@@ -32,7 +33,9 @@ std::string admin_requests_json(const Scheduler& scheduler) {
   return nlohmann::json{{"requests", requests},
                         {"kv_blocks", {{"total", s.num_total_blocks}, {"used", s.num_used_blocks},
                                        {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks}}},
-                        {"num_splits", s.num_splits}}
+                        {"num_splits", s.num_splits},
+                        {"steps", {{"async_scheduling", async_scheduling}, {"in_flight", steps_in_flight},
+                                   {"total", s.num_steps}, {"discarded_tokens", s.num_discarded_tokens}}}}
       .dump();
 }
 

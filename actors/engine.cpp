@@ -59,13 +59,13 @@ class ActorEngine final : public EngineClient {
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
-    scheduler_ = spawn_scheduler(*system_, sc, worker_, output_);
+    scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_);
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens", model_name_, file_.config.n_layers, file_.config.dim,
+                 "max {} seqs, {} batched tokens, async scheduling {}", model_name_, file_.config.n_layers, file_.config.dim,
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
-                 sc.max_num_batched_tokens);
+                 sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off");
   }
   ~ActorEngine() override { shutdown(); }
 

@@ -45,6 +45,7 @@ struct EngineConfig {
   SchedulerConfig scheduler;               // num_kv_blocks 0: sized from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
   int max_n = 64;                          // the largest n a request may ask for
+  bool async_scheduling = true;            // plan step N+1 while the worker runs step N
 };
 
 class EngineClient {

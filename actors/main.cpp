@@ -43,6 +43,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_flag("!--no-enable-prefix-caching", s.enable_prefix_caching, "Turn prefix caching off");
   cmd->add_flag("!--no-delayed-split", s.enable_delayed_split,
                 "n > 1 as n independent requests instead of one prefill split into n");
+  cmd->add_flag("--async-scheduling,!--no-async-scheduling", e.async_scheduling,
+                "Plan step N+1 while the worker runs step N (default on)");
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
 }
 

@@ -64,6 +64,7 @@ void OutputService::on_stats(const SchedulerStats& s) {
   metrics_.set_num_preemptions(s.num_preemptions);
   metrics_.set_prefill_tokens_computed(s.prefill_tokens_computed);
   metrics_.set_parallel_sampling_splits(s.num_splits);
+  metrics_.set_engine_steps(s.num_steps, s.num_discarded_tokens);
 }
 
 std::string OutputService::render_metrics() { return metrics_.render(); }

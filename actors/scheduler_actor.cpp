@@ -1,6 +1,8 @@
-// The scheduler actor: a shell over engine/scheduler.hpp that keeps one step in flight on the worker.
+// The scheduler actor: a shell over engine/scheduler.hpp that keeps one step in flight on the worker, or
+// two with async scheduling (it plans step N+1 while the worker runs step N).
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <random>
 
 #include "actors/actors.hpp"
@@ -14,38 +16,64 @@ struct SchedulerState {
   std::unique_ptr<Scheduler> scheduler;
   msg::worker_actor worker;
   msg::output_actor output;
-  bool step_in_flight = false;
+  size_t max_steps_in_flight = 1;   // 2 with async scheduling
+  std::deque<uint64_t> steps_in_flight;  // step ids sent to the worker, oldest first
   uint64_t handled = 0;
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
-// Starts the next step unless one is running or nothing is left to do (or to tell the worker).
+void send_step(Self self, SchedulerOutput so);
+
+// Sends steps to the worker while fewer than the limit are in flight and there is work (or news) for it.
+// The worker handles them in order and replies in order, so outputs are folded back in step order.
 void maybe_step(Self self) {
   auto& st = self->state;
-  if (st.step_in_flight || !(st.scheduler->has_unfinished_requests() || st.scheduler->has_pending_finished())) return;
-  SchedulerOutput so = st.scheduler->schedule();
-  if (so.empty() && so.finished_req_ids.empty() && so.preempted_req_ids.empty()) return;
-  st.step_in_flight = true;
-  self->request(st.worker, caf::infinite, msg::execute_atom::value, so)
+  while (st.steps_in_flight.size() < st.max_steps_in_flight &&
+         (st.scheduler->has_unfinished_requests() || st.scheduler->has_pending_finished())) {
+    SchedulerOutput so = st.scheduler->schedule();
+    if (!so.has_work()) return;
+    send_step(self, std::move(so));
+  }
+}
+
+// A failed step (or one whose output does not fit the plan) cannot be retried safely: abort everything
+// live so nothing is stuck or leaked.
+void fail_all(Self self, const std::string& why) {
+  auto& st = self->state;
+  spdlog::error("worker step failed: {}; aborting every live request", why);
+  std::vector<std::string> ids;
+  for (const Request* r : st.scheduler->requests()) ids.push_back(r->request_id);
+  auto live = st.scheduler->finish_requests(ids, RequestStatus::FinishedAborted);
+  self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats());
+}
+
+void send_step(Self self, SchedulerOutput so) {
+  self->state.steps_in_flight.push_back(so.step_id);
+  self->request(self->state.worker, caf::infinite, msg::execute_atom::value, so)
       .then(
           [self, so](const ModelRunnerOutput& mro) {
             auto& st = self->state;
             ++st.handled;  // the worker's reply is a message too
-            st.step_in_flight = false;
-            auto outputs = st.scheduler->update_from_output(so, mro);
+            st.steps_in_flight.pop_front();
+            std::vector<EngineCoreOutput> outputs;
+            try {
+              outputs = st.scheduler->update_from_output(so, mro);
+            } catch (const std::exception& e) {
+              return fail_all(self, e.what());
+            }
             if (!outputs.empty()) self->send(st.output, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats());
+            // Nothing left in flight: a failed step's outputs will never come (a no-op otherwise).
+            if (st.steps_in_flight.empty()) st.scheduler->forget_stale_outputs();
             maybe_step(self);
+            // Idle now: the counters after a step without news (a discarded token) still reach /metrics.
+            if (st.steps_in_flight.empty()) self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
           },
           [self](const caf::error& err) {
-            // A failed step cannot be retried safely: abort everything live so nothing is stuck or leaked.
-            auto& st = self->state;
-            st.step_in_flight = false;
-            spdlog::error("worker step failed: {}; aborting every live request", self->system().render(err));
-            std::vector<std::string> ids;
-            for (const Request* r : st.scheduler->requests()) ids.push_back(r->request_id);
-            auto live = st.scheduler->finish_requests(ids, RequestStatus::FinishedAborted);
-            self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats());
+            ++self->state.handled;
+            self->state.steps_in_flight.pop_front();
+            fail_all(self, self->system().render(err));
+            if (self->state.steps_in_flight.empty()) self->state.scheduler->forget_stale_outputs();
           });
 }
 
@@ -96,9 +124,10 @@ void finish(Self self, const std::vector<std::string>& ids, RequestStatus status
   maybe_step(self);  // tells the worker to drop their rows
 }
 
-msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig config, msg::worker_actor worker,
-                                                  msg::output_actor output) {
+msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig config, bool async_scheduling,
+                                                  msg::worker_actor worker, msg::output_actor output) {
   self->state.scheduler = std::make_unique<Scheduler>(std::move(config));
+  self->state.max_steps_in_flight = async_scheduling ? 2 : 1;
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
   return {
@@ -118,7 +147,8 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       },
       [self](msg::requests_atom, const msg::TextReply& reply) {
         ++self->state.handled;
-        reply(admin_requests_json(*self->state.scheduler));
+        const auto& st = self->state;
+        reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
       },
       [self](msg::stop_atom, const std::vector<std::string>& ids) {
         ++self->state.handled;
@@ -130,9 +160,9 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
 
 }  // namespace
 
-msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, msg::worker_actor worker,
-                                     msg::output_actor output) {
-  return sys.spawn(scheduler_fun, std::move(config), std::move(worker), std::move(output));
+msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
+                                     msg::worker_actor worker, msg::output_actor output) {
+  return sys.spawn(scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output));
 }
 
 }  // namespace parley

@@ -2,16 +2,39 @@
 
 namespace parley {
 
-EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config)
+EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling)
     : scheduler_(std::move(config)),
       runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
-              scheduler_.config().eos_token_ids) {}
+              scheduler_.config().eos_token_ids),
+      async_scheduling_(async_scheduling) {}
+
+std::optional<EngineCore::StepInFlight> EngineCore::run_next() {
+  if (!scheduler_.has_unfinished_requests() && !scheduler_.has_pending_finished()) return std::nullopt;
+  SchedulerOutput so = scheduler_.schedule();
+  if (!so.has_work()) return std::nullopt;
+  ModelRunnerOutput mro = runner_.execute_model(so);
+  return StepInFlight{std::move(so), std::move(mro)};
+}
 
 std::vector<EngineCoreOutput> EngineCore::step() {
-  if (!scheduler_.has_unfinished_requests() && !scheduler_.has_pending_finished()) return {};
-  const SchedulerOutput so = scheduler_.schedule();
-  const ModelRunnerOutput mro = runner_.execute_model(so);
-  return scheduler_.update_from_output(so, mro);
+  if (!async_scheduling_) {
+    auto done = run_next();
+    return done ? scheduler_.update_from_output(done->scheduler_output, done->model_runner_output)
+                : std::vector<EngineCoreOutput>{};
+  }
+  if (!in_flight_) in_flight_ = run_next();
+  if (!in_flight_) return {};
+  // Plan step N+1 before step N's output is known, as the scheduler actor does while the worker runs N.
+  std::optional<SchedulerOutput> next;
+  if (scheduler_.has_unfinished_requests() || scheduler_.has_pending_finished()) next = scheduler_.schedule();
+  StepInFlight done = std::move(*in_flight_);
+  in_flight_.reset();
+  auto outputs = scheduler_.update_from_output(done.scheduler_output, done.model_runner_output);
+  if (next && next->has_work()) {
+    ModelRunnerOutput mro = runner_.execute_model(*next);
+    in_flight_ = StepInFlight{std::move(*next), std::move(mro)};
+  }
+  return outputs;
 }
 
 }  // namespace parley

@@ -114,12 +114,12 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.req_ids = input_batch_.req_ids();
   out.sampled_token_ids.resize(out.req_ids.size());
   out.logprobs.resize(out.req_ids.size());
-  if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
-  prepare_inputs(so);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     check_block_ids("block copy", {src, dst});
     kv_.copy_block(src, dst);
   }
+  if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
+  prepare_inputs(so);
   model_.forward(forward_, kv_, logits_);
   SamplerOutput sampled;
   if (!sample_rows_.empty())

@@ -43,9 +43,13 @@ struct SchedulerOutput {
   std::vector<std::string> preempted_req_ids;
   // (src, dst) KV blocks to copy before the forward pass: a split child's copy of the prompt's partial block.
   std::vector<std::pair<int, int>> block_copies;
-  uint64_t step_id = 0;
+  uint64_t step_id = 0;                // numbers steps with work, from 1; the output carries it back
 
   bool empty() const { return total_num_scheduled_tokens == 0; }
+  // Anything for the worker to do or hear: otherwise the step is not sent (and gets no number).
+  bool has_work() const {
+    return total_num_scheduled_tokens > 0 || !finished_req_ids.empty() || !preempted_req_ids.empty() || !block_copies.empty();
+  }
 };
 
 // The logprobs of one sampled position, from the raw logits (before penalties and temperature).

@@ -35,6 +35,7 @@ struct Request {
   int num_computed_tokens = 0;       // tokens whose KV is in the cache
   int num_cached_tokens = -1;        // prefix-cache hit on first scheduling (-1: not yet scheduled)
   int num_preemptions = 0;
+  int num_output_placeholders = 0;   // tokens sampled by steps in flight, not appended yet (async scheduling)
   RequestStatus status = RequestStatus::Waiting;
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill

@@ -82,7 +82,20 @@ std::vector<const Request*> Scheduler::requests() const {
   return out;
 }
 
+void Scheduler::mark_outputs_stale(Request& request) {
+  if (request.num_output_placeholders > 0) stale_outputs_[request.request_id] += request.num_output_placeholders;
+  request.num_output_placeholders = 0;
+}
+
+int Scheduler::num_stale_outputs() const {
+  int n = 0;
+  for (const auto& [id, count] : stale_outputs_) n += count;
+  return n;
+}
+
 void Scheduler::preempt(Request& request) {
+  // The recompute samples any token still in flight again, identically: draws are keyed by (seed, position).
+  mark_outputs_stale(request);
   kv_.free(request);
   request.status = RequestStatus::Preempted;
   request.num_computed_tokens = 0;  // recompute: prompt and output so far are prefilled again
@@ -92,6 +105,7 @@ void Scheduler::preempt(Request& request) {
 }
 
 void Scheduler::free_request(Request& request) {
+  mark_outputs_stale(request);
   kv_.free(request);
   std::erase(running_, &request);
   std::erase(waiting_, &request);
@@ -116,7 +130,6 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
 
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
-  out.step_id = uint64_t(++num_steps_);
   out.finished_req_ids = std::move(finished_req_ids_);
   finished_req_ids_.clear();
   out.block_copies = std::move(pending_block_copies_);
@@ -124,7 +137,8 @@ SchedulerOutput Scheduler::schedule() {
   int budget = config_.max_num_batched_tokens;
   std::vector<std::pair<Request*, int>> scheduled_running, scheduled_new;
   auto chunk = [&](const Request& r, int num_computed) {
-    int n = r.num_tokens() - num_computed;  // a prefill remainder, or the one newest token
+    // A prefill remainder, or the one newest token (a placeholder when its step is still in flight).
+    int n = r.num_tokens() + r.num_output_placeholders - num_computed;
     if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
     return std::min(n, budget);
   };
@@ -133,7 +147,7 @@ SchedulerOutput Scheduler::schedule() {
   bool preempted = false;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int n = chunk(*r, r->num_computed_tokens);
+    const int n = certain_to_finish(*r) ? 0 : chunk(*r, r->num_computed_tokens);
     if (n <= 0) {
       ++i;
       continue;
@@ -189,11 +203,20 @@ SchedulerOutput Scheduler::schedule() {
   for (auto& [r, n] : scheduled_new) {
     prefill_tokens_computed_ += std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
     r->num_computed_tokens += n;
+    // Its tokens reach the end: the worker samples one, appended here only when this step's output arrives.
+    if (r->num_computed_tokens == r->num_tokens() + r->num_output_placeholders) ++r->num_output_placeholders;
     out.num_scheduled_tokens.emplace_back(r->request_id, n);
     out.total_num_scheduled_tokens += n;
   }
+  if (out.has_work()) out.step_id = uint64_t(++num_steps_);
   peak_used_blocks_ = std::max(peak_used_blocks_, kv_.block_pool().num_used());
   return out;
+}
+
+bool Scheduler::certain_to_finish(const Request& r) const {
+  const int in_flight = r.num_output_placeholders;
+  return in_flight > 0 && (r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
+                           r.num_tokens() + in_flight >= config_.max_model_len);
 }
 
 RequestStatus Scheduler::check_stop(const Request& r) const {
@@ -273,14 +296,24 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   std::unordered_map<std::string, size_t> row_of;
   for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
   std::vector<EngineCoreOutput> outputs;
+  if (mro.step_id != so.step_id)
+    throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
   for (const auto& [id, n] : so.num_scheduled_tokens) {
-    auto it = requests_.find(id);
-    if (it == requests_.end()) continue;  // aborted while the step ran
-    Request& r = *it->second;
     auto row = row_of.find(id);
     if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
     const auto& sampled = mro.sampled_token_ids[row->second];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
+    if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {
+      // Planned before the request finished or was preempted (an id reused since then sorts after it).
+      if (--stale->second == 0) stale_outputs_.erase(stale);
+      ++num_discarded_;
+      continue;
+    }
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second->num_output_placeholders < 1)
+      throw std::logic_error("the worker sampled for request " + id + ", which expects no token");
+    Request& r = *it->second;
+    --r.num_output_placeholders;
     const auto& logprobs = row->second < mro.logprobs.size() ? mro.logprobs[row->second] : std::vector<TokenLogprobs>{};
     if (r.awaits_split()) split(r, sampled, logprobs, outputs);
     else outputs.push_back(after_tokens(r, sampled, logprobs));
@@ -308,6 +341,7 @@ SchedulerStats Scheduler::stats() const {
   s.num_preemptions = num_preemptions_;
   s.prefill_tokens_computed = prefill_tokens_computed_;
   s.num_steps = num_steps_;
+  s.num_discarded_tokens = num_discarded_;
   s.num_splits = num_splits_;
   s.peak_used_blocks = peak_used_blocks_;
   return s;

@@ -2,6 +2,13 @@
 // next tokens first, preempting the newest by recompute when blocks run out, then admits waiting
 // requests FCFS within the token budget (chunking long prefills) and max_num_seqs. It never touches the
 // model: the worker turns a SchedulerOutput into a ModelRunnerOutput, which update_from_output folds back.
+//
+// Steps may be pipelined (async scheduling): schedule() may plan step N+1 before step N's output is
+// folded back. A request whose step N samples gets an output placeholder, so step N+1 gives it its next
+// position, whose token only the worker knows yet (it keeps every sampled token in its persistent batch).
+// Outputs must be folded back in step order. A request certain to reach max_tokens with the tokens in
+// flight is not scheduled again; one that stops on EOS or a stop string wastes at most one step per step
+// in flight, and tokens of steps planned before it finished (or was preempted) are discarded, never emitted.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -43,6 +50,7 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t prefill_tokens_computed = 0;   // prompt tokens whose KV was computed (not prefix-cache hits)
   int64_t num_steps = 0;
+  int64_t num_discarded_tokens = 0;      // sampled in a step planned before the request finished or was preempted
   int64_t num_splits = 0;                // parallel-sampling parents split into their children
   int peak_used_blocks = 0;              // most blocks referenced at once since start
 };
@@ -70,6 +78,10 @@ class Scheduler {
                                                    const ModelRunnerOutput& model_runner_output);
 
   bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  // Sampled tokens still to arrive from steps in flight for requests that finished or were preempted since.
+  int num_stale_outputs() const;
+  // No step is in flight any more: stale outputs that never came (a failed step) are forgotten.
+  void forget_stale_outputs() { stale_outputs_.clear(); }
   // True when the worker still has to hear of finished requests (schedule() then yields an empty step).
   bool has_pending_finished() const { return !finished_req_ids_.empty(); }
   int num_running() const { return int(running_.size()); }
@@ -83,8 +95,12 @@ class Scheduler {
  private:
   void preempt(Request& request);
   void free_request(Request& request);
+  // Outputs still in flight for the request will be dropped (it finished or lost its KV).
+  void mark_outputs_stale(Request& request);
   // The finish status the request's last token gives it, or Running.
   RequestStatus check_stop(const Request& request) const;
+  // Its tokens in flight reach max_tokens or the context: another step could not use its token.
+  bool certain_to_finish(const Request& request) const;
   void check_children(const Request& request) const;
   // The delayed split after the parent's prefill: children 1..n-1 share its prompt blocks; each gets its
   // first token. Appends every child's output (child 0 is the parent itself) to outputs.
@@ -100,7 +116,9 @@ class Scheduler {
   std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
   std::unordered_set<std::string> worker_knows_;  // sent to the worker and not since dropped
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
-  int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0;
+  // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
+  std::unordered_map<std::string, int> stale_outputs_;
+  int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
   int peak_used_blocks_ = 0;
 };
 

@@ -53,6 +53,9 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   // decode steps join with their features.)
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
+  steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");
+  discarded_ = counter("parley:discarded_tokens_total",
+                       "Tokens sampled in a step planned before their request finished or was preempted; never emitted.");
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
 }
@@ -67,6 +70,10 @@ void ServingMetrics::set_prefix_cache_totals(int64_t queried_tokens, int64_t hit
 void ServingMetrics::set_num_preemptions(int64_t total) { preemptions_->set(double(total)); }
 void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_computed_->set(double(total)); }
 void ServingMetrics::set_parallel_sampling_splits(int64_t total) { splits_->set(double(total)); }
+void ServingMetrics::set_engine_steps(int64_t steps, int64_t discarded_tokens) {
+  steps_->set(double(steps));
+  discarded_->set(double(discarded_tokens));
+}
 void ServingMetrics::on_request_params_n(int n) { params_n_->observe(double(n)); }
 
 void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {

@@ -21,6 +21,7 @@ class ServingMetrics {
   void set_num_preemptions(int64_t total);
   void set_prefill_tokens_computed(int64_t total);
   void set_parallel_sampling_splits(int64_t total);
+  void set_engine_steps(int64_t steps, int64_t discarded_tokens);
   void on_request_params_n(int n);  // once per request the user sent
 
   // Per request, as its outputs reach the client.
@@ -39,7 +40,7 @@ class ServingMetrics {
   prom::Registry registry_;
   prom::Gauge *running_, *waiting_, *kv_usage_;
   prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_;
-  prom::Counter *prefill_computed_, *splits_;
+  prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_;
   prom::Histogram* params_n_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;

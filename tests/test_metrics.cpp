@@ -120,6 +120,8 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:prefill_tokens_computed_total", "counter"},
       {"parley:request_params_n", "histogram"},
       {"parley:parallel_sampling_splits_total", "counter"},
+      {"parley:engine_steps_total", "counter"},
+      {"parley:discarded_tokens_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"

@@ -5,134 +5,10 @@
 #include <map>
 #include <set>
 
-#include "engine/scheduler.hpp"
+#include "fake_worker.hpp"
 
 namespace parley {
-namespace {
-
-// Plays the worker: mirrors each request's tokens from the SchedulerOutputs alone and "samples" a token
-// that is a function of every token before it and the request's seed, as a real model's draw is. Its
-// fake KV cache stores the token id each slot was computed from, so a request reading a slot it did not
-// fill (a wrong block table, a shared block overwritten, a missing copy-on-write) fails at once.
-struct FakeWorker {
-  std::map<std::string, std::vector<int>> tokens;  // prompt + output as the worker knows them
-  std::map<std::string, int> computed;
-  std::map<std::string, std::vector<int>> blocks;
-  std::map<std::string, uint64_t> seeds;
-  std::map<std::string, std::vector<uint64_t>> child_seeds;  // parents awaiting their split
-  std::map<int, std::map<int, int>> kv;                      // block -> slot -> token id computed there
-
-  static int next_token(const std::vector<int>& seq, uint64_t seed = 0) {
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (int t : seq) h = (h ^ uint64_t(t)) * 1099511628211ull;
-    return 3 + int(h % 400);
-  }
-
-  ModelRunnerOutput execute(const SchedulerOutput& so) {
-    for (const auto& id : so.finished_req_ids) tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
-    for (const auto& id : so.preempted_req_ids) {
-      REQUIRE(tokens.count(id));
-      tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
-    }
-    for (const auto& d : so.scheduled_new_reqs) {
-      REQUIRE(!tokens.count(d.req_id));
-      auto all = d.prompt_token_ids;
-      all.insert(all.end(), d.output_token_ids.begin(), d.output_token_ids.end());
-      tokens[d.req_id] = all;
-      computed[d.req_id] = d.num_computed_tokens;
-      blocks[d.req_id] = d.block_ids;
-      seeds[d.req_id] = d.seed;
-      if (!d.child_seeds.empty()) child_seeds[d.req_id] = d.child_seeds;
-    }
-    for (const auto& [src, dst] : so.block_copies) kv[dst] = kv[src];
-    for (const auto& d : so.scheduled_cached_reqs) {
-      REQUIRE(tokens.count(d.req_id));
-      REQUIRE(computed[d.req_id] == d.num_computed_tokens);
-      blocks[d.req_id].insert(blocks[d.req_id].end(), d.new_block_ids.begin(), d.new_block_ids.end());
-    }
-    ModelRunnerOutput out;
-    out.step_id = so.step_id;
-    int total = 0;
-    for (const auto& [id, n] : so.num_scheduled_tokens) {
-      auto& seq = tokens.at(id);
-      int& c = computed[id];
-      REQUIRE(c + n <= int(seq.size()));
-      REQUIRE(int(blocks[id].size()) * 16 >= c + n);  // the tests use block size 16
-      for (int p = 0; p < c; ++p) REQUIRE(kv[blocks[id][p / 16]][p % 16] == seq[p]);  // the KV it reads is its own
-      for (int p = c; p < c + n; ++p) kv[blocks[id][p / 16]][p % 16] = seq[p];
-      c += n;
-      total += n;
-      out.req_ids.push_back(id);
-      if (c == int(seq.size()) && child_seeds.count(id)) {  // the delayed split: one first token per child
-        std::vector<int> firsts;
-        for (uint64_t s : child_seeds[id]) firsts.push_back(next_token(seq, s));
-        child_seeds.erase(id);
-        seq.push_back(firsts[0]);
-        out.sampled_token_ids.push_back(firsts);
-      } else if (c == int(seq.size())) {
-        seq.push_back(next_token(seq, seeds[id]));
-        out.sampled_token_ids.push_back({seq.back()});
-      } else {
-        out.sampled_token_ids.push_back({});
-      }
-      out.logprobs.emplace_back();  // none asked
-    }
-    REQUIRE(total == so.total_num_scheduled_tokens);
-    return out;
-  }
-};
-
-SchedulerConfig config(int num_blocks, int budget = 64) {
-  SchedulerConfig c;
-  c.max_num_batched_tokens = budget;
-  c.max_num_seqs = 16;
-  c.max_model_len = 512;
-  c.block_size = 16;
-  c.num_kv_blocks = num_blocks;
-  c.eos_token_ids = {2};
-  return c;
-}
-
-std::vector<int> prompt_of(int len, int salt) {
-  std::vector<int> p;
-  for (int i = 0; i < len; ++i) p.push_back(10 + (i * 7 + salt * 13) % 300);
-  return p;
-}
-
-Request make_request(const std::string& id, std::vector<int> prompt, int max_tokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return Request(id, std::move(prompt), p, 0);
-}
-
-struct Run {
-  std::map<std::string, std::vector<int>> outputs;
-  std::map<std::string, FinishReason> finish;
-  int steps = 0;
-};
-
-// Steps until nothing is live; checks the pool after every step.
-Run run_all(Scheduler& s, FakeWorker& w) {
-  Run run;
-  while (s.has_unfinished_requests() || s.has_pending_finished()) {
-    REQUIRE(++run.steps < 10000);
-    const SchedulerOutput so = s.schedule();
-    REQUIRE(so.total_num_scheduled_tokens <= s.config().max_num_batched_tokens);
-    for (const auto& o : s.update_from_output(so, w.execute(so))) {
-      auto& out = run.outputs[o.req_id];
-      out.insert(out.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-      if (o.finished()) run.finish[o.req_id] = o.finish_reason;
-    }
-    s.kv_cache_manager().block_pool().check_invariants();
-  }
-  REQUIRE(s.kv_cache_manager().block_pool().num_used() == 0);
-  REQUIRE(s.kv_cache_manager().num_requests() == 0);
-  return run;
-}
-
-}  // namespace
+using namespace fakes;
 
 TEST_CASE("scheduler runs requests to max_tokens within the token budget and frees every block", "[scheduler]") {
   Scheduler s(config(64, 40));
@@ -253,21 +129,6 @@ TEST_CASE("admission limits: queue bound, max_num_seqs, impossible requests", "[
   run_all(s, w);
 }
 
-namespace {
-
-// An n-sample request: children "<id>.0" .. "<id>.<n-1>", child i seeded seed + i.
-Request parallel_request(const std::string& id, std::vector<int> prompt, int n, int max_tokens, uint64_t seed) {
-  SamplingParams p;
-  p.temperature = 0.8f;
-  p.n = n;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  Request r(id + ".0", std::move(prompt), p, seed);
-  for (int i = 0; i < n; ++i) r.child_req_ids.push_back(id + "." + std::to_string(i)), r.child_seeds.push_back(seed + uint64_t(i));
-  return r;
-}
-
-}  // namespace
 
 TEST_CASE("delayed split: one prefill, children equal n = 1 requests seeded seed + i", "[scheduler][split]") {
   const auto prompt = prompt_of(300, 5);  // 18 full blocks and 12 tokens
