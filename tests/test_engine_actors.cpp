@@ -229,3 +229,43 @@ TEST_CASE("actor engine: a prefix-cache hit gives the tokens a full prefill give
 }
 
 }  // namespace parley
+
+namespace parley {
+
+TEST_CASE("actor engine: async scheduling on and off give the same outputs", "[actors][async]") {
+  auto outputs = [](bool async_scheduling) {
+    EngineConfig c = stories_config(12);  // 192 slots for 16 requests: preemption
+    c.async_scheduling = async_scheduling;
+    auto engine = EngineClient::start(c);
+    auto specs = specs_for(engine->tokenizer(), 16, "x");
+    specs[3].params.n = 3;
+    specs[3].child_req_ids = {"x3", "x3.1", "x3.2"};
+    specs[5].params.stop = {".", "!"};
+    specs[7].params.min_tokens = 20;
+    specs[9].params.logprobs = 1;
+    auto sink = std::make_shared<CollectingSink>();
+    engine->submit(specs, sink);
+    REQUIRE(sink->wait(18));
+    require_idle(*engine);
+    const std::string m = metrics_of(*engine);
+    REQUIRE(metric(m, "parley:num_preemptions_total") > 0);
+    REQUIRE(metric(m, "parley:engine_steps_total") > 0);
+    std::promise<std::string> admin;
+    engine->admin_requests([&admin](std::string json) { admin.set_value(std::move(json)); });
+    const auto steps = nlohmann::json::parse(admin.get_future().get()).at("steps");
+    REQUIRE(steps.at("async_scheduling") == async_scheduling);
+    REQUIRE(steps.at("in_flight").empty());
+    REQUIRE(steps.at("total") == metric(m, "parley:engine_steps_total"));
+    std::map<std::string, std::tuple<std::vector<int>, std::string, FinishReason>> got;
+    for (const auto& [id, o] : sink->total) got[id] = {o.token_ids, o.text, o.finish_reason};
+    return got;
+  };
+  const auto sync = outputs(false);
+  const auto async = outputs(true);
+  REQUIRE(sync.size() == 18);
+  REQUIRE(async == sync);
+  REQUIRE(std::get<FinishReason>(sync.at("x5")) == FinishReason::Stop);
+  REQUIRE(std::get<std::vector<int>>(sync.at("x7")).size() >= 20);
+}
+
+}  // namespace parley

@@ -1,0 +1,184 @@
+// Async scheduling (MISSION C6): the actor engine with the scheduler planning step N+1 while the worker
+// runs step N, against one step at a time, at 1, 16 and 64 concurrent requests. Prints steps/s and output
+// tokens/s for both and their ratio, and checks that both give every request the same token ids. A third
+// row runs the same loop in one thread with no actors (EngineCore): the floor the actor engine pays
+// messages on top of.
+//   bench_async_scheduling [--model M] [--tokenizer T] [--prompt-tokens 32] [--gen-tokens 64]
+//                          [--concurrency 1,16,64] [--repeats 3] [--threads T]
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "actors/engine_client.hpp"
+#include "engine/engine_core.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "model/model_source.hpp"
+
+namespace {
+
+using namespace parley;
+
+struct CountingSink : RequestSink {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::vector<int>> tokens;
+  int finished = 0;
+  bool rejected = false;
+  void on_output(const RequestOutput& o) override {
+    std::lock_guard lock(mu);
+    auto& t = tokens[o.req_id];
+    t.insert(t.end(), o.token_ids.begin(), o.token_ids.end());
+    finished += o.finished();
+    cv.notify_all();
+  }
+  void on_rejected(int, const std::string& message) override {
+    std::lock_guard lock(mu);
+    std::fprintf(stderr, "rejected: %s\n", message.c_str());
+    rejected = true;
+    cv.notify_all();
+  }
+  void wait(int expected) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return finished >= expected || rejected; });
+    if (rejected) throw std::runtime_error("the engine refused the benchmark's requests");
+  }
+};
+
+double steps_of(EngineClient& engine) {
+  std::promise<std::string> p;
+  engine.metrics([&p](std::string text) { p.set_value(std::move(text)); });
+  const std::string text = p.get_future().get();
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("parley:engine_steps_total\\{[^}]*\\} ([0-9.e+]+)")))
+    throw std::runtime_error("no parley:engine_steps_total in /metrics");
+  return std::stod(m[1]);
+}
+
+struct Measure {
+  double seconds = 0, steps = 0;
+  int tokens = 0;
+  std::map<std::string, std::vector<int>> ids;
+};
+
+// `concurrency` requests, each with its own prompt, run to gen_tokens.
+std::vector<EngineRequestSpec> make_specs(int vocab, int concurrency, int prompt_tokens, int gen_tokens, int round) {
+  std::vector<EngineRequestSpec> specs;
+  for (int i = 0; i < concurrency; ++i) {
+    EngineRequestSpec s;
+    s.req_id = "b" + std::to_string(round) + "." + std::to_string(i);
+    s.prompt_token_ids.push_back(1);
+    for (int k = 1; k < prompt_tokens; ++k) s.prompt_token_ids.push_back(3 + (i * 131 + k * 17) % (vocab - 3));
+    s.params.temperature = i % 2 ? 0.8f : 0.0f;
+    s.params.seed = uint64_t(i);
+    s.params.max_tokens = gen_tokens;
+    s.params.ignore_eos = true;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// The requests submitted at once to the actor engine.
+Measure run_batch(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
+  const int concurrency = int(specs.size());
+  const double steps_before = steps_of(engine);
+  auto sink = std::make_shared<CountingSink>();
+  const auto start = std::chrono::steady_clock::now();
+  engine.submit(std::move(specs), sink);
+  sink->wait(concurrency);
+  Measure m;
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the last step's counters reach /metrics
+  m.steps = steps_of(engine) - steps_before;
+  for (auto& [id, t] : sink->tokens) m.tokens += int(t.size()), m.ids[id.substr(id.find('.'))] = t;
+  return m;
+}
+
+// The same requests through EngineCore in this thread: schedule, run, update, with no messages.
+Measure run_core(LlamaModel& model, SchedulerConfig config, const std::vector<EngineRequestSpec>& specs) {
+  EngineCore core(model, std::move(config));
+  for (const auto& s : specs) core.add_request(Request(s.req_id, s.prompt_token_ids, s.params, *s.params.seed));
+  Measure m;
+  const auto start = std::chrono::steady_clock::now();
+  while (core.has_unfinished_requests())
+    for (const EngineCoreOutput& o : core.step()) {
+      auto& t = m.ids[o.req_id.substr(o.req_id.find('.'))];
+      t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      m.tokens += int(o.new_token_ids.size());
+    }
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.steps = double(core.scheduler().stats().num_steps);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Async scheduling on against off, through the actor engine"};
+  EngineConfig config;
+  int prompt_tokens = 32, gen_tokens = 64, repeats = 3;
+  std::vector<int> concurrency = {1, 16, 64};
+  app.add_option("--model", config.model_path, "GGUF or llama2.c checkpoint (default: the built-in model)");
+  app.add_option("--tokenizer", config.tokenizer_path, "Tokenizer (default: the model's own)");
+  app.add_option("--prompt-tokens", prompt_tokens)->capture_default_str();
+  app.add_option("--gen-tokens", gen_tokens)->capture_default_str();
+  app.add_option("--concurrency", concurrency)->delimiter(',');
+  app.add_option("--repeats", repeats, "Runs per cell; the fastest counts")->capture_default_str();
+  app.add_option("--threads", config.threads, "Compute threads (0: all cores)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+
+  int largest = 0;
+  for (int c : concurrency) largest = std::max(largest, c);
+  config.scheduler.max_num_seqs = std::max(1, largest);
+  config.scheduler.num_kv_blocks = largest * ((prompt_tokens + gen_tokens) / 16 + 2);
+  std::map<bool, std::unique_ptr<EngineClient>> engines;
+  for (bool async_scheduling : {false, true}) {
+    config.async_scheduling = async_scheduling;
+    engines[async_scheduling] = EngineClient::start(config);
+  }
+  // The in-process loop's model, on a backend with the same thread count, with the engine's scheduler settings.
+  ModelFile file = load_model_with_vocab(config.model_path, config.tokenizer_path);
+  const int vocab = file.config.vocab_size;
+  cpu::CpuBackend backend(config.threads);
+  LlamaModel model(file.config, std::move(file.weights), backend);
+  SchedulerConfig core_config = config.scheduler;
+  core_config.max_model_len = file.config.max_seq_len;
+  core_config.eos_token_ids = default_stop_token_ids(*file.vocab);
+  std::printf("model %s, prompt %d tokens, %d generated per request, best of %d\n\n", engines[true]->model_name().c_str(),
+              prompt_tokens, gen_tokens, repeats);
+  std::printf("| requests | engine | steps | steps/s | output tok/s | against async off |\n|---|---|---|---|---|---|\n");
+  int round = 0;
+  for (int c : concurrency) {
+    enum { Off, On, Core };
+    std::map<int, Measure> best;
+    auto keep = [&](int which, Measure m) {
+      if (!best.count(which) || m.seconds < best[which].seconds) best[which] = std::move(m);
+    };
+    for (int r = 0; r < repeats; ++r) {  // interleaved: drift on a noisy machine hits every engine
+      const auto specs = make_specs(vocab, c, prompt_tokens, gen_tokens, round++);
+      keep(Off, run_batch(*engines[false], specs));
+      keep(On, run_batch(*engines[true], specs));
+      keep(Core, run_core(model, core_config, specs));
+    }
+    if (best[On].ids != best[Off].ids || best[Core].ids != best[Off].ids) {
+      std::fprintf(stderr, "token ids differ between the engines at %d requests\n", c);
+      return 1;
+    }
+    for (int which : {Off, On, Core}) {
+      const Measure& m = best[which];
+      const char* name = which == Off ? "actors, async off" : which == On ? "actors, async on" : "one thread, no actors";
+      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx |\n", c, name, m.steps, m.steps / m.seconds, m.tokens / m.seconds,
+                  best[Off].seconds / m.seconds);
+    }
+  }
+  std::printf("\nEvery request's token ids are identical across the three engines.\n");
+  return 0;
+}
