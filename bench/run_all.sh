@@ -24,3 +24,7 @@ echo; echo "## Serving: stories260K, Poisson arrivals at 32 req/s"
 node bench/serve/load.mjs --request-rate 32 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"
 echo; echo "## Parallel sampling: n = 8, 512-token prompt, 128 tokens each (110M shape)"
 "$BUILD/bench_parallel_sampling" --model "$model110" --threads "$threads"
+echo; echo "## Async scheduling: actor engine, on against off, and the one-thread loop (stories260K, 1 compute thread)"
+"$BUILD/bench_async_scheduling" --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --threads 1 --gen-tokens 128
+echo; echo "## Async scheduling: 110M shape"
+"$BUILD/bench_async_scheduling" --model "$model110" --threads "$threads" --gen-tokens 32 --repeats 2
