@@ -10,7 +10,6 @@ namespace {
 struct OutputState {
   OutputState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<OutputService> service;
-  msg::scheduler_actor scheduler;  // learnt from the first registration: the scheduler sends those
   uint64_t handled = 0;
 };
 using Self = msg::output_actor::stateful_pointer<OutputState>;
@@ -21,15 +20,14 @@ msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::uniq
       [self](msg::register_atom, const msg::Registration& reg) {
         auto& st = self->state;
         ++st.handled;
-        if (!st.scheduler) st.scheduler = caf::actor_cast<msg::scheduler_actor>(self->current_sender());
         st.service->register_requests(reg.requests, reg.sink, now_seconds());
       },
-      [self](msg::outputs_atom, const std::vector<EngineCoreOutput>& outputs, const SchedulerStats& stats) {
+      [self](msg::outputs_atom, const std::vector<EngineCoreOutput>& outputs,
+             const SchedulerStats& stats) -> std::vector<std::string> {
         auto& st = self->state;
         ++st.handled;
         st.service->on_stats(stats);
-        auto stopped = st.service->on_outputs(outputs, now_seconds());
-        if (!stopped.empty() && st.scheduler) self->send(st.scheduler, msg::stop_atom::value, std::move(stopped));
+        return st.service->on_outputs(outputs, now_seconds());
       },
       [self](msg::aborted_atom, const std::vector<std::string>& ids, const SchedulerStats& stats) {
         ++self->state.handled;

@@ -1,11 +1,13 @@
 // The message protocol between Parley's actors: every typed actor interface, one comment per message.
 //
 //   HTTP sessions / generate --(EngineClient)--> ingress --submit/abort--> scheduler --execute--> worker
-//   scheduler --register/outputs/aborted/stats--> output --stop--> scheduler;  output --> RequestSink
+//   scheduler --register/outputs/aborted/stats--> output (replies to outputs: ids a stop string ended);
+//   output --> RequestSink
 //   admin --actor_stats--> every actor
 //
-// A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight and
-// handles submits and aborts while the worker computes. Message payloads are plain structs from engine/;
+// A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight (two with
+// async scheduling: it plans step N+1 while the worker runs step N; steps carry their step_id both ways)
+// and handles submits and aborts while the worker computes. Message payloads are plain structs from engine/;
 // they stay in one process for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); PD disaggregation will serialize them.
 #pragma once
 #include <functional>
@@ -25,7 +27,6 @@ namespace parley::msg {
 using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using abort_all_atom = caf::atom_constant<caf::atom("abortall")>;
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using outputs_atom = caf::atom_constant<caf::atom("outputs")>;
@@ -65,16 +66,15 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<abort_atom, std::vector<std::string>>,
     // Abort every live request (shutdown).
     caf::reacts_to<abort_all_atom>,
-    // The output actor saw a stop string: finish these as stopped and free their blocks.
-    caf::reacts_to<stop_atom, std::vector<std::string>>,
-    // Admin: every live request (split children with their parent) and the block pool, as JSON.
+    // Admin: every live request (split children with their parent), the block pool and the steps in flight, as JSON.
     caf::reacts_to<requests_atom, TextReply>,
     // Admin: this actor's mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
 // The worker: one per device, detached so compute never blocks another actor's thread.
 using worker_actor = caf::typed_actor<
-    // Run one step: update the persistent batch, forward, sample.
+    // Run one step: update the persistent batch, forward, sample. Steps run in the order sent; the worker
+    // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
     caf::replies_to<execute_atom, SchedulerOutput>::with<ModelRunnerOutput>,
     // Admin: mailbox depth and messages handled (answered between steps).
     caf::replies_to<stats_atom>::with<ActorStats>>;
@@ -83,8 +83,9 @@ using worker_actor = caf::typed_actor<
 using output_actor = caf::typed_actor<
     // Requests admitted by the scheduler, before any of their outputs.
     caf::reacts_to<register_atom, Registration>,
-    // One step's news, with the scheduler's counters after it.
-    caf::reacts_to<outputs_atom, std::vector<EngineCoreOutput>, SchedulerStats>,
+    // One step's news, with the scheduler's counters after it; replies with the ids a stop string ended
+    // (the scheduler finishes them, and waits for this reply before planning more when any may stop so).
+    caf::replies_to<outputs_atom, std::vector<EngineCoreOutput>, SchedulerStats>::with<std::vector<std::string>>,
     // Requests the scheduler dropped (abort): each live one gets its final `abort` output.
     caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats>,
     // The scheduler's counters changed without a step (a submit or an abort).

@@ -18,17 +18,21 @@ struct SchedulerState {
   msg::output_actor output;
   size_t max_steps_in_flight = 1;   // 2 with async scheduling
   std::deque<uint64_t> steps_in_flight;  // step ids sent to the worker, oldest first
+  int pending_stop_checks = 0;  // outputs of requests with stop strings not yet checked by the output actor
   uint64_t handled = 0;
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
 void send_step(Self self, SchedulerOutput so);
+void finish(Self self, const std::vector<std::string>& ids, RequestStatus status);
+void send_outputs(Self self, std::vector<EngineCoreOutput> outputs);
 
 // Sends steps to the worker while fewer than the limit are in flight and there is work (or news) for it.
 // The worker handles them in order and replies in order, so outputs are folded back in step order.
 void maybe_step(Self self) {
   auto& st = self->state;
+  if (st.pending_stop_checks > 0) return;  // a stop string may end a request: plan no step it would waste
   while (st.steps_in_flight.size() < st.max_steps_in_flight &&
          (st.scheduler->has_unfinished_requests() || st.scheduler->has_pending_finished())) {
     SchedulerOutput so = st.scheduler->schedule();
@@ -62,7 +66,7 @@ void send_step(Self self, SchedulerOutput so) {
             } catch (const std::exception& e) {
               return fail_all(self, e.what());
             }
-            if (!outputs.empty()) self->send(st.output, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats());
+            if (!outputs.empty()) send_outputs(self, std::move(outputs));
             // Nothing left in flight: a failed step's outputs will never come (a no-op otherwise).
             if (st.steps_in_flight.empty()) st.scheduler->forget_stale_outputs();
             maybe_step(self);
@@ -74,6 +78,32 @@ void send_step(Self self, SchedulerOutput so) {
             self->state.steps_in_flight.pop_front();
             fail_all(self, self->system().render(err));
             if (self->state.steps_in_flight.empty()) self->state.scheduler->forget_stale_outputs();
+          });
+}
+
+// Hands a step's outputs to the output actor, which answers with the ids a stop string ended. When any of
+// them may end so, no step is planned until the answer: at most the step already in flight is wasted.
+void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
+  auto& st = self->state;
+  bool may_stop = false;
+  for (const EngineCoreOutput& o : outputs)
+    if (const Request* r = st.scheduler->find(o.req_id); r && !r->sampling_params.stop.empty()) may_stop = true;
+  st.pending_stop_checks += may_stop;
+  auto checked = [self, may_stop] {
+    self->state.pending_stop_checks -= may_stop;
+    maybe_step(self);
+  };
+  self->request(st.output, caf::infinite, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats())
+      .then(
+          [self, checked](const std::vector<std::string>& stopped) {
+            ++self->state.handled;
+            if (!stopped.empty()) finish(self, stopped, RequestStatus::FinishedStopped);
+            checked();
+          },
+          [self, checked](const caf::error& err) {
+            ++self->state.handled;
+            spdlog::error("output actor failed: {}", self->system().render(err));
+            checked();
           });
 }
 
@@ -149,10 +179,6 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         ++self->state.handled;
         const auto& st = self->state;
         reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
-      },
-      [self](msg::stop_atom, const std::vector<std::string>& ids) {
-        ++self->state.handled;
-        finish(self, ids, RequestStatus::FinishedStopped);
       },
       [self](msg::stats_atom) { return actor_stats(self, "scheduler", ++self->state.handled); },
   };

@@ -269,3 +269,60 @@ TEST_CASE("actor engine: async scheduling on and off give the same outputs", "[a
 }
 
 }  // namespace parley
+
+namespace parley {
+
+namespace {
+
+// The scheduler's own view once it is idle: no request live, no step in flight.
+nlohmann::json idle_admin_view(EngineClient& engine) {
+  for (int i = 0; i < 200; ++i) {
+    std::promise<std::string> p;
+    engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
+    auto view = nlohmann::json::parse(p.get_future().get());
+    if (view.at("requests").empty() && view.at("steps").at("in_flight").empty()) return view;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("the scheduler did not go idle");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors][async]") {
+  for (bool async_scheduling : {false, true}) {
+    CAPTURE(async_scheduling);
+    EngineConfig c = stories_config();
+    c.async_scheduling = async_scheduling;
+    auto engine = EngineClient::start(c);
+    EngineRequestSpec s = specs_for(engine->tokenizer(), 1, "w")[0];  // greedy "Once upon a time"
+    s.params.max_tokens = 60;
+    s.params.stop = {"Lily"};
+    auto sink = std::make_shared<CollectingSink>();
+    engine->submit({s}, sink);
+    REQUIRE(sink->wait(1));
+    const RequestOutput& out = sink->total.at("w0");
+    REQUIRE(out.finish_reason == FinishReason::Stop);
+    const int tokens = int(out.token_ids.size());
+    // K steps sample K tokens; then one step tells the worker to drop the row. Async may have planned one
+    // more step before the stop was checked (its token is dropped), never two: planning waits for the check.
+    const auto steps = idle_admin_view(*engine).at("steps");
+    const int total = steps.at("total").get<int>();
+    if (async_scheduling) REQUIRE((total == tokens + 1 || total == tokens + 2));
+    else REQUIRE(total == tokens + 1);
+    // EOS: the scheduler sees it at once; async has at most the step in flight to discard.
+    s.req_id = "e0";
+    s.params.stop.clear();
+    s.params.max_tokens = 400;
+    s.params.ignore_eos = false;
+    const auto before = steps.at("total").get<int>();
+    const auto eos_run = run(*engine, {s}).at("e0");
+    REQUIRE(eos_run.size() < 400);  // the greedy story ends with EOS
+    const auto after = idle_admin_view(*engine).at("steps");
+    REQUIRE(after.at("total").get<int>() - before == int(eos_run.size()) + (async_scheduling ? 2 : 1));
+    REQUIRE(after.at("discarded_tokens").get<int>() - steps.at("discarded_tokens").get<int>() == (async_scheduling ? 1 : 0));
+    require_idle(*engine);
+  }
+}
+
+}  // namespace parley
