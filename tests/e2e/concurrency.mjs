@@ -1,5 +1,7 @@
 // 64 concurrent streaming clients, then each request alone: the same text and token count (MISSION C10:
-// a request's tokens depend on its prompt, parameters and seed alone, not on its batch company).
+// a request's tokens depend on its prompt, parameters and seed alone, not on its batch company). Then the
+// same 64 streams, with n = 2 and stop strings mixed in, against a server with --no-async-scheduling:
+// byte-identical texts and finish reasons (C6).
 //   node tests/e2e/concurrency.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import { main, stream, complete, assertNoLeaks } from './lib.mjs';
@@ -23,7 +25,7 @@ function request(i) {
 }
 
 main('concurrency', async (parley, t) => {
-  const server = await t.start([]);
+  const server = await t.start(['--admin-token', 'adm']);
   const base = server.base;
   const reqs = Array.from({ length: CLIENTS }, (_, i) => request(i));
 
@@ -61,6 +63,32 @@ main('concurrency', async (parley, t) => {
   assert.equal(mismatches.length, 0, `${mismatches.length}/${CLIENTS} requests differ between batched and alone (C10):\n${mismatches.slice(0, 5).join('\n')}`);
   t.check();
 
+  await assertNoLeaks(base);
+  t.check();
+
+  // Async scheduling (the default) against one step at a time.
+  const sync = await t.start(['--admin-token', 'adm', '--no-async-scheduling'], { label: 'async off' });
+  const mixed = reqs.map((body, i) => ({
+    ...body,
+    ...(i % 4 === 1 ? { n: 2 } : {}),
+    ...(i % 4 === 2 ? { stop: ['.', '!'], ignore_eos: false } : {}),
+    ...(i % 8 === 3 ? { min_tokens: 20, ignore_eos: false } : {}),
+  }));
+  const runAll = (b) => Promise.all(mixed.map((body) => stream(b, '/v1/completions', body)));
+  const [on, off] = [await runAll(base), await runAll(sync.base)];
+  for (let i = 0; i < CLIENTS; i++) {
+    assert.equal(on[i].status, 200, `async on, client ${i}: status ${on[i].status}`);
+    assert.deepEqual(on[i].texts, off[i].texts, `client ${i} ${JSON.stringify(mixed[i])}: async on and off differ`);
+    assert.equal(Object.keys(on[i].texts).length, mixed[i].n ?? 1, `client ${i}: choices ${JSON.stringify(on[i].texts)}`);
+    assert.deepEqual(on[i].finishReasons, off[i].finishReasons, `client ${i}: finish reasons differ`);
+  }
+  assert.ok(on.some((s) => Object.values(s.finishReasons).includes('stop')), 'no stop string ever matched: the mix proves little');
+  for (const [b, want] of [[base, true], [sync.base, false]]) {
+    const view = await (await fetch(b + '/admin/requests', { headers: { Authorization: 'Bearer adm' } })).json();
+    assert.equal(view.steps.async_scheduling, want, `admin view: ${JSON.stringify(view.steps)}`);
+    assert.ok(view.steps.total > 0);
+  }
+  await assertNoLeaks(sync.base, { label: 'async off' });
   await assertNoLeaks(base);
   t.check();
   t.note(`${CLIENTS} concurrent in ${(concurrentMs / 1000).toFixed(2)} s, sequential in ${(aloneMs / 1000).toFixed(2)} s`);
