@@ -4,6 +4,8 @@
 // checks every KV slot it reads, then with stories260K through EngineCore.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "engine/engine_core.hpp"
 #include "fake_worker.hpp"
 #include "model/tokenizer.hpp"
@@ -35,6 +37,24 @@ void add_mix(Scheduler& s) {
   s.add_request(parallel_request("q", prompt_of(32, 12), 3, 12, 40));
 }
 
+struct Compared {
+  Run sync, async;
+  SchedulerStats sync_stats, async_stats;
+};
+
+// The same requests run one step at a time and with two steps in flight.
+Compared run_both(const SchedulerConfig& c, const std::function<void(Scheduler&)>& add) {
+  Compared out;
+  for (size_t steps_in_flight : {1, 2}) {
+    Scheduler s(c);
+    FakeWorker w;
+    add(s);
+    (steps_in_flight == 1 ? out.sync : out.async) = run_all(s, w, steps_in_flight);
+    (steps_in_flight == 1 ? out.sync_stats : out.async_stats) = s.stats();
+  }
+  return out;
+}
+
 int count_finished(const Run& run, FinishReason reason) {
   int n = 0;
   for (const auto& [id, why] : run.finish) n += why == reason;
@@ -50,17 +70,9 @@ TEST_CASE("async equals sync: chunked prefill, preemption, splits, EOS", "[async
   };
   for (const Case k : {Case{512, 512, true}, Case{512, 24, true}, Case{24, 64, true}, Case{24, 40, false}}) {
     CAPTURE(k.blocks, k.budget, k.caching);
-    auto run_with = [&](size_t steps_in_flight) {
-      SchedulerConfig c = eos_config(k.blocks, k.budget);
-      c.enable_prefix_caching = k.caching;
-      Scheduler s(c);
-      FakeWorker w;
-      add_mix(s);
-      Run run = run_all(s, w, steps_in_flight);
-      return std::make_pair(run, s.stats());
-    };
-    const auto [sync, sync_stats] = run_with(1);
-    const auto [async, async_stats] = run_with(2);
+    SchedulerConfig c = eos_config(k.blocks, k.budget);
+    c.enable_prefix_caching = k.caching;
+    const auto [sync, async, sync_stats, async_stats] = run_both(c, add_mix);
     REQUIRE(async.outputs == sync.outputs);
     REQUIRE(async.finish == sync.finish);
     REQUIRE(async.outputs.size() == 17);
@@ -76,15 +88,9 @@ TEST_CASE("async equals sync: chunked prefill, preemption, splits, EOS", "[async
 }
 
 TEST_CASE("async: no step for a request certain to finish, one after EOS", "[async]") {
-  auto run_with = [](size_t steps_in_flight) {
-    Scheduler s(config(512, 512));
-    FakeWorker w;
+  const auto [sync, async, sync_stats, async_stats] = run_both(config(512, 512), [](Scheduler& s) {
     for (int i = 0; i < 6; ++i) s.add_request(make_request("r" + std::to_string(i), prompt_of(10 + i, i), 1 + i * 5));
-    Run run = run_all(s, w, steps_in_flight);
-    return std::make_pair(run, s.stats());
-  };
-  const auto [sync, sync_stats] = run_with(1);
-  const auto [async, async_stats] = run_with(2);
+  });
   REQUIRE(async.outputs == sync.outputs);
   // 1 prefill + 25 decode steps + 1 that only tells the worker of the last finish, either way.
   REQUIRE(async.steps == sync.steps);
