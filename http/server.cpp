@@ -113,7 +113,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         else ctx_.engine->admin_requests(reply);
         return;
       }
-      case RouteResult::Kind::Generate: return start_generation(std::move(*r.generate));
+      case RouteResult::Kind::Generate:
+        if (ctx_.draining) {  // a request read on an open connection after SIGTERM
+          ApiError e;
+          e.status = 503, e.message = kShuttingDown, e.type = "ServiceUnavailableError";
+          return respond(503, error_body(e), "application/json", false);
+        }
+        return start_generation(std::move(*r.generate));
     }
   }
 
@@ -287,6 +293,7 @@ void HttpServer::run() {
 }
 
 void HttpServer::shutdown() {
+  impl_->ctx.draining = true;
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);

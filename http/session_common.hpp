@@ -22,7 +22,10 @@ struct ServerContext {
   ServingContext serving;
   std::atomic<uint64_t> next_id{0};
   std::atomic<int> live_generations{0};  // shutdown waits for these to end
+  std::atomic<bool> draining{false};     // SIGTERM came: new generations (on open connections) get 503
 };
+
+inline constexpr const char* kShuttingDown = "The server is shutting down; no new requests are accepted.";
 
 // Counts a generation as live from construction to destruction.
 struct LiveGeneration {

@@ -100,6 +100,14 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       err["type"] = "error";
       return send(err.dump());
     }
+    if (ctx_.draining) {
+      ApiError e;
+      e.status = 503, e.message = kShuttingDown, e.type = "ServiceUnavailableError";
+      nlohmann::json err = nlohmann::json::parse(error_body(e));
+      err["id"] = id;
+      err["type"] = "error";
+      return send(err.dump());
+    }
     auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
