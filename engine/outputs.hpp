@@ -38,6 +38,10 @@ struct SchedulerOutput {
   // Tokens to compute this step per request (the worker finds each by id; the order carries no meaning).
   std::vector<std::pair<std::string, int>> num_scheduled_tokens;
   int total_num_scheduled_tokens = 0;
+  // Speculative decoding: how many of a decode request's scheduled tokens are drafts (its query is its
+  // newest token plus these). The worker fills them from its own proposer, padding with placeholder drafts
+  // (always rejected) when it has fewer. Requests not listed verify nothing.
+  std::vector<std::pair<std::string, int>> scheduled_spec_decode_tokens;
   // Requests the worker must drop before this step: finished or aborted since the last step, or preempted.
   std::vector<std::string> finished_req_ids;
   std::vector<std::string> preempted_req_ids;
@@ -63,10 +67,13 @@ struct TokenLogprobs {
 struct ModelRunnerOutput {
   uint64_t step_id = 0;
   std::vector<std::string> req_ids;               // the persistent batch's order this step
-  // Per req_ids row: empty for a partial prefill; one token; or, for a splitting parent, child i's first
-  // token at index i.
+  // Per req_ids row: empty for a partial prefill; one token; a verifying row's accepted drafts and one more;
+  // or, for a splitting parent, child i's first token at index i.
   std::vector<std::vector<int>> sampled_token_ids;
   std::vector<std::vector<TokenLogprobs>> logprobs;  // per row, one per sampled token when the request asked
+  // Speculative decoding, per row: drafts verified this step that the proposer made (placeholders not
+  // counted; a row's sampled tokens are its accepted drafts plus one), and drafts ready for its next step.
+  std::vector<int> num_proposed_drafts, num_drafts_ready;
 };
 
 // One request's news after a step, for the output processor.

@@ -17,6 +17,7 @@ void SchedulerConfig::validate() const {
   need(max_waiting >= 1, "max_waiting must be at least 1");
   need(block_size >= 1, "block_size must be at least 1");
   need(num_kv_blocks >= 1, "num_kv_blocks must be at least 1");
+  need(num_speculative_tokens >= 0 && num_speculative_tokens <= 16, "num_speculative_tokens must be in [0, 16]");
 }
 
 Scheduler::Scheduler(SchedulerConfig config)
@@ -135,7 +136,12 @@ SchedulerOutput Scheduler::schedule() {
   out.block_copies = std::move(pending_block_copies_);
   pending_block_copies_.clear();
   int budget = config_.max_num_batched_tokens;
-  std::vector<std::pair<Request*, int>> scheduled_running, scheduled_new;
+  struct Scheduled {
+    Request* request;
+    int num_tokens, num_drafts;  // num_tokens includes the drafts
+  };
+  std::vector<Scheduled> scheduled_running, scheduled_new;
+  bool all_decode = true;  // every running request scheduled decodes (its newest token, plus drafts)
   auto chunk = [&](const Request& r, int num_computed) {
     // A prefill remainder, or the one newest token (a placeholder when its step is still in flight).
     int n = r.num_tokens() + r.num_output_placeholders - num_computed;
@@ -147,7 +153,10 @@ SchedulerOutput Scheduler::schedule() {
   bool preempted = false;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int n = certain_to_finish(*r) ? 0 : chunk(*r, r->num_computed_tokens);
+    int n = certain_to_finish(*r) ? 0 : chunk(*r, r->num_computed_tokens);
+    const bool decode = n == 1 && !r->awaits_split();
+    const int drafts = decode ? num_drafts_for(*r, budget - 1) : 0;
+    n += drafts;
     if (n <= 0) {
       ++i;
       continue;
@@ -171,7 +180,8 @@ SchedulerOutput Scheduler::schedule() {
       out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                         r->seed, kv_.block_ids(r->request_id), r->num_computed_tokens, {}});
     }
-    scheduled_running.emplace_back(r, n);
+    scheduled_running.push_back({r, n, drafts});
+    all_decode = all_decode && decode;
     budget -= n;
     ++i;
   }
@@ -194,23 +204,38 @@ SchedulerOutput Scheduler::schedule() {
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                       r->seed, kv_.block_ids(r->request_id), num_hit,
                                       r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}});
-    scheduled_new.emplace_back(r, n);
+    scheduled_new.push_back({r, n, 0});
     budget -= n;
   }
 
   // New requests first in the token list, as in scheduled_new_reqs then scheduled_cached_reqs.
+  all_decode = all_decode && scheduled_new.empty() && !scheduled_running.empty();
+  bool uniform = all_decode;
   scheduled_new.insert(scheduled_new.end(), scheduled_running.begin(), scheduled_running.end());
-  for (auto& [r, n] : scheduled_new) {
+  for (auto& [r, n, drafts] : scheduled_new) {
     prefill_tokens_computed_ += std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
-    r->num_computed_tokens += n;
-    // Its tokens reach the end: the worker samples one, appended here only when this step's output arrives.
-    if (r->num_computed_tokens == r->num_tokens() + r->num_output_placeholders) ++r->num_output_placeholders;
+    // Its tokens reach the end: the worker samples, appended here only when this step's output arrives.
+    if (r->num_computed_tokens + n - drafts == r->num_tokens() + r->num_output_placeholders) ++r->num_output_placeholders;
+    r->num_computed_tokens += n;  // as if every draft is accepted; update_from_output takes back the rejected
     out.num_scheduled_tokens.emplace_back(r->request_id, n);
     out.total_num_scheduled_tokens += n;
+    if (drafts > 0) out.scheduled_spec_decode_tokens.emplace_back(r->request_id, drafts);
+    uniform = uniform && drafts == config_.num_speculative_tokens;
   }
+  num_decode_steps_ += all_decode;
+  num_uniform_decode_steps_ += uniform;
   if (out.has_work()) out.step_id = uint64_t(++num_steps_);
   peak_used_blocks_ = std::max(peak_used_blocks_, kv_.block_pool().num_used());
   return out;
+}
+
+int Scheduler::num_drafts_for(const Request& r, int budget_left) const {
+  const int k = config_.num_speculative_tokens;
+  if (k == 0) return 0;
+  int drafts = config_.pad_uniform ? k : std::min(k, r.num_drafts_ready);
+  // The worker samples at token index num_tokens + i for i = 0..drafts: each must fit the context.
+  drafts = std::min(drafts, config_.max_model_len - 1 - (r.num_tokens() + r.num_output_placeholders));
+  return std::max(0, std::min(drafts, budget_left));
 }
 
 bool Scheduler::certain_to_finish(const Request& r) const {
@@ -292,9 +317,23 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
   outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
 }
 
+void Scheduler::account_verification(Request& r, int num_drafts, int num_accepted, int num_proposed) {
+  if (num_accepted < 0 || num_accepted > num_drafts || num_accepted > num_proposed)
+    throw std::logic_error("request " + r.request_id + ": " + std::to_string(num_accepted) + " drafts accepted of " +
+                           std::to_string(num_drafts) + " verified (" + std::to_string(num_proposed) + " proposed)");
+  r.num_computed_tokens -= num_drafts - num_accepted;  // rejected positions are recomputed with the right tokens
+  if (num_proposed == 0) return;
+  ++spec_num_drafts_;
+  spec_num_draft_tokens_ += num_proposed;
+  spec_num_accepted_ += num_accepted;
+  spec_accepted_per_pos_.resize(size_t(config_.num_speculative_tokens), 0);
+  for (int i = 0; i < num_accepted; ++i) ++spec_accepted_per_pos_[size_t(i)];
+}
+
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   std::unordered_map<std::string, size_t> row_of;
   for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
+  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
   std::vector<EngineCoreOutput> outputs;
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
@@ -314,6 +353,10 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       throw std::logic_error("the worker sampled for request " + id + ", which expects no token");
     Request& r = *it->second;
     --r.num_output_placeholders;
+    if (row->second < mro.num_drafts_ready.size()) r.num_drafts_ready = mro.num_drafts_ready[row->second];
+    if (auto d = drafts_of.find(id); d != drafts_of.end())
+      account_verification(r, d->second, int(sampled.size()) - 1,
+                           row->second < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row->second] : 0);
     const auto& logprobs = row->second < mro.logprobs.size() ? mro.logprobs[row->second] : std::vector<TokenLogprobs>{};
     if (r.awaits_split()) split(r, sampled, logprobs, outputs);
     else outputs.push_back(after_tokens(r, sampled, logprobs));
@@ -342,6 +385,13 @@ SchedulerStats Scheduler::stats() const {
   s.prefill_tokens_computed = prefill_tokens_computed_;
   s.num_steps = num_steps_;
   s.num_discarded_tokens = num_discarded_;
+  s.spec_num_drafts = spec_num_drafts_;
+  s.spec_num_draft_tokens = spec_num_draft_tokens_;
+  s.spec_num_accepted_tokens = spec_num_accepted_;
+  s.spec_num_accepted_per_pos = spec_accepted_per_pos_;
+  s.spec_num_accepted_per_pos.resize(size_t(config_.num_speculative_tokens), 0);
+  s.num_decode_steps = num_decode_steps_;
+  s.num_uniform_decode_steps = num_uniform_decode_steps_;
   s.num_splits = num_splits_;
   s.peak_used_blocks = peak_used_blocks_;
   return s;

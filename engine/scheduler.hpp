@@ -37,6 +37,8 @@ struct SchedulerConfig {
   bool enable_delayed_split = true;      // n > 1: prefill once, then split; off: n independent requests
   std::vector<int> eos_token_ids;        // end a request unless ignore_eos
   int vocab_size = 0;                    // > 0: prompt token ids are checked against it
+  int num_speculative_tokens = 0;        // k > 0: decode requests verify drafts (speculative decoding)
+  bool pad_uniform = true;               // every decode request gets k drafts, placeholders where the worker has fewer
   void validate() const;                 // throws std::invalid_argument naming the bad field
 };
 
@@ -53,6 +55,12 @@ struct SchedulerStats {
   int64_t num_discarded_tokens = 0;      // sampled in a step planned before the request finished or was preempted
   int64_t num_splits = 0;                // parallel-sampling parents split into their children
   int peak_used_blocks = 0;              // most blocks referenced at once since start
+  // Speculative decoding (vLLM's SpecDecodingStats): verifications with a proposed draft, drafts proposed,
+  // drafts accepted, and accepted per draft position.
+  int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_num_accepted_per_pos;
+  // Steps in which every scheduled request decodes, and of those, the ones where each has 1 + k query tokens.
+  int64_t num_decode_steps = 0, num_uniform_decode_steps = 0;
 };
 
 class Scheduler {
@@ -101,6 +109,11 @@ class Scheduler {
   RequestStatus check_stop(const Request& request) const;
   // Its tokens in flight reach max_tokens or the context: another step could not use its token.
   bool certain_to_finish(const Request& request) const;
+  // Drafts a decode request verifies in this step: k (padded), or what the worker holds, within the context
+  // and the token budget left.
+  int num_drafts_for(const Request& request, int budget_left) const;
+  // Folds back one verification: rejected drafts leave the computed tokens; the counters grow.
+  void account_verification(Request& request, int num_drafts, int num_accepted, int num_proposed);
   void check_children(const Request& request) const;
   // The delayed split after the parent's prefill: children 1..n-1 share its prompt blocks; each gets its
   // first token. Appends every child's output (child 0 is the parent itself) to outputs.
@@ -119,6 +132,9 @@ class Scheduler {
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
+  int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
+  std::vector<int64_t> spec_accepted_per_pos_;
+  int64_t num_decode_steps_ = 0, num_uniform_decode_steps_ = 0;
   int peak_used_blocks_ = 0;
 };
 
