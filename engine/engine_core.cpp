@@ -1,12 +1,30 @@
 #include "engine/engine_core.hpp"
 
+#include <stdexcept>
+
 namespace parley {
 
-EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling)
-    : scheduler_(std::move(config)),
+namespace {
+
+SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<SpeculativeConfig>& spec, bool async_scheduling) {
+  if (!spec) return c;
+  if (async_scheduling)
+    throw std::invalid_argument("speculative decoding does not run with async scheduling yet: turn one off");
+  c.num_speculative_tokens = spec->num_speculative_tokens;
+  c.pad_uniform = spec->pad_uniform;
+  return c;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
+                       const std::optional<SpeculativeConfig>& speculative)
+    : scheduler_(with_speculation(std::move(config), speculative, async_scheduling)),
       runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
               scheduler_.config().eos_token_ids),
-      async_scheduling_(async_scheduling) {}
+      async_scheduling_(async_scheduling) {
+  if (speculative) runner_.set_proposer(make_proposer(*speculative, scheduler_.config().max_model_len));
+}
 
 std::optional<EngineCore::StepInFlight> EngineCore::run_next() {
   if (!scheduler_.has_unfinished_requests() && !scheduler_.has_pending_finished()) return std::nullopt;

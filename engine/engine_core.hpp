@@ -10,13 +10,17 @@
 
 #include "engine/model_runner.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/speculative_config.hpp"
 
 namespace parley {
 
 class EngineCore {
  public:
-  // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache.
-  EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false);
+  // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache. With a speculative config
+  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them (not yet
+  // with async scheduling: std::invalid_argument).
+  EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false,
+             const std::optional<SpeculativeConfig>& speculative = std::nullopt);
 
   void add_request(Request request) { scheduler_.add_request(std::move(request)); }
   std::vector<std::string> abort_requests(const std::vector<std::string>& ids) {

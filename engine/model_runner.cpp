@@ -1,5 +1,7 @@
 #include "engine/model_runner.hpp"
 
+#include "engine/rejection_sampler.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -26,12 +28,18 @@ void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<i
 }
 
 // vLLM's _update_states, except that rows not scheduled this step stay in the batch.
+void ModelRunner::drop_request(const std::string& id) {
+  child_seeds_.erase(id);
+  drafts_.erase(id);
+  if (proposer_) proposer_->remove_request(id);
+}
+
 void ModelRunner::update_states(const SchedulerOutput& so) {
-  for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id), child_seeds_.erase(id);
+  for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id), drop_request(id);
   // A preempted request loses everything here: it returns as NewRequestData with its output tokens.
   for (const std::string& id : so.preempted_req_ids)
     if (!input_batch_.remove_request(id)) throw std::logic_error("ModelRunner: preempted request " + id + " is unknown");
-  for (const std::string& id : so.preempted_req_ids) child_seeds_.erase(id);
+  for (const std::string& id : so.preempted_req_ids) drop_request(id);
   for (const NewRequestData& r : so.scheduled_new_reqs) {
     check_block_ids(r.req_id, r.block_ids);
     input_batch_.add_request({r.req_id, r.prompt_token_ids, r.output_token_ids, r.sampling_params, r.seed, r.block_ids,
@@ -53,6 +61,7 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
 void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   const InputBatch& b = input_batch_;
   num_scheduled_.assign(b.num_reqs(), 0);
+  num_drafts_.assign(b.num_reqs(), 0);
   int total = 0;
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     const auto row = b.req_index(id);
@@ -73,38 +82,81 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     if (num_scheduled_[row]) f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row).size()));
   sample_rows_.clear();
   sample_positions_.clear();
+  verifications_.clear();
+  std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
+  std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
   int seq = 0;
   for (int row = 0; row < b.num_reqs(); ++row) {
     const int n = num_scheduled_[row];
     if (n == 0) continue;
-    const int start = b.num_computed_tokens(row), end = start + n;
     const auto tokens = b.token_ids(row);
     const auto blocks = b.block_ids(row);
     const std::string& id = b.req_ids()[row];
-    if (end > int(tokens.size()))
-      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(end) + " of " +
+    const auto d = drafts_of.find(id);
+    const int drafts = d == drafts_of.end() ? 0 : d->second;
+    num_drafts_[row] = drafts;
+    const int start = b.num_computed_tokens(row), real_end = start + n - drafts, end = start + n;
+    if (drafts < 0 || drafts >= n || (drafts > 0 && (real_end != int(tokens.size()) || !proposer_)))
+      throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) + " drafts here");
+    if (real_end > int(tokens.size()))
+      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) + " of " +
                              std::to_string(tokens.size()));
     if (ceil_div(end, block_size_) > int(blocks.size()))
       throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(blocks.size()) +
                              " blocks, too few for " + std::to_string(end) + " tokens");
-    const bool samples = end == int(tokens.size());
+    const bool samples = real_end == int(tokens.size());
     if (samples && end >= b.max_model_len())
       throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
     f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
     std::copy(blocks.begin(), blocks.end(), f.block_tables.begin() + size_t(seq) * f.max_blocks_per_seq);
+    Verification v{row, real_end, 0, {}, 0};
+    if (drafts > 0) {  // the proposer's drafts, padded with placeholders (fed to the model as token 0)
+      const auto& mine = drafts_[id];
+      v.num_proposed = std::min(drafts, int(mine.size()));
+      v.drafts.assign(mine.begin(), mine.begin() + v.num_proposed);
+      v.drafts.resize(size_t(drafts), kPlaceholderDraft);
+    }
     for (int p = start; p < end; ++p) {
-      f.token_ids.push_back(tokens[p]);
+      const int token = p < real_end ? tokens[p] : std::max(0, v.drafts[size_t(p - real_end)]);
+      f.token_ids.push_back(token);
       f.positions.push_back(p);
       f.token_seq.push_back(seq);
       f.slot_mapping.push_back(int64_t(blocks[p / block_size_]) * block_size_ + p % block_size_);
     }
-    if (samples) {
+    if (samples && drafts > 0) {
+      v.first_logits_row = int(verify_logits.size());
+      for (int j = 0; j <= drafts; ++j) verify_logits.push_back(f.num_tokens() - 1 - drafts + j);
+      verifications_.push_back(std::move(v));
+    } else if (samples) {
       f.logits_indices.push_back(f.num_tokens() - 1);
       sample_rows_.push_back(row);
-      sample_positions_.push_back(end);
+      sample_positions_.push_back(real_end);
     }
     ++seq;
   }
+  for (Verification& v : verifications_) v.first_logits_row += int(f.logits_indices.size());
+  f.logits_indices.insert(f.logits_indices.end(), verify_logits.begin(), verify_logits.end());
+}
+
+int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
+  const Verification& v = verifications_[size_t(entry)];
+  const int vocab = model_.config().vocab_size;
+  const SamplingMetadata& m = input_batch_.sampling_metadata();
+  const int batch_row[1] = {row};
+  int accepted = 0;
+  for (size_t j = 0; j <= v.drafts.size(); ++j) {
+    // The request's own sampling at this position, with every accepted draft already in its history.
+    const int64_t position[1] = {v.position + int64_t(j)};
+    SamplerOutput s = sampler_.sample(logits_.data() + size_t(v.first_logits_row + int(j)) * vocab, vocab, batch_row, position, m);
+    const int token = s.sampled_token_ids[0];
+    out.sampled_token_ids[row].push_back(token);
+    if (s.logprobs[0]) out.logprobs[row].push_back(std::move(*s.logprobs[0]));
+    input_batch_.append_token(row, token);
+    if (j == v.drafts.size() || v.drafts[j] != token) break;
+    ++accepted;
+  }
+  out.num_proposed_drafts[row] = v.num_proposed;
+  return accepted;
 }
 
 ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
@@ -114,6 +166,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.req_ids = input_batch_.req_ids();
   out.sampled_token_ids.resize(out.req_ids.size());
   out.logprobs.resize(out.req_ids.size());
+  if (proposer_) out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     check_block_ids("block copy", {src, dst});
     kv_.copy_block(src, dst);
@@ -125,9 +178,10 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   if (!sample_rows_.empty())
     sampled = sampler_.sample(logits_.data(), model_.config().vocab_size, sample_rows_, sample_positions_,
                               input_batch_.sampling_metadata());
+  // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (num_scheduled_[row])
-      input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row]);
+      input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row] - num_drafts_[row]);
   const int vocab = model_.config().vocab_size;
   for (size_t i = 0; i < sample_rows_.size(); ++i) {
     const int row = sample_rows_[i];
@@ -145,6 +199,20 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       if (sampled.logprobs[i]) out.logprobs[row].push_back(std::move(*sampled.logprobs[i]));
     }
     input_batch_.append_token(row, out.sampled_token_ids[row][0]);  // the scheduler will not resend it (child 0's)
+  }
+  for (size_t e = 0; e < verifications_.size(); ++e) {
+    const Verification& v = verifications_[e];
+    const int accepted = verify(v.row, int(e), out);  // rejected positions are computed again later
+    input_batch_.set_num_computed_tokens(v.row, input_batch_.num_computed_tokens(v.row) + accepted);
+  }
+  if (proposer_) {
+    auto propose = [&](int row) {
+      const std::string& id = input_batch_.req_ids()[row];
+      drafts_[id] = proposer_->propose(id, input_batch_.token_ids(row));
+      out.num_drafts_ready[row] = int(drafts_[id].size());
+    };
+    for (int row : sample_rows_) propose(row);
+    for (const Verification& v : verifications_) propose(v.row);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "engine/input_batch.hpp"
 #include "engine/outputs.hpp"
+#include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
 #include "model/kv_cache.hpp"
 #include "model/llama.hpp"
@@ -27,6 +28,11 @@ class ModelRunner {
   // never saw are skipped: a request aborted while waiting), or schedules more than a request holds.
   ModelRunnerOutput execute_model(const SchedulerOutput& scheduler_output);
 
+  // Speculative decoding: after each token it samples, a request gets drafts from the proposer; a step
+  // that schedules drafts for it (scheduled_spec_decode_tokens) runs them in the same pass and verifies
+  // them exactly (a draft stands while it equals what the request's own sampling draws there).
+  void set_proposer(std::unique_ptr<Proposer> proposer) { proposer_ = std::move(proposer); }
+
   const InputBatch& input_batch() const { return input_batch_; }
   KvCache& kv_cache() { return kv_; }
   const LlamaModel& model() const { return model_; }
@@ -35,6 +41,9 @@ class ModelRunner {
   void update_states(const SchedulerOutput& scheduler_output);
   void prepare_inputs(const SchedulerOutput& scheduler_output);
   void check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const;
+  void drop_request(const std::string& req_id);
+  // Samples a verifying row position by position; returns the drafts accepted.
+  int verify(int row, int entry, ModelRunnerOutput& out);
 
   LlamaModel& model_;
   KvCache kv_;
@@ -45,8 +54,20 @@ class ModelRunner {
   std::vector<float> logits_;
   std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
   std::vector<int> num_scheduled_;        // per batch row, this step
-  std::vector<int> sample_rows_;          // batch row of each logits row
-  std::vector<int64_t> sample_positions_;  // index of the token each logits row samples
+  std::vector<int> num_drafts_;           // per batch row, drafts among those
+  std::vector<int> sample_rows_;          // batch row of each logits row sampled in one batch
+  std::vector<int64_t> sample_positions_;  // index of the token each of those rows samples
+  // Rows verifying drafts: their logits rows follow the batch-sampled ones, 1 + drafts each.
+  struct Verification {
+    int row;
+    int64_t position;         // index of the first token sampled (the one after the last real token)
+    int first_logits_row;
+    std::vector<int> drafts;  // kPlaceholderDraft where the proposer had none
+    int num_proposed;         // real drafts among them
+  };
+  std::vector<Verification> verifications_;
+  std::unique_ptr<Proposer> proposer_;
+  std::unordered_map<std::string, std::vector<int>> drafts_;  // per request: drafts for its next step
 };
 
 }  // namespace parley
