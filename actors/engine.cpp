@@ -49,6 +49,12 @@ class ActorEngine final : public EngineClient {
     sc.num_kv_blocks = resolve_num_kv_blocks(config, sc, file_.config);
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
     sc.vocab_size = file_.config.vocab_size;
+    if (config.speculative) {
+      if (config.async_scheduling)
+        throw std::invalid_argument("--speculative-config does not run with async scheduling yet: add --no-async-scheduling");
+      sc.num_speculative_tokens = config.speculative->num_speculative_tokens;
+      sc.pad_uniform = config.speculative->pad_uniform;
+    }
     sc.validate();
     max_model_len_ = sc.max_model_len;
     if (config.max_n < 1 || config.max_n > 128) throw std::invalid_argument("--max-n must be in [1, 128]");
@@ -56,6 +62,7 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
+    if (config.speculative) runner->set_proposer(make_proposer(*config.speculative, sc.max_model_len));
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
@@ -63,9 +70,10 @@ class ActorEngine final : public EngineClient {
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens, async scheduling {}", model_name_, file_.config.n_layers, file_.config.dim,
+                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}", model_name_, file_.config.n_layers, file_.config.dim,
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
-                 sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off");
+                 sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
+                 config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off");
   }
   ~ActorEngine() override { shutdown(); }
 

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/speculative_config.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
@@ -46,6 +48,7 @@ struct EngineConfig {
   int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
   int max_n = 64;                          // the largest n a request may ask for
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
+  std::optional<SpeculativeConfig> speculative;  // --speculative-config (needs async scheduling off, for now)
 };
 
 class EngineClient {

@@ -45,6 +45,13 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
                 "n > 1 as n independent requests instead of one prefill split into n");
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", e.async_scheduling,
                 "Plan step N+1 while the worker runs step N (default on)");
+  cmd->add_option_function<std::string>("--speculative-config", [&e](const std::string& v) {
+        try {
+          e.speculative = parley::SpeculativeConfig::parse(v);
+        } catch (const std::invalid_argument& err) {
+          throw CLI::ValidationError("--speculative-config", err.what());
+        }
+      }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}' (needs --no-async-scheduling)");
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
 }
 

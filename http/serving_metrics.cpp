@@ -56,6 +56,16 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");
   discarded_ = counter("parley:discarded_tokens_total",
                        "Tokens sampled in a step planned before their request finished or was preempted; never emitted.");
+  spec_drafts_ = counter("parley:spec_decode_num_drafts_total", "Verifications of proposed draft tokens (one per request per step).");
+  spec_draft_tokens_ = counter("parley:spec_decode_num_draft_tokens_total", "Draft tokens proposed and verified (placeholders excluded).");
+  spec_accepted_ = counter("parley:spec_decode_num_accepted_tokens_total", "Draft tokens accepted.");
+  spec_accepted_per_pos_ = &registry_.counter("parley:spec_decode_num_accepted_tokens_per_pos_total",
+                                              "Draft tokens accepted, by position in the draft.", {"model_name", "position"});
+  spec_mean_acceptance_ = gauge("parley:spec_decode_mean_acceptance_length",
+                                "Tokens per verification: 1 + accepted drafts / verifications (0 before any).");
+  decode_steps_ = counter("parley:decode_steps_total", "Steps in which every scheduled request decodes.");
+  uniform_decode_steps_ = counter("parley:uniform_decode_steps_total",
+                                  "Decode steps in which every request has 1 + k query tokens (k drafts, padded).");
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
 }
@@ -74,6 +84,19 @@ void ServingMetrics::set_engine_steps(int64_t steps, int64_t discarded_tokens) {
   steps_->set(double(steps));
   discarded_->set(double(discarded_tokens));
 }
+void ServingMetrics::set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
+                                     const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps,
+                                     int64_t uniform_decode_steps) {
+  spec_drafts_->set(double(num_drafts));
+  spec_draft_tokens_->set(double(num_draft_tokens));
+  spec_accepted_->set(double(num_accepted_tokens));
+  for (size_t i = 0; i < accepted_per_pos.size(); ++i)
+    spec_accepted_per_pos_->labels({model_name_, std::to_string(i)}).set(double(accepted_per_pos[i]));
+  spec_mean_acceptance_->set(num_drafts > 0 ? 1.0 + double(num_accepted_tokens) / double(num_drafts) : 0.0);
+  decode_steps_->set(double(decode_steps));
+  uniform_decode_steps_->set(double(uniform_decode_steps));
+}
+
 void ServingMetrics::on_request_params_n(int n) { params_n_->observe(double(n)); }
 
 void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {

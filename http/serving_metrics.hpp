@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/request.hpp"
 #include "http/prometheus.hpp"
@@ -22,6 +23,9 @@ class ServingMetrics {
   void set_prefill_tokens_computed(int64_t total);
   void set_parallel_sampling_splits(int64_t total);
   void set_engine_steps(int64_t steps, int64_t discarded_tokens);
+  // Speculative decoding totals (vLLM's spec_decode_* counters) and uniform decode steps.
+  void set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
+                       const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps, int64_t uniform_decode_steps);
   void on_request_params_n(int n);  // once per request the user sent
 
   // Per request, as its outputs reach the client.
@@ -41,6 +45,9 @@ class ServingMetrics {
   prom::Gauge *running_, *waiting_, *kv_usage_;
   prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_;
   prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_;
+  prom::Counter *spec_drafts_, *spec_draft_tokens_, *spec_accepted_, *decode_steps_, *uniform_decode_steps_;
+  prom::Family<prom::Counter>* spec_accepted_per_pos_;
+  prom::Gauge* spec_mean_acceptance_;
   prom::Histogram* params_n_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;

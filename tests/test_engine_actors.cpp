@@ -103,7 +103,8 @@ void require_idle(EngineClient& engine) {
 
 std::map<std::string, std::vector<int>> run(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
   auto sink = std::make_shared<CollectingSink>();
-  const int n = int(specs.size());
+  int n = 0;  // engine requests that finish: an n-sample request's children each
+  for (const auto& s : specs) n += std::max<int>(1, int(s.child_req_ids.size()));
   engine.submit(std::move(specs), sink);
   REQUIRE(sink->wait(n));
   REQUIRE(sink->rejected_status == 0);
@@ -323,6 +324,40 @@ TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors
     REQUIRE(after.at("discarded_tokens").get<int>() - steps.at("discarded_tokens").get<int>() == (async_scheduling ? 1 : 0));
     require_idle(*engine);
   }
+}
+
+}  // namespace parley
+
+namespace parley {
+
+TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[actors][spec]") {
+  auto outputs = [](std::optional<SpeculativeConfig> spec) {
+    EngineConfig c = stories_config();
+    c.async_scheduling = false;
+    c.speculative = spec;
+    auto engine = EngineClient::start(c);
+    auto specs = specs_for(engine->tokenizer(), 12, "g");
+    specs[3].params.n = 2;
+    specs[3].child_req_ids = {"g3", "g3.1"};
+    const auto ids = run(*engine, specs);
+    require_idle(*engine);
+    return std::make_pair(ids, metrics_of(*engine));
+  };
+  const auto [off, off_metrics] = outputs(std::nullopt);
+  const auto [on, on_metrics] = outputs(SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})"));
+  REQUIRE(on.size() == 13);
+  REQUIRE(on == off);
+  REQUIRE(metric(on_metrics, "parley:spec_decode_num_draft_tokens_total") > 0);
+  REQUIRE(metric(on_metrics, "parley:spec_decode_num_accepted_tokens_total") > 0);
+  REQUIRE(metric(on_metrics, "parley:spec_decode_mean_acceptance_length") > 1);
+  REQUIRE(metric(on_metrics, "parley:decode_steps_total") > 0);
+  REQUIRE(metric(on_metrics, "parley:uniform_decode_steps_total") == metric(on_metrics, "parley:decode_steps_total"));
+  REQUIRE(metric(on_metrics, "parley:engine_steps_total") < metric(off_metrics, "parley:engine_steps_total"));
+  REQUIRE(metric(off_metrics, "parley:spec_decode_num_drafts_total") == 0);
+
+  EngineConfig async = stories_config();
+  async.speculative = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3})");
+  REQUIRE_THROWS_WITH(EngineClient::start(async), Catch::Contains("--no-async-scheduling"));
 }
 
 }  // namespace parley

@@ -122,6 +122,13 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:parallel_sampling_splits_total", "counter"},
       {"parley:engine_steps_total", "counter"},
       {"parley:discarded_tokens_total", "counter"},
+      {"parley:spec_decode_num_drafts_total", "counter"},
+      {"parley:spec_decode_num_draft_tokens_total", "counter"},
+      {"parley:spec_decode_num_accepted_tokens_total", "counter"},
+      {"parley:spec_decode_num_accepted_tokens_per_pos_total", "counter"},
+      {"parley:spec_decode_mean_acceptance_length", "gauge"},
+      {"parley:decode_steps_total", "counter"},
+      {"parley:uniform_decode_steps_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"
