@@ -6,10 +6,8 @@
 
 #include <functional>
 
-#include "engine/engine_core.hpp"
+#include "engine_core_runs.hpp"
 #include "fake_worker.hpp"
-#include "model/tokenizer.hpp"
-#include "test_support.hpp"
 
 namespace parley {
 using namespace fakes;
@@ -148,86 +146,25 @@ TEST_CASE("async: an abort with a step in flight, then the id reused", "[async]"
   REQUIRE(s.stats().num_discarded_tokens == 1);
 }
 
-namespace {
-
-// stories260K requests covering the sampler's per-request state: greedy, seeded, min_tokens with EOS,
-// stop_token_ids, penalties, logprobs, and an n = 3 request split after one prefill.
-std::vector<Request> model_requests(const Tokenizer& tok) {
-  std::vector<Request> reqs;
-  const char* prompts[] = {"Once upon a time", "The cat sat on the mat and", "Lily and Ben went to the park. They",
-                           "One day, a big dog"};
-  for (int i = 0; i < 8; ++i) {
-    SamplingParams p;
-    p.temperature = i % 2 ? 0.8f : 0.0f;
-    p.max_tokens = 20 + i * 9;
-    p.min_tokens = i == 2 ? 30 : 0;
-    if (i == 3) p.stop_token_ids = {tok.encode(" the", false).at(0)};
-    if (i == 4) p.frequency_penalty = 0.5f, p.presence_penalty = 0.3f, p.repetition_penalty = 1.2f;
-    if (i % 3 == 0) p.logprobs = 2;
-    reqs.emplace_back("m" + std::to_string(i), tok.encode(prompts[i % 4], true), p, 77 + uint64_t(i));
-  }
-  Request parent = reqs[1];
-  parent.request_id = "n.0";
-  parent.sampling_params.n = 3;
-  for (int i = 0; i < 3; ++i) parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(900 + uint64_t(i));
-  parent.seed = 900;
-  reqs.push_back(parent);
-  return reqs;
-}
-
-struct ModelRun {
-  std::map<std::string, std::vector<int>> tokens;
-  std::map<std::string, std::vector<float>> logprobs;
-  std::map<std::string, FinishReason> finish;
-  SchedulerStats stats;
-};
-
-ModelRun run_model(LlamaModel& model, const Tokenizer& tok, SchedulerConfig c, bool async_scheduling) {
-  EngineCore core(model, c, async_scheduling);
-  for (Request& r : model_requests(tok)) core.add_request(std::move(r));
-  ModelRun run;
-  for (int steps = 0; core.has_unfinished_requests(); ++steps) {
-    REQUIRE(steps < 5000);
-    for (const EngineCoreOutput& o : core.step()) {
-      auto& t = run.tokens[o.req_id];
-      t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-      for (const auto& lp : o.new_logprobs) run.logprobs[o.req_id].push_back(lp.logprob);
-      if (o.finished()) run.finish[o.req_id] = o.finish_reason;
-    }
-    core.scheduler().kv_cache_manager().block_pool().check_invariants();
-  }
-  core.step();  // the worker drops the last finished rows
-  REQUIRE(core.scheduler().kv_cache_manager().block_pool().num_used() == 0);
-  REQUIRE(core.scheduler().num_stale_outputs() == 0);
-  REQUIRE(core.runner().input_batch().num_reqs() == 0);
-  run.stats = core.scheduler().stats();
-  return run;
-}
-
-}  // namespace
-
 TEST_CASE("async equals sync on stories260K: tokens and logprobs", "[async][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  SchedulerConfig base;
-  base.max_model_len = m.model.config().max_seq_len;
-  base.num_kv_blocks = 256;
-  base.eos_token_ids = m.engine_options().stop_token_ids;
-  base.vocab_size = m.model.config().vocab_size;
+  const auto reqs = test::mixed_requests(tok, {"Once upon a time", "The cat sat on the mat and",
+                                               "Lily and Ben went to the park. They", "One day, a big dog"});
+  const SchedulerConfig base = test::model_scheduler_config(m, 256);
   SchedulerConfig chunked = base;
   chunked.max_num_batched_tokens = 16;
   chunked.long_prefill_token_threshold = 7;
-  SchedulerConfig tight = base;
-  tight.num_kv_blocks = 8;  // 128 slots for 11 requests of up to ~90 tokens: preemption
+  const SchedulerConfig tight = test::model_scheduler_config(m, 8);  // 128 slots for 11 requests: preemption
   for (const SchedulerConfig& c : {base, chunked, tight}) {
     CAPTURE(c.max_num_batched_tokens, c.num_kv_blocks);
-    const ModelRun sync = run_model(m.model, tok, c, false);
-    const ModelRun async = run_model(m.model, tok, c, true);
+    const test::CoreRun sync = test::run_core(m.model, reqs, c, false);
+    const test::CoreRun async = test::run_core(m.model, reqs, c, true);
     REQUIRE(sync.tokens.size() == 11);
     REQUIRE(async.tokens == sync.tokens);
     REQUIRE(async.logprobs == sync.logprobs);
     REQUIRE(async.finish == sync.finish);
-    REQUIRE(sync.logprobs.at("m0").size() == sync.tokens.at("m0").size());
+    REQUIRE(sync.logprobs.at("m1").size() == sync.tokens.at("m1").size());
     REQUIRE(sync.tokens.at("m2").size() >= 30);  // min_tokens held EOS back
     if (c.num_kv_blocks == 8) REQUIRE(async.stats.num_preemptions > 0);
     REQUIRE(async.stats.num_splits == 1);

@@ -1,0 +1,83 @@
+// Runs a set of requests through EngineCore on a real model and keeps what the feature-on-versus-off
+// tests compare (MISSION C10): token ids, logprobs and finish reasons per request, and the scheduler's
+// counters. Every run must end with no block used, no batch row and no stale output left.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_core.hpp"
+#include "model/tokenizer.hpp"
+#include "test_support.hpp"
+
+namespace parley::test {
+
+// Requests covering the sampler's per-request state over the given prompts (two requests each): greedy
+// and seeded, min_tokens with EOS, stop_token_ids, penalties, logprobs, and an n = 3 request split after
+// one prefill (children "n.0".."n.2").
+inline std::vector<Request> mixed_requests(const Tokenizer& tok, const std::vector<std::string>& prompts) {
+  std::vector<Request> reqs;
+  for (int i = 0; i < 2 * int(prompts.size()); ++i) {
+    SamplingParams p;
+    p.temperature = i % 2 ? 0.8f : 0.0f;
+    p.max_tokens = 20 + i * 9;
+    p.ignore_eos = i % 3 == 0;
+    p.min_tokens = i == 2 ? 30 : 0;
+    if (i == 3) p.stop_token_ids = {tok.encode(" the", false).at(0)};
+    if (i == 4) p.frequency_penalty = 0.5f, p.presence_penalty = 0.3f, p.repetition_penalty = 1.2f;
+    if (i % 3 == 1) p.logprobs = 2;
+    reqs.emplace_back("m" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p, 77 + uint64_t(i));
+  }
+  Request parent = reqs[1];
+  parent.request_id = "n.0";
+  parent.sampling_params.n = 3;
+  for (int i = 0; i < 3; ++i) parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(900 + uint64_t(i));
+  parent.seed = 900;
+  reqs.push_back(parent);
+  return reqs;
+}
+
+// A scheduler configuration for the loaded model: its context, EOS and vocabulary, this many blocks.
+inline SchedulerConfig model_scheduler_config(const Loaded& m, int num_kv_blocks) {
+  SchedulerConfig c;
+  c.max_model_len = m.model.config().max_seq_len;
+  c.num_kv_blocks = num_kv_blocks;
+  c.eos_token_ids = m.engine_options().stop_token_ids;
+  c.vocab_size = m.model.config().vocab_size;
+  return c;
+}
+
+struct CoreRun {
+  std::map<std::string, std::vector<int>> tokens;
+  std::map<std::string, std::vector<float>> logprobs;
+  std::map<std::string, FinishReason> finish;
+  SchedulerStats stats;
+};
+
+inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const SchedulerConfig& c, bool async_scheduling,
+                        const std::optional<SpeculativeConfig>& spec = std::nullopt) {
+  EngineCore core(model, c, async_scheduling, spec);
+  for (Request& r : reqs) core.add_request(std::move(r));
+  CoreRun run;
+  for (int steps = 0; core.has_unfinished_requests(); ++steps) {
+    REQUIRE(steps < 5000);
+    for (const EngineCoreOutput& o : core.step()) {
+      auto& t = run.tokens[o.req_id];
+      t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      for (const auto& lp : o.new_logprobs) run.logprobs[o.req_id].push_back(lp.logprob);
+      if (o.finished()) run.finish[o.req_id] = o.finish_reason;
+    }
+    core.scheduler().kv_cache_manager().block_pool().check_invariants();
+  }
+  core.step();  // the worker drops the last finished rows
+  REQUIRE(core.scheduler().kv_cache_manager().block_pool().num_used() == 0);
+  REQUIRE(core.scheduler().num_stale_outputs() == 0);
+  REQUIRE(core.runner().input_batch().num_reqs() == 0);
+  run.stats = core.scheduler().stats();
+  return run;
+}
+
+}  // namespace parley::test
