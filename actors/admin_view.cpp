@@ -35,6 +35,7 @@ std::string admin_requests_json(const Scheduler& scheduler, bool async_schedulin
                                        {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks}}},
                         {"num_splits", s.num_splits},
                         {"steps", {{"async_scheduling", async_scheduling}, {"in_flight", steps_in_flight},
+                                   {"worker_news_pending", scheduler.has_pending_finished()},
                                    {"total", s.num_steps}, {"discarded_tokens", s.num_discarded_tokens}}}}
       .dump();
 }

@@ -50,8 +50,6 @@ class ActorEngine final : public EngineClient {
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
     sc.vocab_size = file_.config.vocab_size;
     if (config.speculative) {
-      if (config.async_scheduling)
-        throw std::invalid_argument("--speculative-config does not run with async scheduling yet: add --no-async-scheduling");
       sc.num_speculative_tokens = config.speculative->num_speculative_tokens;
       sc.pad_uniform = config.speculative->pad_uniform;
     }

@@ -48,7 +48,7 @@ struct EngineConfig {
   int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
   int max_n = 64;                          // the largest n a request may ask for
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
-  std::optional<SpeculativeConfig> speculative;  // --speculative-config (needs async scheduling off, for now)
+  std::optional<SpeculativeConfig> speculative;  // --speculative-config
 };
 
 class EngineClient {

@@ -51,7 +51,7 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError("--speculative-config", err.what());
         }
-      }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}' (needs --no-async-scheduling)");
+      }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
 }
 

@@ -6,10 +6,8 @@ namespace parley {
 
 namespace {
 
-SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<SpeculativeConfig>& spec, bool async_scheduling) {
+SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<SpeculativeConfig>& spec) {
   if (!spec) return c;
-  if (async_scheduling)
-    throw std::invalid_argument("speculative decoding does not run with async scheduling yet: turn one off");
   c.num_speculative_tokens = spec->num_speculative_tokens;
   c.pad_uniform = spec->pad_uniform;
   return c;
@@ -19,7 +17,7 @@ SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<Speculat
 
 EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative)
-    : scheduler_(with_speculation(std::move(config), speculative, async_scheduling)),
+    : scheduler_(with_speculation(std::move(config), speculative)),
       runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
               scheduler_.config().eos_token_ids),
       async_scheduling_(async_scheduling) {

@@ -17,8 +17,7 @@ namespace parley {
 class EngineCore {
  public:
   // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache. With a speculative config
-  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them (not yet
-  // with async scheduling: std::invalid_argument).
+  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them.
   EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false,
              const std::optional<SpeculativeConfig>& speculative = std::nullopt);
 

@@ -51,7 +51,12 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
     if (!row) throw std::logic_error("ModelRunner: cached request " + r.req_id + " is unknown");
     check_block_ids(r.req_id, r.new_block_ids);
     input_batch_.append_block_ids(*row, r.new_block_ids);
-    input_batch_.set_num_computed_tokens(*row, r.num_computed_tokens);
+    // The worker counts its own computed tokens. The scheduler's count is the same, except that while a step
+    // with drafts is in flight (async scheduling) it assumes every draft stands: never fewer.
+    const int own = input_batch_.num_computed_tokens(*row);
+    if (proposer_ ? r.num_computed_tokens < own : r.num_computed_tokens != own)
+      throw std::logic_error("ModelRunner: request " + r.req_id + " has " + std::to_string(own) +
+                             " computed tokens, the scheduler says " + std::to_string(r.num_computed_tokens));
   }
   input_batch_.condense();
   if (input_batch_.batch_changed()) input_batch_.refresh_sampling_metadata();

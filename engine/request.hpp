@@ -36,6 +36,7 @@ struct Request {
   int num_cached_tokens = -1;        // prefix-cache hit on first scheduling (-1: not yet scheduled)
   int num_preemptions = 0;
   int num_output_placeholders = 0;   // tokens sampled by steps in flight, not appended yet (async scheduling)
+  int num_draft_placeholders = 0;    // drafts verified by steps in flight: positions held until their verdict
   int num_drafts_ready = 0;          // speculative decoding: drafts the worker holds for its next step
   RequestStatus status = RequestStatus::Waiting;
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)

@@ -86,6 +86,7 @@ std::vector<const Request*> Scheduler::requests() const {
 void Scheduler::mark_outputs_stale(Request& request) {
   if (request.num_output_placeholders > 0) stale_outputs_[request.request_id] += request.num_output_placeholders;
   request.num_output_placeholders = 0;
+  request.num_draft_placeholders = 0;
 }
 
 int Scheduler::num_stale_outputs() const {
@@ -144,7 +145,7 @@ SchedulerOutput Scheduler::schedule() {
   bool all_decode = true;  // every running request scheduled decodes (its newest token, plus drafts)
   auto chunk = [&](const Request& r, int num_computed) {
     // A prefill remainder, or the one newest token (a placeholder when its step is still in flight).
-    int n = r.num_tokens() + r.num_output_placeholders - num_computed;
+    int n = r.num_tokens() + r.num_output_placeholders + r.num_draft_placeholders - num_computed;
     if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
     return std::min(n, budget);
   };
@@ -215,7 +216,10 @@ SchedulerOutput Scheduler::schedule() {
   for (auto& [r, n, drafts] : scheduled_new) {
     prefill_tokens_computed_ += std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
     // Its tokens reach the end: the worker samples, appended here only when this step's output arrives.
-    if (r->num_computed_tokens + n - drafts == r->num_tokens() + r->num_output_placeholders) ++r->num_output_placeholders;
+    if (r->num_computed_tokens + n - drafts == r->num_tokens() + r->num_output_placeholders + r->num_draft_placeholders) {
+      ++r->num_output_placeholders;
+      r->num_draft_placeholders += drafts;
+    }
     r->num_computed_tokens += n;  // as if every draft is accepted; update_from_output takes back the rejected
     out.num_scheduled_tokens.emplace_back(r->request_id, n);
     out.total_num_scheduled_tokens += n;
@@ -234,7 +238,7 @@ int Scheduler::num_drafts_for(const Request& r, int budget_left) const {
   if (k == 0) return 0;
   int drafts = config_.pad_uniform ? k : std::min(k, r.num_drafts_ready);
   // The worker samples at token index num_tokens + i for i = 0..drafts: each must fit the context.
-  drafts = std::min(drafts, config_.max_model_len - 1 - (r.num_tokens() + r.num_output_placeholders));
+  drafts = std::min(drafts, config_.max_model_len - 1 - (r.num_tokens() + r.num_output_placeholders + r.num_draft_placeholders));
   return std::max(0, std::min(drafts, budget_left));
 }
 
@@ -322,6 +326,7 @@ void Scheduler::account_verification(Request& r, int num_drafts, int num_accepte
     throw std::logic_error("request " + r.request_id + ": " + std::to_string(num_accepted) + " drafts accepted of " +
                            std::to_string(num_drafts) + " verified (" + std::to_string(num_proposed) + " proposed)");
   r.num_computed_tokens -= num_drafts - num_accepted;  // rejected positions are recomputed with the right tokens
+  r.num_draft_placeholders -= num_drafts;
   if (num_proposed == 0) return;
   ++spec_num_drafts_;
   spec_num_draft_tokens_ += num_proposed;

@@ -101,6 +101,21 @@ void require_idle(EngineClient& engine) {
   FAIL("engine not idle: " << m);
 }
 
+// The scheduler's own view once it is idle: no request live, no step in flight, nothing left to tell the worker.
+nlohmann::json idle_admin_view(EngineClient& engine) {
+  for (int i = 0; i < 200; ++i) {
+    std::promise<std::string> p;
+    engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
+    auto view = nlohmann::json::parse(p.get_future().get());
+    const auto& steps = view.at("steps");
+    if (view.at("requests").empty() && steps.at("in_flight").empty() && !steps.at("worker_news_pending")) return view;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("the scheduler did not go idle");
+  return {};
+}
+
+
 std::map<std::string, std::vector<int>> run(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
   auto sink = std::make_shared<CollectingSink>();
   int n = 0;  // engine requests that finish: an n-sample request's children each
@@ -251,12 +266,9 @@ TEST_CASE("actor engine: async scheduling on and off give the same outputs", "[a
     const std::string m = metrics_of(*engine);
     REQUIRE(metric(m, "parley:num_preemptions_total") > 0);
     REQUIRE(metric(m, "parley:engine_steps_total") > 0);
-    std::promise<std::string> admin;
-    engine->admin_requests([&admin](std::string json) { admin.set_value(std::move(json)); });
-    const auto steps = nlohmann::json::parse(admin.get_future().get()).at("steps");
+    const auto steps = idle_admin_view(*engine).at("steps");
     REQUIRE(steps.at("async_scheduling") == async_scheduling);
-    REQUIRE(steps.at("in_flight").empty());
-    REQUIRE(steps.at("total") == metric(m, "parley:engine_steps_total"));
+    REQUIRE(steps.at("total") == metric(metrics_of(*engine), "parley:engine_steps_total"));
     std::map<std::string, std::tuple<std::vector<int>, std::string, FinishReason>> got;
     for (const auto& [id, o] : sink->total) got[id] = {o.token_ids, o.text, o.finish_reason};
     return got;
@@ -273,22 +285,6 @@ TEST_CASE("actor engine: async scheduling on and off give the same outputs", "[a
 
 namespace parley {
 
-namespace {
-
-// The scheduler's own view once it is idle: no request live, no step in flight.
-nlohmann::json idle_admin_view(EngineClient& engine) {
-  for (int i = 0; i < 200; ++i) {
-    std::promise<std::string> p;
-    engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
-    auto view = nlohmann::json::parse(p.get_future().get());
-    if (view.at("requests").empty() && view.at("steps").at("in_flight").empty()) return view;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  FAIL("the scheduler did not go idle");
-  return {};
-}
-
-}  // namespace
 
 TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors][async]") {
   for (bool async_scheduling : {false, true}) {
@@ -331,9 +327,9 @@ TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors
 namespace parley {
 
 TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[actors][spec]") {
-  auto outputs = [](std::optional<SpeculativeConfig> spec) {
+  auto outputs = [](std::optional<SpeculativeConfig> spec, bool async_scheduling) {
     EngineConfig c = stories_config();
-    c.async_scheduling = false;
+    c.async_scheduling = async_scheduling;
     c.speculative = spec;
     auto engine = EngineClient::start(c);
     auto specs = specs_for(engine->tokenizer(), 12, "g");
@@ -343,10 +339,14 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
     require_idle(*engine);
     return std::make_pair(ids, metrics_of(*engine));
   };
-  const auto [off, off_metrics] = outputs(std::nullopt);
-  const auto [on, on_metrics] = outputs(SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})"));
+  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto [off, off_metrics] = outputs(std::nullopt, false);
+  const auto [on, on_metrics] = outputs(spec, false);
   REQUIRE(on.size() == 13);
   REQUIRE(on == off);
+  const auto [async_on, async_metrics] = outputs(spec, true);  // async scheduling with padded speculation
+  REQUIRE(async_on == off);
+  REQUIRE(metric(async_metrics, "parley:uniform_decode_steps_total") == metric(async_metrics, "parley:decode_steps_total"));
   REQUIRE(metric(on_metrics, "parley:spec_decode_num_draft_tokens_total") > 0);
   REQUIRE(metric(on_metrics, "parley:spec_decode_num_accepted_tokens_total") > 0);
   REQUIRE(metric(on_metrics, "parley:spec_decode_mean_acceptance_length") > 1);
@@ -354,10 +354,6 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
   REQUIRE(metric(on_metrics, "parley:uniform_decode_steps_total") == metric(on_metrics, "parley:decode_steps_total"));
   REQUIRE(metric(on_metrics, "parley:engine_steps_total") < metric(off_metrics, "parley:engine_steps_total"));
   REQUIRE(metric(off_metrics, "parley:spec_decode_num_drafts_total") == 0);
-
-  EngineConfig async = stories_config();
-  async.speculative = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3})");
-  REQUIRE_THROWS_WITH(EngineClient::start(async), Catch::Contains("--no-async-scheduling"));
 }
 
 }  // namespace parley

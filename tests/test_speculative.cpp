@@ -1,6 +1,7 @@
 // Speculative decoding through EngineCore on stories260K (MISSION C5, C10): n-gram drafts verified exactly
 // give the token ids and logprobs speculation off gives, greedy and seeded, alone and batched, with n > 1,
-// penalties, min_tokens and preemption; with padding every decode step is uniform, without it not.
+// penalties, min_tokens and preemption, with async scheduling or not; with padding every decode step is
+// uniform, without it not.
 #include <catch2/catch.hpp>
 
 #include "engine_core_runs.hpp"
@@ -30,9 +31,9 @@ TEST_CASE("speculative decoding: exact n-gram verification changes no token", "[
     CAPTURE(c.num_kv_blocks);
     const test::CoreRun off = test::run_core(m.model, reqs, c, false);
     REQUIRE(off.tokens.size() == 11);
-    for (int k : {3, 5}) {
-      CAPTURE(k);
-      const test::CoreRun on = test::run_core(m.model, reqs, c, false, ngram(k));
+    for (const auto [k, async_scheduling] : {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
+      CAPTURE(k, async_scheduling);
+      const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, ngram(k));
       REQUIRE(on.tokens == off.tokens);
       REQUIRE(on.logprobs == off.logprobs);
       REQUIRE(on.finish == off.finish);
@@ -70,7 +71,6 @@ TEST_CASE("speculative decoding: each request alone equals the batch", "[spec][m
 TEST_CASE("speculative decoding: refused where it cannot run yet", "[spec]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const SchedulerConfig c = test::model_scheduler_config(m, 16);
-  REQUIRE_THROWS_WITH(EngineCore(m.model, c, true, ngram(3)), Catch::Contains("async scheduling"));
   const auto draft = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": "d.gguf"})");
   REQUIRE_THROWS_WITH(EngineCore(m.model, c, false, draft), Catch::Contains("draft_model is not implemented yet"));
   const auto rejection = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "verify": "rejection"})");
