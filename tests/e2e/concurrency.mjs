@@ -1,10 +1,10 @@
 // 64 concurrent streaming clients, then each request alone: the same text and token count (MISSION C10:
 // a request's tokens depend on its prompt, parameters and seed alone, not on its batch company). Then the
 // same 64 streams, with n = 2 and stop strings mixed in, against a server with --no-async-scheduling:
-// byte-identical texts and finish reasons (C6).
+// byte-identical texts and finish reasons (C6); and against a server with n-gram speculation (C5).
 //   node tests/e2e/concurrency.mjs <path-to-parley>
 import assert from 'node:assert/strict';
-import { main, stream, complete, assertNoLeaks } from './lib.mjs';
+import { main, stream, complete, assertNoLeaks, readMetrics, metricValue } from './lib.mjs';
 
 const CLIENTS = 64;
 const MAX_TOKENS = 48;
@@ -90,6 +90,21 @@ main('concurrency', async (parley, t) => {
   }
   await assertNoLeaks(sync.base, { label: 'async off' });
   await assertNoLeaks(base);
+  t.check();
+
+  // Speculative decoding (n-gram drafts, exact verification, padded): the same bytes again (C5, C10).
+  const spec = await t.start(['--speculative-config', '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2}'],
+                             { label: 'speculative' });
+  const drafted = await runAll(spec.base);
+  for (let i = 0; i < CLIENTS; i++) {
+    assert.deepEqual(drafted[i].texts, on[i].texts, `client ${i} ${JSON.stringify(mixed[i])}: speculation changed the output`);
+    assert.deepEqual(drafted[i].finishReasons, on[i].finishReasons, `client ${i}: finish reasons differ with speculation`);
+  }
+  const samples = await readMetrics(spec.base);
+  assert.ok(metricValue(samples, 'parley:spec_decode_num_accepted_tokens_total') > 0, 'no draft was ever accepted');
+  assert.equal(metricValue(samples, 'parley:uniform_decode_steps_total'), metricValue(samples, 'parley:decode_steps_total'),
+               'with padding every decode step is uniform');
+  await assertNoLeaks(spec.base, { label: 'speculative' });
   t.check();
   t.note(`${CLIENTS} concurrent in ${(concurrentMs / 1000).toFixed(2)} s, sequential in ${(aloneMs / 1000).toFixed(2)} s`);
 });
