@@ -61,8 +61,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
     finished_ = true;
     gen_.reset();
-    live_.reset();
-    respond(status, error_body(e), "application/json", false);
+    respond(status, error_body(e), "application/json", false);  // live until written: close() ends it
   }
 
  private:
@@ -163,8 +162,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void finish_generation(std::string closing) {
-    finished_ = true;
-    live_.reset();
+    finished_ = true;  // still live (shutdown waits) until the closing bytes are written: close() ends it
     if (streaming_) {
       send_chunk(std::move(closing));
       last_chunk_pending_ = true;
@@ -213,6 +211,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void close() {
+    live_.reset();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();

@@ -38,7 +38,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (!text.empty()) send(std::move(text));
     if (it->second.gen->done()) {
       send(it->second.gen->closing_text());
-      live_.erase(it);
+      retire(client_id);
     }
   }
   void on_engine_admitted(const std::string&) {}
@@ -48,7 +48,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ApiError e;
     e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
     send(it->second.gen->error_text(e));
-    live_.erase(it);
+    retire(client_id);
   }
 
  private:
@@ -118,11 +118,19 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }
 
+  // A generation's last message is queued: it stays live (shutdown waits) until the outbox is written.
+  void retire(const std::string& client_id) {
+    auto it = live_.find(client_id);
+    flushing_.push_back(std::move(it->second.counted));
+    live_.erase(it);
+    if (!writing_ && outbox_.empty()) flushing_.clear();
+  }
   void send(std::string text) {
     outbox_.push_back(std::move(text));
     if (!writing_) write_next();
   }
   void write_next() {
+    if (outbox_.empty()) flushing_.clear();
     if (outbox_.empty() || closed_) return;
     writing_ = true;
     current_ = std::move(outbox_.front());
@@ -142,6 +150,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     for (auto& [id, live] : live_) ctx_.engine->abort(live.gen->unfinished_req_ids());
     live_.clear();
     outbox_.clear();
+    flushing_.clear();
   }
 
   ServerContext& ctx_;
@@ -152,6 +161,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     std::unique_ptr<LiveGeneration> counted;
   };
   std::map<std::string, Live> live_;
+  std::vector<std::unique_ptr<LiveGeneration>> flushing_;  // ended generations whose last message is still queued
   std::deque<std::string> outbox_;
   std::string current_;
   bool writing_ = false, closed_ = false;
