@@ -60,7 +60,7 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
-    if (config.speculative) runner->set_proposer(make_proposer(*config.speculative, sc.max_model_len));
+    if (config.speculative) runner->set_proposer(make_proposer(*config.speculative, sc.max_model_len), config.speculative->verify);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));

@@ -21,7 +21,7 @@ EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_sch
       runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
               scheduler_.config().eos_token_ids),
       async_scheduling_(async_scheduling) {
-  if (speculative) runner_.set_proposer(make_proposer(*speculative, scheduler_.config().max_model_len));
+  if (speculative) runner_.set_proposer(make_proposer(*speculative, scheduler_.config().max_model_len), speculative->verify);
 }
 
 std::optional<EngineCore::StepInFlight> EngineCore::run_next() {

@@ -148,16 +148,28 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
   const int vocab = model_.config().vocab_size;
   const SamplingMetadata& m = input_batch_.sampling_metadata();
   const int batch_row[1] = {row};
+  // Rejection sampling keeps the distribution, not the draws; for a greedy row both modes are the same.
+  const bool rejection = verify_mode_ == SpecVerify::Rejection && m.temperature[row] >= 1e-5f;
   int accepted = 0;
   for (size_t j = 0; j <= v.drafts.size(); ++j) {
     // The request's own sampling at this position, with every accepted draft already in its history.
-    const int64_t position[1] = {v.position + int64_t(j)};
-    SamplerOutput s = sampler_.sample(logits_.data() + size_t(v.first_logits_row + int(j)) * vocab, vocab, batch_row, position, m);
-    const int token = s.sampled_token_ids[0];
+    const int64_t position = v.position + int64_t(j);
+    const float* raw = logits_.data() + size_t(v.first_logits_row + int(j)) * vocab;
+    const bool last = j == v.drafts.size();
+    int token = 0;
+    if (rejection) {
+      const std::vector<float> p = sampler_.target_probs(raw, vocab, row, m);
+      token = last ? rejection_bonus(p, m.seeds[row], position) : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
+      if (m.num_logprobs[row] >= 0) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
+    } else {
+      const int64_t positions[1] = {position};
+      SamplerOutput s = sampler_.sample(raw, vocab, batch_row, positions, m);
+      token = s.sampled_token_ids[0];
+      if (s.logprobs[0]) out.logprobs[row].push_back(std::move(*s.logprobs[0]));
+    }
     out.sampled_token_ids[row].push_back(token);
-    if (s.logprobs[0]) out.logprobs[row].push_back(std::move(*s.logprobs[0]));
     input_batch_.append_token(row, token);
-    if (j == v.drafts.size() || v.drafts[j] != token) break;
+    if (last || v.drafts[j] != token) break;
     ++accepted;
   }
   out.num_proposed_drafts[row] = v.num_proposed;

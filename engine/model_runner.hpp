@@ -31,7 +31,11 @@ class ModelRunner {
   // Speculative decoding: after each token it samples, a request gets drafts from the proposer; a step
   // that schedules drafts for it (scheduled_spec_decode_tokens) runs them in the same pass and verifies
   // them exactly (a draft stands while it equals what the request's own sampling draws there).
-  void set_proposer(std::unique_ptr<Proposer> proposer) { proposer_ = std::move(proposer); }
+  // verify: exact (output identical to no speculation) or rejection (the same distribution).
+  void set_proposer(std::unique_ptr<Proposer> proposer, SpecVerify verify = SpecVerify::Exact) {
+    proposer_ = std::move(proposer);
+    verify_mode_ = verify;
+  }
 
   const InputBatch& input_batch() const { return input_batch_; }
   KvCache& kv_cache() { return kv_; }
@@ -67,6 +71,7 @@ class ModelRunner {
   };
   std::vector<Verification> verifications_;
   std::unique_ptr<Proposer> proposer_;
+  SpecVerify verify_mode_ = SpecVerify::Exact;
   std::unordered_map<std::string, std::vector<int>> drafts_;  // per request: drafts for its next step
 };
 

@@ -25,8 +25,6 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, int max
   if (config.method != SpecMethod::Ngram)
     throw std::invalid_argument("--speculative-config: method " + config.method_name() +
                                 " is not implemented yet (ngram is)");
-  if (config.verify != SpecVerify::Exact)
-    throw std::invalid_argument("--speculative-config: verify \"rejection\" is not wired into the worker yet (\"exact\" is)");
   return std::make_unique<NgramDrafts>(config, max_model_len);
 }
 

@@ -34,35 +34,39 @@ int sample_inverse_cdf(std::span<const float> weights, float u) {
   return last;  // rounding left target at the very top of the range
 }
 
+RejectionVerdict verify_rejection_at(int d, std::span<const float> p, std::span<const float> q, uint64_t seed, int64_t position) {
+  const bool placeholder = d == kPlaceholderDraft;
+  if (!placeholder && (d < 0 || size_t(d) >= p.size())) throw std::invalid_argument("verify_rejection: draft out of the vocabulary");
+  if (!q.empty() && q.size() != p.size()) throw std::invalid_argument("verify_rejection: draft and target rows differ in size");
+  const float qd = placeholder ? 0.0f : q.empty() ? 1.0f : q[size_t(d)];
+  // u < p/q without dividing: accept when u * q < p (q = 0 with p > 0 accepts; a placeholder never does).
+  if (!placeholder && philox_uniform(seed, uint64_t(position), 1) * qd < p[size_t(d)]) return {d, true};
+  std::vector<float> residual(p.begin(), p.end());
+  if (!placeholder) {
+    if (q.empty()) residual[size_t(d)] = 0.0f;
+    else for (size_t t = 0; t < residual.size(); ++t) residual[t] = std::max(p[t] - q[t], 0.0f);
+  }
+  return {sample_inverse_cdf(residual, philox_uniform(seed, uint64_t(position), 2)), false};
+}
+
+int rejection_bonus(std::span<const float> p, uint64_t seed, int64_t position) {
+  return sample_inverse_cdf(p, philox_uniform(seed, uint64_t(position), 0));
+}
+
 VerifyResult verify_rejection(std::span<const int> drafts, const std::vector<std::vector<float>>& p,
                               const std::vector<std::vector<float>>& q, uint64_t seed, int64_t first_position) {
   const size_t k = drafts.size();
   if (p.size() != k + 1) throw std::invalid_argument("verify_rejection: k drafts need k + 1 target rows");
   if (!q.empty() && q.size() != k) throw std::invalid_argument("verify_rejection: draft rows must be k or none");
   VerifyResult r;
-  std::vector<float> residual;
   for (size_t i = 0; i < k; ++i) {
-    const uint64_t pos = uint64_t(first_position) + i;
-    const int d = drafts[i];
-    const std::vector<float>& pi = p[i];
-    const bool placeholder = d == kPlaceholderDraft;
-    if (!placeholder && (d < 0 || size_t(d) >= pi.size())) throw std::invalid_argument("verify_rejection: draft out of the vocabulary");
-    const float qd = placeholder ? 0.0f : q.empty() ? 1.0f : q[i][size_t(d)];
-    // u < p/q without dividing: accept when u * q < p (q = 0 with p > 0 accepts; a placeholder never does).
-    if (!placeholder && philox_uniform(seed, pos, 1) * qd < pi[size_t(d)]) {
-      r.tokens.push_back(d);
-      ++r.num_accepted;
-      continue;
-    }
-    residual = pi;
-    if (!placeholder) {
-      if (q.empty()) residual[size_t(d)] = 0.0f;
-      else for (size_t t = 0; t < residual.size(); ++t) residual[t] = std::max(pi[t] - q[i][t], 0.0f);
-    }
-    r.tokens.push_back(sample_inverse_cdf(residual, philox_uniform(seed, pos, 2)));
-    return r;
+    const RejectionVerdict v = verify_rejection_at(drafts[i], p[i], q.empty() ? std::span<const float>{} : std::span<const float>(q[i]),
+                                                   seed, first_position + int64_t(i));
+    r.tokens.push_back(v.token);
+    if (!v.accepted) return r;
+    ++r.num_accepted;
   }
-  r.tokens.push_back(sample_inverse_cdf(p[k], philox_uniform(seed, uint64_t(first_position) + k, 0)));
+  r.tokens.push_back(rejection_bonus(p[k], seed, first_position + int64_t(k)));
   return r;
 }
 

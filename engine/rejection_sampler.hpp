@@ -28,6 +28,17 @@ VerifyResult verify_exact(std::span<const int> drafts, std::span<const int> targ
 VerifyResult verify_rejection(std::span<const int> drafts, const std::vector<std::vector<float>>& target_probs,
                               const std::vector<std::vector<float>>& draft_probs, uint64_t seed, int64_t first_position);
 
+// One position of the above: the token emitted there, and whether it is the draft (then the next position
+// is verified; otherwise verification stops here). q empty: the draft is one-hot.
+struct RejectionVerdict {
+  int token;
+  bool accepted;
+};
+RejectionVerdict verify_rejection_at(int draft, std::span<const float> target_probs, std::span<const float> draft_probs,
+                                     uint64_t seed, int64_t position);
+// The bonus token after every draft stood: drawn from the last row with stream 0, as plain sampling draws.
+int rejection_bonus(std::span<const float> target_probs, uint64_t seed, int64_t position);
+
 // The token at which u (in [0, 1)) falls on the cumulative mass of weights in id order (zeros skipped).
 int sample_inverse_cdf(std::span<const float> weights, float u);
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/philox.hpp"
+#include "engine/rejection_sampler.hpp"
 
 namespace parley {
 
@@ -107,6 +108,23 @@ int Sampler::sample(const float* logits, int vocab, const SamplingParams& params
 
 int Sampler::sample_filtered(const float* logits, int vocab, const Filters& params, uint64_t seed, int64_t position) {
   if (params.temperature < 1e-5f) return argmax(logits, vocab);  // SamplingParams::greedy()
+  filter_probs(logits, vocab, params);
+  // Inverse CDF over the surviving mass in id order, with one uniform for (seed, position).
+  return sample_inverse_cdf(probs_, philox_uniform(seed, uint64_t(position)));
+}
+
+std::vector<float> Sampler::target_probs(const float* logits, int vocab, int row, const SamplingMetadata& m) {
+  const Filters f{m.temperature[row], m.top_p[row], m.min_p[row], m.top_k[row]};
+  if (f.temperature < 1e-5f) throw std::invalid_argument("Sampler::target_probs: a greedy row has no distribution to sample");
+  filter_probs(process_logits(logits, vocab, row, m), vocab, f);
+  float total = 0.0f;
+  for (float p : probs_) total += p;
+  std::vector<float> p(probs_);
+  for (float& x : p) x /= total;
+  return p;
+}
+
+void Sampler::filter_probs(const float* logits, int vocab, const Filters& params) {
   // Softmax of logits / temperature, in token-id order (a fixed reduction order).
   probs_.resize(vocab);
   const float inv_t = 1.0f / params.temperature;
@@ -135,19 +153,6 @@ int Sampler::sample_filtered(const float* logits, int vocab, const Filters& para
     }
     if (params.top_p < 1.0f) apply_top_p(params.top_p, vocab, desc);
   }
-  // Inverse CDF over the surviving mass in id order, with one uniform for (seed, position).
-  float total = 0.0f;
-  for (float p : probs_) total += p;
-  const float target = philox_uniform(seed, uint64_t(position)) * total;
-  float cum = 0.0f;
-  int last_kept = 0;
-  for (int i = 0; i < vocab; ++i) {
-    if (probs_[i] <= 0.0f) continue;
-    cum += probs_[i];
-    last_kept = i;
-    if (target < cum) return i;
-  }
-  return last_kept;  // rounding left target at the very top of the range
 }
 
 TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top) {

@@ -41,6 +41,9 @@ class Sampler {
   // child i gets exactly what an n = 1 request with seeds[i] would sample there.
   std::vector<int> sample_children(const float* logits, int vocab, int row, int64_t position,
                                    const SamplingMetadata& metadata, std::span<const uint64_t> seeds);
+  // The distribution row `row` samples from (processed logits, temperature, min_p, top_k, top_p), normalized:
+  // the target's p for rejection sampling. Throws std::invalid_argument for a greedy row.
+  std::vector<float> target_probs(const float* logits, int vocab, int row, const SamplingMetadata& metadata);
 
  private:
   struct Filters {
@@ -48,6 +51,7 @@ class Sampler {
     int top_k;
   };
   int sample_filtered(const float* logits, int vocab, const Filters& f, uint64_t seed, int64_t position);
+  void filter_probs(const float* logits, int vocab, const Filters& f);  // probs_: softmax(logits / T), filtered
   template <class Desc>
   void apply_top_p(float top_p, int vocab, const Desc& desc);
   void apply_penalties(float* logits, std::span<const int> prompt, std::span<const int> output, float presence,
