@@ -19,6 +19,7 @@ struct SchedulerState {
   size_t max_steps_in_flight = 1;   // 2 with async scheduling
   std::deque<uint64_t> steps_in_flight;  // step ids sent to the worker, oldest first
   int pending_stop_checks = 0;  // outputs of requests with stop strings not yet checked by the output actor
+  bool lost_step = false;       // a step failed: its placeholders' outputs will never come
   uint64_t handled = 0;
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
 };
@@ -52,6 +53,14 @@ void fail_all(Self self, const std::string& why) {
   self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats());
 }
 
+// Once nothing is in flight after a failed step, the outputs it owed the scheduler are forgotten.
+void forget_lost_outputs(Self self) {
+  auto& st = self->state;
+  if (!st.lost_step || !st.steps_in_flight.empty()) return;
+  st.scheduler->forget_stale_outputs();
+  st.lost_step = false;
+}
+
 void send_step(Self self, SchedulerOutput so) {
   self->state.steps_in_flight.push_back(so.step_id);
   self->request(self->state.worker, caf::infinite, msg::execute_atom::value, so)
@@ -64,11 +73,12 @@ void send_step(Self self, SchedulerOutput so) {
             try {
               outputs = st.scheduler->update_from_output(so, mro);
             } catch (const std::exception& e) {
-              return fail_all(self, e.what());
+              st.lost_step = true;  // folded back only in part
+              fail_all(self, e.what());
+              return forget_lost_outputs(self);
             }
             if (!outputs.empty()) send_outputs(self, std::move(outputs));
-            // Nothing left in flight: a failed step's outputs will never come (a no-op otherwise).
-            if (st.steps_in_flight.empty()) st.scheduler->forget_stale_outputs();
+            forget_lost_outputs(self);
             maybe_step(self);
             // Idle now: the counters after a step without news (a discarded token) still reach /metrics.
             if (st.steps_in_flight.empty()) self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
@@ -76,8 +86,9 @@ void send_step(Self self, SchedulerOutput so) {
           [self](const caf::error& err) {
             ++self->state.handled;
             self->state.steps_in_flight.pop_front();
+            self->state.lost_step = true;
             fail_all(self, self->system().render(err));
-            if (self->state.steps_in_flight.empty()) self->state.scheduler->forget_stale_outputs();
+            forget_lost_outputs(self);
           });
 }
 

@@ -1,7 +1,5 @@
 #include "engine/engine_core.hpp"
 
-#include <stdexcept>
-
 namespace parley {
 
 namespace {
