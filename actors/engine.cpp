@@ -6,20 +6,29 @@
 
 #include "actors/actors.hpp"
 #include "actors/output_service.hpp"
+#include "engine/engine_core.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "model/model_source.hpp"
 
 namespace parley {
 namespace {
 
+int64_t kv_bytes_per_block(const LlamaConfig& m, int block_size) {
+  return 2 * int64_t(m.n_layers) * m.kv_dim() * block_size * int64_t(sizeof(float));
+}
+
 // Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
-// max_num_seqs full contexts capped at 1 GiB.
+// max_num_seqs full contexts capped at 1 GiB. A draft model's KV has a block of its own per block id.
 int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, const LlamaConfig& m) {
   const int bs = sc.block_size;
   if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
   if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
-  const int64_t kv_dim = int64_t(m.n_kv_heads) * (m.dim / m.n_heads);
-  const int64_t bytes_per_block = 2 * int64_t(m.n_layers) * kv_dim * bs * int64_t(sizeof(float));
+  int64_t bytes_per_block = kv_bytes_per_block(m, bs);
+  if (c.speculative && c.speculative->method == SpecMethod::DraftModel) try {
+      bytes_per_block += kv_bytes_per_block(load_model_config(c.speculative->model), bs);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(std::string("--speculative-config: draft model: ") + e.what());
+    }
   int64_t bytes = c.kv_cache_memory_bytes;
   if (bytes == 0) {
     const int64_t full = int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * bytes_per_block;
@@ -49,10 +58,7 @@ class ActorEngine final : public EngineClient {
     sc.num_kv_blocks = resolve_num_kv_blocks(config, sc, file_.config);
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
     sc.vocab_size = file_.config.vocab_size;
-    if (config.speculative) {
-      sc.num_speculative_tokens = config.speculative->num_speculative_tokens;
-      sc.pad_uniform = config.speculative->pad_uniform;
-    }
+    sc = with_speculation(sc, config.speculative);
     sc.validate();
     max_model_len_ = sc.max_model_len;
     if (config.max_n < 1 || config.max_n > 128) throw std::invalid_argument("--max-n must be in [1, 128]");
@@ -60,7 +66,9 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
-    if (config.speculative) runner->set_proposer(make_proposer(*config.speculative, sc.max_model_len), config.speculative->verify);
+    if (config.speculative)
+      runner->set_proposer(make_proposer(*config.speculative, {*model_, runner->kv_cache(), sc.max_model_len, &tokenizer_.vocab()}),
+                           config.speculative->verify);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));

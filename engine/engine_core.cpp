@@ -2,24 +2,23 @@
 
 namespace parley {
 
-namespace {
-
 SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<SpeculativeConfig>& spec) {
   if (!spec) return c;
   c.num_speculative_tokens = spec->num_speculative_tokens;
   c.pad_uniform = spec->pad_uniform;
+  c.num_lookahead_tokens = spec->num_lookahead_tokens();
   return c;
 }
 
-}  // namespace
-
 EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
-                       const std::optional<SpeculativeConfig>& speculative)
+                       const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
     : scheduler_(with_speculation(std::move(config), speculative)),
       runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
               scheduler_.config().eos_token_ids),
       async_scheduling_(async_scheduling) {
-  if (speculative) runner_.set_proposer(make_proposer(*speculative, scheduler_.config().max_model_len), speculative->verify);
+  if (speculative)
+    runner_.set_proposer(make_proposer(*speculative, {model, runner_.kv_cache(), scheduler_.config().max_model_len, vocab}),
+                         speculative->verify);
 }
 
 std::optional<EngineCore::StepInFlight> EngineCore::run_next() {

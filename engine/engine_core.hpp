@@ -14,12 +14,16 @@
 
 namespace parley {
 
+// The scheduler's side of a speculative config: k drafts per decode request, padding, the proposer's lookahead.
+SchedulerConfig with_speculation(SchedulerConfig config, const std::optional<SpeculativeConfig>& speculative);
+
 class EngineCore {
  public:
   // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache. With a speculative config
-  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them.
+  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them; vocab is
+  // what a draft model's vocabulary must equal (nullptr: only the sizes are compared).
   EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false,
-             const std::optional<SpeculativeConfig>& speculative = std::nullopt);
+             const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
 
   void add_request(Request request) { scheduler_.add_request(std::move(request)); }
   std::vector<std::string> abort_requests(const std::vector<std::string>& ids) {

@@ -222,14 +222,16 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
     const int accepted = verify(v.row, int(e), out);  // rejected positions are computed again later
     input_batch_.set_num_computed_tokens(v.row, input_batch_.num_computed_tokens(v.row) + accepted);
   }
-  if (proposer_) {
-    auto propose = [&](int row) {
-      const std::string& id = input_batch_.req_ids()[row];
-      drafts_[id] = proposer_->propose(id, input_batch_.token_ids(row));
-      out.num_drafts_ready[row] = int(drafts_[id].size());
-    };
-    for (int row : sample_rows_) propose(row);
-    for (const Verification& v : verifications_) propose(v.row);
+  if (proposer_) {  // drafts for every request that sampled, verified in its next step
+    std::vector<int> rows = sample_rows_;
+    for (const Verification& v : verifications_) rows.push_back(v.row);
+    std::vector<DraftInput> inputs;
+    for (int row : rows) inputs.push_back({input_batch_.req_ids()[row], input_batch_.token_ids(row), input_batch_.block_ids(row)});
+    std::vector<std::vector<int>> drafts = proposer_->propose(inputs);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out.num_drafts_ready[rows[i]] = int(drafts[i].size());
+      drafts_[input_batch_.req_ids()[rows[i]]] = std::move(drafts[i]);
+    }
   }
   return out;
 }

@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "engine/model_proposer.hpp"
 #include "engine/ngram_proposer.hpp"
+#include "model/model_file.hpp"
 
 namespace parley {
 
@@ -12,20 +14,61 @@ class NgramDrafts final : public Proposer {
  public:
   NgramDrafts(const SpeculativeConfig& c, int max_model_len)
       : ngram_(c.prompt_lookup_min, c.prompt_lookup_max, c.num_speculative_tokens, max_model_len) {}
-  std::vector<int> propose(const std::string&, std::span<const int> context) override { return ngram_.propose(context); }
+  std::vector<std::vector<int>> propose(std::span<const DraftInput> requests) override {
+    std::vector<std::vector<int>> drafts;
+    for (const DraftInput& r : requests) drafts.push_back(ngram_.propose(r.context));
+    return drafts;
+  }
   int k() const override { return ngram_.k(); }
 
  private:
   NgramProposer ngram_;
 };
 
+[[noreturn]] void refuse(const std::string& why) { throw std::invalid_argument("--speculative-config: " + why); }
+
+// The draft must speak the target's vocabulary: token ids are exchanged as they are.
+void check_draft_vocab(const ModelFile& draft, const ProposerTarget& target, const std::string& path) {
+  const int want = target.model.config().vocab_size;
+  if (draft.config.vocab_size != want)
+    refuse("draft model '" + path + "' has a vocabulary of " + std::to_string(draft.config.vocab_size) +
+           " tokens, the target's has " + std::to_string(want));
+  if (!draft.vocab || !target.vocab) return;  // a llama2.c checkpoint carries no vocabulary to compare
+  for (int id = 0; id < want; ++id)
+    if (draft.vocab->pieces[size_t(id)] != target.vocab->pieces[size_t(id)])
+      refuse("draft model '" + path + "' has another vocabulary: token " + std::to_string(id) + " is '" +
+             draft.vocab->pieces[size_t(id)] + "' there and '" + target.vocab->pieces[size_t(id)] + "' in the target");
+}
+
 }  // namespace
 
-std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, int max_model_len) {
-  if (config.method != SpecMethod::Ngram)
-    throw std::invalid_argument("--speculative-config: method " + config.method_name() +
-                                " is not implemented yet (ngram is)");
-  return std::make_unique<NgramDrafts>(config, max_model_len);
+std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const ProposerTarget& target) {
+  const int k = config.num_speculative_tokens;
+  switch (config.method) {
+    case SpecMethod::Ngram:
+      return std::make_unique<NgramDrafts>(config, target.max_model_len);
+    case SpecMethod::LayerSkip: {
+      const int n = target.model.config().n_layers;
+      if (config.draft_layers >= n)
+        refuse("draft_layers must be below the target's " + std::to_string(n) + " layers, got " + std::to_string(config.draft_layers));
+      return std::make_unique<ModelProposer>(target.model, config.draft_layers, target.kv, k, target.max_model_len);
+    }
+    case SpecMethod::DraftModel: {
+      ModelFile draft;
+      try {
+        draft = load_model_file(config.model);
+      } catch (const std::exception& e) {
+        refuse(std::string("draft model: ") + e.what());
+      }
+      check_draft_vocab(draft, target, config.model);
+      auto model = std::make_unique<LlamaModel>(draft.config, std::move(draft.weights), target.model.backend());
+      return std::make_unique<ModelProposer>(std::move(model), target.kv, k, target.max_model_len);
+    }
+    case SpecMethod::Mtp:
+      refuse("method mtp needs a multi-token-prediction head in the target model, and this one has none "
+             "(Parley loads llama and qwen2 layouts, which carry no MTP head; use draft_model or layer_skip)");
+  }
+  refuse("unknown method");
 }
 
 }  // namespace parley

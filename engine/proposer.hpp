@@ -1,27 +1,48 @@
 // Draft proposers for speculative decoding (vLLM v1's spec_decode proposers), behind one interface the
-// worker calls after each token it samples; the drafts are verified in the request's next step.
+// worker calls after each step for the requests that sampled; the drafts are verified in their next step.
 #pragma once
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/speculative_config.hpp"
 
 namespace parley {
 
+class KvCache;
+class LlamaModel;
+struct Vocab;
+
+// One request as a proposer sees it after a step that sampled for it.
+struct DraftInput {
+  std::string_view req_id;
+  std::span<const int> context;    // prompt then output tokens; the newest (not yet in the KV) last
+  std::span<const int> block_ids;  // its KV blocks, and SpeculativeConfig::num_lookahead_tokens() slots past its step
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
-  // Up to k() drafts to follow the request's tokens so far (prompt then output); fewer or none is fine.
-  virtual std::vector<int> propose(const std::string& req_id, std::span<const int> context) = 0;
+  // Up to k() drafts for each request (fewer or none is fine), in the order given.
+  virtual std::vector<std::vector<int>> propose(std::span<const DraftInput> requests) = 0;
   // The request left the worker (finished, aborted, preempted): drop whatever the proposer keeps for it.
   virtual void remove_request(const std::string& req_id) { (void)req_id; }
   virtual int k() const = 0;
 };
 
-// The proposer a --speculative-config names. Throws std::invalid_argument for a method this build cannot
-// run yet, naming it.
-std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, int max_model_len);
+// What a proposer may use of the target: layer_skip drafts with the model's first layers over its KV;
+// a draft model keeps its own KV in blocks with the same ids (the same block pool).
+struct ProposerTarget {
+  LlamaModel& model;
+  KvCache& kv;
+  int max_model_len;
+  const Vocab* vocab = nullptr;  // a draft model's vocabulary must equal it (nullptr: only the sizes are compared)
+};
+
+// The proposer a --speculative-config names. Throws std::invalid_argument for a configuration it cannot
+// run (a draft whose vocabulary differs, draft_layers out of range, mtp without a head), naming the problem.
+std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const ProposerTarget& target);
 
 }  // namespace parley

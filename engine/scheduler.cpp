@@ -18,6 +18,7 @@ void SchedulerConfig::validate() const {
   need(block_size >= 1, "block_size must be at least 1");
   need(num_kv_blocks >= 1, "num_kv_blocks must be at least 1");
   need(num_speculative_tokens >= 0 && num_speculative_tokens <= 16, "num_speculative_tokens must be in [0, 16]");
+  need(num_lookahead_tokens >= 0 && num_lookahead_tokens <= 16, "num_lookahead_tokens must be in [0, 16]");
 }
 
 Scheduler::Scheduler(SchedulerConfig config)
@@ -36,7 +37,10 @@ void Scheduler::add_request(Request request) {
       if (t < 0 || t >= config_.vocab_size)
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary of " +
                                     std::to_string(config_.vocab_size));
-  const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens, config_.max_model_len);
+  // Drafts in verification and a drafting model's lookahead may reach past the last output token.
+  const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens +
+                                   config_.num_speculative_tokens + config_.num_lookahead_tokens,
+                               config_.max_model_len);
   if (kv_.num_blocks_needed(longest) > config_.num_kv_blocks)
     throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +
                                 " KV blocks but the cache has " + std::to_string(config_.num_kv_blocks));
@@ -162,7 +166,7 @@ SchedulerOutput Scheduler::schedule() {
       ++i;
       continue;
     }
-    bool allocated = kv_.allocate_slots(*r, n);
+    bool allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n));
     while (!allocated) {
       Request* victim = running_.back();
       running_.pop_back();
@@ -170,7 +174,7 @@ SchedulerOutput Scheduler::schedule() {
       preempted = true;
       if (worker_knows_.erase(victim->request_id)) out.preempted_req_ids.push_back(victim->request_id);
       if (victim == r) break;
-      allocated = kv_.allocate_slots(*r, n);
+      allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n));
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
     if (worker_knows_.count(r->request_id)) {
@@ -193,7 +197,7 @@ SchedulerOutput Scheduler::schedule() {
     int num_hit = 0;
     std::vector<KVCacheBlock*> hits = kv_.get_computed_blocks(*r, &num_hit);
     const int n = chunk(*r, num_hit);
-    if (!kv_.allocate_slots(*r, n, hits)) break;
+    if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
     kv_.record_prefix_lookup(r->num_tokens(), num_hit);
     kv_.take_new_block_ids(r->request_id);
@@ -231,6 +235,10 @@ SchedulerOutput Scheduler::schedule() {
   if (out.has_work()) out.step_id = uint64_t(++num_steps_);
   peak_used_blocks_ = std::max(peak_used_blocks_, kv_.block_pool().num_used());
   return out;
+}
+
+int Scheduler::with_lookahead(int num_computed, int n) const {
+  return n + std::max(0, std::min(config_.num_lookahead_tokens, config_.max_model_len - (num_computed + n)));
 }
 
 int Scheduler::num_drafts_for(const Request& r, int budget_left) const {

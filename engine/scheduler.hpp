@@ -39,6 +39,7 @@ struct SchedulerConfig {
   int vocab_size = 0;                    // > 0: prompt token ids are checked against it
   int num_speculative_tokens = 0;        // k > 0: decode requests verify drafts (speculative decoding)
   bool pad_uniform = true;               // every decode request gets k drafts, placeholders where the worker has fewer
+  int num_lookahead_tokens = 0;          // KV slots past each step's tokens that a drafting model's passes write
   void validate() const;                 // throws std::invalid_argument naming the bad field
 };
 
@@ -112,6 +113,8 @@ class Scheduler {
   // Drafts a decode request verifies in this step: k (padded), or what the worker holds, within the context
   // and the token budget left.
   int num_drafts_for(const Request& request, int budget_left) const;
+  // n tokens to compute after num_computed, plus the lookahead slots the proposer writes (within the context).
+  int with_lookahead(int num_computed, int n) const;
   // Folds back one verification: rejected drafts leave the computed tokens; the counters grow.
   void account_verification(Request& request, int num_drafts, int num_accepted, int num_proposed);
   void check_children(const Request& request) const;

@@ -22,6 +22,9 @@ struct SpeculativeConfig {
   // Throws std::invalid_argument naming the field and what it accepts.
   static SpeculativeConfig parse(const std::string& json);
   std::string method_name() const;
+  // KV slots past a request's scheduled tokens its proposer writes: a drafting model's passes run up to k
+  // positions ahead (the n-gram proposer writes none). The scheduler allocates them with the step.
+  int num_lookahead_tokens() const { return method == SpecMethod::Ngram ? 0 : num_speculative_tokens; }
 };
 
 }  // namespace parley

@@ -45,8 +45,11 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   }
 }
 
-void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits) {
+void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {
   const auto& c = config_;
+  if (num_layers < 0) num_layers = c.n_layers;
+  if (num_layers < 1 || num_layers > c.n_layers)
+    throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(c.n_layers));
   const auto& be = *backend_;
   const int M = batch.num_tokens();
   const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
@@ -75,7 +78,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
 
   be.embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l = 0; l < num_layers; ++l) {
     const Layer& L = layers_[l];
     const cpu::KvLayerView kvl = kv.layer(l);
     be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);

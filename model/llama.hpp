@@ -32,7 +32,8 @@ class LlamaModel {
   const cpu::CpuBackend& backend() const { return *backend_; }
 
   // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
-  void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits);
+  // num_layers < n_layers runs only the first layers, then the final norm and head (layer-skip drafting).
+  void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers = -1);
 
  private:
   struct Layer {

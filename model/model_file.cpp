@@ -112,7 +112,8 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   return v;
 }
 
-ModelFile model_from_gguf(const GgufFile& f) {
+// The model's shape from the metadata, refusing keys that change the math Parley does not implement.
+LlamaConfig config_from_gguf(const GgufFile& f) {
   const std::string& arch_name = f.get_string("general.architecture");
   const ArchSpec* arch = nullptr;
   for (const auto& a : kArchs)
@@ -125,9 +126,7 @@ ModelFile model_from_gguf(const GgufFile& f) {
     if (t.name.ends_with(".bias"))
       f.fail("tensor '" + t.name + "': biases (as in " + arch_name + " attention) are not supported yet");
 
-  ModelFile m;
-  m.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
-  LlamaConfig& c = m.config;
+  LlamaConfig c;
   c.dim = get_size(f, p + "embedding_length");
   c.hidden_dim = get_size(f, p + "feed_forward_length");
   c.n_layers = get_size(f, p + "block_count");
@@ -156,6 +155,15 @@ ModelFile model_from_gguf(const GgufFile& f) {
     f.fail("key '" + p + "rope.dimension_count' differs from head_dim " + std::to_string(c.head_dim()) +
            " (partial RoPE is not supported)");
 
+  return c;
+}
+
+ModelFile model_from_gguf(const GgufFile& f) {
+  const std::string& arch_name = f.get_string("general.architecture");
+  ModelFile m;
+  m.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
+  m.config = config_from_gguf(f);
+  LlamaConfig& c = m.config;
   const uint64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;
   std::unordered_set<std::string> loaded;
   auto load = [&](const std::string& name, std::vector<uint64_t> ne) {
@@ -203,6 +211,12 @@ bool is_gguf_file(const std::string& path) {
 }
 
 std::optional<Vocab> load_gguf_vocab(const std::string& path) { return read_vocab(GgufFile(path), INT_MAX); }
+
+LlamaConfig load_model_config(const std::string& path) {
+  if (!std::ifstream(path, std::ios::binary)) throw std::runtime_error("cannot open model file '" + path + "'");
+  if (is_gguf_file(path)) return config_from_gguf(GgufFile(path));
+  return read_llama2c_checkpoint(path).config;  // llama2.c checkpoints are small
+}
 
 ModelFile load_model_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary)) throw std::runtime_error("cannot open model file '" + path + "'");

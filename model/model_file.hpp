@@ -20,6 +20,9 @@ struct ModelFile {
 // with a message that names the file and the problem.
 ModelFile load_model_file(const std::string& path);
 
+// The model's shape alone (a GGUF's weights are not read). Throws as load_model_file does.
+LlamaConfig load_model_config(const std::string& path);
+
 // Whether the file starts with GGUF's magic (false for a file that cannot be read).
 bool is_gguf_file(const std::string& path);
 // The vocabulary a GGUF carries, without reading its weights; nullopt when it has none.

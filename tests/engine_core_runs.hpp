@@ -58,8 +58,8 @@ struct CoreRun {
 };
 
 inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const SchedulerConfig& c, bool async_scheduling,
-                        const std::optional<SpeculativeConfig>& spec = std::nullopt) {
-  EngineCore core(model, c, async_scheduling, spec);
+                        const std::optional<SpeculativeConfig>& spec = std::nullopt, const Vocab* vocab = nullptr) {
+  EngineCore core(model, c, async_scheduling, spec, vocab);
   for (Request& r : reqs) core.add_request(std::move(r));
   CoreRun run;
   for (int steps = 0; core.has_unfinished_requests(); ++steps) {

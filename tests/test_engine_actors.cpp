@@ -11,6 +11,8 @@
 #include <regex>
 
 #include "actors/engine_client.hpp"
+#include "model/convert.hpp"
+#include "model/random_model.hpp"
 #include "test_support.hpp"
 
 namespace parley {
@@ -354,6 +356,24 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
   REQUIRE(metric(on_metrics, "parley:uniform_decode_steps_total") == metric(on_metrics, "parley:decode_steps_total"));
   REQUIRE(metric(on_metrics, "parley:engine_steps_total") < metric(off_metrics, "parley:engine_steps_total"));
   REQUIRE(metric(off_metrics, "parley:spec_decode_num_drafts_total") == 0);
+  // Drafting models through the actors: the target's own first layers, and a draft GGUF with its own KV.
+  for (const std::string& json : {std::string(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 3})"),
+                                  R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
+                                      test::shared_model("stories260K.gguf") + "\"}"}) {
+    CAPTURE(json);
+    const auto [drafted, drafted_metrics] = outputs(SpeculativeConfig::parse(json), true);
+    REQUIRE(drafted == off);
+    REQUIRE(metric(drafted_metrics, "parley:spec_decode_num_accepted_tokens_total") > 0);
+    REQUIRE(metric(drafted_metrics, "parley:uniform_decode_steps_total") == metric(drafted_metrics, "parley:decode_steps_total"));
+  }
+}
+
+TEST_CASE("actor engine: a draft model with another vocabulary is refused at start", "[actors][spec]") {
+  test::TempDir dir;
+  write_model_gguf(make_random_model(builtin_model_config(), 3), dir / "other.gguf", GgmlType::F32);
+  EngineConfig c = stories_config();
+  c.speculative = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 2, "model": ")" + dir / "other.gguf" + "\"}");
+  REQUIRE_THROWS_WITH(EngineClient::start(c), Catch::Contains("has another vocabulary: token "));
 }
 
 }  // namespace parley

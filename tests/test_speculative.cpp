@@ -4,7 +4,10 @@
 // uniform, without it not. Rejection verification is reproducible and exact for greedy rows.
 #include <catch2/catch.hpp>
 
+#include "engine/model_proposer.hpp"
 #include "engine_core_runs.hpp"
+#include "model/convert.hpp"
+#include "model/random_model.hpp"
 
 namespace parley {
 namespace {
@@ -68,11 +71,95 @@ TEST_CASE("speculative decoding: each request alone equals the batch", "[spec][m
   }
 }
 
-TEST_CASE("speculative decoding: refused where it cannot run yet", "[spec]") {
+TEST_CASE("speculative decoding: drafting models change no token", "[spec][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const auto reqs = spec_requests(tok);
+  // A draft with the target's vocabulary and random weights: its drafts are nearly all rejected.
+  test::TempDir dir;
+  LlamaConfig small = m.file.config;
+  small.n_layers = 2;
+  ModelFile noise = make_random_model(small, 5);
+  noise.vocab = m.file.vocab;
+  write_model_gguf(noise, dir / "noise.gguf", GgmlType::F32);
+  const std::vector<std::string> configs = {
+      R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 3})",
+      R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" + test::shared_model("stories260K.gguf") + "\"}",
+      R"({"method": "draft_model", "num_speculative_tokens": 2, "model": ")" + dir / "noise.gguf" + "\"}"};
+  for (const SchedulerConfig& c : {test::model_scheduler_config(m, 256), test::model_scheduler_config(m, 12)}) {
+    const test::CoreRun off = test::run_core(m.model, reqs, c, false);
+    for (const std::string& json : configs)
+      for (const bool async_scheduling : {false, true}) {
+        CAPTURE(c.num_kv_blocks, json, async_scheduling);
+        const auto spec = SpeculativeConfig::parse(json);
+        const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, spec, &*m.file.vocab);
+        REQUIRE(on.tokens == off.tokens);
+        REQUIRE(on.logprobs == off.logprobs);
+        REQUIRE(on.finish == off.finish);
+        REQUIRE(on.stats.spec_num_draft_tokens > 0);
+        REQUIRE(on.stats.num_uniform_decode_steps == on.stats.num_decode_steps);
+        if (c.num_kv_blocks == 12) REQUIRE(on.stats.num_preemptions > 0);
+        const double accepted = double(on.stats.spec_num_accepted_tokens) / double(on.stats.spec_num_draft_tokens);
+        // The target itself as the draft agrees on every greedy row; random weights almost never do.
+        if (json.find("stories260K.gguf") != std::string::npos) REQUIRE(accepted > 0.5);
+        if (json.find("noise") != std::string::npos) REQUIRE(accepted < 0.2);
+        if (json.find("layer_skip") != std::string::npos) REQUIRE((accepted > 0.05 && accepted < 0.95));
+      }
+  }
+}
+
+TEST_CASE("draft model proposer: drafts after catching up equal drafts from scratch", "[spec][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const auto spec = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" +
+                                             test::shared_model("stories260K.gguf") + "\"}");
+  KvCache kv(m.model.config(), 32, 16);
+  std::vector<int> blocks(32);
+  for (int i = 0; i < 32; ++i) blocks[size_t(i)] = 31 - i;
+  const std::vector<int> prompt = tok.encode("Once upon a time, there was a little girl named Lily.", true);
+  // Grow the context as verification would: some drafts kept, then the target's own token.
+  auto kept = make_proposer(spec, {m.model, kv, 512});
+  std::vector<int> context = prompt;
+  for (int round = 0; round < 6; ++round) {
+    CAPTURE(round);
+    const DraftInput input{"r", context, blocks};
+    const std::vector<int> drafts = kept->propose({&input, 1}).at(0);
+    KvCache fresh_kv(m.model.config(), 32, 16);
+    auto fresh = make_proposer(spec, {m.model, fresh_kv, 512});
+    REQUIRE(fresh->propose({&input, 1}).at(0) == drafts);
+    REQUIRE(drafts.size() == 4);
+    const size_t keep = size_t(round % 5);  // 0..4 drafts stand, then one more token
+    context.insert(context.end(), drafts.begin(), drafts.begin() + long(std::min(keep, drafts.size())));
+    context.push_back(keep == 1 ? 7 : drafts[0]);
+  }
+}
+
+TEST_CASE("speculative decoding: configurations that cannot run are refused", "[spec]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const SchedulerConfig c = test::model_scheduler_config(m, 16);
-  const auto draft = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": "d.gguf"})");
-  REQUIRE_THROWS_WITH(EngineCore(m.model, c, false, draft), Catch::Contains("draft_model is not implemented yet"));
+  const Vocab* vocab = &*m.file.vocab;
+  auto refused = [&](const std::string& json) {
+    try {
+      EngineCore(m.model, c, false, SpeculativeConfig::parse(json), vocab);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  test::TempDir dir;
+  ModelFile other = make_random_model(builtin_model_config(), 3);  // 512 tokens, another vocabulary
+  write_model_gguf(other, dir / "other.gguf", GgmlType::F32);
+  LlamaConfig wide = builtin_model_config();
+  wide.vocab_size = 600;
+  write_model_gguf(make_random_model(wide, 3), dir / "wide.gguf", GgmlType::F32);
+  const std::string draft = R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")";
+  REQUIRE_THAT(refused(draft + dir / "missing.gguf\"}"), Catch::Contains("draft model: cannot open model file"));
+  REQUIRE_THAT(refused(draft + dir / "wide.gguf\"}"), Catch::Contains("has a vocabulary of 600 tokens, the target's has 512"));
+  REQUIRE_THAT(refused(draft + dir / "other.gguf\"}"), Catch::Contains("has another vocabulary: token "));
+  REQUIRE_THAT(refused(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 5})"),
+               Catch::Contains("draft_layers must be below the target's 5 layers, got 5"));
+  REQUIRE_THAT(refused(R"({"method": "mtp", "num_speculative_tokens": 1})"),
+               Catch::Contains("method mtp needs a multi-token-prediction head"));
 }
 
 TEST_CASE("speculative decoding: rejection verification on stories260K", "[spec][model]") {
