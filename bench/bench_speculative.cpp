@@ -1,8 +1,10 @@
-// Speculative decoding (MISSION C5): n-gram drafts with k = 3 and 5, verified exactly, against
-// speculation off, at 1 and 16 concurrent requests whose prompts repeat themselves. Runs EngineCore in
+// Speculative decoding (MISSION C5): n-gram drafts with k = 3 and 5, layer_skip drafts (the target's first
+// layers) with k = 3, and optionally a draft model, verified exactly, against speculation off, at 1 and 16
+// concurrent requests whose prompts repeat themselves. Runs EngineCore in
 // this thread (schedule, run, verify, update); prints output tokens/s, steps, mean acceptance length and
 // the ratio to off, and checks that every mode gives every request the same token ids.
 //   bench_speculative [--model M] [--tokenizer T] [--gen-tokens 64] [--concurrency 1,16] [--repeats 3] [--threads T]
+//                     [--draft-layers L] [--draft-model D]
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -44,8 +46,8 @@ std::vector<Request> make_requests(const Tokenizer& tok, int concurrency, int ge
 }
 
 Measure run(LlamaModel& model, const SchedulerConfig& config, const std::optional<SpeculativeConfig>& spec,
-            std::vector<Request> reqs) {
-  EngineCore core(model, config, false, spec);
+            const Vocab& vocab, std::vector<Request> reqs) {
+  EngineCore core(model, config, false, spec, &vocab);
   for (Request& r : reqs) core.add_request(std::move(r));
   Measure m;
   const auto start = std::chrono::steady_clock::now();
@@ -65,7 +67,8 @@ Measure run(LlamaModel& model, const SchedulerConfig& config, const std::optiona
 int main(int argc, char** argv) {
   CLI::App app{"Speculative decoding: n-gram drafts against speculation off"};
   std::string model_path, tokenizer_path;
-  int gen_tokens = 64, repeats = 3, threads = 0;
+  std::string draft_model;
+  int gen_tokens = 64, repeats = 3, threads = 0, draft_layers = 0;
   std::vector<int> concurrency = {1, 16};
   app.add_option("--model", model_path, "GGUF or llama2.c checkpoint (default: the built-in model)");
   app.add_option("--tokenizer", tokenizer_path, "Tokenizer (default: the model's own)");
@@ -73,6 +76,8 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", concurrency)->delimiter(',');
   app.add_option("--repeats", repeats, "Runs per cell; the fastest counts")->capture_default_str();
   app.add_option("--threads", threads, "Compute threads (0: all cores)")->capture_default_str();
+  app.add_option("--draft-layers", draft_layers, "layer_skip: the target's layers that draft (default: a quarter)");
+  app.add_option("--draft-model", draft_model, "Also measure this draft model (same vocabulary)");
   CLI11_PARSE(app, argc, argv);
 
   ModelFile file = load_model_with_vocab(model_path, tokenizer_path);
@@ -84,11 +89,17 @@ int main(int argc, char** argv) {
   config.num_kv_blocks = 64 * ((96 + gen_tokens) / 16 + 2);
   config.eos_token_ids = default_stop_token_ids(*file.vocab);
 
-  const std::vector<std::pair<std::string, std::optional<SpeculativeConfig>>> modes = {
+  if (draft_layers <= 0) draft_layers = std::max(1, file.config.n_layers / 4);
+  std::vector<std::pair<std::string, std::optional<SpeculativeConfig>>> modes = {
       {"off", std::nullopt},
       {"ngram k=3", SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
       {"ngram k=5", SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
+      {"layer_skip " + std::to_string(draft_layers) + "/" + std::to_string(file.config.n_layers) + " k=3",
+       SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": )" + std::to_string(draft_layers) + "}")},
   };
+  if (!draft_model.empty())
+    modes.emplace_back("draft_model k=3", SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
+                                                                   draft_model + "\"}"));
   std::printf("model %s, greedy, %d tokens per request, prompts repeating a phrase 3 times, best of %d\n\n",
               model_path.empty() ? "built-in" : model_path.c_str(), gen_tokens, repeats);
   std::printf("| requests | speculation | steps | output tok/s | mean acceptance length | accepted / drafted | against off |\n"
@@ -97,7 +108,7 @@ int main(int argc, char** argv) {
     std::vector<Measure> best(modes.size());
     for (int r = 0; r < repeats; ++r)
       for (size_t i = 0; i < modes.size(); ++i) {  // interleaved: drift on a noisy machine hits every mode
-        Measure m = run(model, config, modes[i].second, make_requests(tok, c, gen_tokens));
+        Measure m = run(model, config, modes[i].second, *file.vocab, make_requests(tok, c, gen_tokens));
         if (r == 0 || m.seconds < best[i].seconds) best[i] = std::move(m);
       }
     for (size_t i = 0; i < modes.size(); ++i) {

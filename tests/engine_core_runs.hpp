@@ -71,6 +71,16 @@ inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const Sche
       if (o.finished()) run.finish[o.req_id] = o.finish_reason;
     }
     core.scheduler().kv_cache_manager().block_pool().check_invariants();
+    if (!async_scheduling) {
+      // Blocks of rejected draft positions are not kept beyond the next step's need: a request holds at most
+      // the blocks for its computed tokens plus one more decode step's 1 + k tokens and lookahead.
+      const SchedulerConfig& sc = core.scheduler().config();
+      for (const Request* r : core.scheduler().requests()) {
+        const int next = std::min(r->num_computed_tokens + 1 + sc.num_speculative_tokens + sc.num_lookahead_tokens, sc.max_model_len);
+        REQUIRE(int(core.scheduler().kv_cache_manager().block_ids(r->request_id).size()) <=
+                core.scheduler().kv_cache_manager().num_blocks_needed(next));
+      }
+    }
   }
   core.step();  // the worker drops the last finished rows
   REQUIRE(core.scheduler().kv_cache_manager().block_pool().num_used() == 0);
