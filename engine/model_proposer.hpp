@@ -22,6 +22,9 @@ class ModelProposer final : public Proposer {
   std::vector<std::vector<int>> propose(std::span<const DraftInput> requests) override;
   void remove_request(const std::string& req_id) override { drafted_.erase(req_id); }
   int k() const override { return k_; }
+  void copy_block(int src, int dst) override {
+    if (owned_kv_) owned_kv_->copy_block(src, dst);
+  }
 
  private:
   // Where a request's own draft KV stands: positions [0, valid) hold its real tokens; the last pass wrote

@@ -187,10 +187,22 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     check_block_ids("block copy", {src, dst});
     kv_.copy_block(src, dst);
+    if (proposer_) proposer_->copy_block(src, dst);
   }
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
   model_.forward(forward_, kv_, logits_);
+  if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
+    const auto hidden = model_.hidden_states();
+    const size_t dim = size_t(model_.config().dim);
+    size_t first_token = 0;
+    for (int row = 0; row < input_batch_.num_reqs(); ++row)
+      if (const int n = num_scheduled_[row]) {
+        proposer_->observe_hidden(input_batch_.req_ids()[row], input_batch_.num_computed_tokens(row),
+                                  hidden.subspan(first_token * dim, size_t(n) * dim));
+        first_token += size_t(n);
+      }
+  }
   SamplerOutput sampled;
   if (!sample_rows_.empty())
     sampled = sampler_.sample(logits_.data(), model_.config().vocab_size, sample_rows_, sample_positions_,

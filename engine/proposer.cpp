@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "engine/model_proposer.hpp"
+#include "engine/mtp_proposer.hpp"
 #include "engine/ngram_proposer.hpp"
 #include "model/model_file.hpp"
 
@@ -65,8 +66,10 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
       return std::make_unique<ModelProposer>(std::move(model), target.kv, k, target.max_model_len);
     }
     case SpecMethod::Mtp:
-      refuse("method mtp needs a multi-token-prediction head in the target model, and this one has none "
-             "(Parley loads llama and qwen2 layouts, which carry no MTP head; use draft_model or layer_skip)");
+      if (!target.model.has_mtp())
+        refuse("method mtp needs a multi-token-prediction head in the target model, and this one has none "
+               "(a GGUF carries one as the nextn block: {arch}.nextn_predict_layers = 1); use draft_model or layer_skip");
+      return std::make_unique<MtpProposer>(target.model, target.kv, k, target.max_model_len);
   }
   refuse("unknown method");
 }

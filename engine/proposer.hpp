@@ -30,6 +30,15 @@ class Proposer {
   // The request left the worker (finished, aborted, preempted): drop whatever the proposer keeps for it.
   virtual void remove_request(const std::string& req_id) { (void)req_id; }
   virtual int k() const = 0;
+  // A proposer that drafts from the target's hidden states (MTP) receives, after every target pass, each
+  // scheduled request's hidden states (dim floats each) for the positions from first_position on; those
+  // of drafts that verification rejects are sent again, right, by the pass that recomputes them.
+  virtual bool needs_hidden_states() const { return false; }
+  virtual void observe_hidden(std::string_view req_id, int first_position, std::span<const float> hidden) {
+    (void)req_id, (void)first_position, (void)hidden;
+  }
+  // The worker copied a block's KV (a split child's partial block): a proposer with KV of its own copies too.
+  virtual void copy_block(int src, int dst) { (void)src, (void)dst; }
 };
 
 // What a proposer may use of the target: layer_skip drafts with the model's first layers over its KV;

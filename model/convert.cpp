@@ -54,7 +54,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
   g.set_u32("llama.vocab_size", c.vocab_size);
   g.set_u32("llama.context_length", c.max_seq_len);
   g.set_u32("llama.embedding_length", c.dim);
-  g.set_u32("llama.block_count", c.n_layers);
+  g.set_u32("llama.block_count", c.n_layers + (w.mtp ? 1 : 0));
+  if (w.mtp) g.set_u32("llama.nextn_predict_layers", 1);
   g.set_u32("llama.feed_forward_length", c.hidden_dim);
   g.set_u32("llama.rope.dimension_count", c.head_dim());
   g.set_f32("llama.rope.freq_base", c.rope_theta);
@@ -100,9 +101,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
   };
   const bool neox = c.rope_layout == RopeLayout::NeoX;
   add("token_embd.weight", w.token_embedding, {dim, vocab});
-  for (int l = 0; l < c.n_layers; ++l) {
+  auto add_layer = [&](int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    const LayerWeights& L = w.layers[l];
     add(b + "attn_norm.weight", L.attn_norm, {dim});
     if (neox && (L.wq.size() != dim * dim || L.wk.size() != kv * dim))
       throw std::invalid_argument("write_model_gguf: layer " + std::to_string(l) + " wq/wk have the wrong size");
@@ -114,6 +114,15 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
     add(b + "ffn_down.weight", L.w_down, {hidden, dim});
     add(b + "ffn_up.weight", L.w_up, {dim, hidden});
+  };
+  for (int l = 0; l < c.n_layers; ++l) add_layer(l, w.layers[size_t(l)]);
+  if (w.mtp) {  // llama.cpp's nextn layout: the block after the main layers, plus its projection and norms
+    const std::string b = "blk." + std::to_string(c.n_layers) + ".nextn.";
+    add_layer(c.n_layers, w.mtp->layer);
+    add(b + "enorm.weight", w.mtp->enorm, {dim});
+    add(b + "hnorm.weight", w.mtp->hnorm, {dim});
+    add(b + "eh_proj.weight", w.mtp->eh_proj, {2 * dim, dim});
+    add(b + "shared_head_norm.weight", w.mtp->shared_head_norm, {dim});
   }
   add("output_norm.weight", w.output_norm, {dim});
   if (!c.tied_output) add("output.weight", w.output, {dim, vocab});

@@ -24,6 +24,17 @@ void add_into(std::vector<float>& x, const std::vector<float>& y, int64_t n) {
 
 }  // namespace
 
+LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, int dim, int hidden) {
+  Layer l;
+  l.attn_norm = std::move(w.attn_norm);
+  l.wqkv = pack_rows(dim, w.wq, &w.wk, &w.wv);
+  l.wo = pack_rows(dim, w.wo);
+  l.ffn_norm = std::move(w.ffn_norm);
+  l.w_gate_up = pack_rows(dim, w.w_gate, &w.w_up);
+  l.w_down = pack_rows(hidden, w.w_down);
+  return l;
+}
+
 LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cpu::CpuBackend& backend)
     : config_(config), backend_(&backend) {
   config_.validate();
@@ -33,27 +44,22 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   output_ = pack_rows(dim, weights.output.empty() ? weights.token_embedding : weights.output);
   weights.token_embedding = {};
   output_norm_ = std::move(weights.output_norm);
-  for (auto& w : weights.layers) {
-    Layer l;
-    l.attn_norm = std::move(w.attn_norm);
-    l.wqkv = pack_rows(dim, w.wq, &w.wk, &w.wv);
-    l.wo = pack_rows(dim, w.wo);
-    l.ffn_norm = std::move(w.ffn_norm);
-    l.w_gate_up = pack_rows(dim, w.w_gate, &w.w_up);
-    l.w_down = pack_rows(hidden, w.w_down);
-    layers_.push_back(std::move(l));
+  for (auto& w : weights.layers) layers_.push_back(pack_layer(w, dim, hidden));
+  if (weights.mtp) {
+    MtpWeights& w = *weights.mtp;
+    mtp_.emplace();
+    mtp_->enorm = std::move(w.enorm);
+    mtp_->hnorm = std::move(w.hnorm);
+    mtp_->shared_head_norm = std::move(w.shared_head_norm);
+    mtp_->eh_proj = pack_rows(2 * dim, w.eh_proj);
+    mtp_->layer = pack_layer(w.layer, dim, hidden);
   }
 }
 
-void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {
+cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   const auto& c = config_;
-  if (num_layers < 0) num_layers = c.n_layers;
-  if (num_layers < 1 || num_layers > c.n_layers)
-    throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(c.n_layers));
-  const auto& be = *backend_;
   const int M = batch.num_tokens();
-  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
-  const int qkv_w = dim + 2 * kv_dim;
+  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   for (int i = 0; i < M; ++i) {
     if (batch.token_ids[i] < 0 || batch.token_ids[i] >= c.vocab_size)
       throw std::out_of_range("token id " + std::to_string(batch.token_ids[i]) + " outside the vocabulary");
@@ -62,58 +68,96 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   }
   x_.resize(size_t(M) * dim);
   xb_.resize(size_t(M) * dim);
-  qkv_.resize(size_t(M) * qkv_w);
+  qkv_.resize(size_t(M) * (dim + 2 * kv_dim));
   q_.resize(size_t(M) * dim);
   k_.resize(size_t(M) * kv_dim);
   v_.resize(size_t(M) * kv_dim);
   attn_.resize(size_t(M) * dim);
   hb_.resize(size_t(M) * 2 * hidden);
   hidden_.resize(size_t(M) * hidden);
-
+  last_num_tokens_ = M;
   cpu::AttentionMetadata meta;
   meta.num_tokens = M;
   meta.positions = batch.positions.data();
   meta.token_seq = batch.token_seq.data();
   meta.block_tables = batch.block_tables.data();
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
+  return meta;
+}
 
-  be.embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
-  for (int l = 0; l < num_layers; ++l) {
-    const Layer& L = layers_[l];
-    const cpu::KvLayerView kvl = kv.layer(l);
-    be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-    be.matmul(xb_.data(), L.wqkv, qkv_.data(), M);
-    for (int i = 0; i < M; ++i) {
-      const float* row = qkv_.data() + size_t(i) * qkv_w;
-      std::copy_n(row, dim, q_.data() + size_t(i) * dim);
-      std::copy_n(row + dim, kv_dim, k_.data() + size_t(i) * kv_dim);
-      std::copy_n(row + dim + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
-    }
-    be.rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, c.rope_theta, c.rope_layout);
-    be.rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, c.rope_theta, c.rope_layout);
-    be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
-    be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data());
-    be.matmul(attn_.data(), L.wo, xb_.data(), M);
-    add_into(x_, xb_, int64_t(M) * dim);
-
-    be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-    be.matmul(xb_.data(), L.w_gate_up, hb_.data(), M);
-    for (int i = 0; i < M; ++i) {
-      const float* row = hb_.data() + size_t(i) * 2 * hidden;
-      be.swiglu(row, row + hidden, hidden_.data() + size_t(i) * hidden, hidden);
-    }
-    be.matmul(hidden_.data(), L.w_down, xb_.data(), M);
-    add_into(x_, xb_, int64_t(M) * dim);
+void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const ForwardBatch& batch,
+                           const cpu::AttentionMetadata& meta) {
+  const auto& c = config_;
+  const auto& be = *backend_;
+  const int M = batch.num_tokens();
+  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int qkv_w = dim + 2 * kv_dim;
+  be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  be.matmul(xb_.data(), L.wqkv, qkv_.data(), M);
+  for (int i = 0; i < M; ++i) {
+    const float* row = qkv_.data() + size_t(i) * qkv_w;
+    std::copy_n(row, dim, q_.data() + size_t(i) * dim);
+    std::copy_n(row + dim, kv_dim, k_.data() + size_t(i) * kv_dim);
+    std::copy_n(row + dim + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
   }
+  be.rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, c.rope_theta, c.rope_layout);
+  be.rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, c.rope_theta, c.rope_layout);
+  be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
+  be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data());
+  be.matmul(attn_.data(), L.wo, xb_.data(), M);
+  add_into(x_, xb_, int64_t(M) * dim);
 
+  be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  be.matmul(xb_.data(), L.w_gate_up, hb_.data(), M);
+  for (int i = 0; i < M; ++i) {
+    const float* row = hb_.data() + size_t(i) * 2 * hidden;
+    be.swiglu(row, row + hidden, hidden_.data() + size_t(i) * hidden, hidden);
+  }
+  be.matmul(hidden_.data(), L.w_down, xb_.data(), M);
+  add_into(x_, xb_, int64_t(M) * dim);
+}
+
+void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits) {
+  const auto& c = config_;
+  const int dim = c.dim;
   const int S = static_cast<int>(batch.logits_indices.size());
   selected_.resize(size_t(S) * dim);
   for (int s = 0; s < S; ++s)
     std::copy_n(x_.data() + size_t(batch.logits_indices[s]) * dim, dim, selected_.data() + size_t(s) * dim);
   xb_.resize(std::max<size_t>(xb_.size(), size_t(S) * dim));
-  be.rmsnorm(selected_.data(), output_norm_.data(), xb_.data(), S, dim, c.norm_eps);
+  backend_->rmsnorm(selected_.data(), norm.data(), xb_.data(), S, dim, c.norm_eps);
   logits.resize(size_t(S) * c.vocab_size);
-  be.matmul(xb_.data(), output_, logits.data(), S);
+  backend_->matmul(xb_.data(), output_, logits.data(), S);
+}
+
+void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {
+  if (num_layers < 0) num_layers = config_.n_layers;
+  if (num_layers < 1 || num_layers > config_.n_layers)
+    throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(config_.n_layers));
+  const cpu::AttentionMetadata meta = prepare(batch);
+  backend_->embedding(token_embedding_.data(), batch.token_ids.data(), batch.num_tokens(), config_.dim, x_.data());
+  for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], kv.layer(l), batch, meta);
+  head(batch, output_norm_, logits);
+}
+
+void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv,
+                             std::vector<float>& logits, std::vector<float>& hidden_out) {
+  if (!mtp_) throw std::logic_error("mtp_forward: the model has no multi-token-prediction head");
+  const int M = batch.num_tokens(), dim = config_.dim;
+  if (prev_hidden.size() != size_t(M) * dim) throw std::invalid_argument("mtp_forward: one hidden state per token is needed");
+  const cpu::AttentionMetadata meta = prepare(batch);
+  const auto& be = *backend_;
+  // concat(enorm(embedding of the token), hnorm(hidden state at its position)), projected back to dim.
+  concat_.resize(size_t(M) * 2 * dim);
+  be.embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  be.rmsnorm(x_.data(), mtp_->enorm.data(), xb_.data(), M, dim, config_.norm_eps);
+  for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim);
+  be.rmsnorm(prev_hidden.data(), mtp_->hnorm.data(), xb_.data(), M, dim, config_.norm_eps);
+  for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim + dim);
+  be.matmul(concat_.data(), mtp_->eh_proj, x_.data(), M);
+  run_layer(mtp_->layer, kv.layer(0), batch, meta);
+  hidden_out.assign(x_.begin(), x_.begin() + size_t(M) * dim);
+  head(batch, mtp_->shared_head_norm, logits);
 }
 
 }  // namespace parley

@@ -1,6 +1,8 @@
 // The Llama forward pass over a flattened batch of sequences at different positions.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
@@ -34,20 +36,45 @@ class LlamaModel {
   // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
   // num_layers < n_layers runs only the first layers, then the final norm and head (layer-skip drafting).
   void forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers = -1);
+  // The hidden state of every token of the last forward() (before the final norm): [num_tokens][dim].
+  // Valid until the next forward() or mtp_forward().
+  std::span<const float> hidden_states() const { return {x_.data(), size_t(last_num_tokens_) * size_t(config_.dim)}; }
+
+  // The multi-token-prediction head, when the file has one: token i of the batch at position p, with
+  // prev_hidden[i] the hidden state at p (the main model's, or this head's own when drafting further),
+  // predicts the token after it. Writes the head's KV into kv (one layer), fills logits as forward() does
+  // and hidden_out[num_tokens][dim] with the head's hidden states (the next draft's prev_hidden).
+  bool has_mtp() const { return mtp_.has_value(); }
+  void mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv, std::vector<float>& logits,
+                   std::vector<float>& hidden_out);
 
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
     cpu::PackedMatrix wqkv, wo, w_gate_up, w_down;
   };
+  struct Mtp {
+    std::vector<float> enorm, hnorm, shared_head_norm;
+    cpu::PackedMatrix eh_proj;
+    Layer layer;
+  };
+  static Layer pack_layer(LayerWeights& w, int dim, int hidden);
+  // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.
+  cpu::AttentionMetadata prepare(const ForwardBatch& batch);
+  // One transformer block over x_ in place, writing its KV.
+  void run_layer(const Layer& layer, const cpu::KvLayerView& kv, const ForwardBatch& batch, const cpu::AttentionMetadata& meta);
+  // The final norm and head over the rows of x_ named by logits_indices.
+  void head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits);
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
   cpu::WeightBuffer token_embedding_;  // rows looked up by token id
   cpu::PackedMatrix output_;           // the head, packed (a copy of the embedding when tied)
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
+  std::optional<Mtp> mtp_;
   // Scratch reused across steps; grows to the largest batch seen.
-  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_;
+  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_;
+  int last_num_tokens_ = 0;
 };
 
 }  // namespace parley

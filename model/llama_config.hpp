@@ -1,6 +1,7 @@
 // The shape and weights of a Llama-family model, independent of the file it came from.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,23 @@ struct LayerWeights {
   std::vector<float> w_up;       // [hidden][dim]  (llama2.c w3)
 };
 
+// A multi-token-prediction module in DeepSeek-V3's form (GGUF: the "nextn" block after the main layers,
+// {arch}.nextn_predict_layers = 1): from the main model's last hidden state at position p and the embedding
+// of token p + 1 it predicts token p + 2, through one transformer block with its own KV and the shared head.
+struct MtpWeights {
+  std::vector<float> enorm;             // [dim] RMSNorm of the next token's embedding
+  std::vector<float> hnorm;             // [dim] RMSNorm of the hidden state
+  std::vector<float> eh_proj;           // [dim][2 * dim] over concat(enorm(embedding), hnorm(hidden))
+  LayerWeights layer;
+  std::vector<float> shared_head_norm;  // [dim] before the model's output head
+};
+
 struct LlamaWeights {
   std::vector<float> token_embedding;  // [vocab][dim]
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   std::vector<float> output;       // [vocab][dim]; empty when tied to token_embedding
+  std::optional<MtpWeights> mtp;   // present when the file has a multi-token-prediction head
 
   const std::vector<float>& output_head() const { return output.empty() ? token_embedding : output; }
 };

@@ -130,6 +130,11 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   c.dim = get_size(f, p + "embedding_length");
   c.hidden_dim = get_size(f, p + "feed_forward_length");
   c.n_layers = get_size(f, p + "block_count");
+  // A multi-token-prediction block (llama.cpp's "nextn") follows the main layers and is counted with them.
+  const int64_t nextn = f.get_int(p + "nextn_predict_layers", 0);
+  if (nextn < 0 || nextn > 1 || nextn >= c.n_layers)
+    f.fail("key '" + p + "nextn_predict_layers' is " + std::to_string(nextn) + " (Parley runs at most one MTP block)");
+  c.n_layers -= int(nextn);
   c.n_heads = get_size(f, p + "attention.head_count");
   c.n_kv_heads = f.has(p + "attention.head_count_kv") ? get_size(f, p + "attention.head_count_kv") : c.n_heads;
   c.max_seq_len = get_size(f, p + "context_length");
@@ -175,10 +180,9 @@ ModelFile model_from_gguf(const GgufFile& f) {
   };
   LlamaWeights& w = m.weights;
   w.token_embedding = load("token_embd.weight", {dim, vocab});
-  for (int l = 0; l < c.n_layers; ++l) {
+  auto load_layer = [&](int l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    // Grown layer by layer: a corrupt block_count fails on a missing tensor, not a huge allocation.
-    LayerWeights& L = w.layers.emplace_back();
+    LayerWeights L;
     L.attn_norm = load(b + "attn_norm.weight", {dim});
     L.wq = load(b + "attn_q.weight", {dim, dim});
     L.wk = load(b + "attn_k.weight", {dim, kv});
@@ -188,6 +192,18 @@ ModelFile model_from_gguf(const GgufFile& f) {
     L.w_gate = load(b + "ffn_gate.weight", {dim, hidden});
     L.w_down = load(b + "ffn_down.weight", {hidden, dim});
     L.w_up = load(b + "ffn_up.weight", {dim, hidden});
+    return L;
+  };
+  // Grown layer by layer: a corrupt block_count fails on a missing tensor, not a huge allocation.
+  for (int l = 0; l < c.n_layers; ++l) w.layers.push_back(load_layer(l));
+  if (f.get_int(arch_name + ".nextn_predict_layers", 0) == 1) {
+    const std::string b = "blk." + std::to_string(c.n_layers) + ".nextn.";
+    MtpWeights& mtp = w.mtp.emplace();
+    mtp.layer = load_layer(c.n_layers);
+    mtp.enorm = load(b + "enorm.weight", {dim});
+    mtp.hnorm = load(b + "hnorm.weight", {dim});
+    mtp.eh_proj = load(b + "eh_proj.weight", {2 * dim, dim});
+    mtp.shared_head_norm = load(b + "shared_head_norm.weight", {dim});
   }
   w.output_norm = load("output_norm.weight", {dim});
   c.tied_output = f.find_tensor("output.weight") == nullptr;

@@ -125,7 +125,7 @@ Vocab make_synthetic_vocab(int vocab_size) {
   return v;
 }
 
-ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed) {
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp) {
   cfg.validate();
   ModelFile m;
   m.name = "random-" + std::to_string(seed);
@@ -137,8 +137,8 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed) {
   LlamaWeights& w = m.weights;
   // A fixed fill order: changing it changes every model, so append new tensors at the end.
   w.token_embedding = uniform(rng, vocab, dim);
-  w.layers.resize(cfg.n_layers);
-  for (LayerWeights& L : w.layers) {
+  auto random_layer = [&] {
+    LayerWeights L;
     L.attn_norm.assign(dim, 1.0f);
     L.wq = uniform(rng, dim, dim);
     L.wk = uniform(rng, kv, dim);
@@ -148,9 +148,19 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed) {
     L.w_gate = uniform(rng, hidden, dim);
     L.w_down = uniform(rng, dim, hidden);
     L.w_up = uniform(rng, hidden, dim);
-  }
+    return L;
+  };
+  for (int l = 0; l < cfg.n_layers; ++l) w.layers.push_back(random_layer());
   w.output_norm.assign(dim, 1.0f);
   if (!cfg.tied_output) w.output = uniform(rng, vocab, dim);
+  if (with_mtp) {
+    MtpWeights& mtp = w.mtp.emplace();
+    mtp.layer = random_layer();
+    mtp.enorm.assign(dim, 1.0f);
+    mtp.hnorm.assign(dim, 1.0f);
+    mtp.eh_proj = uniform(rng, dim, 2 * dim);
+    mtp.shared_head_norm.assign(dim, 1.0f);
+  }
   return m;
 }
 
