@@ -33,6 +33,7 @@ int run_convert(const ConvertOptions& o);
 struct GenModelOptions {
   std::string shape = "110m", out, dtype = "f32";
   uint64_t seed = 1;
+  bool with_mtp = false;  // --mtp: add a multi-token-prediction head
 };
 int run_gen_model(const GenModelOptions& o);
 

@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   gen->add_option("--out", gen_model.out, "Output .gguf path")->required();
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();
+  gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
   dtype_option(gen, gen_model.dtype);
 
   CLI11_PARSE(app, argc, argv);

@@ -30,9 +30,9 @@ int run_convert(const ConvertOptions& o) {
 int run_gen_model(const GenModelOptions& o) {
   if (o.shape != "110m" && o.shape != "builtin") throw std::invalid_argument("unknown shape '" + o.shape + "'");
   const LlamaConfig cfg = o.shape == "110m" ? bench_110m_config() : builtin_model_config();
-  write_model_gguf(make_random_model(cfg, o.seed), o.out, parse_dtype(o.dtype));
-  std::printf("wrote %s (%s, dim %d, %d layers, vocab %d)\n", o.out.c_str(), o.dtype.c_str(), cfg.dim, cfg.n_layers,
-              cfg.vocab_size);
+  write_model_gguf(make_random_model(cfg, o.seed, o.with_mtp), o.out, parse_dtype(o.dtype));
+  std::printf("wrote %s (%s, dim %d, %d layers%s, vocab %d)\n", o.out.c_str(), o.dtype.c_str(), cfg.dim, cfg.n_layers,
+              o.with_mtp ? " and an MTP head" : "", cfg.vocab_size);
   return 0;
 }
 

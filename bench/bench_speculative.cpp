@@ -1,5 +1,5 @@
 // Speculative decoding (MISSION C5): n-gram drafts with k = 3 and 5, layer_skip drafts (the target's first
-// layers) with k = 3, and optionally a draft model, verified exactly, against speculation off, at 1 and 16
+// layers) with k = 3, MTP with k = 3 when the model has a head, and optionally a draft model, verified exactly, against speculation off, at 1 and 16
 // concurrent requests whose prompts repeat themselves. Runs EngineCore in
 // this thread (schedule, run, verify, update); prints output tokens/s, steps, mean acceptance length and
 // the ratio to off, and checks that every mode gives every request the same token ids.
@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
       {"layer_skip " + std::to_string(draft_layers) + "/" + std::to_string(file.config.n_layers) + " k=3",
        SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": )" + std::to_string(draft_layers) + "}")},
   };
+  if (model.has_mtp())
+    modes.emplace_back("mtp k=3", SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": 3})"));
   if (!draft_model.empty())
     modes.emplace_back("draft_model k=3", SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
                                                                    draft_model + "\"}"));
