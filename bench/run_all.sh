@@ -29,6 +29,6 @@ echo; echo "## Async scheduling: actor engine, on against off, and the one-threa
 echo; echo "## Async scheduling: 110M shape"
 "$BUILD/bench_async_scheduling" --model "$model110" --threads "$threads" --gen-tokens 32 --repeats 2
 echo; echo "## Speculative decoding: n-gram drafts against off (stories260K, 1 thread)"
-"$BUILD/bench_speculative" --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --threads 1 --repeats 5
+"$BUILD/bench_speculative" --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --threads 1 --repeats 5 --draft-layers 2 --draft-model ../shared/models/stories260K.gguf
 echo; echo "## Speculative decoding: 110M shape"
 "$BUILD/bench_speculative" --model "$model110" --threads "$threads" --concurrency 1,16 --gen-tokens 32 --repeats 2
