@@ -18,12 +18,17 @@ int64_t kv_bytes_per_block(const LlamaConfig& m, int block_size) {
 }
 
 // Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
-// max_num_seqs full contexts capped at 1 GiB. A draft model's KV has a block of its own per block id.
+// max_num_seqs full contexts capped at 1 GiB. A draft model's (or MTP head's) KV has a block of its own per block id.
 int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, const LlamaConfig& m) {
   const int bs = sc.block_size;
   if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
   if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
   int64_t bytes_per_block = kv_bytes_per_block(m, bs);
+  if (c.speculative && c.speculative->method == SpecMethod::Mtp) {  // the head's one layer
+    LlamaConfig head = m;
+    head.n_layers = 1;
+    bytes_per_block += kv_bytes_per_block(head, bs);
+  }
   if (c.speculative && c.speculative->method == SpecMethod::DraftModel) try {
       bytes_per_block += kv_bytes_per_block(load_model_config(c.speculative->model), bs);
     } catch (const std::runtime_error& e) {

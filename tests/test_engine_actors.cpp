@@ -368,6 +368,31 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
   }
 }
 
+TEST_CASE("actor engine: MTP drafting gives the tokens it gives off", "[actors][spec][mtp]") {
+  test::TempDir dir;
+  write_model_gguf(make_random_model(builtin_model_config(), 9, true), dir / "mtp.gguf", GgmlType::F32);
+  auto outputs = [&](std::optional<SpeculativeConfig> spec) {
+    EngineConfig c = stories_config();
+    c.model_path = dir / "mtp.gguf";
+    c.tokenizer_path = "";
+    c.speculative = spec;
+    auto engine = EngineClient::start(c);
+    const auto ids = run(*engine, specs_for(engine->tokenizer(), 8, "m"));
+    require_idle(*engine);
+    return std::make_pair(ids, metrics_of(*engine));
+  };
+  const auto [off, off_metrics] = outputs(std::nullopt);
+  const auto [on, on_metrics] = outputs(SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": 2})"));
+  REQUIRE(on.size() == 8);
+  REQUIRE(on == off);
+  REQUIRE(metric(on_metrics, "parley:spec_decode_num_draft_tokens_total") > 0);
+  REQUIRE(metric(on_metrics, "parley:uniform_decode_steps_total") == metric(on_metrics, "parley:decode_steps_total"));
+  // A model without a head refuses mtp at start.
+  EngineConfig plain = stories_config();
+  plain.speculative = SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": 2})");
+  REQUIRE_THROWS_WITH(EngineClient::start(plain), Catch::Contains("needs a multi-token-prediction head"));
+}
+
 TEST_CASE("actor engine: a draft model with another vocabulary is refused at start", "[actors][spec]") {
   test::TempDir dir;
   write_model_gguf(make_random_model(builtin_model_config(), 3), dir / "other.gguf", GgmlType::F32);
