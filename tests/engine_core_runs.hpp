@@ -90,4 +90,11 @@ inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const Sche
   return run;
 }
 
+// A feature-on run gives every request what the feature-off run gave: token ids, logprobs, finish reasons.
+inline void require_same_outputs(const CoreRun& on, const CoreRun& off) {
+  REQUIRE(on.tokens == off.tokens);
+  REQUIRE(on.logprobs == off.logprobs);
+  REQUIRE(on.finish == off.finish);
+}
+
 }  // namespace parley::test

@@ -37,9 +37,7 @@ TEST_CASE("speculative decoding: exact n-gram verification changes no token", "[
     for (const auto [k, async_scheduling] : {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
       CAPTURE(k, async_scheduling);
       const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, ngram(k));
-      REQUIRE(on.tokens == off.tokens);
-      REQUIRE(on.logprobs == off.logprobs);
-      REQUIRE(on.finish == off.finish);
+      test::require_same_outputs(on, off);
       REQUIRE(on.stats.spec_num_draft_tokens > 0);
       REQUIRE(on.stats.spec_num_accepted_tokens > 0);
       REQUIRE(on.stats.spec_num_accepted_tokens <= on.stats.spec_num_draft_tokens);
@@ -93,9 +91,7 @@ TEST_CASE("speculative decoding: drafting models change no token", "[spec][model
         CAPTURE(c.num_kv_blocks, json, async_scheduling);
         const auto spec = SpeculativeConfig::parse(json);
         const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, spec, &*m.file.vocab);
-        REQUIRE(on.tokens == off.tokens);
-        REQUIRE(on.logprobs == off.logprobs);
-        REQUIRE(on.finish == off.finish);
+        test::require_same_outputs(on, off);
         REQUIRE(on.stats.spec_num_draft_tokens > 0);
         REQUIRE(on.stats.num_uniform_decode_steps == on.stats.num_decode_steps);
         if (c.num_kv_blocks == 12) REQUIRE(on.stats.num_preemptions > 0);
