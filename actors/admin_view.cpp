@@ -10,6 +10,7 @@ const char* state_name(RequestStatus s) {
     case RequestStatus::Waiting: return "waiting";
     case RequestStatus::Running: return "running";
     case RequestStatus::Preempted: return "preempted";
+    case RequestStatus::WaitingForRemoteKv: return "waiting_for_remote_kv";
     default: return finish_reason_name(finish_reason_of(s));
   }
 }

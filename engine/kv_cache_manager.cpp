@@ -36,7 +36,7 @@ std::vector<KVCacheBlock*> KVCacheManager::get_computed_blocks(Request& request,
 }
 
 bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
-                                    const std::vector<KVCacheBlock*>& new_computed_blocks) {
+                                    const std::vector<KVCacheBlock*>& new_computed_blocks, bool cache_blocks) {
   if (num_new_tokens < 0) throw std::invalid_argument("allocate_slots: negative token count");
   auto& blocks = req_to_blocks_[request.request_id];
   const int num_computed = request.num_computed_tokens + int(new_computed_blocks.size()) * block_size_;
@@ -55,7 +55,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
   blocks.insert(blocks.end(), fresh.begin(), fresh.end());
   auto& new_ids = new_block_ids_[request.request_id];
   for (const KVCacheBlock* b : fresh) new_ids.push_back(b->block_id);
-  if (pool_.enable_caching()) {
+  if (pool_.enable_caching() && cache_blocks) {
     // Blocks whose every token is known after this step join the cache; the KV is written in this
     // step, before any later step can hit them.
     update_block_hashes(request);
@@ -89,14 +89,14 @@ std::optional<std::pair<int, int>> KVCacheManager::fork(const Request& parent, c
   return copy;
 }
 
-void KVCacheManager::free(const Request& request) {
-  auto it = req_to_blocks_.find(request.request_id);
+void KVCacheManager::free(const std::string& req_id) {
+  auto it = req_to_blocks_.find(req_id);
   if (it != req_to_blocks_.end()) {
     pool_.free_blocks({it->second.rbegin(), it->second.rend()});
     req_to_blocks_.erase(it);
   }
-  num_cached_blocks_.erase(request.request_id);
-  new_block_ids_.erase(request.request_id);
+  num_cached_blocks_.erase(req_id);
+  new_block_ids_.erase(req_id);
 }
 
 std::vector<int> KVCacheManager::block_ids(const std::string& req_id) const {

@@ -29,7 +29,9 @@ class KVCacheManager {
 
   // Gives the request room for num_new_tokens more tokens after its computed ones (and the prefix hits
   // in new_computed_blocks, which it now references). False, changing nothing, if the pool is short.
-  bool allocate_slots(Request& request, int num_new_tokens, const std::vector<KVCacheBlock*>& new_computed_blocks = {});
+  // cache_blocks false: full blocks join the prefix cache only on a later call (their KV arrives from elsewhere).
+  bool allocate_slots(Request& request, int num_new_tokens, const std::vector<KVCacheBlock*>& new_computed_blocks = {},
+                      bool cache_blocks = true);
 
   // The delayed split: the child shares the parent's full prompt blocks (one more reference each) and gets
   // a fresh block for its copy of the prompt's partial last block. Returns that copy as (src, dst) ids,
@@ -37,7 +39,8 @@ class KVCacheManager {
   std::optional<std::pair<int, int>> fork(const Request& parent, const Request& child);
 
   // Returns every block of the request to the pool, tail first so its prefix stays cached longest.
-  void free(const Request& request);
+  void free(const Request& request) { free(request.request_id); }
+  void free(const std::string& req_id);
 
   // Block ids the request holds, in order.
   std::vector<int> block_ids(const std::string& req_id) const;

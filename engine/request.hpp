@@ -15,6 +15,7 @@ enum class RequestStatus {
   Waiting,            // queued, nothing computed or everything dropped by preemption
   Running,            // holds blocks and is scheduled each step
   Preempted,          // blocks taken back; waits at the front of the queue to recompute
+  WaitingForRemoteKv, // a decode instance: holds blocks for its prompt's KV, which a prefill instance computes
   FinishedStopped,    // EOS, a stop token or a stop string
   FinishedLength,     // max_tokens or the context length
   FinishedAborted,    // cancelled by the client, a disconnect, or shutdown
@@ -24,6 +25,13 @@ bool is_finished(RequestStatus s);
 enum class FinishReason { None, Stop, Length, Abort };
 FinishReason finish_reason_of(RequestStatus s);  // None for unfinished states
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", or null-ish "none"
+
+// Prefill/decode disaggregation (MISSION C7, vLLM's kv_transfer_params): where the prompt's KV is computed.
+enum class KvTransfer {
+  None,         // here, and decoded here
+  ToDecode,     // a prefill instance: prefill, sample the first token(s), keep the blocks until the decode side has them
+  FromPrefill,  // a decode instance: blocks are allocated, the KV and the first token(s) arrive from a prefill instance
+};
 
 struct Request {
   std::string request_id;
@@ -39,6 +47,7 @@ struct Request {
   int num_draft_placeholders = 0;    // drafts verified by steps in flight: positions held until their verdict
   int num_drafts_ready = 0;          // speculative decoding: drafts the worker holds for its next step
   RequestStatus status = RequestStatus::Waiting;
+  KvTransfer kv_transfer = KvTransfer::None;
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
   double arrival_time = 0.0;         // seconds, steady clock

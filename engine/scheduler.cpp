@@ -27,7 +27,7 @@ Scheduler::Scheduler(SchedulerConfig config)
 
 void Scheduler::add_request(Request request) {
   const std::string& id = request.request_id;
-  if (requests_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
+  if (requests_.count(id) || held_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
   if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
   if (request.num_tokens() >= config_.max_model_len)
     throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +
@@ -84,6 +84,7 @@ const Request* Scheduler::find(const std::string& req_id) const {
 std::vector<const Request*> Scheduler::requests() const {
   std::vector<const Request*> out(running_.begin(), running_.end());
   out.insert(out.end(), waiting_.begin(), waiting_.end());
+  out.insert(out.end(), remote_kv_.begin(), remote_kv_.end());
   return out;
 }
 
@@ -115,6 +116,7 @@ void Scheduler::free_request(Request& request) {
   kv_.free(request);
   std::erase(running_, &request);
   std::erase(waiting_, &request);
+  std::erase(remote_kv_, &request);
   if (worker_knows_.erase(request.request_id)) finished_req_ids_.push_back(request.request_id);
   requests_.erase(request.request_id);  // destroys the request: last use
 }
@@ -192,8 +194,12 @@ SchedulerOutput Scheduler::schedule() {
   }
 
   // Then waiting requests in arrival order (preempted ones first), unless this step had to preempt.
-  while (!preempted && !waiting_.empty() && budget > 0 && int(running_.size()) < config_.max_num_seqs) {
+  while (!preempted && !waiting_.empty() && budget > 0 && int(running_.size() + remote_kv_.size()) < config_.max_num_seqs) {
     Request* r = waiting_.front();
+    if (r->kv_transfer == KvTransfer::FromPrefill) {  // no token computed here: blocks for the KV to arrive
+      if (!admit_remote(*r)) break;
+      continue;
+    }
     int num_hit = 0;
     std::vector<KVCacheBlock*> hits = kv_.get_computed_blocks(*r, &num_hit);
     const int n = chunk(*r, num_hit);
@@ -371,7 +377,8 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       account_verification(r, d->second, int(sampled.size()) - 1,
                            row->second < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row->second] : 0);
     const auto& logprobs = row->second < mro.logprobs.size() ? mro.logprobs[row->second] : std::vector<TokenLogprobs>{};
-    if (r.awaits_split()) split(r, sampled, logprobs, outputs);
+    if (r.kv_transfer == KvTransfer::ToDecode) outputs.push_back(hand_off(r, sampled, logprobs));
+    else if (r.awaits_split()) split(r, sampled, logprobs, outputs);
     else outputs.push_back(after_tokens(r, sampled, logprobs));
   }
   return outputs;
@@ -383,8 +390,8 @@ SchedulerStats Scheduler::stats() const {
   // Requests the user sent: split children count once, with their parent (running if any child runs).
   std::unordered_set<std::string> running_users, waiting_users;
   for (const Request* r : running_) running_users.insert(r->user_request_id());
-  for (const Request* r : waiting_)
-    if (!running_users.count(r->user_request_id())) waiting_users.insert(r->user_request_id());
+  for (const Request* r : requests())
+    if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id())) waiting_users.insert(r->user_request_id());
   s.num_running = int(running_users.size());
   s.num_waiting = int(waiting_users.size());
   s.kv_cache_usage = pool.get_usage();
@@ -407,6 +414,8 @@ SchedulerStats Scheduler::stats() const {
   s.num_uniform_decode_steps = num_uniform_decode_steps_;
   s.num_splits = num_splits_;
   s.peak_used_blocks = peak_used_blocks_;
+  s.num_waiting_for_remote_kv = int(remote_kv_.size());
+  s.num_held_for_transfer = int(held_.size());
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_cache_manager.hpp"
@@ -56,6 +57,8 @@ struct SchedulerStats {
   int64_t num_discarded_tokens = 0;      // sampled in a step planned before the request finished or was preempted
   int64_t num_splits = 0;                // parallel-sampling parents split into their children
   int peak_used_blocks = 0;              // most blocks referenced at once since start
+  int num_waiting_for_remote_kv = 0;     // decode side: holding blocks for KV from a prefill instance (in num_waiting)
+  int num_held_for_transfer = 0;         // prefill side: handed off, blocks kept until the decode side has the KV
   // Speculative decoding (vLLM's SpecDecodingStats): verifications with a proposed draft, drafts proposed,
   // drafts accepted, and accepted per draft position.
   int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
@@ -86,7 +89,29 @@ class Scheduler {
   std::vector<EngineCoreOutput> update_from_output(const SchedulerOutput& scheduler_output,
                                                    const ModelRunnerOutput& model_runner_output);
 
-  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty() || !remote_kv_.empty(); }
+
+  // Prefill/decode disaggregation (MISSION C7; the definitions are in scheduler_remote_kv.cpp).
+  // Decode side: FromPrefill requests admitted since the last call, with the blocks their KV goes into. They
+  // wait (WaitingForRemoteKv) until finish_remote_kv or fail_remote_kv.
+  struct KvReceive {
+    std::string req_id;
+    std::vector<int> block_ids;
+  };
+  std::vector<KvReceive> take_kv_receives() { return std::exchange(kv_receives_, {}); }
+  // Decode side: the worker holds the request's prompt KV now; it continues from its first token(s) (n of them,
+  // child by child, for an n > 1 request, which splits here). Unknown ids (aborted meanwhile) give nothing.
+  std::vector<EngineCoreOutput> finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
+                                                 const std::vector<TokenLogprobs>& logprobs);
+  // Decode side: the transfer failed. recompute: the request's blocks return and it is prefilled here, first in
+  // the queue. Otherwise it is aborted; returns the ids that were live, as finish_requests does.
+  std::vector<std::string> fail_remote_kv(const std::string& req_id, bool recompute);
+  // Prefill side: a ToDecode request that sampled its first token(s) finished here but keeps its blocks, for
+  // the KV transfer, until release_held (the decode side acknowledged, or the lease expired).
+  std::vector<int> held_block_ids(const std::string& req_id) const;
+  void release_held(const std::string& req_id);
+  int num_held() const { return int(held_.size()); }
+  int num_waiting_for_remote_kv() const { return int(remote_kv_.size()); }
   // Sampled tokens still to arrive from steps in flight for requests that finished or were preempted since.
   int num_stale_outputs() const;
   // No step is in flight any more: stale outputs that never came (a failed step) are forgotten.
@@ -96,7 +121,7 @@ class Scheduler {
   int num_running() const { return int(running_.size()); }
   int num_waiting() const { return int(waiting_.size()); }
   const Request* find(const std::string& req_id) const;
-  std::vector<const Request*> requests() const;  // running then waiting
+  std::vector<const Request*> requests() const;  // running, waiting, then waiting for remote KV
   SchedulerStats stats() const;
   const KVCacheManager& kv_cache_manager() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
@@ -123,6 +148,10 @@ class Scheduler {
   void split(Request& parent, const std::vector<int>& first_tokens, const std::vector<TokenLogprobs>& logprobs,
              std::vector<EngineCoreOutput>& outputs);
   EngineCoreOutput after_tokens(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
+  // Prefill side: the request's first token(s) go to its decode instance with its KV; its blocks stay held.
+  EngineCoreOutput hand_off(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
+  // Decode side: allocates the blocks a FromPrefill request's KV arrives into; false when the pool is short.
+  bool admit_remote(Request& request);
 
   SchedulerConfig config_;
   KVCacheManager kv_;
@@ -134,6 +163,9 @@ class Scheduler {
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
+  std::vector<Request*> remote_kv_;           // decode side: WaitingForRemoteKv, in admission order
+  std::vector<KvReceive> kv_receives_;        // decode side: admitted since take_kv_receives
+  std::unordered_set<std::string> held_;      // prefill side: handed off, blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;

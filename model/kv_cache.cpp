@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace parley {
 
@@ -24,6 +25,45 @@ void KvCache::copy_block(int src, int dst) {
     std::copy_n(keys_.begin() + base + src * block, block, keys_.begin() + base + dst * block);
     std::copy_n(values_.begin() + base + src * block, block, values_.begin() + base + dst * block);
   }
+}
+
+namespace {
+
+void check_ids(std::span<const int> block_ids, int num_blocks) {
+  for (int b : block_ids)
+    if (b < 0 || b >= num_blocks)
+      throw std::out_of_range("KV block " + std::to_string(b) + " outside the cache's " + std::to_string(num_blocks));
+}
+
+}  // namespace
+
+std::vector<float> KvCache::export_blocks(std::span<const int> block_ids) const {
+  check_ids(block_ids, num_blocks_);
+  const int64_t block = int64_t(block_size_) * kv_dim_;
+  std::vector<float> out;
+  out.reserve(size_t(floats_per_block()) * block_ids.size());
+  for (int l = 0; l < n_layers_; ++l)
+    for (const std::vector<float>* part : {&keys_, &values_})
+      for (int b : block_ids) {
+        const auto first = part->begin() + l * layer_stride_ + b * block;
+        out.insert(out.end(), first, first + block);
+      }
+  return out;
+}
+
+void KvCache::import_blocks(std::span<const int> block_ids, std::span<const float> data) {
+  check_ids(block_ids, num_blocks_);
+  if (int64_t(data.size()) != floats_per_block() * int64_t(block_ids.size()))
+    throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " floats for " + std::to_string(block_ids.size()) +
+                                " blocks of " + std::to_string(floats_per_block()));
+  const int64_t block = int64_t(block_size_) * kv_dim_;
+  auto in = data.begin();
+  for (int l = 0; l < n_layers_; ++l)
+    for (std::vector<float>* part : {&keys_, &values_})
+      for (int b : block_ids) {
+        std::copy_n(in, block, part->begin() + l * layer_stride_ + b * block);
+        in += block;
+      }
 }
 
 }  // namespace parley

@@ -2,6 +2,7 @@
 // Which blocks a sequence owns is the block pool's business (engine/block_pool.hpp), not this class's.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
@@ -18,6 +19,14 @@ class KvCache {
   cpu::KvLayerView layer(int l);
   // Copies one block's keys and values in every layer (copy-on-write of a shared partial block).
   void copy_block(int src, int dst);
+  // The blocks' keys and values, layer by layer (keys of every block, then values), for a KV transfer;
+  // import_blocks writes such data into other block ids. Throw std::out_of_range for a bad block id and
+  // std::invalid_argument when the data does not match the block count.
+  std::vector<float> export_blocks(std::span<const int> block_ids) const;
+  void import_blocks(std::span<const int> block_ids, std::span<const float> data);
+  int64_t floats_per_block() const { return int64_t(2) * n_layers_ * block_size_ * kv_dim_; }
+  int num_layers() const { return n_layers_; }
+  int kv_dim() const { return kv_dim_; }
 
  private:
   int num_blocks_, block_size_, kv_dim_, n_layers_;

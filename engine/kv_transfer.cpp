@@ -1,0 +1,75 @@
+#include "engine/kv_transfer.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace parley {
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("KV transfer: " + what); }
+
+constexpr int kVersion = 1;
+
+}  // namespace
+
+std::string encode_kv_transfer(const KvTransferPayload& p) {
+  nlohmann::json lp = nlohmann::json::array();
+  for (const TokenLogprobs& t : p.first_logprobs) lp.push_back({t.token, t.logprob, t.rank, t.top});
+  const nlohmann::json header = {{"version", kVersion},
+                                 {"req_id", p.req_id},
+                                 {"num_prompt_tokens", p.num_prompt_tokens},
+                                 {"first_token_ids", p.first_token_ids},
+                                 {"first_logprobs", lp},
+                                 {"layout", {p.layout.num_layers, p.layout.kv_dim, p.layout.block_size}},
+                                 {"num_blocks", p.num_blocks},
+                                 {"num_floats", p.kv.size()}};
+  const std::vector<uint8_t> head = nlohmann::json::to_msgpack(header);
+  const uint32_t n = uint32_t(head.size());
+  std::string out(4 + head.size() + p.kv.size() * sizeof(float), '\0');
+  for (int i = 0; i < 4; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xff);
+  std::memcpy(out.data() + 4, head.data(), head.size());
+  std::memcpy(out.data() + 4 + head.size(), p.kv.data(), p.kv.size() * sizeof(float));
+  return out;
+}
+
+KvTransferPayload decode_kv_transfer(std::string_view bytes) {
+  if (bytes.size() < 4) bad("only " + std::to_string(bytes.size()) + " bytes");
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  if (bytes.size() - 4 < n) bad("the header needs " + std::to_string(n) + " bytes, " + std::to_string(bytes.size() - 4) + " follow");
+  KvTransferPayload p;
+  size_t num_floats = 0;
+  try {
+    const auto h = nlohmann::json::from_msgpack(bytes.substr(4, n));
+    if (h.at("version").get<int>() != kVersion) bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
+    p.req_id = h.at("req_id").get<std::string>();
+    p.num_prompt_tokens = h.at("num_prompt_tokens").get<int>();
+    p.first_token_ids = h.at("first_token_ids").get<std::vector<int>>();
+    for (const auto& t : h.at("first_logprobs"))
+      p.first_logprobs.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(),
+                                  t.at(3).get<std::vector<std::pair<int, float>>>()});
+    const auto& l = h.at("layout");
+    p.layout = {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>()};
+    p.num_blocks = h.at("num_blocks").get<int>();
+    num_floats = h.at("num_floats").get<size_t>();
+  } catch (const nlohmann::json::exception& e) {
+    bad(std::string("bad header (") + e.what() + ")");
+  }
+  const KvLayout& l = p.layout;
+  if (l.num_layers < 1 || l.kv_dim < 1 || l.block_size < 1 || p.num_blocks < 0 || p.num_prompt_tokens < 1 ||
+      int64_t(p.num_blocks) * l.block_size < p.num_prompt_tokens)
+    bad("inconsistent header for request " + p.req_id);
+  if (num_floats != size_t(2) * l.num_layers * l.kv_dim * l.block_size * size_t(p.num_blocks))
+    bad("request " + p.req_id + ": " + std::to_string(num_floats) + " floats do not fill " + std::to_string(p.num_blocks) + " blocks");
+  if (bytes.size() - 4 - n != num_floats * sizeof(float))
+    bad("request " + p.req_id + ": " + std::to_string(bytes.size() - 4 - n) + " bytes of KV, the header says " +
+        std::to_string(num_floats * sizeof(float)));
+  p.kv.resize(num_floats);
+  std::memcpy(p.kv.data(), bytes.data() + 4 + n, num_floats * sizeof(float));
+  return p;
+}
+
+}  // namespace parley

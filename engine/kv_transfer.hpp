@@ -1,0 +1,34 @@
+// What crosses from a prefill instance to a decode instance for one request (MISSION C7): the prompt's KV
+// blocks, the first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with
+// their logprobs, and the layout the KV assumes, so a decode instance with another model shape refuses it.
+// On the wire: a 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/outputs.hpp"
+
+namespace parley {
+
+struct KvLayout {
+  int num_layers = 0, kv_dim = 0, block_size = 0;
+  bool operator==(const KvLayout&) const = default;
+};
+
+struct KvTransferPayload {
+  std::string req_id;
+  int num_prompt_tokens = 0;                 // the tokens whose KV the blocks hold
+  std::vector<int> first_token_ids;          // one per child of an n > 1 request, in child order
+  std::vector<TokenLogprobs> first_logprobs;  // one per first token when logprobs were asked for, else none
+  KvLayout layout;
+  int num_blocks = 0;
+  std::vector<float> kv;                     // KvCache::export_blocks of the prompt's blocks
+};
+
+std::string encode_kv_transfer(const KvTransferPayload& payload);
+// Throws std::invalid_argument naming what is wrong: a short buffer, a bad header, or a KV size that does
+// not match the layout and block count.
+KvTransferPayload decode_kv_transfer(std::string_view bytes);
+
+}  // namespace parley

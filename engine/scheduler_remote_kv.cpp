@@ -1,0 +1,86 @@
+// The scheduler's side of prefill/decode disaggregation (MISSION C7): a prefill instance hands requests off
+// with their blocks held; a decode instance admits requests whose KV arrives from elsewhere.
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/scheduler.hpp"
+
+namespace parley {
+
+EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs) {
+  const size_t expected = r.awaits_split() ? r.child_req_ids.size() : 1;
+  if (tokens.size() != expected)
+    throw std::logic_error("the worker sampled " + std::to_string(tokens.size()) + " first tokens for " + r.request_id +
+                           ", which hands off " + std::to_string(expected));
+  EngineCoreOutput o;
+  o.req_id = r.request_id;
+  o.new_token_ids = tokens;
+  o.new_logprobs = std::move(logprobs);
+  o.num_cached_tokens = std::max(0, r.num_cached_tokens);
+  o.finish_reason = FinishReason::Length;  // done here: the decode instance applies every stop condition
+  // free_request, except that the blocks stay with the id until release_held.
+  mark_outputs_stale(r);
+  std::erase(running_, &r);
+  if (worker_knows_.erase(r.request_id)) finished_req_ids_.push_back(r.request_id);
+  held_.insert(r.request_id);
+  requests_.erase(r.request_id);  // destroys the request: last use
+  return o;
+}
+
+std::vector<int> Scheduler::held_block_ids(const std::string& req_id) const {
+  if (!held_.count(req_id)) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
+  return kv_.block_ids(req_id);
+}
+
+void Scheduler::release_held(const std::string& req_id) {
+  if (!held_.erase(req_id)) return;  // released already (acknowledged, then its lease ran out)
+  kv_.free(req_id);
+}
+
+bool Scheduler::admit_remote(Request& r) {
+  // The KV arrives later: its full blocks join the prefix cache only once it is there.
+  if (!kv_.allocate_slots(r, r.num_prompt_tokens(), {}, false)) return false;
+  waiting_.pop_front();
+  kv_.take_new_block_ids(r.request_id);
+  r.status = RequestStatus::WaitingForRemoteKv;
+  remote_kv_.push_back(&r);
+  kv_receives_.push_back({r.request_id, kv_.block_ids(r.request_id)});
+  return true;
+}
+
+std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
+                                                          const std::vector<TokenLogprobs>& logprobs) {
+  auto it = requests_.find(req_id);
+  if (it == requests_.end()) return {};
+  Request& r = *it->second;
+  if (r.status != RequestStatus::WaitingForRemoteKv) throw std::logic_error("request " + req_id + " awaits no remote KV");
+  const size_t expected = r.awaits_split() ? r.child_req_ids.size() : 1;
+  if (first_tokens.size() != expected)
+    throw std::invalid_argument("request " + req_id + " arrived with " + std::to_string(first_tokens.size()) +
+                                " first tokens, it needs " + std::to_string(expected));
+  std::erase(remote_kv_, &r);
+  r.num_computed_tokens = r.num_prompt_tokens();
+  r.num_cached_tokens = 0;
+  kv_.allocate_slots(r, 0);  // no new block: its full prompt blocks join the prefix cache now
+  r.status = RequestStatus::Running;
+  running_.push_back(&r);  // the worker meets it in the next step, with its blocks (as a split child)
+  std::vector<EngineCoreOutput> outputs;
+  if (r.awaits_split()) split(r, first_tokens, logprobs, outputs);
+  else outputs.push_back(after_tokens(r, first_tokens, logprobs));
+  return outputs;
+}
+
+std::vector<std::string> Scheduler::fail_remote_kv(const std::string& req_id, bool recompute) {
+  auto it = requests_.find(req_id);
+  if (it == requests_.end() || it->second->status != RequestStatus::WaitingForRemoteKv) return {};
+  Request& r = *it->second;
+  if (!recompute) return finish_requests({req_id}, RequestStatus::FinishedAborted);
+  std::erase(remote_kv_, &r);
+  kv_.free(r);
+  r.kv_transfer = KvTransfer::None;
+  r.status = RequestStatus::Waiting;
+  waiting_.push_front(&r);
+  return {};
+}
+
+}  // namespace parley
