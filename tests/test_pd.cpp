@@ -20,7 +20,8 @@ struct PdPair {
   int64_t transfers = 0, bytes = 0, blocks = 0;
   std::function<bool(const std::string&)> drop;          // a transfer that never arrives (the peer died)
 
-  PdPair(LlamaModel& model, const SchedulerConfig& c) : prefill(model, c), decode(model, c) {}
+  PdPair(LlamaModel& model, const SchedulerConfig& c, const std::optional<SpeculativeConfig>& decode_spec = std::nullopt)
+      : prefill(model, c), decode(model, c, false, decode_spec) {}
 
   void add(Request r) {
     r.kv_transfer = KvTransfer::FromPrefill;
@@ -105,6 +106,128 @@ TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
     REQUIRE(pd.decode.scheduler().stats().num_splits == 1);
     REQUIRE(pd.prefill.scheduler().stats().num_splits == 0);
   }
+}
+
+}  // namespace parley
+
+namespace parley {
+
+TEST_CASE("pd: arrivals on a speculating decode side are padded, every decode step uniform", "[pd][spec][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const auto reqs = test::mixed_requests(tok, {"The cat sat on the mat. The dog sat on the mat. The bird sat on the", "One day"});
+  const SchedulerConfig c = test::model_scheduler_config(m, 256);
+  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  PdPair pd(m.model, c, spec);
+  const test::CoreRun run = pd.run(reqs);
+  test::require_same_outputs(run, test::run_core(m.model, reqs, c, false));
+  REQUIRE(run.stats.num_decode_steps > 0);
+  REQUIRE(run.stats.num_uniform_decode_steps == run.stats.num_decode_steps);
+  REQUIRE(run.stats.spec_num_accepted_tokens > 0);
+}
+
+TEST_CASE("pd: n = 4 prefills and transfers once, the decode side splits", "[pd][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const SchedulerConfig c = test::model_scheduler_config(m, 256);
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.max_tokens = 40;
+  p.n = 4;
+  p.logprobs = 1;
+  Request parent("q", tok.encode("Lily and Ben went to the park to play with their new red ball.", true), p, 500);
+  for (int i = 0; i < 4; ++i) parent.child_req_ids.push_back(i ? "q." + std::to_string(i) : "q"), parent.child_seeds.push_back(500 + uint64_t(i));
+  PdPair pd(m.model, c);
+  const test::CoreRun split = pd.run({parent});
+  REQUIRE(pd.transfers == 1);
+  REQUIRE(pd.blocks == (parent.num_prompt_tokens() + c.block_size - 1) / c.block_size);
+  REQUIRE(pd.prefill.scheduler().stats().prefill_tokens_computed == parent.num_prompt_tokens());
+  REQUIRE(pd.decode.scheduler().stats().prefill_tokens_computed == 0);
+  // Choice i equals an n = 1 request seeded 500 + i, served colocated.
+  std::vector<Request> singles;
+  for (int i = 0; i < 4; ++i) {
+    SamplingParams one = p;
+    one.n = 1;
+    singles.emplace_back(parent.child_req_ids[size_t(i)], parent.prompt_token_ids, one, 500 + uint64_t(i));
+  }
+  test::require_same_outputs(split, test::run_core(m.model, singles, c, false));
+  REQUIRE(split.tokens.size() == 4);
+}
+
+TEST_CASE("pd: a lost transfer recomputes locally or fails, leaking nothing", "[pd][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
+  const SchedulerConfig c = test::model_scheduler_config(m, 256);
+  const test::CoreRun colocated = test::run_core(m.model, reqs, c, false);
+  for (const bool recompute : {true, false}) {
+    CAPTURE(recompute);
+    PdPair pd(m.model, c);
+    std::vector<std::string> failed;
+    // The prefill instance "dies" for two requests (one of them the n = 3 parent): their KV never arrives.
+    pd.drop = [&](const std::string& id) {
+      if (id != "m1" && id != "n.0") return false;
+      for (const std::string& live : pd.decode.scheduler().fail_remote_kv(id, recompute)) failed.push_back(live);
+      return true;
+    };
+    const test::CoreRun run = pd.run(reqs);
+    if (recompute) {
+      test::require_same_outputs(run, colocated);
+      REQUIRE(failed.empty());
+      REQUIRE(pd.decode.scheduler().stats().prefill_tokens_computed > 0);  // the two prompts, here
+    } else {
+      REQUIRE(failed == std::vector<std::string>{"m1", "n.0", "n.1", "n.2"});
+      for (const auto& [id, tokens] : colocated.tokens)
+        if (std::find(failed.begin(), failed.end(), id) == failed.end()) REQUIRE(run.tokens.at(id) == tokens);
+        else REQUIRE_FALSE(run.tokens.count(id));
+    }
+  }
+}
+
+TEST_CASE("pd: an abort while the KV is on its way frees the blocks; the late KV is dropped", "[pd][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  const SchedulerConfig c = test::model_scheduler_config(m, 64);
+  PdPair pd(m.model, c);
+  SamplingParams p;
+  p.max_tokens = 5;
+  pd.add(Request("a", tok.encode("Once upon a time, there was a little girl named Lily who loved to play.", true), p, 1));
+  REQUIRE(pd.decode.step().empty());  // admitted: blocks for the prompt, nothing computed
+  REQUIRE(pd.decode.scheduler().num_waiting_for_remote_kv() == 1);
+  const int held = pd.decode.scheduler().kv_cache_manager().block_pool().num_used();
+  REQUIRE(held == 2);
+  REQUIRE(pd.decode.scheduler().stats().num_waiting == 1);
+  REQUIRE(pd.decode.abort_requests({"a"}) == std::vector<std::string>{"a"});
+  REQUIRE(pd.decode.scheduler().kv_cache_manager().block_pool().num_used() == 0);
+  REQUIRE(pd.decode.scheduler().finish_remote_kv("a", {7}, {}).empty());
+  REQUIRE(pd.decode.scheduler().fail_remote_kv("a", true).empty());
+  REQUIRE_FALSE(pd.decode.has_unfinished_requests());
+}
+
+TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit", "[pd]") {
+  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, {}};
+  p.kv.resize(size_t(2 * 2 * 4 * 16 * 2));
+  for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = float(i) * 0.5f - 3.0f;
+  const std::string wire = encode_kv_transfer(p);
+  const KvTransferPayload back = decode_kv_transfer(wire);
+  REQUIRE(back.req_id == "req-1");
+  REQUIRE(back.num_prompt_tokens == 20);
+  REQUIRE(back.first_token_ids == std::vector<int>{5, 9});
+  REQUIRE(back.first_logprobs.size() == 2);
+  REQUIRE(back.first_logprobs[1].rank == 3);
+  REQUIRE(back.first_logprobs[1].top == std::vector<std::pair<int, float>>{{2, -0.5f}});
+  REQUIRE(back.layout == KvLayout{2, 4, 16});
+  REQUIRE(back.kv == p.kv);
+  REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, wire.size() - 4)), Catch::Contains("bytes of KV, the header says"));
+  REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, 3)), Catch::Contains("only 3 bytes"));
+  REQUIRE_THROWS_WITH(decode_kv_transfer(std::string("\x40\0\0\0abc", 7)), Catch::Contains("the header needs 64 bytes"));
+  KvTransferPayload short_blocks = p;
+  short_blocks.num_blocks = 1;  // 16 slots cannot hold 20 prompt tokens
+  REQUIRE_THROWS_WITH(decode_kv_transfer(encode_kv_transfer(short_blocks)), Catch::Contains("inconsistent header"));
+  // A KV cache of another shape refuses the data.
+  KvCache other(LlamaConfig{64, 128, 1, 8, 4, 512, 64}, 8, 16);
+  REQUIRE_THROWS_AS(other.import_blocks(std::vector<int>{0, 1}, back.kv), std::invalid_argument);
+  REQUIRE_THROWS_AS(other.import_blocks(std::vector<int>{0, 8}, back.kv), std::out_of_range);
 }
 
 }  // namespace parley
