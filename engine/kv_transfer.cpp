@@ -15,6 +15,60 @@ constexpr int kVersion = 1;
 
 }  // namespace
 
+std::string encode_prefill_request(const Request& r) {
+  const SamplingParams& p = r.sampling_params;
+  nlohmann::json params = {{"n", p.n}, {"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p},
+                           {"min_p", p.min_p}, {"presence_penalty", p.presence_penalty},
+                           {"frequency_penalty", p.frequency_penalty}, {"repetition_penalty", p.repetition_penalty},
+                           {"max_tokens", p.max_tokens}, {"min_tokens", p.min_tokens}, {"ignore_eos", p.ignore_eos},
+                           {"stop", p.stop}, {"stop_token_ids", p.stop_token_ids},
+                           {"include_stop_str_in_output", p.include_stop_str_in_output}, {"logit_bias", p.logit_bias}};
+  params["seed"] = p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr);
+  params["logprobs"] = p.logprobs ? nlohmann::json(*p.logprobs) : nlohmann::json(nullptr);
+  return nlohmann::json{{"version", kVersion},
+                        {"request_id", r.request_id},
+                        {"prompt_token_ids", r.prompt_token_ids},
+                        {"seed", r.seed},
+                        {"child_req_ids", r.child_req_ids},
+                        {"child_seeds", r.child_seeds},
+                        {"sampling_params", params}}
+      .dump();
+}
+
+Request decode_prefill_request(std::string_view text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    if (j.at("version").get<int>() != kVersion) bad("request version " + j.at("version").dump());
+    const auto& q = j.at("sampling_params");
+    SamplingParams p;
+    q.at("n").get_to(p.n);
+    q.at("temperature").get_to(p.temperature);
+    q.at("top_k").get_to(p.top_k);
+    q.at("top_p").get_to(p.top_p);
+    q.at("min_p").get_to(p.min_p);
+    q.at("presence_penalty").get_to(p.presence_penalty);
+    q.at("frequency_penalty").get_to(p.frequency_penalty);
+    q.at("repetition_penalty").get_to(p.repetition_penalty);
+    q.at("max_tokens").get_to(p.max_tokens);
+    q.at("min_tokens").get_to(p.min_tokens);
+    q.at("ignore_eos").get_to(p.ignore_eos);
+    q.at("stop").get_to(p.stop);
+    q.at("stop_token_ids").get_to(p.stop_token_ids);
+    q.at("include_stop_str_in_output").get_to(p.include_stop_str_in_output);
+    q.at("logit_bias").get_to(p.logit_bias);
+    if (!q.at("seed").is_null()) p.seed = q.at("seed").get<uint64_t>();
+    if (!q.at("logprobs").is_null()) p.logprobs = q.at("logprobs").get<int>();
+    Request r(j.at("request_id").get<std::string>(), j.at("prompt_token_ids").get<std::vector<int>>(), p,
+              j.at("seed").get<uint64_t>());
+    j.at("child_req_ids").get_to(r.child_req_ids);
+    j.at("child_seeds").get_to(r.child_seeds);
+    r.kv_transfer = KvTransfer::ToDecode;
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    bad(std::string("bad prefill request (") + e.what() + ")");
+  }
+}
+
 std::string encode_kv_transfer(const KvTransferPayload& p) {
   nlohmann::json lp = nlohmann::json::array();
   for (const TokenLogprobs& t : p.first_logprobs) lp.push_back({t.token, t.logprob, t.rank, t.top});

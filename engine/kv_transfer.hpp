@@ -1,13 +1,15 @@
-// What crosses from a prefill instance to a decode instance for one request (MISSION C7): the prompt's KV
-// blocks, the first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with
-// their logprobs, and the layout the KV assumes, so a decode instance with another model shape refuses it.
-// On the wire: a 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats.
+// What crosses between a decode and a prefill instance for one request (MISSION C7). To the prefill side:
+// the request (prompt, sampling parameters, seeds, children) as JSON. Back: the prompt's KV blocks, the
+// first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with their logprobs,
+// and the layout the KV assumes, so a decode instance with another model shape refuses it. On the wire: a
+// 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/outputs.hpp"
+#include "engine/request.hpp"
 
 namespace parley {
 
@@ -25,6 +27,11 @@ struct KvTransferPayload {
   int num_blocks = 0;
   std::vector<float> kv;                     // KvCache::export_blocks of the prompt's blocks
 };
+
+// The request a decode instance routes to a prefill instance: every field that changes its tokens.
+std::string encode_prefill_request(const Request& request);
+// Throws std::invalid_argument for malformed JSON or a missing field; the result is a ToDecode request.
+Request decode_prefill_request(std::string_view json);
 
 std::string encode_kv_transfer(const KvTransferPayload& payload);
 // Throws std::invalid_argument naming what is wrong: a short buffer, a bad header, or a KV size that does

@@ -59,6 +59,7 @@ std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req
     throw std::invalid_argument("request " + req_id + " arrived with " + std::to_string(first_tokens.size()) +
                                 " first tokens, it needs " + std::to_string(expected));
   std::erase(remote_kv_, &r);
+  r.kv_transfer = KvTransfer::None;  // from here on an ordinary request: a preemption recomputes it here
   r.num_computed_tokens = r.num_prompt_tokens();
   r.num_cached_tokens = 0;
   kv_.allocate_slots(r, 0);  // no new block: its full prompt blocks join the prefix cache now

@@ -106,6 +106,14 @@ TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
     REQUIRE(pd.decode.scheduler().stats().num_splits == 1);
     REQUIRE(pd.prefill.scheduler().stats().num_splits == 0);
   }
+  // A request that arrived with its KV and is preempted later recomputes here, like any other.
+  const std::vector<Request> singles(reqs.begin(), reqs.end() - 1);
+  const SchedulerConfig tight = test::model_scheduler_config(m, 14);
+  PdPair pd(m.model, tight);
+  const test::CoreRun run = pd.run(singles);
+  test::require_same_outputs(run, test::run_core(m.model, singles, tight, false));
+  REQUIRE(run.stats.num_preemptions > 0);
+  REQUIRE(pd.transfers == int64_t(singles.size()));
 }
 
 }  // namespace parley
@@ -228,6 +236,53 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   KvCache other(LlamaConfig{64, 128, 1, 8, 4, 512, 64}, 8, 16);
   REQUIRE_THROWS_AS(other.import_blocks(std::vector<int>{0, 1}, back.kv), std::invalid_argument);
   REQUIRE_THROWS_AS(other.import_blocks(std::vector<int>{0, 8}, back.kv), std::out_of_range);
+}
+
+}  // namespace parley
+
+namespace parley {
+
+TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[pd]") {
+  SamplingParams p;
+  p.n = 3;
+  p.temperature = 0.7f;
+  p.top_k = 40;
+  p.top_p = 0.9f;
+  p.min_p = 0.05f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = -0.25f;
+  p.repetition_penalty = 1.1f;
+  p.seed = 12345678901234ull;
+  p.max_tokens = 77;
+  p.min_tokens = 4;
+  p.ignore_eos = true;
+  p.stop = {"\n\n", "The end"};
+  p.stop_token_ids = {13, 29};
+  p.include_stop_str_in_output = true;
+  p.logprobs = 2;
+  p.logit_bias = {{5, -1.5f}, {9, 2.0f}};
+  Request r("cmpl-7", {1, 400, 35, 2}, p, 12345678901234ull);
+  r.child_req_ids = {"cmpl-7", "cmpl-7.1", "cmpl-7.2"};
+  r.child_seeds = {12345678901234ull, 12345678901235ull, 12345678901236ull};
+  const Request back = decode_prefill_request(encode_prefill_request(r));
+  REQUIRE(back.request_id == r.request_id);
+  REQUIRE(back.prompt_token_ids == r.prompt_token_ids);
+  REQUIRE(back.seed == r.seed);
+  REQUIRE(back.child_req_ids == r.child_req_ids);
+  REQUIRE(back.child_seeds == r.child_seeds);
+  REQUIRE(back.kv_transfer == KvTransfer::ToDecode);
+  const SamplingParams& q = back.sampling_params;
+  REQUIRE((q.n == 3 && q.temperature == 0.7f && q.top_k == 40 && q.top_p == 0.9f && q.min_p == 0.05f));
+  REQUIRE((q.presence_penalty == 0.5f && q.frequency_penalty == -0.25f && q.repetition_penalty == 1.1f));
+  REQUIRE((q.seed == p.seed && q.max_tokens == 77 && q.min_tokens == 4 && q.ignore_eos));
+  REQUIRE((q.stop == p.stop && q.stop_token_ids == p.stop_token_ids && q.include_stop_str_in_output));
+  REQUIRE((q.logprobs == 2 && q.logit_bias == p.logit_bias));
+  SamplingParams plain;
+  const Request unseeded = decode_prefill_request(encode_prefill_request(Request("a", {1}, plain, 9)));
+  REQUIRE_FALSE(unseeded.sampling_params.seed.has_value());
+  REQUIRE_FALSE(unseeded.sampling_params.logprobs.has_value());
+  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("bad prefill request"));
+  REQUIRE_THROWS_WITH(decode_prefill_request("not json"), Catch::Contains("bad prefill request"));
 }
 
 }  // namespace parley
