@@ -7,6 +7,7 @@
 #include <map>
 
 #include "engine/kv_transfer.hpp"
+#include "engine/prefill_router.hpp"
 #include "engine_core_runs.hpp"
 
 namespace parley {
@@ -283,6 +284,43 @@ TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[p
   REQUIRE_FALSE(unseeded.sampling_params.logprobs.has_value());
   REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("bad prefill request"));
   REQUIRE_THROWS_WITH(decode_prefill_request("not json"), Catch::Contains("bad prefill request"));
+}
+
+}  // namespace parley
+
+namespace parley {
+
+TEST_CASE("pd: the prefill router picks among peers that are up and tracks transfers", "[pd]") {
+  REQUIRE(PeerAddress::parse("127.0.0.1:7001").port == 7001);
+  REQUIRE(PeerAddress::parse("host.example:80").host == "host.example");
+  for (const char* bad : {"nohost", ":80", "h:", "h:0", "h:70000", "h:8x"})
+    REQUIRE_THROWS_AS(PeerAddress::parse(bad), std::invalid_argument);
+  PrefillRouter rr({PeerAddress::parse("a:1"), PeerAddress::parse("b:2"), PeerAddress::parse("c:3")}, RoutingPolicy::RoundRobin);
+  REQUIRE_FALSE(rr.pick().has_value());  // nobody is up yet
+  rr.set_up(0, true), rr.set_up(2, true);
+  REQUIRE(*rr.pick() == 0);
+  REQUIRE(*rr.pick() == 2);
+  REQUIRE(*rr.pick() == 0);
+  rr.started("x", 0, 10.0), rr.started("y", 2, 5.0), rr.started("z", 0, 20.0);
+  REQUIRE_THROWS_AS(rr.started("x", 2, 1.0), std::logic_error);
+  REQUIRE(rr.expired(6.0) == std::vector<std::string>{"y"});
+  REQUIRE(rr.in_flight(0) == 2);
+  auto lost = rr.set_up(0, false);  // peer 0 died: its transfers failed
+  std::sort(lost.begin(), lost.end());
+  REQUIRE(lost == std::vector<std::string>{"x", "z"});
+  REQUIRE(rr.in_flight() == 1);
+  REQUIRE(*rr.pick() == 2);
+  REQUIRE(*rr.pick() == 2);
+  REQUIRE(rr.finished("y") == std::optional<size_t>(2));
+  REQUIRE_FALSE(rr.finished("y").has_value());
+  PrefillRouter least({PeerAddress::parse("a:1"), PeerAddress::parse("b:2")}, RoutingPolicy::LeastLoaded);
+  least.set_up(0, true), least.set_up(1, true);
+  least.started("p", 0, 1.0), least.started("q", 0, 1.0);
+  REQUIRE(*least.pick() == 1);
+  least.started("r", 1, 1.0);
+  REQUIRE(*least.pick() == 1);  // 1 in flight against 2
+  least.finished("p"), least.finished("q");
+  REQUIRE(*least.pick() == 0);
 }
 
 }  // namespace parley
