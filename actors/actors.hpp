@@ -6,6 +6,7 @@
 
 #include "actors/protocol.hpp"
 #include "engine/model_runner.hpp"
+#include "engine/prefill_router.hpp"
 
 namespace parley {
 
@@ -13,14 +14,27 @@ class OutputService;
 
 // The worker owns the model runner; spawned detached (its own thread).
 msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner);
+// What the scheduler of a prefill or decode instance needs besides its KV transfer actor (sent to it later).
+struct SchedulerPd {
+  bool remote_prefill = false;          // decode role: admitted requests are prefilled by prefill instances
+  bool recompute_on_kv_failure = true;  // --kv-load-failure-policy recompute (else fail)
+  KvLayout layout;                      // the worker's KV layout: transfers in and out use it
+};
+
 // async_scheduling: plan step N+1 while the worker runs step N (two steps in flight, not one).
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
-                                     msg::worker_actor worker, msg::output_actor output);
+                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd = {});
+// The KV transfer actor of a prefill instance (peers empty) or a decode instance (its prefill instances);
+// timeout_s bounds a transfer on the decode side and a
+// lease on the prefill side.
+msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s);
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);
+// kv: the KV transfer actor of a prefill or decode instance (its view joins /admin/requests), else null.
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                 msg::admin_actor admin);
+                                 msg::admin_actor admin, msg::kv_transfer_actor kv = {});
 
 // Seconds on the steady clock: request arrival and token times share this origin.
 inline double now_seconds() {

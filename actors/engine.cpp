@@ -2,6 +2,8 @@
 // ingress, and turns calls from other threads into messages to the ingress.
 #include <spdlog/spdlog.h>
 
+#include <caf/io/all.hpp>
+
 #include <filesystem>
 
 #include "actors/actors.hpp"
@@ -44,6 +46,29 @@ int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, cons
   return int(std::min<int64_t>(blocks, 1 << 24));
 }
 
+// The PD flags, checked together.
+struct Pd {
+  std::string role;
+  std::vector<PeerAddress> peers;
+  RoutingPolicy routing = RoutingPolicy::RoundRobin;
+};
+
+Pd check_pd(const EngineConfig& c) {
+  Pd pd{c.role, {}, RoutingPolicy::RoundRobin};
+  if (c.role != "colocated" && c.role != "prefill" && c.role != "decode")
+    throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + c.role + "'");
+  if (c.prefill_routing == "least_loaded") pd.routing = RoutingPolicy::LeastLoaded;
+  else if (c.prefill_routing != "round_robin")
+    throw std::invalid_argument("--prefill-routing must be round_robin or least_loaded, got '" + c.prefill_routing + "'");
+  if (!(c.kv_transfer_timeout_s > 0)) throw std::invalid_argument("--kv-transfer-timeout must be positive");
+  for (const std::string& p : c.prefill_peers) pd.peers.push_back(PeerAddress::parse(p));
+  if (c.role == "decode" && pd.peers.empty()) throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
+  if (c.role != "decode" && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
+  if (c.role == "prefill" && (c.kv_port < 1 || c.kv_port > 65535)) throw std::invalid_argument("--role prefill needs --kv-port (1..65535)");
+  if (c.role != "prefill" && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
+  return pd;
+}
+
 std::string model_name_of(const EngineConfig& c) {
   if (!c.served_model_name.empty()) return c.served_model_name;
   if (c.model_path.empty()) return "parley-builtin";
@@ -74,17 +99,36 @@ class ActorEngine final : public EngineClient {
     if (config.speculative)
       runner->set_proposer(make_proposer(*config.speculative, {*model_, runner->kv_cache(), sc.max_model_len, &tokenizer_.vocab()}),
                            config.speculative->verify);
+    const Pd pd = check_pd(config);
+    if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors
+    const KvCache& kv = runner->kv_cache();
+    const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
+                                   {kv.num_layers(), kv.kv_dim(), kv.block_size()}};
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
-    scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_);
+    scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd);
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
-    ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_);
+    if (pd.role != "colocated") {
+      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s);
+      caf::anon_send(scheduler_, kv_);
+    }
+    if (pd.role == "prefill") {
+      auto port = system_->middleman().publish(kv_, uint16_t(config.kv_port), nullptr, true);
+      if (!port) {
+        const std::string why = system_->render(port.error());
+        shutdown();
+        throw std::runtime_error("cannot publish the KV transfer actor on port " + std::to_string(config.kv_port) + ": " + why);
+      }
+      spdlog::info("prefill instance: KV transfer actor published on port {}", *port);
+    }
+    ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}", model_name_, file_.config.n_layers, file_.config.dim,
+                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}", model_name_, file_.config.n_layers, file_.config.dim,
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
                  sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
-                 config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off");
+                 config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off",
+                 pd.role);
   }
   ~ActorEngine() override { shutdown(); }
 
@@ -113,9 +157,10 @@ class ActorEngine final : public EngineClient {
   void shutdown() override {
     if (!system_) return;
     for (const caf::actor& a : {caf::actor_cast<caf::actor>(ingress_), caf::actor_cast<caf::actor>(admin_),
-                                caf::actor_cast<caf::actor>(scheduler_), caf::actor_cast<caf::actor>(output_),
-                                caf::actor_cast<caf::actor>(worker_)})
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+                                caf::actor_cast<caf::actor>(kv_), caf::actor_cast<caf::actor>(scheduler_),
+                                caf::actor_cast<caf::actor>(output_), caf::actor_cast<caf::actor>(worker_)})
+      if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    kv_ = msg::kv_transfer_actor{};
     ingress_ = msg::ingress_actor{};
     admin_ = msg::admin_actor{};
     scheduler_ = msg::scheduler_actor{};
@@ -147,6 +192,7 @@ class ActorEngine final : public EngineClient {
   msg::scheduler_actor scheduler_;
   msg::admin_actor admin_;
   msg::ingress_actor ingress_;
+  msg::kv_transfer_actor kv_;  // PD roles only
 };
 
 }  // namespace

@@ -49,6 +49,13 @@ struct EngineConfig {
   int max_n = 64;                          // the largest n a request may ask for
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
   std::optional<SpeculativeConfig> speculative;  // --speculative-config
+  // Prefill/decode disaggregation (MISSION C7).
+  std::string role = "colocated";            // --role colocated|prefill|decode
+  int kv_port = 0;                           // prefill: where its KV transfer actor is published
+  std::vector<std::string> prefill_peers;    // decode: host:port of each prefill instance's --kv-port
+  std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
+  bool kv_recompute_on_failure = true;       // decode: --kv-load-failure-policy recompute (else fail)
+  double kv_transfer_timeout_s = 30;         // decode: a transfer's deadline; prefill: the lease on its blocks
 };
 
 class EngineClient {

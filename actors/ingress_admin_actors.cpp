@@ -13,15 +13,17 @@ struct IngressState {
   msg::scheduler_actor scheduler;
   msg::output_actor output;
   msg::admin_actor admin;
+  msg::kv_transfer_actor kv;  // PD roles only
   uint64_t handled = 0;
 };
 using IngressSelf = msg::ingress_actor::stateful_pointer<IngressState>;
 
 msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_actor scheduler,
-                                              msg::output_actor output, msg::admin_actor admin) {
+                                              msg::output_actor output, msg::admin_actor admin, msg::kv_transfer_actor kv) {
   self->state.scheduler = std::move(scheduler);
   self->state.output = std::move(output);
   self->state.admin = std::move(admin);
+  self->state.kv = std::move(kv);
   return {
       // Submits and aborts share one path to the scheduler, so an abort never overtakes its submit.
       [self](msg::submit_atom, msg::Submission& sub) {
@@ -47,7 +49,17 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
       },
       [self](msg::requests_atom, msg::TextReply& reply) {
         ++self->state.handled;
-        self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
+        if (!self->state.kv) return self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
+        // PD roles: the scheduler's view with the KV transfer actor's peers and transfers in flight.
+        self->request(self->state.kv, caf::infinite, msg::requests_atom::value)
+            .then([self, reply](const std::string& kv) {
+              msg::TextReply merged = [reply, kv](std::string view) {
+                auto j = nlohmann::json::parse(view);
+                j["kv_transfer"] = nlohmann::json::parse(kv);
+                reply(j.dump());
+              };
+              self->send(self->state.scheduler, msg::requests_atom::value, std::move(merged));
+            });
       },
       [self](msg::stats_atom) { return actor_stats(self, "ingress", ++self->state.handled); },
   };
@@ -116,8 +128,8 @@ msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor schedu
 }
 
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                 msg::admin_actor admin) {
-  return sys.spawn(ingress_fun, std::move(scheduler), std::move(output), std::move(admin));
+                                 msg::admin_actor admin, msg::kv_transfer_actor kv) {
+  return sys.spawn(ingress_fun, std::move(scheduler), std::move(output), std::move(admin), std::move(kv));
 }
 
 }  // namespace parley

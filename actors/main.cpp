@@ -53,6 +53,17 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
         }
       }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
+  cmd->add_option("--role", e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)")
+      ->check(CLI::IsMember({"colocated", "prefill", "decode"}))->capture_default_str();
+  cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on");
+  cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")->delimiter(',');
+  cmd->add_option("--prefill-routing", e.prefill_routing, "Decode role: round_robin or least_loaded")
+      ->check(CLI::IsMember({"round_robin", "least_loaded"}))->capture_default_str();
+  cmd->add_option_function<std::string>("--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
+                                        "Decode role: when a transfer fails, recompute the prompt here or fail the request (default recompute)")
+      ->check(CLI::IsMember({"recompute", "fail"}));
+  cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
+                  "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent")->capture_default_str();
 }
 
 void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {

@@ -56,6 +56,11 @@ void OutputService::on_aborted(const std::vector<std::string>& req_ids, double n
     if (auto out = processor_.abort_request(id)) deliver(*out, now);
 }
 
+void OutputService::on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, const std::vector<double>& latencies) {
+  metrics_.set_kv_transfers(blocks, bytes, failures);
+  for (double s : latencies) metrics_.on_kv_transfer_latency(s);
+}
+
 void OutputService::on_stats(const SchedulerStats& s) {
   metrics_.set_num_requests_running(s.num_running);
   metrics_.set_num_requests_waiting(s.num_waiting);

@@ -4,11 +4,16 @@
 //   scheduler --register/outputs/aborted/stats--> output (replies to outputs: ids a stop string ended);
 //   output --> RequestSink
 //   admin --actor_stats--> every actor
+//   PD (MISSION C7): decode scheduler --route--> kv transfer ==prefill==> prefill instance's kv transfer
+//   --prefill--> its scheduler (hand-off after the first token; export from its worker) --push--> kv
+//   transfer ==kvdata==> decode kv transfer --kvdata--> decode scheduler (import on its worker, then run)
+//   ==release==> back; "==" crosses processes over CAF's middleman (TCP; NCCL would carry the bytes
+//   between GPUs), with only built-in types (strings, actor handles) in those messages.
 //
 // A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight (two with
 // async scheduling: it plans step N+1 while the worker runs step N; steps carry their step_id both ways)
 // and handles submits and aborts while the worker computes. Message payloads are plain structs from engine/;
-// they stay in one process for now (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); PD disaggregation will serialize them.
+// they stay in one process (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); what crosses processes is serialized by engine/kv_transfer.
 #pragma once
 #include <functional>
 #include <memory>
@@ -18,6 +23,7 @@
 #include <caf/all.hpp>
 
 #include "actors/engine_client.hpp"
+#include "engine/kv_transfer.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
@@ -35,6 +41,17 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using actors_atom = caf::atom_constant<caf::atom("actors")>;
 using requests_atom = caf::atom_constant<caf::atom("requests")>;
+using prefill_atom = caf::atom_constant<caf::atom("prefill")>;
+using kv_atom = caf::atom_constant<caf::atom("kvdata")>;
+using kv_failed_atom = caf::atom_constant<caf::atom("kvfailed")>;
+using refuse_atom = caf::atom_constant<caf::atom("kvrefuse")>;
+using release_atom = caf::atom_constant<caf::atom("kvrelease")>;
+using route_atom = caf::atom_constant<caf::atom("kvroute")>;
+using push_atom = caf::atom_constant<caf::atom("kvpush")>;
+using tick_atom = caf::atom_constant<caf::atom("kvtick")>;
+using export_atom = caf::atom_constant<caf::atom("kvexport")>;
+using import_atom = caf::atom_constant<caf::atom("kvimport")>;
+using kv_stats_atom = caf::atom_constant<caf::atom("kvstats")>;
 
 // A client request's engine requests, admitted together or not at all.
 struct Submission {
@@ -55,8 +72,36 @@ struct ActorStats {
   uint64_t handled = 0; // messages handled so far
 };
 
+// The KV transfer actor's counters, for /metrics.
+struct KvTransferStats {
+  int64_t blocks = 0, bytes = 0, transfers = 0, failures = 0;
+  std::vector<double> latencies;  // seconds from routing to arrival, since the last report (histogram samples)
+};
+
 // A reply callback from outside the actor system (an HTTP session, a CLI command).
 using TextReply = std::function<void(std::string)>;
+
+// The KV transfer actor of a prefill or decode instance (MISSION C7). The messages between instances carry
+// only built-in types; a prefill instance publishes this actor on --kv-port.
+using kv_transfer_actor = caf::typed_actor<
+    // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to`.
+    caf::reacts_to<prefill_atom, std::string, caf::actor>,
+    // Prefill -> decode instance: a request's KV and first token(s) (encode_kv_transfer).
+    caf::reacts_to<kv_atom, std::string>,
+    // Prefill -> decode instance: the request could not be prefilled there (req id, why).
+    caf::reacts_to<kv_failed_atom, std::string, std::string>,
+    // Decode -> prefill instance: the request's KV arrived (or was given up on): free its blocks.
+    caf::reacts_to<release_atom, std::string>,
+    // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
+    caf::reacts_to<route_atom, std::string, std::string>,
+    // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks), to push.
+    caf::reacts_to<push_atom, std::string, std::string, int32_t>,
+    // Local, prefill side (scheduler): the request cannot run here (req id, why).
+    caf::reacts_to<refuse_atom, std::string, std::string>,
+    // Local, once a second: transfer deadlines, lease expiry, reconnecting prefill instances that are down.
+    caf::reacts_to<tick_atom>,
+    // Admin: peers, transfers in flight and blocks held for transfers, as JSON.
+    caf::replies_to<requests_atom>::with<std::string>>;
 
 // Requests as the scheduler sees them; submit, abort and stop are fire-and-forget.
 using scheduler_actor = caf::typed_actor<
@@ -68,6 +113,16 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<abort_all_atom>,
     // Admin: every live request (split children with their parent), the block pool and the steps in flight, as JSON.
     caf::reacts_to<requests_atom, TextReply>,
+    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s).
+    caf::reacts_to<prefill_atom, Request>,
+    // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
+    caf::reacts_to<release_atom, std::string>,
+    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request.
+    caf::reacts_to<kv_atom, KvTransferPayload>,
+    // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
+    caf::reacts_to<kv_failed_atom, std::string, std::string>,
+    // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
+    caf::reacts_to<kv_transfer_actor>,
     // Admin: this actor's mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
@@ -76,6 +131,10 @@ using worker_actor = caf::typed_actor<
     // Run one step: update the persistent batch, forward, sample. Steps run in the order sent; the worker
     // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
     caf::replies_to<execute_atom, SchedulerOutput>::with<ModelRunnerOutput>,
+    // Prefill side: these blocks' KV, for a transfer (answered after every step sent before it).
+    caf::replies_to<export_atom, std::vector<int>>::with<std::vector<float>>,
+    // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
+    caf::replies_to<import_atom, std::vector<int>, std::vector<float>>::with<bool>,
     // Admin: mailbox depth and messages handled (answered between steps).
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
@@ -90,6 +149,8 @@ using output_actor = caf::typed_actor<
     caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats>,
     // The scheduler's counters changed without a step (a submit or an abort).
     caf::reacts_to<stats_atom, SchedulerStats>,
+    // The KV transfer actor's counters (PD roles).
+    caf::reacts_to<kv_stats_atom, KvTransferStats>,
     // Render /metrics (Prometheus text) and pass it to the callback.
     caf::reacts_to<metrics_atom, TextReply>,
     // Admin: mailbox depth and messages handled.
@@ -130,3 +191,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ModelRunnerOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<parley::EngineCoreOutput>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::Request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::KvTransferPayload)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::KvTransferStats)

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <deque>
+#include <unordered_map>
 #include <random>
 
 #include "actors/actors.hpp"
@@ -22,12 +23,24 @@ struct SchedulerState {
   bool lost_step = false;       // a step failed: its placeholders' outputs will never come
   uint64_t handled = 0;
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
+  // PD roles (MISSION C7).
+  SchedulerPd pd;
+  msg::kv_transfer_actor kv;
+  std::unordered_map<std::string, int> handing_off;  // prefill side: ToDecode request id -> prompt tokens
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
 void send_step(Self self, SchedulerOutput so);
 void finish(Self self, const std::vector<std::string>& ids, RequestStatus status);
 void send_outputs(Self self, std::vector<EngineCoreOutput> outputs);
+void hand_off_kv(Self self, const EngineCoreOutput& handed);
+
+// Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
+void route_remote_prefills(Self self) {
+  auto& st = self->state;
+  for (Scheduler::KvReceive& k : st.scheduler->take_kv_receives())
+    if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r));
+}
 
 // Sends steps to the worker while fewer than the limit are in flight and there is work (or news) for it.
 // The worker handles them in order and replies in order, so outputs are folded back in step order.
@@ -37,6 +50,7 @@ void maybe_step(Self self) {
   while (st.steps_in_flight.size() < st.max_steps_in_flight &&
          (st.scheduler->has_unfinished_requests() || st.scheduler->has_pending_finished())) {
     SchedulerOutput so = st.scheduler->schedule();
+    route_remote_prefills(self);
     if (!so.has_work()) return;
     send_step(self, std::move(so));
   }
@@ -77,6 +91,12 @@ void send_step(Self self, SchedulerOutput so) {
               fail_all(self, e.what());
               return forget_lost_outputs(self);
             }
+            // Prefill side: a hand-off's first token(s) travel with its KV, not to this instance's output actor.
+            std::erase_if(outputs, [&](const EngineCoreOutput& o) {
+              if (!st.handing_off.count(o.req_id)) return false;
+              hand_off_kv(self, o);
+              return true;
+            });
             if (!outputs.empty()) send_outputs(self, std::move(outputs));
             forget_lost_outputs(self);
             maybe_step(self);
@@ -138,6 +158,7 @@ void admit(Self self, msg::Submission& sub) {
       r.child_seeds.clear();
       for (size_t i = 0; i < r.child_req_ids.size(); ++i) r.child_seeds.push_back(i == 0 ? r.seed : given ? *given + i : draw());
       r.arrival_time = now;
+      if (st.pd.remote_prefill) r.kv_transfer = KvTransfer::FromPrefill;
       sched.add_request(r);
       added.push_back(r.request_id);
       added.insert(added.end(), r.child_req_ids.begin(), r.child_req_ids.end());  // queued separately with the split off
@@ -165,9 +186,87 @@ void finish(Self self, const std::vector<std::string>& ids, RequestStatus status
   maybe_step(self);  // tells the worker to drop their rows
 }
 
+// Prefill side: reads the handed-off request's blocks on the worker (after the step that wrote them) and
+// gives the KV transfer actor the payload to push; the blocks stay held until the decode side releases them.
+void hand_off_kv(Self self, const EngineCoreOutput& handed) {
+  auto& st = self->state;
+  const int num_prompt_tokens = st.handing_off.at(handed.req_id);
+  st.handing_off.erase(handed.req_id);
+  std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
+  self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
+      .then(
+          [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
+            ++self->state.handled;
+            KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
+                                self->state.pd.layout, n, std::move(kv)};
+            self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n));
+          },
+          [self, id = handed.req_id](const caf::error& err) {
+            ++self->state.handled;
+            self->state.scheduler->release_held(id);
+            self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
+          });
+}
+
+// Prefill side: a request routed here by a decode instance.
+void admit_for_decode(Self self, Request& r) {
+  auto& st = self->state;
+  r.kv_transfer = KvTransfer::ToDecode;
+  r.arrival_time = now_seconds();
+  const std::string id = r.request_id;
+  const int prompt = r.num_prompt_tokens();
+  try {
+    st.scheduler->add_request(std::move(r));
+  } catch (const std::exception& e) {
+    self->send(st.kv, msg::refuse_atom::value, id, std::string(e.what()));
+    return;
+  }
+  st.handing_off[id] = prompt;
+  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  maybe_step(self);
+}
+
+// Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
+void kv_failure(Self self, const std::string& id, const std::string& why) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(id);
+  if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // finished, aborted or arrived meanwhile
+  spdlog::warn("request {}: KV transfer failed ({}); {}", id, why, st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
+  auto live = st.scheduler->fail_remote_kv(id, st.pd.recompute_on_kv_failure);
+  if (!live.empty()) self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats());
+  maybe_step(self);
+}
+
+// Decode side: the KV arrived; it is written on the worker before any later step, then the request runs.
+void kv_arrived(Self self, KvTransferPayload& p) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(p.req_id);
+  if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
+  std::vector<int> blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+  if (!(p.layout == st.pd.layout) || p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r->num_prompt_tokens())
+    return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+  self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
+      .then(
+          [self, id = p.req_id, tokens = p.first_token_ids, logprobs = p.first_logprobs](bool) {
+            auto& st = self->state;
+            ++st.handled;
+            const Request* now = st.scheduler->find(id);
+            if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
+            auto outputs = st.scheduler->finish_remote_kv(id, tokens, logprobs);
+            if (!outputs.empty()) send_outputs(self, std::move(outputs));
+            self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+            maybe_step(self);
+          },
+          [self, id = p.req_id](const caf::error& err) {
+            ++self->state.handled;
+            kv_failure(self, id, "loading it failed: " + self->system().render(err));
+          });
+}
+
 msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig config, bool async_scheduling,
-                                                  msg::worker_actor worker, msg::output_actor output) {
+                                                  msg::worker_actor worker, msg::output_actor output, SchedulerPd pd) {
   self->state.scheduler = std::make_unique<Scheduler>(std::move(config));
+  self->state.pd = pd;
   self->state.max_steps_in_flight = async_scheduling ? 2 : 1;
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
@@ -191,6 +290,28 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         const auto& st = self->state;
         reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
       },
+      [self](msg::prefill_atom, Request& r) {
+        ++self->state.handled;
+        admit_for_decode(self, r);
+      },
+      [self](msg::release_atom, const std::string& id) {
+        ++self->state.handled;
+        self->state.scheduler->release_held(id);
+        self->send(self->state.output, msg::stats_atom::value, self->state.scheduler->stats());
+        maybe_step(self);  // the blocks may admit a waiting request
+      },
+      [self](msg::kv_atom, KvTransferPayload& p) {
+        ++self->state.handled;
+        kv_arrived(self, p);
+      },
+      [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
+        ++self->state.handled;
+        kv_failure(self, id, why);
+      },
+      [self](msg::kv_transfer_actor kv) {
+        ++self->state.handled;
+        self->state.kv = std::move(kv);
+      },
       [self](msg::stats_atom) { return actor_stats(self, "scheduler", ++self->state.handled); },
   };
 }
@@ -198,8 +319,8 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
 }  // namespace
 
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
-                                     msg::worker_actor worker, msg::output_actor output) {
-  return sys.spawn(scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output));
+                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd) {
+  return sys.spawn(scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output), pd);
 }
 
 }  // namespace parley

@@ -22,6 +22,23 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
           return caf::make_error(caf::sec::runtime_error, std::string("execute_model: ") + e.what());
         }
       },
+      [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<float>> {
+        ++self->state.handled;
+        try {
+          return self->state.runner->kv_cache().export_blocks(blocks);
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string("export KV: ") + e.what());
+        }
+      },
+      [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<float>& kv) -> caf::result<bool> {
+        ++self->state.handled;
+        try {
+          self->state.runner->kv_cache().import_blocks(blocks, kv);
+          return true;
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::runtime_error, std::string("import KV: ") + e.what());
+        }
+      },
       [self](msg::stats_atom) { return actor_stats(self, "worker", ++self->state.handled); },
   };
 }

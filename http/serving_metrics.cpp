@@ -49,8 +49,7 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
   params_n_ = histogram("parley:request_params_n", "Histogram of the n request parameter.", {1, 2, 5, 10, 20});
-  // Parley's own (MISSION C9): work the prefix cache did not save, delayed splits. (PD transfer and uniform
-  // decode steps join with their features.)
+  // Parley's own (MISSION C9): work the prefix cache did not save, delayed splits, steps, speculation, PD.
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
   steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");
@@ -68,7 +67,20 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
                                   "Decode steps in which every request has 1 + k query tokens (k drafts, padded).");
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
+  kv_blocks_ = counter("parley:kv_blocks_transferred_total", "KV blocks sent (prefill role) or received (decode role).");
+  kv_bytes_ = counter("parley:kv_transfer_bytes_total", "Bytes of KV transfers sent or received, headers included.");
+  kv_failures_ = counter("parley:kv_transfer_failures_total",
+                         "KV transfers that failed (refused, timed out, or their prefill instance went down).");
+  kv_latency_ = histogram("parley:kv_transfer_latency_seconds",
+                          "Histogram of KV transfer latency, from routing the prompt to the KV's arrival.", kTtftBuckets);
 }
+
+void ServingMetrics::set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures) {
+  kv_blocks_->set(double(blocks));
+  kv_bytes_->set(double(bytes));
+  kv_failures_->set(double(failures));
+}
+void ServingMetrics::on_kv_transfer_latency(double seconds) { kv_latency_->observe(seconds); }
 
 void ServingMetrics::set_num_requests_running(int n) { running_->set(n); }
 void ServingMetrics::set_num_requests_waiting(int n) { waiting_->set(n); }

@@ -26,6 +26,9 @@ class ServingMetrics {
   // Speculative decoding totals (vLLM's spec_decode_* counters) and uniform decode steps.
   void set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
                        const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps, int64_t uniform_decode_steps);
+  // PD disaggregation (MISSION C7): cumulative transfer totals, and each transfer's latency (routing to arrival).
+  void set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures);
+  void on_kv_transfer_latency(double seconds);
   void on_request_params_n(int n);  // once per request the user sent
 
   // Per request, as its outputs reach the client.
@@ -51,6 +54,8 @@ class ServingMetrics {
   prom::Histogram* params_n_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;
+  prom::Counter *kv_blocks_, *kv_bytes_, *kv_failures_;
+  prom::Histogram* kv_latency_;
 };
 
 }  // namespace parley

@@ -1,0 +1,206 @@
+// The KV transfer actor (MISSION C7): on a decode instance it routes prompts to prefill instances (the
+// PrefillRouter decides), receives their KV and first tokens, and turns deadlines and dead peers into
+// failures; on a prefill instance it takes prompts from decode instances, pushes each handed-off
+// request's KV to the instance that sent it, and frees the blocks when that instance acknowledges or the
+// lease runs out. Only built-in types cross processes: JSON and encode_kv_transfer bytes in strings.
+#include <spdlog/spdlog.h>
+
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unordered_map>
+
+#include "actors/actors.hpp"
+
+namespace parley {
+namespace {
+
+constexpr auto kTick = std::chrono::milliseconds(250);
+
+struct KvState {
+  KvState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
+  msg::scheduler_actor scheduler;
+  msg::output_actor output;
+  double timeout_s = 30;
+  // Decode side.
+  std::unique_ptr<PrefillRouter> router;
+  std::vector<msg::kv_transfer_actor> peers;  // per router peer; null while down
+  std::vector<bool> connecting;
+  std::unordered_map<std::string, double> routed_at;  // for the latency histogram
+  // Prefill side.
+  std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
+  std::unordered_map<std::string, double> leases;         // pushed: blocks held until release or this deadline
+  msg::KvTransferStats stats;
+  uint64_t handled = 0;
+};
+using Self = msg::kv_transfer_actor::stateful_pointer<KvState>;
+
+void report(Self self) {
+  self->send(self->state.output, msg::kv_stats_atom::value, self->state.stats);
+  self->state.stats.latencies.clear();
+}
+
+void fail(Self self, const std::string& id, const std::string& why) {
+  ++self->state.stats.failures;
+  self->send(self->state.scheduler, msg::kv_failed_atom::value, id, why);
+  report(self);
+}
+
+void connect(Self self, size_t peer) {
+  auto& st = self->state;
+  st.connecting[peer] = true;
+  const PeerAddress& a = st.router->address(peer);
+  self->request(self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
+      .then(
+          [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
+            auto& st = self->state;
+            st.connecting[peer] = false;
+            if (!serv) return;
+            st.peers[peer] = caf::actor_cast<msg::kv_transfer_actor>(serv);
+            self->monitor(st.peers[peer]);
+            st.router->set_up(peer, true);
+            spdlog::info("prefill instance {} is up", st.router->address(peer).str());
+          },
+          [self, peer](const caf::error&) { self->state.connecting[peer] = false; });
+}
+
+void tick(Self self) {
+  auto& st = self->state;
+  const double now = now_seconds();
+  for (auto it = st.leases.begin(); it != st.leases.end();)  // prefill side: the decode side never answered
+    if (it->second <= now) {
+      spdlog::warn("request {}: no acknowledgement of its KV within {} s; freeing its blocks", it->first, st.timeout_s);
+      self->send(st.scheduler, msg::release_atom::value, it->first);
+      it = st.leases.erase(it);
+    } else {
+      ++it;
+    }
+  if (st.router) {
+    for (const std::string& id : st.router->expired(now)) {
+      st.router->finished(id);
+      fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
+    }
+    for (size_t p = 0; p < st.router->num_peers(); ++p)
+      if (!st.router->is_up(p) && !st.connecting[p]) connect(self, p);
+  }
+  self->delayed_send(self, kTick, msg::tick_atom::value);
+}
+
+msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor scheduler, msg::output_actor output,
+                                             std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s) {
+  auto& st = self->state;
+  st.scheduler = std::move(scheduler);
+  st.output = std::move(output);
+  st.timeout_s = timeout_s;
+  if (!peers.empty()) {
+    st.peers.resize(peers.size());
+    st.connecting.assign(peers.size(), false);
+    st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (size_t p = 0; st.router && p < st.peers.size(); ++p)
+      if (st.peers[p] && dm.source == st.peers[p].address()) {
+        st.peers[p] = nullptr;
+        spdlog::warn("prefill instance {} went down", st.router->address(p).str());
+        for (const std::string& id : st.router->set_up(p, false))
+          fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
+      }
+  });
+  self->send(self, msg::tick_atom::value);
+  return {
+      [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {  // prefill side
+        ++self->state.handled;
+        try {
+          Request r = decode_prefill_request(json);
+          self->state.decode_of[r.request_id] = to;
+          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
+        } catch (const std::exception& e) {
+          spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
+        }
+      },
+      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks) {  // prefill side
+        auto& st = self->state;
+        ++st.handled;
+        const auto to = st.decode_of.find(id);
+        if (to == st.decode_of.end()) return self->send(st.scheduler, msg::release_atom::value, id);
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_atom::value, bytes);
+        st.decode_of.erase(to);
+        st.leases[id] = now_seconds() + st.timeout_s;
+        ++st.stats.transfers, st.stats.blocks += blocks, st.stats.bytes += int64_t(bytes.size());
+        report(self);
+      },
+      [self](msg::refuse_atom, const std::string& id, const std::string& why) {  // prefill side
+        auto& st = self->state;
+        ++st.handled;
+        const auto to = st.decode_of.find(id);
+        if (to == st.decode_of.end()) return;
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_failed_atom::value, id, why);
+        st.decode_of.erase(to);
+      },
+      [self](msg::release_atom, const std::string& id) {  // prefill side: acknowledged
+        ++self->state.handled;
+        if (self->state.leases.erase(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
+      },
+      [self](msg::route_atom, const std::string& id, const std::string& json) {  // decode side
+        auto& st = self->state;
+        ++st.handled;
+        const std::optional<size_t> peer = st.router ? st.router->pick() : std::nullopt;
+        if (!peer) return fail(self, id, "no prefill instance is up");
+        st.router->started(id, *peer, now_seconds() + st.timeout_s);
+        st.routed_at[id] = now_seconds();
+        self->send(st.peers[*peer], msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
+      },
+      [self](msg::kv_atom, const std::string& bytes) {  // decode side
+        auto& st = self->state;
+        ++st.handled;
+        KvTransferPayload p;
+        try {
+          p = decode_kv_transfer(bytes);
+        } catch (const std::exception& e) {
+          spdlog::error("unreadable KV from a prefill instance: {}", e.what());
+          return;
+        }
+        // The sender frees its blocks whether or not the KV still has a taker here.
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
+        const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
+        st.routed_at.erase(p.req_id);
+        if (!st.router || !st.router->finished(p.req_id)) {
+          spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
+          return;
+        }
+        ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
+        st.stats.latencies.push_back(now_seconds() - routed);
+        report(self);
+        self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+      },
+      [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
+        auto& st = self->state;
+        ++st.handled;
+        st.routed_at.erase(id);
+        if (st.router && st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
+      },
+      [self](msg::tick_atom) { tick(self); },
+      [self](msg::requests_atom) {
+        auto& st = self->state;
+        ++st.handled;
+        nlohmann::json peers = nlohmann::json::array();
+        for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
+          peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)}});
+        return nlohmann::json{{"peers", peers},
+                              {"transfers_in_flight", st.router ? st.router->in_flight() : 0},
+                              {"awaiting_prefill", st.decode_of.size()},
+                              {"held_for_decode", st.leases.size()}}
+            .dump();
+      },
+  };
+}
+
+}  // namespace
+
+msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s) {
+  return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s);
+}
+
+}  // namespace parley
