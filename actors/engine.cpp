@@ -64,7 +64,7 @@ Pd check_pd(const EngineConfig& c) {
   for (const std::string& p : c.prefill_peers) pd.peers.push_back(PeerAddress::parse(p));
   if (c.role == "decode" && pd.peers.empty()) throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
   if (c.role != "decode" && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
-  if (c.role == "prefill" && (c.kv_port < 1 || c.kv_port > 65535)) throw std::invalid_argument("--role prefill needs --kv-port (1..65535)");
+  if (c.kv_port < 0 || c.kv_port > 65535) throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
   if (c.role != "prefill" && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
   return pd;
 }

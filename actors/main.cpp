@@ -55,7 +55,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
   cmd->add_option("--role", e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}))->capture_default_str();
-  cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on");
+  cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
+      ->capture_default_str();
   cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")->delimiter(',');
   cmd->add_option("--prefill-routing", e.prefill_routing, "Decode role: round_robin or least_loaded")
       ->check(CLI::IsMember({"round_robin", "least_loaded"}))->capture_default_str();

@@ -34,6 +34,11 @@ msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::uniq
         self->state.service->on_stats(stats);
         self->state.service->on_aborted(ids, now_seconds());
       },
+      [self](msg::aborted_atom, const std::vector<std::string>& ids, const SchedulerStats& stats, const std::string& error) {
+        ++self->state.handled;
+        self->state.service->on_stats(stats);
+        self->state.service->on_aborted(ids, now_seconds(), error);
+      },
       [self](msg::stats_atom, const SchedulerStats& stats) {
         ++self->state.handled;
         self->state.service->on_stats(stats);

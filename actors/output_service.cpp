@@ -51,9 +51,12 @@ std::vector<std::string> OutputService::on_outputs(const std::vector<EngineCoreO
   return std::move(processed.reqs_to_abort);
 }
 
-void OutputService::on_aborted(const std::vector<std::string>& req_ids, double now) {
+void OutputService::on_aborted(const std::vector<std::string>& req_ids, double now, const std::string& error) {
   for (const auto& id : req_ids)
-    if (auto out = processor_.abort_request(id)) deliver(*out, now);
+    if (auto out = processor_.abort_request(id)) {
+      out->error = error;
+      deliver(*out, now);
+    }
 }
 
 void OutputService::on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, const std::vector<double>& latencies) {

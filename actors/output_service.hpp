@@ -23,7 +23,8 @@ class OutputService {
   // One step's news; returns the ids a stop string ended (the scheduler must drop them).
   std::vector<std::string> on_outputs(const std::vector<EngineCoreOutput>& outputs, double now);
   // Requests the scheduler aborted: each live one gets its final `abort` output.
-  void on_aborted(const std::vector<std::string>& req_ids, double now);
+  // error: why the engine failed them ("" for a client's abort); it reaches the client as an error.
+  void on_aborted(const std::vector<std::string>& req_ids, double now, const std::string& error = "");
   void on_stats(const SchedulerStats& stats);
   // PD roles: the KV transfer totals, and the latencies of transfers since the last report.
   void on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, const std::vector<double>& latencies);

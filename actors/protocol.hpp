@@ -147,6 +147,8 @@ using output_actor = caf::typed_actor<
     caf::replies_to<outputs_atom, std::vector<EngineCoreOutput>, SchedulerStats>::with<std::vector<std::string>>,
     // Requests the scheduler dropped (abort): each live one gets its final `abort` output.
     caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats>,
+    // Requests the engine failed (why): each live one ends with that error (503 for its client).
+    caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats, std::string>,
     // The scheduler's counters changed without a step (a submit or an abort).
     caf::reacts_to<stats_atom, SchedulerStats>,
     // The KV transfer actor's counters (PD roles).

@@ -233,7 +233,9 @@ void kv_failure(Self self, const std::string& id, const std::string& why) {
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // finished, aborted or arrived meanwhile
   spdlog::warn("request {}: KV transfer failed ({}); {}", id, why, st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
   auto live = st.scheduler->fail_remote_kv(id, st.pd.recompute_on_kv_failure);
-  if (!live.empty()) self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats());
+  if (!live.empty())
+    self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats(),
+               "The prefill instance failed this request (" + why + ") and --kv-load-failure-policy is fail.");
   maybe_step(self);
 }
 

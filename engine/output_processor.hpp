@@ -28,6 +28,7 @@ struct RequestOutput {
   int num_prompt_tokens = 0;
   int num_output_tokens = 0;            // cumulative, including this delta
   int num_cached_tokens = 0;
+  std::string error;                    // with finish Abort: the engine failed the request (not the client); why
 
   bool finished() const { return finish_reason != FinishReason::None; }
 };

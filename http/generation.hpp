@@ -2,6 +2,7 @@
 // engine, choice i seeded seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE chunks, one
 // JSON body at the end, or websocket messages tagged with the client's own id. Pure logic, no I/O.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ class Generation {
   // Refused or failed: the error as this transport shows it (Sse: in-band event then [DONE]).
   std::string error_text(const ApiError& e) const;
   std::vector<std::string> unfinished_req_ids() const;
+  // The engine failed a choice (an output with an error): the generation ends with this error instead.
+  const std::optional<ApiError>& failure() const { return failure_; }
   const GenerateRequest& request() const { return request_; }
   const std::string& id() const { return id_; }
 
@@ -44,6 +47,7 @@ class Generation {
   std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
   int num_finished_ = 0;
   Usage usage_;
+  std::optional<ApiError> failure_;
 };
 
 }  // namespace parley::http

@@ -35,7 +35,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!gen_ || client_gone_) return;
     std::string text = gen_->on_output(out);
     if (!text.empty()) send_chunk(std::move(text));
-    if (gen_->done()) finish_generation(gen_->closing_text());
+    if (!gen_->done()) return;
+    if (const auto& failed = gen_->failure()) finish_generation(gen_->error_text(*failed), failed->status);
+    else finish_generation(gen_->closing_text());
   }
   // Admitted: a streaming response can commit to 200 now (a refusal before this gets its own status).
   void on_engine_admitted(const std::string&) {
@@ -161,7 +163,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     write_next();
   }
 
-  void finish_generation(std::string closing) {
+  void finish_generation(std::string closing, int status = 200) {
     finished_ = true;  // still live (shutdown waits) until the closing bytes are written: close() ends it
     if (streaming_) {
       send_chunk(std::move(closing));
@@ -169,7 +171,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       write_next();
     } else {
       gen_.reset();
-      respond(200, std::move(closing), "application/json", false);
+      respond(status, std::move(closing), "application/json", false);
     }
   }
 

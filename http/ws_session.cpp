@@ -37,7 +37,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     std::string text = it->second.gen->on_output(out);
     if (!text.empty()) send(std::move(text));
     if (it->second.gen->done()) {
-      send(it->second.gen->closing_text());
+      const auto& failed = it->second.gen->failure();
+      send(failed ? it->second.gen->error_text(*failed) : it->second.gen->closing_text());
       retire(client_id);
     }
   }

@@ -1,0 +1,150 @@
+// Prefill/decode disaggregation across processes on loopback (MISSION C7, C10): a decode instance that
+// prefills on one or two prefill instances gives, stream for stream, what colocated serving gives (greedy,
+// seeded, n = 2); n = 4 prefills and transfers once; a speculating decode side keeps every decode step
+// uniform; killing the prefill instance mid-run makes the decode side recompute (policy recompute) or fail
+// with a clear error (policy fail); no block is left used; restarting the prefill instance restores routing.
+//   node tests/e2e/pd.mjs <path-to-parley>
+import assert from 'node:assert/strict';
+import { main, stream, complete, post, get, assertNoLeaks, readMetrics, metricValue, sleep } from './lib.mjs';
+
+const ADMIN = ['--admin-token', 'adm'];
+const OPENINGS = ['Once upon a time', 'The little girl', 'One day, a big dog', 'Tom and Sue', 'There was a red ball',
+                  'Lily wanted to', 'The sun was', 'A small bird'];
+
+function request(i, extra = {}) {
+  return {
+    prompt: `${OPENINGS[i % OPENINGS.length]}${' and'.repeat(Math.floor(i / OPENINGS.length))}`,
+    max_tokens: 40,
+    ...(i % 3 === 0 ? { temperature: 0 } : { temperature: 0.8, seed: 300 + i }),
+    ...(i % 5 === 2 && i % 3 !== 0 ? { n: 2 } : {}),
+    ...extra,
+  };
+}
+
+const kvPortOf = (server) => {
+  const m = server.logs().match(/KV transfer actor published on port (\d+)/);
+  assert.ok(m, `${server.label}: no "published on port" line`);
+  return Number(m[1]);
+};
+
+async function adminView(base) {
+  const r = await get(base, '/admin/requests', { headers: { Authorization: 'Bearer adm' } });
+  assert.equal(r.status, 200, `/admin/requests: ${r.status} ${r.text}`);
+  return JSON.parse(r.text);
+}
+
+async function waitPeers(base, up, label) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const peers = (await adminView(base)).kv_transfer.peers;
+    if (peers.filter((p) => p.up).length === up) return peers;
+    if (Date.now() > deadline) assert.fail(`${label}: ${JSON.stringify(peers)} never had ${up} peer(s) up`);
+    await sleep(100);
+  }
+}
+
+const texts = (streams) => streams.map((s) => s.choices.map((c) => `${c.text}|${c.finish}`).join('||'));
+
+async function streamAll(base, bodies) {
+  const out = await Promise.all(bodies.map((b) => stream(base, '/v1/completions', b)));
+  return out.map((s, i) => {
+    assert.equal(s.status, 200, `request ${i}: status ${s.status} ${s.body ?? ''}`);
+    assert.deepEqual(s.errors, [], `request ${i}: in-band errors ${JSON.stringify(s.errors)}`);
+    assert.ok(s.done, `request ${i}: no [DONE]`);
+    const n = bodies[i].n ?? 1;
+    return { choices: Array.from({ length: n }, (_, k) => ({ text: s.texts?.[k] ?? (k === 0 ? s.text : ''), finish: s.finishReasons[k] })) };
+  });
+}
+
+const m = (samples, name) => metricValue(samples, name);
+
+main('pd', async (parley, t) => {
+  const colocated = await t.start(ADMIN, { label: 'colocated' });
+  const prefill = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0'], { label: 'prefill A' });
+  const kvPort = kvPortOf(prefill);
+  const decode = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPort}`], { label: 'decode' });
+  await waitPeers(decode.base, 1, 'decode');
+
+  // 1P + 1D against colocated: 24 concurrent streams, greedy and seeded, some with n = 2.
+  const bodies = Array.from({ length: 24 }, (_, i) => request(i));
+  const want = texts(await streamAll(colocated.base, bodies));
+  assert.deepEqual(texts(await streamAll(decode.base, bodies)), want, '1P+1D differs from colocated');
+  t.check();
+  let d = await assertNoLeaks(decode.base, { label: 'decode' });
+  let p = await assertNoLeaks(prefill.base, { label: 'prefill' });
+  assert.equal(m(d, 'parley:prefill_tokens_computed_total'), 0, 'the decode instance computed prompt tokens');
+  assert.ok(m(p, 'parley:prefill_tokens_computed_total') > 0, 'the prefill instance computed nothing');
+  assert.equal(m(d, 'parley:kv_transfer_latency_seconds_count'), 24, 'one transfer per request (n = 2 included)');
+  assert.equal(m(d, 'parley:kv_blocks_transferred_total'), m(p, 'parley:kv_blocks_transferred_total'));
+  assert.equal(m(d, 'parley:kv_transfer_bytes_total'), m(p, 'parley:kv_transfer_bytes_total'));
+  assert.equal(m(d, 'parley:kv_transfer_failures_total'), 0);
+  t.check();
+
+  // n = 4: one prefill of the prompt and one transfer of its blocks; choice i equals seed + i alone.
+  const prompt = 'Lily and Ben went to the park to play with their new red ball and a big blue kite';
+  const tok = await post(colocated.base, '/tokenize', { prompt });
+  const promptTokens = tok.json.tokens.length;
+  const [blocksBefore, computedBefore] = [m(d, 'parley:kv_blocks_transferred_total'), m(p, 'parley:prefill_tokens_computed_total')];
+  const four = await complete(decode.base, { prompt, n: 4, seed: 70, temperature: 0.9, max_tokens: 30 });
+  d = await assertNoLeaks(decode.base), p = await assertNoLeaks(prefill.base);
+  assert.equal(m(p, 'parley:prefill_tokens_computed_total') - computedBefore, promptTokens, 'n = 4 prefilled more than once');
+  assert.equal(m(d, 'parley:kv_blocks_transferred_total') - blocksBefore, Math.ceil(promptTokens / 16), 'n = 4 transferred more than once');
+  for (let i = 0; i < 4; i++) {
+    const alone = await complete(colocated.base, { prompt, seed: 70 + i, temperature: 0.9, max_tokens: 30 });
+    assert.equal(four.choices.find((c) => c.index === i).text, alone.choices[0].text, `n = 4 choice ${i} differs from seed + ${i}`);
+  }
+  t.check();
+
+  // 2P + 1D, least loaded, with n-gram speculation on the decode side: the same streams; both prefill
+  // instances served; every decode step uniform.
+  const prefillB = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0'], { label: 'prefill B' });
+  const decode2 = await t.start([...ADMIN, '--role', 'decode', '--prefill-routing', 'least_loaded',
+    '--prefill-peers', `127.0.0.1:${kvPort},127.0.0.1:${kvPortOf(prefillB)}`,
+    '--speculative-config', '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2}'], { label: 'decode 2P' });
+  await waitPeers(decode2.base, 2, 'decode 2P');
+  assert.deepEqual(texts(await streamAll(decode2.base, bodies)), want, '2P+1D differs from colocated');
+  const d2 = await assertNoLeaks(decode2.base, { label: 'decode 2P' });
+  const pb = await assertNoLeaks(prefillB.base, { label: 'prefill B' });
+  assert.ok(m(pb, 'parley:kv_blocks_transferred_total') > 0, 'prefill B served nothing');
+  assert.equal(m(d2, 'parley:uniform_decode_steps_total'), m(d2, 'parley:decode_steps_total'), 'a decode step was not uniform');
+  assert.ok(m(d2, 'parley:decode_steps_total') > 0);
+  await decode2.stop();
+  await prefillB.stop();
+  t.check();
+
+  // Kill prefill A while 24 requests are on their way: in-flight and new ones complete by local recompute.
+  const failing = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPort}`,
+    '--kv-load-failure-policy', 'fail', '--kv-transfer-timeout', '2'], { label: 'decode (fail policy)' });
+  await waitPeers(failing.base, 1, 'decode (fail policy)');
+  const long = bodies.map((b) => ({ ...b, max_tokens: 120, ignore_eos: true }));
+  const longWant = texts(await streamAll(colocated.base, long));
+  const running = streamAll(decode.base, long);
+  await sleep(5);
+  prefill.proc.kill('SIGKILL');
+  t.servers.splice(t.servers.indexOf(prefill), 1);  // killed on purpose: no clean exit to check
+  assert.deepEqual(texts(await running), longWant, 'recompute after the prefill instance died differs from colocated');
+  assert.deepEqual(texts(await streamAll(decode.base, bodies.slice(0, 6))), want.slice(0, 6), 'new requests with no prefill instance');
+  d = await assertNoLeaks(decode.base, { label: 'decode after the kill' });
+  assert.ok(m(d, 'parley:kv_transfer_failures_total') > 0, 'no transfer failed');
+  assert.ok(m(d, 'parley:prefill_tokens_computed_total') > 0, 'nothing was recomputed locally');
+  t.check();
+
+  // With --kv-load-failure-policy fail: a clear 503 error, streamed in-band; nothing leaked.
+  const failed = await post(failing.base, '/v1/completions', request(0));
+  assert.equal(failed.status, 503, `fail policy: ${failed.status} ${failed.text}`);
+  assert.match(failed.json.error.message, /prefill instance failed this request/);
+  const failedStream = await stream(failing.base, '/v1/completions', request(1));
+  assert.equal(failedStream.errors.length, 1, `fail policy, streamed: ${JSON.stringify(failedStream.errors)}`);
+  await assertNoLeaks(failing.base, { label: 'decode (fail policy)' });
+  t.check();
+
+  // Restart prefill A on the same port: routing to it is restored.
+  const again = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', String(kvPort)], { label: 'prefill A again' });
+  await waitPeers(decode.base, 1, 'decode after the restart');
+  const before = m(await readMetrics(decode.base), 'parley:kv_blocks_transferred_total');
+  assert.deepEqual(texts(await streamAll(decode.base, bodies.slice(0, 6))), want.slice(0, 6));
+  assert.ok(m(await readMetrics(decode.base), 'parley:kv_blocks_transferred_total') > before, 'no transfer after the restart');
+  await assertNoLeaks(again.base, { label: 'prefill A again' });
+  await assertNoLeaks(decode.base, { label: 'decode at the end' });
+  t.check();
+});
