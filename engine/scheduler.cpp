@@ -258,7 +258,8 @@ int Scheduler::num_drafts_for(const Request& r, int budget_left) const {
 
 bool Scheduler::certain_to_finish(const Request& r) const {
   const int in_flight = r.num_output_placeholders;
-  return in_flight > 0 && (r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
+  // A hand-off to a decode instance ends with its first token(s).
+  return in_flight > 0 && (r.kv_transfer == KvTransfer::ToDecode || r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
                            r.num_tokens() + in_flight >= config_.max_model_len);
 }
 

@@ -107,7 +107,8 @@ class Scheduler {
   // the queue. Otherwise it is aborted; returns the ids that were live, as finish_requests does.
   std::vector<std::string> fail_remote_kv(const std::string& req_id, bool recompute);
   // Prefill side: a ToDecode request that sampled its first token(s) finished here but keeps its blocks, for
-  // the KV transfer, until release_held (the decode side acknowledged, or the lease expired).
+  // the KV transfer, until release_held (the decode side acknowledged, or the lease expired). held_block_ids
+  // are its prompt's blocks, in order.
   std::vector<int> held_block_ids(const std::string& req_id) const;
   void release_held(const std::string& req_id);
   int num_held() const { return int(held_.size()); }
@@ -165,7 +166,7 @@ class Scheduler {
   std::unordered_map<std::string, int> stale_outputs_;
   std::vector<Request*> remote_kv_;           // decode side: WaitingForRemoteKv, in admission order
   std::vector<KvReceive> kv_receives_;        // decode side: admitted since take_kv_receives
-  std::unordered_set<std::string> held_;      // prefill side: handed off, blocks kept for the transfer
+  std::unordered_map<std::string, int> held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;

@@ -22,14 +22,17 @@ EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens,
   mark_outputs_stale(r);
   std::erase(running_, &r);
   if (worker_knows_.erase(r.request_id)) finished_req_ids_.push_back(r.request_id);
-  held_.insert(r.request_id);
+  held_.emplace(r.request_id, r.num_prompt_tokens());
   requests_.erase(r.request_id);  // destroys the request: last use
   return o;
 }
 
 std::vector<int> Scheduler::held_block_ids(const std::string& req_id) const {
-  if (!held_.count(req_id)) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
-  return kv_.block_ids(req_id);
+  const auto it = held_.find(req_id);
+  if (it == held_.end()) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
+  std::vector<int> ids = kv_.block_ids(req_id);
+  ids.resize(std::min(ids.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
+  return ids;
 }
 
 void Scheduler::release_held(const std::string& req_id) {

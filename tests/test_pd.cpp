@@ -21,8 +21,9 @@ struct PdPair {
   int64_t transfers = 0, bytes = 0, blocks = 0;
   std::function<bool(const std::string&)> drop;          // a transfer that never arrives (the peer died)
 
-  PdPair(LlamaModel& model, const SchedulerConfig& c, const std::optional<SpeculativeConfig>& decode_spec = std::nullopt)
-      : prefill(model, c), decode(model, c, false, decode_spec) {}
+  PdPair(LlamaModel& model, const SchedulerConfig& c, const std::optional<SpeculativeConfig>& decode_spec = std::nullopt,
+         bool async_scheduling = false)
+      : prefill(model, c, async_scheduling), decode(model, c, async_scheduling, decode_spec) {}
 
   void add(Request r) {
     r.kv_transfer = KvTransfer::FromPrefill;
@@ -89,11 +90,12 @@ TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
   const Tokenizer tok(*m.file.vocab);
   const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat.",
                                                "Tom had a red ball and a big blue kite that he loved very much.", "One day"});
-  for (const int blocks : {256, 24}) {
-    CAPTURE(blocks);
+  for (const auto [blocks, async_scheduling] : {std::pair{256, false}, std::pair{24, false}, std::pair{256, true}}) {
+    CAPTURE(blocks, async_scheduling);
     const SchedulerConfig c = test::model_scheduler_config(m, blocks);
     const test::CoreRun colocated = test::run_core(m.model, reqs, c, false);
-    PdPair pd(m.model, c);
+    // With async scheduling a step is planned before the hand-off is known: it must not give the request more.
+    PdPair pd(m.model, c, std::nullopt, async_scheduling);
     const test::CoreRun split = pd.run(reqs);
     test::require_same_outputs(split, colocated);
     REQUIRE(pd.transfers == int64_t(reqs.size()));  // one per request, n > 1 included
