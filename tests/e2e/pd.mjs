@@ -147,4 +147,22 @@ main('pd', async (parley, t) => {
   await assertNoLeaks(again.base, { label: 'prefill A again' });
   await assertNoLeaks(decode.base, { label: 'decode at the end' });
   t.check();
+
+  // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
+  // the leases (--kv-transfer-timeout) run out.
+  const leased = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--kv-transfer-timeout', '2'], { label: 'prefill C' });
+  const doomed = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(leased)}`], { label: 'decode (killed)' });
+  await waitPeers(doomed.base, 1, 'decode (killed)');
+  const orphans = Array.from({ length: 16 }, (_, i) => stream(doomed.base, '/v1/completions', { ...request(i), prompt: 'Once upon a time '.repeat(20) + i })
+    .catch(() => null));
+  await sleep(30);
+  doomed.proc.kill('SIGKILL');
+  t.servers.splice(t.servers.indexOf(doomed), 1);
+  await Promise.all(orphans);
+  const c = await assertNoLeaks(leased.base, { timeoutMs: 10000, label: 'prefill C after its decode instance died' });
+  assert.ok(m(c, 'parley:kv_blocks_transferred_total') > 0, 'prefill C pushed nothing before the kill');
+  const held = (await adminView(leased.base)).kv_transfer.held_for_decode;
+  assert.equal(held, 0, 'blocks still held for a dead decode instance');
+  assert.match(leased.logs(), /no acknowledgement of its KV within 2 s; freeing its blocks/, 'no lease ran out: the kill came too late');
+  t.check();
 });
