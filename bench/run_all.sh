@@ -32,3 +32,5 @@ echo; echo "## Speculative decoding: n-gram drafts against off (stories260K, 1 t
 "$BUILD/bench_speculative" --model ../shared/models/stories260K.bin --tokenizer ../shared/models/tok512.bin --threads 1 --repeats 5 --draft-layers 2 --draft-model ../shared/models/stories260K.gguf
 echo; echo "## Speculative decoding: 110M shape"
 "$BUILD/bench_speculative" --model "$model110" --threads "$threads" --concurrency 1,16 --gen-tokens 32 --repeats 2
+echo; echo "## PD disaggregation: 1 prefill + 1 decode instance against colocated (stories260K)"
+node bench/serve/pd.mjs "$BUILD/parley" --request-rate 8 --num-requests 120 --threads "$threads"
