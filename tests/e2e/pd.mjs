@@ -119,10 +119,18 @@ main('pd', async (parley, t) => {
   const long = bodies.map((b) => ({ ...b, max_tokens: 120, ignore_eos: true }));
   const longWant = texts(await streamAll(colocated.base, long));
   const running = streamAll(decode.base, long);
+  // The same on the fail-policy instance: each stream completes as colocated or ends with the clear error.
+  const runningFail = Promise.all(long.map((b) => stream(failing.base, '/v1/completions', b)));
   await sleep(5);
   prefill.proc.kill('SIGKILL');
   t.servers.splice(t.servers.indexOf(prefill), 1);  // killed on purpose: no clean exit to check
   assert.deepEqual(texts(await running), longWant, 'recompute after the prefill instance died differs from colocated');
+  (await runningFail).forEach((s, i) => {
+    assert.equal(s.status, 200, `fail policy, stream ${i}: ${s.status}`);
+    assert.ok(s.done, `fail policy, stream ${i}: no [DONE]`);
+    if (s.errors.length) assert.match(s.errors[0].message, /prefill instance failed this request/);
+    else assert.equal(texts([{ choices: Array.from({ length: long[i].n ?? 1 }, (_, k) => ({ text: s.texts[k], finish: s.finishReasons[k] })) }])[0], longWant[i]);
+  });
   assert.deepEqual(texts(await streamAll(decode.base, bodies.slice(0, 6))), want.slice(0, 6), 'new requests with no prefill instance');
   d = await assertNoLeaks(decode.base, { label: 'decode after the kill' });
   assert.ok(m(d, 'parley:kv_transfer_failures_total') > 0, 'no transfer failed');
@@ -146,6 +154,25 @@ main('pd', async (parley, t) => {
   assert.ok(m(await readMetrics(decode.base), 'parley:kv_blocks_transferred_total') > before, 'no transfer after the restart');
   await assertNoLeaks(again.base, { label: 'prefill A again' });
   await assertNoLeaks(decode.base, { label: 'decode at the end' });
+  t.check();
+
+  // A prefill instance that stalls (SIGSTOP: its connection stays up): transfers time out and are prefilled
+  // locally; when it resumes, its late KV is acknowledged and dropped, and its blocks are freed.
+  const stalled = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0'], { label: 'prefill S' });
+  const patient = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(stalled)}`,
+    '--kv-transfer-timeout', '1'], { label: 'decode (timeout 1 s)' });
+  await waitPeers(patient.base, 1, 'decode (timeout 1 s)');
+  stalled.proc.kill('SIGSTOP');
+  const started = Date.now();
+  assert.deepEqual(texts(await streamAll(patient.base, bodies.slice(0, 6))), want.slice(0, 6), 'timed-out transfers recomputed');
+  assert.ok(Date.now() - started >= 900, 'the requests did not wait for the transfer deadline');
+  stalled.proc.kill('SIGCONT');
+  const ps = await assertNoLeaks(patient.base, { label: 'decode (timeout 1 s)' });
+  assert.equal(m(ps, 'parley:kv_transfer_failures_total'), 6);
+  await assertNoLeaks(stalled.base, { timeoutMs: 10000, label: 'prefill S after resuming' });
+  const deadline = Date.now() + 10000;
+  while ((await adminView(stalled.base)).kv_transfer.held_for_decode > 0 && Date.now() < deadline) await sleep(100);
+  assert.equal((await adminView(stalled.base)).kv_transfer.held_for_decode, 0, 'prefill S still holds blocks');
   t.check();
 
   // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
