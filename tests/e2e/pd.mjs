@@ -175,6 +175,18 @@ main('pd', async (parley, t) => {
   assert.equal((await adminView(stalled.base)).kv_transfer.held_for_decode, 0, 'prefill S still holds blocks');
   t.check();
 
+  // A prefill instance that refuses a prompt (its context is shorter): the decode side prefills it itself.
+  const small = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--max-model-len', '32'], { label: 'prefill R' });
+  const picky = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(small)}`], { label: 'decode (refused)' });
+  await waitPeers(picky.base, 1, 'decode (refused)');
+  const longPrompt = { prompt: 'Once upon a time there was a little girl. '.repeat(5), max_tokens: 20, temperature: 0 };
+  assert.equal((await complete(picky.base, longPrompt)).choices[0].text, (await complete(colocated.base, longPrompt)).choices[0].text);
+  const pr = await assertNoLeaks(picky.base, { label: 'decode (refused)' });
+  assert.equal(m(pr, 'parley:kv_transfer_failures_total'), 1);
+  assert.match(picky.logs(), /the prefill instance refused it: the prompt has \d+ tokens; the context holds 32/);
+  await assertNoLeaks(small.base, { label: 'prefill R' });
+  t.check();
+
   // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
   // the leases (--kv-transfer-timeout) run out.
   const leased = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--kv-transfer-timeout', '2'], { label: 'prefill C' });
