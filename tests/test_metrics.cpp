@@ -129,6 +129,10 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:spec_decode_mean_acceptance_length", "gauge"},
       {"parley:decode_steps_total", "counter"},
       {"parley:uniform_decode_steps_total", "counter"},
+      {"parley:kv_blocks_transferred_total", "counter"},
+      {"parley:kv_transfer_bytes_total", "counter"},
+      {"parley:kv_transfer_failures_total", "counter"},
+      {"parley:kv_transfer_latency_seconds", "histogram"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"
@@ -143,7 +147,16 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
   CHECK(count("parley:time_to_first_token_seconds_bucket{") == 23);
   CHECK(count("parley:inter_token_latency_seconds_bucket{") == 20);
   CHECK(count("parley:e2e_request_latency_seconds_bucket{") == 22);
+  CHECK(count("parley:kv_transfer_latency_seconds_bucket{") == 23);  // TTFT's bounds
   CHECK(count("# HELP ") == families.size());
+  m.set_kv_transfers(17, 327819, 2);
+  m.on_kv_transfer_latency(0.03);
+  const std::string after = m.render();
+  CHECK_THAT(after, Catch::Contains("parley:kv_blocks_transferred_total{model_name=\"stories\"} 17.0\n"));
+  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_bytes_total{model_name=\"stories\"} 327819.0\n"));
+  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_failures_total{model_name=\"stories\"} 2.0\n"));
+  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.04\"} 1.0\n"));
+  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.02\"} 0.0\n"));
 }
 
 TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[metrics]") {

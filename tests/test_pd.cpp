@@ -195,7 +195,7 @@ TEST_CASE("pd: a lost transfer recomputes locally or fails, leaking nothing", "[
   }
 }
 
-TEST_CASE("pd: an abort while the KV is on its way frees the blocks; the late KV is dropped", "[pd][model]") {
+TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late KV is dropped", "[pd][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   const SchedulerConfig c = test::model_scheduler_config(m, 64);
