@@ -27,8 +27,9 @@ msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig con
 // The KV transfer actor of a prefill instance (peers empty) or a decode instance (its prefill instances);
 // timeout_s bounds a transfer on the decode side and a
 // lease on the prefill side.
+// layout: this instance's KV layout; KV of another arrives as a failed transfer.
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s);
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout);
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);

@@ -66,6 +66,11 @@ Pd check_pd(const EngineConfig& c) {
   if (c.role != "decode" && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
   if (c.kv_port < 0 || c.kv_port > 65535) throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
   if (c.role != "prefill" && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
+  // Flags of another role are refused rather than ignored (a value equal to the default cannot be told apart).
+  if (c.role != "decode" && (c.prefill_routing != "round_robin" || !c.kv_recompute_on_failure))
+    throw std::invalid_argument("--prefill-routing and --kv-load-failure-policy apply only to --role decode");
+  if (c.role == "colocated" && c.kv_transfer_timeout_s != EngineConfig{}.kv_transfer_timeout_s)
+    throw std::invalid_argument("--kv-transfer-timeout applies only to --role prefill or decode");
   return pd;
 }
 
@@ -110,7 +115,7 @@ class ActorEngine final : public EngineClient {
     scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd);
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     if (pd.role != "colocated") {
-      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s);
+      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout);
       caf::anon_send(scheduler_, kv_);
     }
     if (pd.role == "prefill") {

@@ -22,6 +22,7 @@ struct KvState {
   msg::scheduler_actor scheduler;
   msg::output_actor output;
   double timeout_s = 30;
+  KvLayout layout;  // this instance's
   // Decode side.
   std::unique_ptr<PrefillRouter> router;
   std::vector<msg::kv_transfer_actor> peers;  // per router peer; null while down
@@ -87,8 +88,10 @@ void tick(Self self) {
 }
 
 msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor scheduler, msg::output_actor output,
-                                             std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s) {
+                                             std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s,
+                                             KvLayout layout) {
   auto& st = self->state;
+  st.layout = layout;
   st.scheduler = std::move(scheduler);
   st.output = std::move(output);
   st.timeout_s = timeout_s;
@@ -169,6 +172,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
           spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
           return;
         }
+        if (!(p.layout == st.layout))
+          return fail(self, p.req_id, "the KV does not fit this instance (another model or block size)");
         ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);
@@ -199,8 +204,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
 }  // namespace
 
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s) {
-  return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s);
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout) {
+  return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s, layout);
 }
 
 }  // namespace parley

@@ -402,3 +402,31 @@ TEST_CASE("actor engine: a draft model with another vocabulary is refused at sta
 }
 
 }  // namespace parley
+
+namespace parley {
+
+TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
+  auto refused = [](auto change) {
+    EngineConfig c = stories_config();
+    change(c);
+    try {
+      EngineClient::start(c);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "both"; }), Catch::Contains("--role must be colocated, prefill or decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode"; }), Catch::Contains("--role decode needs --prefill-peers"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_peers = {"127.0.0.1:9"}; }), Catch::Contains("--prefill-peers applies only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"nohost"}; }), Catch::Contains("is not host:port"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_port = 7000; }), Catch::Contains("--kv-port applies only to --role prefill"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_port = 70000; }), Catch::Contains("--kv-port must be in 0..65535"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = "least_loaded"; }), Catch::Contains("apply only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_recompute_on_failure = false; }), Catch::Contains("apply only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }), Catch::Contains("--kv-transfer-timeout applies only to"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
+               Catch::Contains("--kv-transfer-timeout must be positive"));
+}
+
+}  // namespace parley

@@ -187,6 +187,19 @@ main('pd', async (parley, t) => {
   await assertNoLeaks(small.base, { label: 'prefill R' });
   t.check();
 
+  // A prefill instance whose KV has another layout (block size 32): the decode side refuses it and prefills.
+  const wide = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--block-size', '32'], { label: 'prefill W' });
+  const strict = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(wide)}`], { label: 'decode (layout)' });
+  await waitPeers(strict.base, 1, 'decode (layout)');
+  assert.deepEqual(texts(await streamAll(strict.base, bodies.slice(0, 4))), want.slice(0, 4), 'a KV of another layout was used');
+  const sl = await assertNoLeaks(strict.base, { label: 'decode (layout)' });
+  assert.equal(m(sl, 'parley:kv_transfer_failures_total'), 4);
+  assert.equal(m(sl, 'parley:kv_blocks_transferred_total'), 0);
+  assert.ok(m(sl, 'parley:prefill_tokens_computed_total') > 0);
+  assert.match(strict.logs(), /KV transfer failed \(the KV does not fit this instance/);
+  await assertNoLeaks(wide.base, { timeoutMs: 10000, label: 'prefill W' });
+  t.check();
+
   // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
   // the leases (--kv-transfer-timeout) run out.
   const leased = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--kv-transfer-timeout', '2'], { label: 'prefill C' });
