@@ -136,7 +136,7 @@ class Scheduler {
   RequestStatus check_stop(const Request& request) const;
   // Its tokens in flight reach max_tokens or the context: another step could not use its token.
   bool certain_to_finish(const Request& request) const;
-  // Drafts a decode request verifies in this step: k (padded), or what the worker holds, within the context
+  // Speculative decoding (defined in scheduler_spec.cpp). Drafts a decode request verifies in this step: k (padded), or what the worker holds, within the context
   // and the token budget left.
   int num_drafts_for(const Request& request, int budget_left) const;
   // n tokens to compute after num_computed, plus the lookahead slots the proposer writes (within the context).
