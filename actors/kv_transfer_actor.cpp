@@ -42,6 +42,7 @@ void report(Self self) {
 }
 
 void fail(Self self, const std::string& id, const std::string& why) {
+  self->state.routed_at.erase(id);  // a timed-out or lost transfer takes its start time with it
   ++self->state.stats.failures;
   self->send(self->state.scheduler, msg::kv_failed_atom::value, id, why);
   report(self);
