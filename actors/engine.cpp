@@ -102,7 +102,7 @@ class ActorEngine final : public EngineClient {
     model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
     auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
     if (config.speculative)
-      runner->set_proposer(make_proposer(*config.speculative, {*model_, runner->kv_cache(), sc.max_model_len, &tokenizer_.vocab()}),
+      runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
                            config.speculative->verify);
     const Pd pd = check_pd(config);
     if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors

@@ -25,7 +25,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<float>> {
         ++self->state.handled;
         try {
-          return self->state.runner->kv_cache().export_blocks(blocks);
+          return self->state.runner->device().export_blocks(blocks);
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, std::string("export KV: ") + e.what());
         }
@@ -33,7 +33,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<float>& kv) -> caf::result<bool> {
         ++self->state.handled;
         try {
-          self->state.runner->kv_cache().import_blocks(blocks, kv);
+          self->state.runner->device().import_blocks(blocks, kv);
           return true;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, std::string("import KV: ") + e.what());

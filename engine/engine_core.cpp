@@ -12,13 +12,19 @@ SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<Speculat
 
 EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
+    // CpuDeviceModel's KvCache throws for a bad block size or count
+    : EngineCore(std::make_unique<CpuDeviceModel>(model, config.num_kv_blocks, config.block_size), config, async_scheduling,
+                 speculative, vocab) {}
+
+EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling,
+                       const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
     : scheduler_(with_speculation(std::move(config), speculative)),
-      runner_(model, scheduler_.config().num_kv_blocks, scheduler_.config().block_size, scheduler_.config().max_num_seqs,
-              scheduler_.config().eos_token_ids),
+      runner_(std::move(device), scheduler_.config().max_num_seqs, scheduler_.config().eos_token_ids),
       async_scheduling_(async_scheduling) {
-  if (speculative)
-    runner_.set_proposer(make_proposer(*speculative, {model, runner_.kv_cache(), scheduler_.config().max_model_len, vocab}),
-                         speculative->verify);
+  if (runner_.device().num_blocks() != scheduler_.config().num_kv_blocks)
+    throw std::invalid_argument("the device holds " + std::to_string(runner_.device().num_blocks()) + " KV blocks, the scheduler " +
+                                std::to_string(scheduler_.config().num_kv_blocks));
+  if (speculative) runner_.set_proposer(make_proposer(*speculative, runner_.proposer_target(scheduler_.config().max_model_len, vocab)), speculative->verify);
 }
 
 std::optional<EngineCore::StepInFlight> EngineCore::run_next() {

@@ -24,6 +24,9 @@ class EngineCore {
   // what a draft model's vocabulary must equal (nullptr: only the sizes are compared).
   EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false,
              const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
+  // The same over any device's model (its block count must equal config.num_kv_blocks).
+  EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling = false,
+             const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
 
   void add_request(Request request) { scheduler_.add_request(std::move(request)); }
   std::vector<std::string> abort_requests(const std::vector<std::string>& ids) {

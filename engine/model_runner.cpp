@@ -14,17 +14,25 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 ModelRunner::ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs,
                          std::vector<int> eos_token_ids)
-    : model_(model),
-      kv_(model.config(), num_kv_blocks, block_size),  // throws for a non-positive size or count
-      block_size_(block_size),
-      input_batch_(max_num_seqs, model.config().max_seq_len, ceil_div(model.config().max_seq_len, block_size_),
+    // KvCache throws for a non-positive size or count
+    : ModelRunner(std::make_unique<CpuDeviceModel>(model, num_kv_blocks, block_size), max_num_seqs, std::move(eos_token_ids)) {}
+
+ModelRunner::ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, std::vector<int> eos_token_ids)
+    : device_(std::move(device)),
+      input_batch_(max_num_seqs, device_->config().max_seq_len, ceil_div(device_->config().max_seq_len, device_->block_size()),
                    std::move(eos_token_ids)) {}
+
+KvCache& ModelRunner::kv_cache() {
+  KvCache* kv = device_->host_kv();
+  if (!kv) throw std::logic_error("ModelRunner: the KV cache on " + device_->device_name() + " is not host memory");
+  return *kv;
+}
 
 void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const {
   for (int b : block_ids)
-    if (b < 0 || b >= kv_.num_blocks())
+    if (b < 0 || b >= device_->num_blocks())
       throw std::logic_error("ModelRunner: request " + req_id + " names block " + std::to_string(b) + " of " +
-                             std::to_string(kv_.num_blocks()));
+                             std::to_string(device_->num_blocks()));
 }
 
 // vLLM's _update_states, except that rows not scheduled this step stay in the batch.
@@ -106,7 +114,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     if (real_end > int(tokens.size()))
       throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) + " of " +
                              std::to_string(tokens.size()));
-    if (ceil_div(end, block_size_) > int(blocks.size()))
+    if (ceil_div(end, device_->block_size()) > int(blocks.size()))
       throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(blocks.size()) +
                              " blocks, too few for " + std::to_string(end) + " tokens");
     const bool samples = real_end == int(tokens.size());
@@ -126,7 +134,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       f.token_ids.push_back(token);
       f.positions.push_back(p);
       f.token_seq.push_back(seq);
-      f.slot_mapping.push_back(int64_t(blocks[p / block_size_]) * block_size_ + p % block_size_);
+      f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() + p % device_->block_size());
     }
     if (samples && drafts > 0) {
       v.first_logits_row = int(verify_logits.size());
@@ -145,7 +153,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
 
 int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
   const Verification& v = verifications_[size_t(entry)];
-  const int vocab = model_.config().vocab_size;
+  const int vocab = device_->config().vocab_size;
   const SamplingMetadata& m = input_batch_.sampling_metadata();
   const int batch_row[1] = {row};
   // Rejection sampling keeps the distribution, not the draws; for a greedy row both modes are the same.
@@ -186,15 +194,15 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   if (proposer_) out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     check_block_ids("block copy", {src, dst});
-    kv_.copy_block(src, dst);
+    device_->copy_block(src, dst);
     if (proposer_) proposer_->copy_block(src, dst);
   }
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
-  model_.forward(forward_, kv_, logits_);
+  out.ran_graph = device_->forward(forward_, logits_);
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
-    const auto hidden = model_.hidden_states();
-    const size_t dim = size_t(model_.config().dim);
+    const auto hidden = device_->hidden_states();
+    const size_t dim = size_t(device_->config().dim);
     size_t first_token = 0;
     for (int row = 0; row < input_batch_.num_reqs(); ++row)
       if (const int n = num_scheduled_[row]) {
@@ -205,13 +213,13 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   }
   SamplerOutput sampled;
   if (!sample_rows_.empty())
-    sampled = sampler_.sample(logits_.data(), model_.config().vocab_size, sample_rows_, sample_positions_,
+    sampled = sampler_.sample(logits_.data(), device_->config().vocab_size, sample_rows_, sample_positions_,
                               input_batch_.sampling_metadata());
   // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (num_scheduled_[row])
       input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row] - num_drafts_[row]);
-  const int vocab = model_.config().vocab_size;
+  const int vocab = device_->config().vocab_size;
   for (size_t i = 0; i < sample_rows_.size(); ++i) {
     const int row = sample_rows_[i];
     auto split = child_seeds_.find(input_batch_.req_ids()[row]);

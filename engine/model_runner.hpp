@@ -10,8 +10,7 @@
 #include "engine/outputs.hpp"
 #include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
-#include "model/kv_cache.hpp"
-#include "model/llama.hpp"
+#include "model/device_model.hpp"
 
 namespace parley {
 
@@ -20,6 +19,8 @@ class ModelRunner {
   // The KV cache has num_kv_blocks blocks of block_size tokens; max_num_seqs bounds the batch rows.
   // eos_token_ids are masked, with each request's stop_token_ids, until it has min_tokens (unless ignore_eos).
   ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs, std::vector<int> eos_token_ids = {});
+  // The same on any device: the device model owns the weights' copy and the KV blocks there.
+  ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, std::vector<int> eos_token_ids = {});
 
   // One step: drop finished/preempted requests, add new ones, update cached ones, run every scheduled
   // token in one forward pass, sample each request whose scheduled tokens reach its end and append the
@@ -38,8 +39,14 @@ class ModelRunner {
   }
 
   const InputBatch& input_batch() const { return input_batch_; }
-  KvCache& kv_cache() { return kv_; }
-  const LlamaModel& model() const { return model_; }
+  DeviceModel& device() { return *device_; }
+  const LlamaConfig& config() const { return device_->config(); }
+  // The host KV cache (CPU device only: proposers that run the model need it); throws std::logic_error elsewhere.
+  KvCache& kv_cache();
+  // What a proposer may use: the host model and KV where the device has them.
+  ProposerTarget proposer_target(int max_model_len, const Vocab* vocab) {
+    return {device_->host_model(), device_->host_kv(), max_model_len, vocab};
+  }
 
  private:
   void update_states(const SchedulerOutput& scheduler_output);
@@ -49,9 +56,7 @@ class ModelRunner {
   // Samples a verifying row position by position; returns the drafts accepted.
   int verify(int row, int entry, ModelRunnerOutput& out);
 
-  LlamaModel& model_;
-  KvCache kv_;
-  int block_size_;
+  std::unique_ptr<DeviceModel> device_;
   InputBatch input_batch_;
   Sampler sampler_;
   ForwardBatch forward_;

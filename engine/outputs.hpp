@@ -74,6 +74,7 @@ struct ModelRunnerOutput {
   // Speculative decoding, per row: drafts verified this step that the proposer made (placeholders not
   // counted; a row's sampled tokens are its accepted drafts plus one), and drafts ready for its next step.
   std::vector<int> num_proposed_drafts, num_drafts_ready;
+  bool ran_graph = false;  // the pass replayed a captured device graph (CUDA full graphs) rather than running eagerly
 };
 
 // One request's news after a step, for the output processor.

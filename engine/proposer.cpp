@@ -30,7 +30,7 @@ class NgramDrafts final : public Proposer {
 
 // The draft must speak the target's vocabulary: token ids are exchanged as they are.
 void check_draft_vocab(const ModelFile& draft, const ProposerTarget& target, const std::string& path) {
-  const int want = target.model.config().vocab_size;
+  const int want = target.model->config().vocab_size;
   if (draft.config.vocab_size != want)
     refuse("draft model '" + path + "' has a vocabulary of " + std::to_string(draft.config.vocab_size) +
            " tokens, the target's has " + std::to_string(want));
@@ -45,14 +45,16 @@ void check_draft_vocab(const ModelFile& draft, const ProposerTarget& target, con
 
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const ProposerTarget& target) {
   const int k = config.num_speculative_tokens;
+  if (config.method != SpecMethod::Ngram && (!target.model || !target.kv))
+    refuse("method " + config.method_name() + " runs the model on the CPU (--device cpu); on another device use ngram");
   switch (config.method) {
     case SpecMethod::Ngram:
       return std::make_unique<NgramDrafts>(config, target.max_model_len);
     case SpecMethod::LayerSkip: {
-      const int n = target.model.config().n_layers;
+      const int n = target.model->config().n_layers;
       if (config.draft_layers >= n)
         refuse("draft_layers must be below the target's " + std::to_string(n) + " layers, got " + std::to_string(config.draft_layers));
-      return std::make_unique<ModelProposer>(target.model, config.draft_layers, target.kv, k, target.max_model_len);
+      return std::make_unique<ModelProposer>(*target.model, config.draft_layers, *target.kv, k, target.max_model_len);
     }
     case SpecMethod::DraftModel: {
       ModelFile draft;
@@ -62,14 +64,14 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
         refuse(std::string("draft model: ") + e.what());
       }
       check_draft_vocab(draft, target, config.model);
-      auto model = std::make_unique<LlamaModel>(draft.config, std::move(draft.weights), target.model.backend());
-      return std::make_unique<ModelProposer>(std::move(model), target.kv, k, target.max_model_len);
+      auto model = std::make_unique<LlamaModel>(draft.config, std::move(draft.weights), target.model->backend());
+      return std::make_unique<ModelProposer>(std::move(model), *target.kv, k, target.max_model_len);
     }
     case SpecMethod::Mtp:
-      if (!target.model.has_mtp())
+      if (!target.model->has_mtp())
         refuse("method mtp needs a multi-token-prediction head in the target model, and this one has none "
                "(a GGUF carries one as the nextn block: {arch}.nextn_predict_layers = 1); use draft_model or layer_skip");
-      return std::make_unique<MtpProposer>(target.model, target.kv, k, target.max_model_len);
+      return std::make_unique<MtpProposer>(*target.model, *target.kv, k, target.max_model_len);
   }
   refuse("unknown method");
 }

@@ -42,16 +42,18 @@ class Proposer {
 };
 
 // What a proposer may use of the target: layer_skip drafts with the model's first layers over its KV;
-// a draft model keeps its own KV in blocks with the same ids (the same block pool).
+// a draft model keeps its own KV in blocks with the same ids (the same block pool). The model and KV are the
+// host's (DeviceModel::host_model / host_kv): null on a GPU, where only ngram runs.
 struct ProposerTarget {
-  LlamaModel& model;
-  KvCache& kv;
+  LlamaModel* model;
+  KvCache* kv;
   int max_model_len;
   const Vocab* vocab = nullptr;  // a draft model's vocabulary must equal it (nullptr: only the sizes are compared)
 };
 
 // The proposer a --speculative-config names. Throws std::invalid_argument for a configuration it cannot
-// run (a draft whose vocabulary differs, draft_layers out of range, mtp without a head), naming the problem.
+// run (a draft whose vocabulary differs, draft_layers out of range, mtp without a head, a model-running method
+// without a host model), naming the problem.
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const ProposerTarget& target);
 
 }  // namespace parley

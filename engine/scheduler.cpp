@@ -330,6 +330,7 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   std::vector<EngineCoreOutput> outputs;
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
+  if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     auto row = row_of.find(id);
     if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
@@ -386,6 +387,8 @@ SchedulerStats Scheduler::stats() const {
   s.spec_num_accepted_per_pos.resize(size_t(config_.num_speculative_tokens), 0);
   s.num_decode_steps = num_decode_steps_;
   s.num_uniform_decode_steps = num_uniform_decode_steps_;
+  s.num_graph_replays = num_graph_replays_;
+  s.num_eager_steps = num_eager_steps_;
   s.num_splits = num_splits_;
   s.peak_used_blocks = peak_used_blocks_;
   s.num_waiting_for_remote_kv = int(remote_kv_.size());

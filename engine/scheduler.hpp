@@ -65,6 +65,8 @@ struct SchedulerStats {
   std::vector<int64_t> spec_num_accepted_per_pos;
   // Steps in which every scheduled request decodes, and of those, the ones where each has 1 + k query tokens.
   int64_t num_decode_steps = 0, num_uniform_decode_steps = 0;
+  // Forward passes the device ran by replaying a captured graph (CUDA full graphs), and eagerly.
+  int64_t num_graph_replays = 0, num_eager_steps = 0;
 };
 
 class Scheduler {
@@ -171,6 +173,7 @@ class Scheduler {
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;
   int64_t num_decode_steps_ = 0, num_uniform_decode_steps_ = 0;
+  int64_t num_graph_replays_ = 0, num_eager_steps_ = 0;
   int peak_used_blocks_ = 0;
 };
 

@@ -53,6 +53,9 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
   steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");
+  graph_replays_ = counter("parley:cuda_graph_replays_total",
+                           "Forward passes that replayed a captured CUDA graph (uniform decode batches).");
+  eager_steps_ = counter("parley:eager_steps_total", "Forward passes run eagerly (every pass on the CPU).");
   discarded_ = counter("parley:discarded_tokens_total",
                        "Tokens sampled in a step planned before their request finished or was preempted; never emitted.");
   spec_drafts_ = counter("parley:spec_decode_num_drafts_total", "Verifications of proposed draft tokens (one per request per step).");
@@ -95,6 +98,10 @@ void ServingMetrics::set_parallel_sampling_splits(int64_t total) { splits_->set(
 void ServingMetrics::set_engine_steps(int64_t steps, int64_t discarded_tokens) {
   steps_->set(double(steps));
   discarded_->set(double(discarded_tokens));
+}
+void ServingMetrics::set_device_steps(int64_t graph_replays, int64_t eager_steps) {
+  graph_replays_->set(double(graph_replays));
+  eager_steps_->set(double(eager_steps));
 }
 void ServingMetrics::set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
                                      const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps,

@@ -57,9 +57,8 @@ struct CoreRun {
   SchedulerStats stats;
 };
 
-inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const SchedulerConfig& c, bool async_scheduling,
-                        const std::optional<SpeculativeConfig>& spec = std::nullopt, const Vocab* vocab = nullptr) {
-  EngineCore core(model, c, async_scheduling, spec, vocab);
+// Runs the requests to the end on a built core (async_scheduling as the core was built).
+inline CoreRun run_to_end(EngineCore& core, std::vector<Request> reqs, bool async_scheduling) {
   for (Request& r : reqs) core.add_request(std::move(r));
   CoreRun run;
   for (int steps = 0; core.has_unfinished_requests(); ++steps) {
@@ -88,6 +87,19 @@ inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const Sche
   REQUIRE(core.runner().input_batch().num_reqs() == 0);
   run.stats = core.scheduler().stats();
   return run;
+}
+
+inline CoreRun run_core(LlamaModel& model, std::vector<Request> reqs, const SchedulerConfig& c, bool async_scheduling,
+                        const std::optional<SpeculativeConfig>& spec = std::nullopt, const Vocab* vocab = nullptr) {
+  EngineCore core(model, c, async_scheduling, spec, vocab);
+  return run_to_end(core, std::move(reqs), async_scheduling);
+}
+
+// The same on another device's model (CUDA, or its host emulation).
+inline CoreRun run_core(std::unique_ptr<DeviceModel> device, std::vector<Request> reqs, const SchedulerConfig& c,
+                        bool async_scheduling, const std::optional<SpeculativeConfig>& spec = std::nullopt) {
+  EngineCore core(std::move(device), c, async_scheduling, spec);
+  return run_to_end(core, std::move(reqs), async_scheduling);
 }
 
 // A feature-on run gives every request what the feature-off run gave: token ids, logprobs, finish reasons.

@@ -129,7 +129,7 @@ class RunnerDriver {
     if (std::find(own.begin(), own.end(), token) != own.end()) return true;
     return !r.params.ignore_eos && std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end();
   }
-  int context() const { return runner_.model().config().max_seq_len; }
+  int context() const { return runner_.config().max_seq_len; }
   void release(LiveRequest& r) {
     for (int b : r.blocks) free_blocks_.push_back(b);
     r.blocks.clear();

@@ -122,6 +122,8 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:parallel_sampling_splits_total", "counter"},
       {"parley:engine_steps_total", "counter"},
       {"parley:discarded_tokens_total", "counter"},
+      {"parley:cuda_graph_replays_total", "counter"},
+      {"parley:eager_steps_total", "counter"},
       {"parley:spec_decode_num_drafts_total", "counter"},
       {"parley:spec_decode_num_draft_tokens_total", "counter"},
       {"parley:spec_decode_num_accepted_tokens_total", "counter"},

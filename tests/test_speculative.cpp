@@ -114,14 +114,14 @@ TEST_CASE("draft model proposer: drafts after catching up equal drafts from scra
   for (int i = 0; i < 32; ++i) blocks[size_t(i)] = 31 - i;
   const std::vector<int> prompt = tok.encode("Once upon a time, there was a little girl named Lily.", true);
   // Grow the context as verification would: some drafts kept, then the target's own token.
-  auto kept = make_proposer(spec, {m.model, kv, 512});
+  auto kept = make_proposer(spec, {&m.model, &kv, 512});
   std::vector<int> context = prompt;
   for (int round = 0; round < 6; ++round) {
     CAPTURE(round);
     const DraftInput input{"r", context, blocks};
     const std::vector<int> drafts = kept->propose({&input, 1}).at(0);
     KvCache fresh_kv(m.model.config(), 32, 16);
-    auto fresh = make_proposer(spec, {m.model, fresh_kv, 512});
+    auto fresh = make_proposer(spec, {&m.model, &fresh_kv, 512});
     REQUIRE(fresh->propose({&input, 1}).at(0) == drafts);
     REQUIRE(drafts.size() == 4);
     const size_t keep = size_t(round % 5);  // 0..4 drafts stand, then one more token

@@ -1,0 +1,43 @@
+#include "kernels/cuda/ops.hpp"
+
+namespace parley::cuda {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::BF16: return "bfloat16";
+    case DType::F16: return "float16";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& name) {
+  if (name == "float32") return DType::F32;
+  if (name == "bfloat16") return DType::BF16;
+  if (name == "float16") return DType::F16;
+  throw std::invalid_argument("dtype must be float32, bfloat16 or float16, got '" + name + "'");
+}
+
+CudaBackend::CudaBackend() {
+  PARLEY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  PARLEY_CUDA_CHECK(cublasCreate(&cublas_));
+  PARLEY_CUDA_CHECK(cublasSetStream(cublas_, stream_));
+  // Plain F32 math for F32 weights (no TF32): the CPU reference's precision.
+  PARLEY_CUDA_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  cublas_workspace_ = DeviceBuffer(size_t(32) << 20);
+  PARLEY_CUDA_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
+}
+
+CudaBackend::~CudaBackend() {
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::synchronize() const { PARLEY_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+void CudaBackend::reserve_matmul(int64_t max_values) {
+  const size_t bytes = size_t(max_values) * 2;
+  if (half_x_.bytes() < bytes) half_x_ = DeviceBuffer(bytes);
+}
+
+}  // namespace parley::cuda

@@ -1,0 +1,23 @@
+#include "kernels/cuda/check.hpp"
+
+namespace parley::cuda {
+
+namespace {
+[[noreturn]] void fail(const std::string& why, const char* what, const char* file, int line) {
+  throw CudaError(std::string(what) + " failed at " + file + ":" + std::to_string(line) + ": " + why);
+}
+}  // namespace
+
+void check(cudaError_t status, const char* what, const char* file, int line) {
+  if (status != cudaSuccess) fail(std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")", what, file, line);
+}
+
+void check(cublasStatus_t status, const char* what, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) fail(std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")", what, file, line);
+}
+
+void check_launch(const char* kernel, const char* file, int line) {
+  check(cudaPeekAtLastError(), kernel, file, line);
+}
+
+}  // namespace parley::cuda

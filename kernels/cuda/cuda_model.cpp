@@ -1,0 +1,127 @@
+// DeviceLlama over CUDA: device memory, the stream's copies, CUDA graph capture, and the kernels of CudaBackend.
+#include "kernels/cuda/cuda_model.hpp"
+
+#include <functional>
+
+#include "kernels/cuda/device_llama.hpp"
+#include "kernels/cuda/ops.hpp"
+
+namespace parley::cuda {
+namespace {
+
+// Selects the device before CudaBackend (a later base) creates its stream and cuBLAS handle on it.
+struct BindDevice {
+  explicit BindDevice(int device) : device_(device) { PARLEY_CUDA_CHECK(cudaSetDevice(device)); }
+  int device_;
+};
+
+class CudaOps : private BindDevice, public CudaBackend {
+ public:
+  using Buffer = DeviceBuffer;
+  using Matrix = DeviceMatrix;
+  class Graph {
+   public:
+    Graph(cudaGraph_t g, cudaGraphExec_t e) : graph_(g), exec_(e) {}
+    Graph(Graph&& o) noexcept : graph_(std::exchange(o.graph_, nullptr)), exec_(std::exchange(o.exec_, nullptr)) {}
+    Graph(const Graph&) = delete;
+    ~Graph() {
+      if (exec_) cudaGraphExecDestroy(exec_);
+      if (graph_) cudaGraphDestroy(graph_);
+    }
+    cudaGraphExec_t exec() const { return exec_; }
+
+   private:
+    cudaGraph_t graph_;
+    cudaGraphExec_t exec_;
+  };
+
+  CudaOps(int device, DType dtype, double utilization) : BindDevice(device), dtype_(dtype), utilization_(utilization) {}
+
+  // The calling thread (the worker actor's) works on this device from now on.
+  void activate() const { PARLEY_CUDA_CHECK(cudaSetDevice(device_)); }
+  std::string name() const { return "cuda:" + std::to_string(device_); }
+  Buffer alloc(size_t bytes) const { return DeviceBuffer(bytes); }
+  void upload(void* dst, const void* src, size_t bytes) const {
+    PARLEY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
+  }
+  void download(void* dst, const void* src, size_t bytes) const {
+    PARLEY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+  void copy(void* dst, const void* src, size_t bytes) const {
+    PARLEY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
+  }
+  Matrix upload_matrix(const float* w, int N, int K) const { return CudaBackend::upload_matrix(w, N, K, dtype_); }
+
+  // The KV blocks that fit in this instance's share of the device's memory, after what is allocated already.
+  int blocks_fitting(int64_t bytes_per_block) const {
+    synchronize();
+    size_t free = 0, total = 0;
+    PARLEY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const double budget = utilization_ * double(total) - double(total - free);
+    if (budget < double(bytes_per_block))
+      throw std::invalid_argument("--gpu-memory-utilization " + std::to_string(utilization_) + " leaves no room for KV blocks on " +
+                                  name() + " (" + std::to_string((total - free) >> 20) + " MiB in use of " +
+                                  std::to_string(total >> 20) + " MiB)");
+    return int(std::min<double>(budget / double(bytes_per_block), double(1 << 24)));
+  }
+
+  Graph capture(const std::function<void()>& pass) const {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    synchronize();
+    PARLEY_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    try {
+      pass();
+    } catch (...) {
+      cudaStreamEndCapture(stream(), &graph);  // leave the stream usable before reporting
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    PARLEY_CUDA_CHECK(cudaStreamEndCapture(stream(), &graph));
+    PARLEY_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    return Graph(graph, exec);
+  }
+  void replay(const Graph& g) const { PARLEY_CUDA_CHECK(cudaGraphLaunch(g.exec(), stream())); }
+
+ private:
+  DType dtype_;
+  double utilization_;
+};
+
+}  // namespace
+
+bool compiled() { return true; }
+
+int device_count(std::string* why) {
+  int n = 0;
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  if (status != cudaSuccess) {
+    if (why) *why = std::string("no CUDA device: ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device present";
+  return n;
+}
+
+std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWeights& weights, const CudaModelOptions& o) {
+  std::string why;
+  const int n = device_count(&why);
+  if (o.device < 0 || o.device >= n)
+    throw std::invalid_argument("--device cuda: device " + std::to_string(o.device) + " does not exist" +
+                                (n == 0 ? ": " + why : " (" + std::to_string(n) + " present)"));
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
+    throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+  auto ops = std::make_unique<CudaOps>(o.device, parse_dtype(o.dtype), o.gpu_memory_utilization);
+  DeviceLlamaOptions d;
+  d.num_blocks = o.num_blocks;
+  d.block_size = o.block_size;
+  d.max_num_tokens = o.max_num_tokens;
+  d.max_num_seqs = o.max_num_seqs;
+  d.max_model_len = o.max_model_len;
+  d.graph_query_len = o.graph_query_len;
+  d.graph_batch_sizes = graph_batch_sizes(o.max_graph_batch);
+  return std::make_unique<DeviceLlama<CudaOps>>(std::move(ops), config, weights, d);
+}
+
+}  // namespace parley::cuda

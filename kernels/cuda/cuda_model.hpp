@@ -1,0 +1,34 @@
+// The model on a GPU, as the engine and the tests see it: no CUDA header here, so it is included freely and
+// linked against cuda_model.cpp (nvcc found) or cuda_absent.cpp (no CUDA: every call explains that).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/device_model.hpp"
+
+namespace parley::cuda {
+
+// Whether this build has the CUDA backend (nvcc was found when it was configured).
+bool compiled();
+// The CUDA devices present; 0 with *why filled in when there are none (or the build has no CUDA).
+int device_count(std::string* why = nullptr);
+
+struct CudaModelOptions {
+  int device = 0;
+  std::string dtype = "bfloat16";      // of the GEMM weights: float32, bfloat16, float16
+  double gpu_memory_utilization = 0.9;  // the share of the device's memory this instance may hold
+  int num_blocks = 0;                   // KV blocks; 0: as many as the memory left within that share holds
+  int block_size = 16;
+  int max_num_tokens = 0;               // the scheduler's max_num_batched_tokens
+  int max_num_seqs = 0;
+  int max_model_len = 0;
+  int graph_query_len = 1;              // 1 + k with speculative decoding
+  int max_graph_batch = 0;              // the largest captured batch (sequences); 0: no graphs (every step eager)
+};
+
+// Uploads the weights to the device, allocates the KV blocks and captures the decode graphs.
+// Throws std::invalid_argument for options it cannot honour and std::runtime_error for CUDA failures.
+std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWeights& weights, const CudaModelOptions& options);
+
+}  // namespace parley::cuda

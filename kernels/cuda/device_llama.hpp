@@ -1,0 +1,322 @@
+// The Llama forward pass on an accelerator, written once over an Ops type that owns the device memory, the
+// kernels and graph capture: CudaOps (kernels/cuda/cuda_model.cpp) on a GPU, and a host emulation in the
+// tests that runs the same kernel bodies on the CPU, so this orchestration (buffers, padding, graphs, the
+// KV layout) is checked in CI without a GPU. It includes no CUDA header.
+//
+// Ops provides: Buffer (get<T>()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
+// bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(values),
+// activate() (bind the calling thread), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
+// CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "model/device_model.hpp"
+
+namespace parley::cuda {
+
+struct DeviceLlamaOptions {
+  int num_blocks = 0;              // KV blocks (resolved by the caller from device memory)
+  int block_size = 16;
+  int max_num_tokens = 0;          // tokens in one eager pass (the scheduler's max_num_batched_tokens)
+  int max_num_seqs = 0;            // sequences in one pass
+  int max_model_len = 0;
+  int graph_query_len = 1;         // 1 + k: the query tokens of every request in a uniform decode batch
+  std::vector<int> graph_batch_sizes;  // sequences per captured graph, ascending; empty: no graphs
+};
+
+// The capture sizes vLLM uses: 1, 2, 4, 8, then steps of 8 up to max_batch.
+inline std::vector<int> graph_batch_sizes(int max_batch) {
+  std::vector<int> sizes;
+  for (int b : {1, 2, 4}) if (b < max_batch) sizes.push_back(b);
+  for (int b = 8; b < max_batch; b += 8) sizes.push_back(b);
+  if (max_batch > 0) sizes.push_back(max_batch);
+  return sizes;
+}
+
+template <class Ops>
+class DeviceLlama final : public DeviceModel {
+  using Buffer = typename Ops::Buffer;
+  using Matrix = typename Ops::Matrix;
+
+ public:
+  // Uploads the weights, sizes the activations for the largest pass, allocates the KV blocks (num_blocks 0:
+  // as many as Ops::blocks_fitting allows in the memory left) and captures the graphs.
+  DeviceLlama(std::unique_ptr<Ops> ops, const LlamaConfig& config, const LlamaWeights& w, const DeviceLlamaOptions& o)
+      : ops_(std::move(ops)), c_(config), o_(o) {
+    c_.validate();
+    if (o_.num_blocks < 0 || o_.block_size < 1) throw std::invalid_argument("the device KV cache needs a positive block size");
+    if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1) throw std::invalid_argument("DeviceLlama: bad batch limits");
+    if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
+    ops_->activate();
+    const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim;
+    embedding_ = upload(w.token_embedding);
+    output_norm_ = upload(w.output_norm);
+    output_ = ops_->upload_matrix(w.output_head().data(), c_.vocab_size, dim);
+    for (const LayerWeights& l : w.layers)
+      layers_.push_back({upload(l.attn_norm), upload(l.ffn_norm), ops_->upload_matrix(l.wq.data(), dim, dim),
+                         ops_->upload_matrix(l.wk.data(), kv, dim), ops_->upload_matrix(l.wv.data(), kv, dim),
+                         ops_->upload_matrix(l.wo.data(), dim, dim), ops_->upload_matrix(l.w_gate.data(), hidden, dim),
+                         ops_->upload_matrix(l.w_up.data(), hidden, dim), ops_->upload_matrix(l.w_down.data(), dim, hidden)});
+    // A request may hold blocks past its last token (a verification's drafts): room for one more query.
+    max_blocks_ = (o.max_model_len + o.graph_query_len + o.block_size - 1) / o.block_size + 1;
+    const int max_graph_seqs = o.graph_batch_sizes.empty() ? 0 : o.graph_batch_sizes.back();
+    max_tokens_ = std::max(o.max_num_tokens, max_graph_seqs * o.graph_query_len);
+    max_seqs_ = std::max(o.max_num_seqs, max_graph_seqs);
+    max_logits_ = std::max(o.max_num_seqs, max_graph_seqs) * o.graph_query_len;  // every token of a verifying row
+    max_tokens_ = std::max(max_tokens_, max_logits_);
+    const size_t T = size_t(max_tokens_);
+    for (Buffer* b : {&x_, &xb_, &q_, &attn_}) *b = ops_->alloc(T * dim * 4);
+    for (Buffer* b : {&k_, &v_}) *b = ops_->alloc(T * kv * 4);
+    for (Buffer* b : {&gate_, &up_, &hid_}) *b = ops_->alloc(T * hidden * 4);
+    selected_ = ops_->alloc(size_t(max_logits_) * dim * 4);
+    logits_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
+    compact_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);
+    token_ids_ = ops_->alloc(T * 4), positions_ = ops_->alloc(T * 4), token_seq_ = ops_->alloc(T * 4);
+    slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4);
+    block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
+    ops_->reserve_matmul(int64_t(std::max(max_tokens_, max_logits_)) * std::max(dim, hidden));
+    if (o_.num_blocks == 0) o_.num_blocks = ops_->blocks_fitting(floats_per_block() * 4);
+    if (o_.num_blocks < 1) throw std::invalid_argument("the device memory left holds no KV block");
+    const size_t layer_floats = size_t(o_.num_blocks) * o.block_size * kv;
+    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_floats)), values_.push_back(zeros(layer_floats));
+    for (int b : o.graph_batch_sizes) capture(b);
+  }
+
+  const LlamaConfig& config() const override { return c_; }
+  std::string device_name() const override { return ops_->name(); }
+  int num_blocks() const override { return o_.num_blocks; }
+  int block_size() const override { return o_.block_size; }
+  DeviceStats stats() const override { return stats_; }
+  const std::vector<int>& captured_batch_sizes() const { return o_.graph_batch_sizes; }
+
+  bool forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+    ops_->activate();
+    check(batch);
+    const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
+    const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
+    const int padded = graph_size(batch, seqs);
+    logits.resize(size_t(S) * V);
+    if (padded > 0) {
+      upload_inputs(batch, seqs, padded);
+      ops_->replay(graphs_.at(padded));
+      ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
+      ops_->gather_rows(logits_.template get<float>(), logits_rows_.template get<int>(), S, V, compact_.template get<float>());
+      ops_->download(logits.data(), compact_.get(), logits.size() * 4);
+      ++stats_.graph_replays;
+      return true;
+    }
+    upload_inputs(batch, seqs, 0);
+    run_layers(M, batch.max_blocks_per_seq);
+    ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
+    ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim, selected_.template get<float>());
+    head(selected_.template get<float>(), S);
+    ops_->download(logits.data(), logits_.get(), logits.size() * 4);
+    ++stats_.eager_steps;
+    return false;
+  }
+
+  void copy_block(int src, int dst) override {
+    ops_->activate();
+    check_ids(std::vector<int>{src, dst});
+    const size_t block = size_t(o_.block_size) * c_.kv_dim() * 4;
+    for (int l = 0; l < c_.n_layers; ++l)
+      for (Buffer* part : {&keys_[l], &values_[l]})
+        ops_->copy(part->template get<char>() + dst * block, part->template get<char>() + src * block, block);
+  }
+
+  // KvCache::export_blocks's layout: per layer, the keys of every block, then the values.
+  std::vector<float> export_blocks(std::span<const int> ids) const override {
+    ops_->activate();
+    check_ids(ids);
+    const size_t block = size_t(o_.block_size) * c_.kv_dim();
+    std::vector<float> out(size_t(floats_per_block()) * ids.size());
+    float* to = out.data();
+    for (int l = 0; l < c_.n_layers; ++l)
+      for (const Buffer* part : {&keys_[l], &values_[l]})
+        for (int b : ids) ops_->download(to, part->template get<float>() + b * block, block * 4), to += block;
+    return out;
+  }
+
+  void import_blocks(std::span<const int> ids, std::span<const float> data) override {
+    ops_->activate();
+    check_ids(ids);
+    if (int64_t(data.size()) != floats_per_block() * int64_t(ids.size()))
+      throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " floats for " + std::to_string(ids.size()) +
+                                  " blocks of " + std::to_string(floats_per_block()));
+    const size_t block = size_t(o_.block_size) * c_.kv_dim();
+    const float* from = data.data();
+    for (int l = 0; l < c_.n_layers; ++l)
+      for (Buffer* part : {&keys_[l], &values_[l]})
+        for (int b : ids) ops_->upload(part->template get<float>() + b * block, from, block * 4), from += block;
+  }
+
+  // The device pointers of one layer's KV (NCCL sends and receives blocks straight from them).
+  cpu::KvLayerView layer(int l) const {
+    return {keys_[l].template get<float>(), values_[l].template get<float>(), o_.block_size, c_.kv_dim()};
+  }
+  int64_t floats_per_block() const { return int64_t(2) * c_.n_layers * o_.block_size * c_.kv_dim(); }
+
+ private:
+  struct Layer {
+    Buffer attn_norm, ffn_norm;
+    Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  };
+
+  Buffer upload(const std::vector<float>& v) {
+    Buffer b = ops_->alloc(v.size() * 4);
+    ops_->upload(b.get(), v.data(), v.size() * 4);
+    return b;
+  }
+  Buffer zeros(size_t floats) { return upload(std::vector<float>(floats, 0.0f)); }
+
+  void check_ids(std::span<const int> ids) const {
+    for (int b : ids)
+      if (b < 0 || b >= o_.num_blocks)
+        throw std::out_of_range("KV block " + std::to_string(b) + " outside the cache's " + std::to_string(o_.num_blocks));
+  }
+
+  // Everything the device would read out of bounds is refused here, before any kernel runs.
+  void check(const ForwardBatch& b) const {
+    const int M = b.num_tokens();
+    if (M < 1 || M > max_tokens_) throw std::invalid_argument("forward: " + std::to_string(M) + " tokens, the device holds " + std::to_string(max_tokens_));
+    if (int(b.logits_indices.size()) > max_logits_) throw std::invalid_argument("forward: more logits rows than the device holds");
+    if (b.max_blocks_per_seq < 1 || b.max_blocks_per_seq > max_blocks_ || int(b.block_tables.size()) > max_seqs_ * b.max_blocks_per_seq)
+      throw std::invalid_argument("forward: block tables larger than the device holds");
+    const int seqs = int(b.block_tables.size()) / b.max_blocks_per_seq;
+    for (int i = 0; i < M; ++i) {
+      if (b.token_ids[i] < 0 || b.token_ids[i] >= c_.vocab_size)
+        throw std::out_of_range("token id " + std::to_string(b.token_ids[i]) + " outside the vocabulary");
+      if (b.positions[i] < 0 || b.positions[i] >= std::min(c_.max_seq_len, max_blocks_ * o_.block_size))
+        throw std::out_of_range("position " + std::to_string(b.positions[i]) + " outside the context");
+      if (b.token_seq[i] < 0 || b.token_seq[i] >= seqs) throw std::out_of_range("token of no sequence");
+      if (b.slot_mapping[i] < 0 || b.slot_mapping[i] >= int64_t(o_.num_blocks) * o_.block_size)
+        throw std::out_of_range("KV slot outside the cache");
+    }
+    for (int id : b.block_tables)
+      if (id < 0 || id >= o_.num_blocks) throw std::out_of_range("block table names a block outside the cache");
+    for (int r : b.logits_indices)
+      if (r < 0 || r >= M) throw std::out_of_range("logits index outside the batch");
+  }
+
+  // A uniform decode batch (every sequence with graph_query_len tokens, in sequence order) runs the graph of
+  // the smallest captured size that holds it: returns that size, or 0 to run eagerly.
+  int graph_size(const ForwardBatch& b, int seqs) const {
+    const int q = o_.graph_query_len;
+    if (graphs_.empty() || seqs < 1 || b.num_tokens() != seqs * q) return 0;
+    for (int i = 0; i < b.num_tokens(); ++i)
+      if (b.token_seq[i] != i / q) return 0;
+    for (int size : o_.graph_batch_sizes)
+      if (size >= seqs) return size;
+    return 0;
+  }
+
+  // Eager: the batch as it is. Graph (padded > 0): padded sequences of graph_query_len tokens, the filler
+  // tokens at position 0 of a filler sequence whose table names block 0, writing no KV (slot -1).
+  void upload_inputs(const ForwardBatch& b, int seqs, int padded) {
+    const int M = b.num_tokens();
+    if (padded == 0) {
+      ops_->upload(token_ids_.get(), b.token_ids.data(), size_t(M) * 4);
+      ops_->upload(positions_.get(), b.positions.data(), size_t(M) * 4);
+      ops_->upload(token_seq_.get(), b.token_seq.data(), size_t(M) * 4);
+      ops_->upload(slots_.get(), b.slot_mapping.data(), size_t(M) * 8);
+      ops_->upload(block_tables_.get(), b.block_tables.data(), b.block_tables.size() * 4);
+      return;
+    }
+    const int q = o_.graph_query_len, Mp = padded * q;
+    staged_ids_.assign(size_t(Mp), 0), staged_pos_.assign(size_t(Mp), 0), staged_seq_.assign(size_t(Mp), 0);
+    staged_slots_.assign(size_t(Mp), -1);
+    staged_tables_.assign(size_t(padded) * max_blocks_, 0);
+    for (int i = 0; i < Mp; ++i) staged_seq_[i] = i / q;
+    std::copy(b.token_ids.begin(), b.token_ids.end(), staged_ids_.begin());
+    std::copy(b.positions.begin(), b.positions.end(), staged_pos_.begin());
+    std::copy(b.slot_mapping.begin(), b.slot_mapping.end(), staged_slots_.begin());
+    for (int s = 0; s < seqs; ++s)
+      std::copy_n(b.block_tables.begin() + int64_t(s) * b.max_blocks_per_seq, b.max_blocks_per_seq,
+                  staged_tables_.begin() + int64_t(s) * max_blocks_);
+    ops_->upload(token_ids_.get(), staged_ids_.data(), size_t(Mp) * 4);
+    ops_->upload(positions_.get(), staged_pos_.data(), size_t(Mp) * 4);
+    ops_->upload(token_seq_.get(), staged_seq_.data(), size_t(Mp) * 4);
+    ops_->upload(slots_.get(), staged_slots_.data(), size_t(Mp) * 8);
+    ops_->upload(block_tables_.get(), staged_tables_.data(), staged_tables_.size() * 4);
+  }
+
+  // Captures the pass of `seqs` padded sequences (everything after the inputs are uploaded, the head over
+  // every token) into a graph; replays read the inputs from the same buffers.
+  void capture(int seqs) {
+    const int M = seqs * o_.graph_query_len;
+    ForwardBatch warm;  // filler inputs (no KV written) for one eager run first: lazy library set-up is no capture's business
+    warm.token_ids.assign(size_t(M), 0), warm.positions.assign(size_t(M), 0), warm.slot_mapping.assign(size_t(M), -1);
+    for (int i = 0; i < M; ++i) warm.token_seq.push_back(i / o_.graph_query_len);
+    warm.max_blocks_per_seq = 1, warm.block_tables.assign(size_t(seqs), 0);
+    upload_inputs(warm, seqs, seqs);
+    auto pass = [this, M] {
+      run_layers(M, max_blocks_);
+      head(x_.template get<float>(), M);
+    };
+    pass();
+    graphs_.emplace(seqs, ops_->capture(pass));
+  }
+
+  void run_layers(int M, int max_blocks_per_seq) {
+    const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim, hd = c_.head_dim();
+    float *x = x_.template get<float>(), *xb = xb_.template get<float>(), *q = q_.template get<float>();
+    float *k = k_.template get<float>(), *v = v_.template get<float>(), *attn = attn_.template get<float>();
+    float *gate = gate_.template get<float>(), *up = up_.template get<float>(), *hid = hid_.template get<float>();
+    const int* positions = positions_.template get<int>();
+    const cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(), max_blocks_per_seq};
+    ops_->embedding(embedding_.template get<float>(), token_ids_.template get<int>(), M, dim, x);
+    for (int l = 0; l < c_.n_layers; ++l) {
+      const Layer& L = layers_[size_t(l)];
+      const cpu::KvLayerView kvl = layer(l);
+      ops_->rmsnorm(x, L.attn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
+      ops_->matmul(xb, L.wq, q, M);
+      ops_->matmul(xb, L.wk, k, M);
+      ops_->matmul(xb, L.wv, v, M);
+      ops_->rope(q, positions, M, c_.n_heads, hd, c_.rope_theta, c_.rope_layout);
+      ops_->rope(k, positions, M, c_.n_kv_heads, hd, c_.rope_theta, c_.rope_layout);
+      ops_->kv_write(kvl, k, v, slots_.template get<int64_t>(), M);
+      ops_->paged_attention(q, kvl, meta, c_.n_heads, c_.n_kv_heads, hd, attn);
+      ops_->matmul(attn, L.wo, xb, M);
+      ops_->add(x, xb, int64_t(M) * dim);
+      ops_->rmsnorm(x, L.ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
+      ops_->matmul(xb, L.w_gate, gate, M);
+      ops_->matmul(xb, L.w_up, up, M);
+      ops_->swiglu(gate, up, hid, int64_t(M) * hidden);
+      ops_->matmul(hid, L.w_down, xb, M);
+      ops_->add(x, xb, int64_t(M) * dim);
+    }
+  }
+
+  // The final norm and the head over `rows` hidden states into logits_.
+  void head(const float* rows_in, int rows) {
+    float* normed = xb_.template get<float>();  // free once the layers ran
+    ops_->rmsnorm(rows_in, output_norm_.template get<float>(), normed, rows, c_.dim, c_.norm_eps);
+    ops_->matmul(normed, output_, logits_.template get<float>(), rows);
+  }
+
+  std::unique_ptr<Ops> ops_;  // first: every buffer below is freed before it
+  LlamaConfig c_;
+  DeviceLlamaOptions o_;
+  int max_blocks_ = 0, max_tokens_ = 0, max_seqs_ = 0, max_logits_ = 0;
+  Buffer embedding_, output_norm_;
+  Matrix output_;
+  std::vector<Layer> layers_;
+  std::vector<Buffer> keys_, values_;  // per layer: [num_blocks * block_size][kv_dim]
+  // Activations, sized for the largest pass.
+  Buffer x_, xb_, q_, k_, v_, attn_, gate_, up_, hid_, selected_, logits_, compact_;
+  // Inputs: the graphs read these buffers, so every pass uploads into them.
+  Buffer token_ids_, positions_, token_seq_, slots_, block_tables_, logits_rows_;
+  std::vector<int> staged_ids_, staged_pos_, staged_seq_, staged_tables_;
+  std::vector<int64_t> staged_slots_;
+  std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
+  DeviceStats stats_;
+};
+
+}  // namespace parley::cuda

@@ -1,0 +1,74 @@
+// GEMM through cuBLAS: F32 weights with cublasSgemm-equivalent math, BF16/F16 weights with the activations
+// converted to the weight type and F32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <vector>
+
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/ops.hpp"
+
+namespace parley::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F16: return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+__device__ inline void convert(float x, __nv_bfloat16* y) { *y = __float2bfloat16_rn(x); }
+__device__ inline void convert(float x, __half* y) { *y = __float2half_rn(x); }
+
+template <class T>
+void convert_on_device(const float* x, void* out, int64_t n, cudaStream_t stream) {
+  T* y = static_cast<T*>(out);
+  launch_1d("convert_activations", n, stream, [=] __device__(int64_t i) { convert(x[i], y + i); });
+}
+
+}  // namespace
+
+DeviceMatrix CudaBackend::upload_matrix(const float* w, int N, int K, DType dtype) const {
+  DeviceMatrix m;
+  m.N = N, m.K = K, m.dtype = dtype;
+  const size_t n = size_t(N) * K;
+  if (dtype == DType::F32) {
+    m.data = DeviceBuffer(n * sizeof(float));
+    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), w, n * sizeof(float), cudaMemcpyHostToDevice));
+    return m;
+  }
+  m.data = DeviceBuffer(n * 2);
+  if (dtype == DType::BF16) {
+    std::vector<__nv_bfloat16> h(n);
+    for (size_t i = 0; i < n; ++i) h[i] = __float2bfloat16_rn(w[i]);
+    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), h.data(), n * 2, cudaMemcpyHostToDevice));
+  } else {
+    std::vector<__half> h(n);
+    for (size_t i = 0; i < n; ++i) h[i] = __float2half_rn(w[i]);
+    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), h.data(), n * 2, cudaMemcpyHostToDevice));
+  }
+  return m;
+}
+
+void CudaBackend::matmul(const float* x, const DeviceMatrix& w, float* out, int M) const {
+  if (M <= 0) return;
+  const float alpha = 1.0f, beta = 0.0f;
+  // Row-major out[M][N] is column-major out^T (N x M) = W (N x K, stored as K x N column-major, transposed) * x^T.
+  const void* b = x;
+  if (w.dtype != DType::F32) {
+    const int64_t n = int64_t(M) * w.K;
+    if (half_x_.bytes() < size_t(n) * 2)
+      throw std::logic_error("CudaBackend::matmul: reserve_matmul was sized for fewer activations");
+    if (w.dtype == DType::BF16) convert_on_device<__nv_bfloat16>(x, half_x_.get(), n, stream_);
+    else convert_on_device<__half>(x, half_x_.get(), n, stream_);
+    b = half_x_.get();
+  }
+  const cudaDataType_t t = cuda_type(w.dtype);
+  PARLEY_CUDA_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, w.N, M, w.K, &alpha, w.data.get(), t, w.K, b, t, w.K,
+                                 &beta, out, CUDA_R_32F, w.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace parley::cuda

@@ -1,0 +1,71 @@
+// The CUDA backend: the CPU backend's op set (kernels/cpu/ops.hpp) with the same signatures, over device
+// pointers, queued on one stream. Every kernel is a body from kernels/cuda/<op>.hpp run one thread per index,
+// so each row's result is independent of the other rows (batch invariance, MISSION C10); the GEMM is cuBLAS.
+#pragma once
+#include <cstdint>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/sampling.hpp"
+#include "model/llama_config.hpp"
+
+namespace parley::cuda {
+
+enum class DType { F32, BF16, F16 };
+const char* dtype_name(DType t);
+DType parse_dtype(const std::string& name);  // "float32", "bfloat16", "float16"; throws otherwise
+
+// A weight matrix [N][K] in device memory, row-major, in its storage type.
+struct DeviceMatrix {
+  int N = 0, K = 0;
+  DType dtype = DType::F32;
+  DeviceBuffer data;
+};
+
+class CudaBackend {
+ public:
+  // Uses the current device; the stream and the cuBLAS handle are this backend's own.
+  CudaBackend();
+  ~CudaBackend();
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  void synchronize() const;
+
+  // Uploads w[N][K] (host floats) converted to dtype.
+  DeviceMatrix upload_matrix(const float* w, int N, int K, DType dtype) const;
+  // The activation scratch a BF16/F16 matmul converts x into, sized before any graph capture (no allocation
+  // may happen while capturing).
+  void reserve_matmul(int64_t max_values);
+
+  // out[M][N] = x[M][K] * w[N][K]^T, F32 accumulation (cuBLAS).
+  void matmul(const float* x, const DeviceMatrix& w, float* out, int M) const;
+  void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const;
+  void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
+  // Slots < 0 (a padded batch's filler tokens) write nothing.
+  void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
+  void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
+                       int n_kv_heads, int head_dim, float* out) const;
+  // y += x over count values (the residual connection).
+  void add(float* y, const float* x, int64_t count) const;
+  // dst[s] = src[rows[s]] for S rows of width values (the rows the head or the sampler needs).
+  void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const;
+  // tokens[r] for each of `rows` logits rows (vocab wide), with params[r] in device memory.
+  void sample(const float* logits, int vocab, const body::SampleParams* params, int rows, int* tokens) const;
+  // accepted[r]: the drafts of row r that stand, from sampled[r][1 + k] and drafts[r][k].
+  void verify_exact(const int* sampled, const int* drafts, int k, int rows, int* accepted) const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  DeviceBuffer cublas_workspace_;  // set once, so cuBLAS never allocates during a graph capture
+  DeviceBuffer half_x_;            // x converted for BF16/F16 weights
+};
+
+}  // namespace parley::cuda

@@ -1,0 +1,13 @@
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/rope.hpp"
+
+namespace parley::cuda {
+
+void CudaBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
+  launch_1d("rope", int64_t(M) * n_heads * (head_dim / 2), stream_, [=] __device__(int64_t i) {
+    body::rope_at(x, positions, n_heads, head_dim, theta, layout, i);
+  });
+}
+
+}  // namespace parley::cuda

@@ -1,0 +1,72 @@
+// The forward pass and the KV blocks on one device, as the model runner sees them: the CPU implements it
+// over LlamaModel and KvCache (below), CUDA over device memory (kernels/cuda/cuda_model.hpp).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/kv_cache.hpp"
+#include "model/llama.hpp"
+
+namespace parley {
+
+// How a device ran its steps, for metrics: full-graph replays against eager passes.
+struct DeviceStats {
+  int64_t graph_replays = 0;
+  int64_t eager_steps = 0;
+};
+
+class DeviceModel {
+ public:
+  virtual ~DeviceModel() = default;
+  virtual const LlamaConfig& config() const = 0;
+  virtual std::string device_name() const = 0;  // "cpu", "cuda:0"
+  // Runs the batch over this device's KV blocks and fills logits[logits_indices.size()][vocab_size] on the host.
+  // Returns true when the pass replayed a captured graph rather than running eagerly.
+  virtual bool forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  // The hidden state of every token of the last forward() on the host (empty where the device keeps none there).
+  virtual std::span<const float> hidden_states() const { return {}; }
+
+  virtual int num_blocks() const = 0;
+  virtual int block_size() const = 0;
+  // Copies one block's keys and values in every layer (a split child's partial block).
+  virtual void copy_block(int src, int dst) = 0;
+  // The layout and error contract of KvCache::export_blocks / import_blocks (the same bytes on every device).
+  virtual std::vector<float> export_blocks(std::span<const int> block_ids) const = 0;
+  virtual void import_blocks(std::span<const int> block_ids, std::span<const float> data) = 0;
+
+  // The host model and KV for proposers that run the model themselves (draft, layer skip, MTP): CPU only.
+  virtual LlamaModel* host_model() { return nullptr; }
+  virtual KvCache* host_kv() { return nullptr; }
+  virtual DeviceStats stats() const { return {}; }
+};
+
+// The CPU: the model (shared, read-only weights) and this runner's own KV cache.
+class CpuDeviceModel final : public DeviceModel {
+ public:
+  CpuDeviceModel(LlamaModel& model, int num_blocks, int block_size) : model_(model), kv_(model.config(), num_blocks, block_size) {}
+  const LlamaConfig& config() const override { return model_.config(); }
+  std::string device_name() const override { return "cpu"; }
+  bool forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+    model_.forward(batch, kv_, logits);
+    ++eager_steps_;
+    return false;
+  }
+  std::span<const float> hidden_states() const override { return model_.hidden_states(); }
+  int num_blocks() const override { return kv_.num_blocks(); }
+  int block_size() const override { return kv_.block_size(); }
+  void copy_block(int src, int dst) override { kv_.copy_block(src, dst); }
+  std::vector<float> export_blocks(std::span<const int> ids) const override { return kv_.export_blocks(ids); }
+  void import_blocks(std::span<const int> ids, std::span<const float> data) override { kv_.import_blocks(ids, data); }
+  LlamaModel* host_model() override { return &model_; }
+  KvCache* host_kv() override { return &kv_; }
+  DeviceStats stats() const override { return {0, eager_steps_}; }
+
+ private:
+  LlamaModel& model_;
+  KvCache kv_;
+  int64_t eager_steps_ = 0;
+};
+
+}  // namespace parley

@@ -1,0 +1,99 @@
+// The CUDA path on the host: DeviceLlama's Ops with host memory, the CUDA kernels' own bodies run one index at
+// a time (what each GPU thread runs), the CPU reference GEMM, and "graphs" that record the captured pass and
+// run it again on replay. This checks the CUDA model's orchestration (buffers, padding, graph inputs, KV
+// layout) and every kernel body against the CPU backend without a GPU; launches and cuBLAS need one.
+#pragma once
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/reference.hpp"
+#include "kernels/cuda/embedding.hpp"
+#include "kernels/cuda/gather_rows.hpp"
+#include "kernels/cuda/kv_write.hpp"
+#include "kernels/cuda/paged_attention.hpp"
+#include "kernels/cuda/residual_add.hpp"
+#include "kernels/cuda/rmsnorm.hpp"
+#include "kernels/cuda/rope.hpp"
+#include "kernels/cuda/sampling.hpp"
+#include "kernels/cuda/spec_verify.hpp"
+#include "kernels/cuda/swiglu.hpp"
+
+namespace parley::test {
+
+// Runs body(i) for i in [0, n): a kernel launch, one index after another.
+template <class F>
+void host_launch(int64_t n, F body) {
+  for (int64_t i = 0; i < n; ++i) body(i);
+}
+
+class HostOps {
+ public:
+  class Buffer {
+   public:
+    Buffer() = default;
+    explicit Buffer(size_t bytes) : data_(bytes ? new std::byte[bytes]() : nullptr), bytes_(bytes) {}
+    template <class T = void>
+    T* get() const { return reinterpret_cast<T*>(data_.get()); }
+    size_t bytes() const { return bytes_; }
+
+   private:
+    std::unique_ptr<std::byte[]> data_;
+    size_t bytes_ = 0;
+  };
+  struct Matrix {
+    int N = 0, K = 0;
+    std::vector<float> w;
+  };
+  using Graph = std::function<void()>;
+
+  int graph_replays = 0, captures = 0;
+
+  void activate() const {}
+  std::string name() const { return "host-emulated-cuda"; }
+  Buffer alloc(size_t bytes) const { return Buffer(bytes); }
+  void upload(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+  Matrix upload_matrix(const float* w, int N, int K) const { return {N, K, std::vector<float>(w, w + size_t(N) * K)}; }
+  void reserve_matmul(int64_t) {}
+  int blocks_fitting(int64_t) const { throw std::invalid_argument("host emulation: give num_blocks"); }
+  Graph capture(const std::function<void()>& pass) { return ++captures, pass; }
+  void replay(const Graph& g) { ++graph_replays, g(); }
+
+  void matmul(const float* x, const Matrix& w, float* out, int M) const { cpu::reference::matmul(x, w.w.data(), out, M, w.N, w.K); }
+  void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
+    host_launch(M, [&](int64_t m) { cuda::body::rmsnorm_row(x + m * dim, weight, out + m * dim, dim, eps); });
+  }
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
+    host_launch(int64_t(M) * n_heads * (head_dim / 2),
+                [&](int64_t i) { cuda::body::rope_at(x, positions, n_heads, head_dim, theta, layout, i); });
+  }
+  void swiglu(const float* gate, const float* up, float* out, int64_t count) const {
+    host_launch(count, [&](int64_t i) { cuda::body::swiglu_at(gate, up, out, i); });
+  }
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
+    host_launch(int64_t(M) * dim, [&](int64_t i) { cuda::body::embedding_at(table, tokens, dim, out, i); });
+  }
+  void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
+    host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
+  }
+  void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
+                       int n_kv_heads, int head_dim, float* out) const {
+    const cuda::body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
+    const cuda::body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
+    host_launch(int64_t(meta.num_tokens) * n_heads,
+                [&](int64_t i) { cuda::body::paged_attention_at(q, pkv, rows, n_heads, n_kv_heads, head_dim, out, i); });
+  }
+  void add(float* y, const float* x, int64_t count) const {
+    host_launch(count, [&](int64_t i) { cuda::body::add_at(y, x, i); });
+  }
+  void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const {
+    host_launch(int64_t(S) * width, [&](int64_t i) { cuda::body::gather_rows_at(src, rows, width, dst, i); });
+  }
+};
+
+}  // namespace parley::test
