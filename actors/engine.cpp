@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "actors/actors.hpp"
+#include "actors/data_parallel_engine.hpp"
+#include "actors/device_setup.hpp"
 #include "actors/output_service.hpp"
 #include "engine/engine_core.hpp"
 #include "kernels/cpu/ops.hpp"
@@ -88,27 +90,40 @@ class ActorEngine final : public EngineClient {
         backend_(config.threads, cpu::parse_isa(config.isa)),
         model_name_(model_name_of(config)),
         chat_template_(file_.chat_template) {
+    check_device_flags(config);
+    const bool cuda = config.device == "cuda";
     SchedulerConfig sc = config.scheduler;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
-    sc.num_kv_blocks = resolve_num_kv_blocks(config, sc, file_.config);
+    // On a GPU the blocks fill what --gpu-memory-utilization leaves, unless a count or size is given.
+    const bool blocks_given = sc.num_kv_blocks > 0 || config.kv_cache_memory_bytes > 0;
+    sc.num_kv_blocks = !cuda || blocks_given ? resolve_num_kv_blocks(config, sc, file_.config) : 0;
     sc.eos_token_ids = default_stop_token_ids(tokenizer_.vocab());
     sc.vocab_size = file_.config.vocab_size;
     sc = with_speculation(sc, config.speculative);
+    std::unique_ptr<DeviceModel> device;
+    if (cuda) {
+      device = make_cuda_device_model(config, file_, sc, sc.num_kv_blocks);
+      sc.num_kv_blocks = device->num_blocks();
+    }
     sc.validate();
     max_model_len_ = sc.max_model_len;
     if (config.max_n < 1 || config.max_n > 128) throw std::invalid_argument("--max-n must be in [1, 128]");
     max_n_ = config.max_n;
     eos_ = sc.eos_token_ids;
-    model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
-    auto runner = std::make_unique<ModelRunner>(*model_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs, eos_);
+    if (!cuda) {
+      model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
+      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size);
+    }
+    file_.weights = {};  // on the device now (or moved into the CPU model)
+    const std::string device_name = device->device_name();
+    auto runner = std::make_unique<ModelRunner>(std::move(device), sc.max_num_seqs, eos_);
     if (config.speculative)
       runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
                            config.speculative->verify);
     const Pd pd = check_pd(config);
     if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors
-    const KvCache& kv = runner->kv_cache();
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
-                                   {kv.num_layers(), kv.kv_dim(), kv.block_size()}};
+                                   {file_.config.n_layers, file_.config.kv_dim(), sc.block_size}};
     system_ = std::make_unique<caf::actor_system>(system_config_);
     worker_ = spawn_worker(*system_, std::move(runner));
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
@@ -129,11 +144,11 @@ class ActorEngine final : public EngineClient {
     }
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}", model_name_, file_.config.n_layers, file_.config.dim,
+                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}, device {}", model_name_, file_.config.n_layers, file_.config.dim,
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
                  sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
                  config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off",
-                 pd.role);
+                 pd.role, device_name);
   }
   ~ActorEngine() override { shutdown(); }
 
@@ -203,7 +218,9 @@ class ActorEngine final : public EngineClient {
 }  // namespace
 
 std::unique_ptr<EngineClient> EngineClient::start(const EngineConfig& config) {
-  return std::make_unique<ActorEngine>(config);
+  check_device_flags(config);
+  return start_data_parallel(config, data_parallel_engines(config),
+                             [](const EngineConfig& c) -> std::unique_ptr<EngineClient> { return std::make_unique<ActorEngine>(c); });
 }
 
 }  // namespace parley

@@ -56,6 +56,14 @@ struct EngineConfig {
   std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
   bool kv_recompute_on_failure = true;       // decode: --kv-load-failure-policy recompute (else fail)
   double kv_transfer_timeout_s = 30;         // decode: a transfer's deadline; prefill: the lease on its blocks
+  // Where the model runs (MISSION C1, C5).
+  std::string device = "cpu";                // --device cpu|cuda
+  std::vector<int> devices;                  // --devices: the GPU ids, one engine each (empty: device 0)
+  int data_parallel_size = 1;                // --data-parallel-size: engines behind one front door (cuda: one per --devices id)
+  std::string dtype = "auto";                // --dtype of the GEMM weights: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16
+  double gpu_memory_utilization = 0.9;       // --gpu-memory-utilization: the share of a GPU's memory for weights, activations and KV
+  bool enforce_eager = false;                // --enforce-eager: no CUDA graphs
+  int max_cudagraph_capture_size = 256;      // --max-cudagraph-capture-size: the largest captured decode batch (capped at max-num-seqs)
 };
 
 class EngineClient {

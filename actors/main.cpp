@@ -63,6 +63,19 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option_function<std::string>("--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
                                         "Decode role: when a transfer fails, recompute the prompt here or fail the request (default recompute)")
       ->check(CLI::IsMember({"recompute", "fail"}));
+  cmd->add_option("--device", e.device, "Where the model runs: cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--devices", e.devices, "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")->delimiter(',');
+  cmd->add_option("--data-parallel-size", e.data_parallel_size,
+                  "Engines (scheduler, worker, KV cache each) behind one front door; with --device cuda, the number of --devices")
+      ->capture_default_str();
+  cmd->add_option("--dtype", e.dtype, "Weights of the GEMMs: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}))->capture_default_str();
+  cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
+                  "CUDA: the share of the GPU's memory for weights, activations and KV blocks (the blocks take what is left)")
+      ->capture_default_str();
+  cmd->add_flag("--enforce-eager", e.enforce_eager, "CUDA: run every step eagerly (no CUDA graphs)");
+  cmd->add_option("--max-cudagraph-capture-size", e.max_cudagraph_capture_size,
+                  "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str();
   cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
                   "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent")->capture_default_str();
 }

@@ -164,4 +164,51 @@ std::string Registry::render() const {
   return out;
 }
 
+namespace {
+
+// A text's families in order: each the lines from its "# HELP" up to the next family's.
+std::vector<std::pair<std::string, std::vector<std::string>>> families_of(const std::string& text) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    if (line.rfind("# HELP ", 0) == 0) out.push_back({line, {}});
+    else if (out.empty()) throw std::invalid_argument("merge_engine_metrics: a sample before any # HELP line");
+    else out.back().second.push_back(line);
+  }
+  return out;
+}
+
+std::string with_engine_label(const std::string& sample, size_t engine) {
+  const std::string label = "engine=\"" + std::to_string(engine) + "\"";
+  const size_t brace = sample.find('{'), space = sample.find(' ');
+  if (brace != std::string::npos && brace < space)
+    return sample.substr(0, brace + 1) + label + (sample[brace + 1] == '}' ? "" : ",") + sample.substr(brace + 1);
+  return sample.substr(0, space) + "{" + label + "}" + sample.substr(space);
+}
+
+}  // namespace
+
+std::string merge_engine_metrics(const std::vector<std::string>& texts) {
+  std::vector<std::vector<std::pair<std::string, std::vector<std::string>>>> engines;
+  for (const std::string& t : texts) engines.push_back(families_of(t));
+  std::string out;
+  for (size_t f = 0; !engines.empty() && f < engines[0].size(); ++f) {
+    out += engines[0][f].first + "\n";
+    for (const std::string& line : engines[0][f].second)
+      if (line.rfind("# ", 0) == 0) out += line + "\n";  // TYPE
+    for (size_t e = 0; e < engines.size(); ++e) {
+      if (engines[e].size() != engines[0].size() || engines[e][f].first != engines[0][f].first)
+        throw std::invalid_argument("merge_engine_metrics: engine " + std::to_string(e) + " has other metric families");
+      for (const std::string& line : engines[e][f].second)
+        if (line.rfind("# ", 0) != 0) out += with_engine_label(line, e) + "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace parley::prom

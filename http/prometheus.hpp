@@ -110,4 +110,9 @@ class Registry {
 // A sample value as Prometheus' Python client writes it: "3.0", "0.25", "1e-05", "+Inf", "NaN".
 std::string format_value(double value);
 
+// Several engines' /metrics texts (data-parallel replicas, the same families in the same order) as one
+// text: each family's HELP and TYPE once, then every engine's samples with an `engine="i"` label first
+// (as vLLM labels its data-parallel engines). Throws std::invalid_argument when the families differ.
+std::string merge_engine_metrics(const std::vector<std::string>& texts);
+
 }  // namespace parley::prom

@@ -3,6 +3,8 @@
 // nothing; aborts and stop strings finish requests and every block returns.
 #include <catch2/catch.hpp>
 
+#include "kernels/cuda/cuda_model.hpp"
+
 #include <condition_variable>
 #include <future>
 #include <thread>
@@ -427,6 +429,79 @@ TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
   REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }), Catch::Contains("--kv-transfer-timeout applies only to"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
                Catch::Contains("--kv-transfer-timeout must be positive"));
+}
+
+TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host]") {
+  auto refused = [](auto change) {
+    EngineConfig c = stories_config();
+    c.threads = 0;  // --threads is a CPU flag
+    change(c);
+    try {
+      EngineClient::start(c);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string cpu_only = "apply only to --device cuda";
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.dtype = "bfloat16"; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.gpu_memory_utilization = 0.5; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.enforce_eager = true; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.devices = {0}; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.max_cudagraph_capture_size = 8; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "tpu"; }), Catch::Contains("--device must be cpu or cuda"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.isa = "avx2"; }), Catch::Contains("--isa and --threads apply only to --device cpu"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.devices = {1, 1}; }), Catch::Contains("each GPU id once"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.devices = {0, 1}, c.data_parallel_size = 3; }),
+               Catch::Contains("must equal the number of --devices"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 0; }), Catch::Contains("at least 1"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = "prefill"; }), Catch::Contains("--role colocated only"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.gpu_memory_utilization = 1.5; }), Catch::Contains("must be in (0, 1]"));
+  REQUIRE_THAT(refused([](EngineConfig& c) {
+                 c.device = "cuda", c.speculative = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
+               }), Catch::Contains("with --device cuda use ngram"));
+  // Here (no GPU, or no CUDA in the build) --device cuda itself is refused with the reason.
+  std::string why;
+  if (cuda::device_count(&why) == 0) REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda"; }), Catch::Contains(why));
+  REQUIRE(refused([](EngineConfig& c) { c.dtype = "float32"; }) == "accepted");
+}
+
+TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gives and label their metrics", "[actors]") {
+  EngineConfig dp = stories_config();
+  dp.threads = 1, dp.data_parallel_size = 2;
+  auto one = EngineClient::start(stories_config());
+  auto two = EngineClient::start(dp);
+  const auto specs = specs_for(one->tokenizer(), 12, "d");
+  const auto want = run(*one, specs);
+  // One submission per request, all at once: they spread over both engines.
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (const auto& s : specs) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    two->submit({s}, sinks.back());
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    REQUIRE(sinks[i]->wait(1));
+    REQUIRE(sinks[i]->total.at(specs[i].req_id).token_ids == want.at(specs[i].req_id));
+  }
+  const std::string m = metrics_of(*two);
+  for (const char* engine : {"0", "1"}) {
+    std::smatch got;
+    REQUIRE(std::regex_search(m, got, std::regex(std::string(R"(\nparley:prompt_tokens_total\{engine=")") + engine + R"("[^}]*\} ([0-9.e+]+))")));
+    REQUIRE(std::stod(got[1]) > 0);  // each engine prefilled some of them
+  }
+  REQUIRE(m.find("# HELP parley:prompt_tokens_total") == m.rfind("# HELP parley:prompt_tokens_total"));
+  // An abort reaches the engine holding the request.
+  auto specs_long = specs_for(one->tokenizer(), 4, "x");
+  std::vector<std::shared_ptr<CollectingSink>> long_sinks;
+  for (auto& s : specs_long) {
+    s.params.max_tokens = 400, s.params.ignore_eos = true;
+    long_sinks.push_back(std::make_shared<CollectingSink>());
+    two->submit({s}, long_sinks.back());
+  }
+  two->abort({"x0", "x1", "x2", "x3"});
+  for (auto& sink : long_sinks) REQUIRE(sink->wait(1));
+  for (size_t i = 0; i < specs_long.size(); ++i)
+    REQUIRE(long_sinks[i]->total.at(specs_long[i].req_id).finish_reason == FinishReason::Abort);
 }
 
 }  // namespace parley

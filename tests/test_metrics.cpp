@@ -208,3 +208,15 @@ TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[
        })
     CHECK_THAT(text, Catch::Contains(line));
 }
+
+TEST_CASE("data-parallel engines' metrics merge into one family each with an engine label", "[metrics]") {
+  const std::string a = "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 1.0\n"
+                        "# HELP g Level.\n# TYPE g gauge\ng 0.5\n";
+  const std::string b = "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 2.0\n"
+                        "# HELP g Level.\n# TYPE g gauge\ng 0.25\n";
+  REQUIRE(prom::merge_engine_metrics({a, b}) ==
+          "# HELP x_total Things.\n# TYPE x_total counter\nx_total{engine=\"0\",model_name=\"m\"} 1.0\n"
+          "x_total{engine=\"1\",model_name=\"m\"} 2.0\n"
+          "# HELP g Level.\n# TYPE g gauge\ng{engine=\"0\"} 0.5\ng{engine=\"1\"} 0.25\n");
+  REQUIRE_THROWS_AS(prom::merge_engine_metrics({a, "# HELP y Other.\n# TYPE y gauge\ny 1.0\n"}), std::invalid_argument);
+}

@@ -1,0 +1,62 @@
+#include "actors/device_setup.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/cuda_model.hpp"
+
+namespace parley {
+
+void check_device_flags(const EngineConfig& c) {
+  const EngineConfig defaults;
+  if (c.device == "cpu") {
+    if (!c.devices.empty() || (c.dtype != "auto" && c.dtype != "float32") ||
+        c.gpu_memory_utilization != defaults.gpu_memory_utilization || c.enforce_eager ||
+        c.max_cudagraph_capture_size != defaults.max_cudagraph_capture_size)
+      throw std::invalid_argument("--devices, --dtype other than float32, --gpu-memory-utilization, --enforce-eager and "
+                                  "--max-cudagraph-capture-size apply only to --device cuda");
+    return;
+  }
+  if (c.device != "cuda") throw std::invalid_argument("--device must be cpu or cuda, got '" + c.device + "'");
+  if (c.isa != defaults.isa || c.threads != defaults.threads)
+    throw std::invalid_argument("--isa and --threads apply only to --device cpu");
+  for (size_t i = 0; i < c.devices.size(); ++i)
+    if (c.devices[i] < 0 || std::count(c.devices.begin(), c.devices.end(), c.devices[i]) > 1)
+      throw std::invalid_argument("--devices: each GPU id once, none negative");
+  if (c.data_parallel_size != 1 && c.data_parallel_size != int(std::max<size_t>(1, c.devices.size())))
+    throw std::invalid_argument("--data-parallel-size with --device cuda must equal the number of --devices (one engine per GPU)");
+  if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1))
+    throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(c.gpu_memory_utilization));
+  if (c.max_cudagraph_capture_size < 1) throw std::invalid_argument("--max-cudagraph-capture-size must be at least 1");
+  if (c.speculative && c.speculative->method != SpecMethod::Ngram)
+    throw std::invalid_argument("--speculative-config: method " + c.speculative->method_name() +
+                                " runs the model on the CPU; with --device cuda use ngram");
+  std::string why;
+  const int present = cuda::device_count(&why);
+  if (present == 0) throw std::invalid_argument("--device cuda: " + why);
+  for (int d : c.devices)
+    if (d >= present) throw std::invalid_argument("--devices: GPU " + std::to_string(d) + " does not exist (" + std::to_string(present) + " present)");
+}
+
+int data_parallel_engines(const EngineConfig& c) {
+  return c.device == "cuda" ? int(std::max<size_t>(1, c.devices.size())) : c.data_parallel_size;
+}
+
+std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file, const SchedulerConfig& sc,
+                                                    int num_kv_blocks) {
+  cuda::CudaModelOptions o;
+  o.device = c.devices.empty() ? 0 : c.devices[0];
+  o.dtype = c.dtype == "auto" ? "bfloat16" : c.dtype;
+  o.gpu_memory_utilization = c.gpu_memory_utilization;
+  o.num_blocks = num_kv_blocks;
+  o.block_size = sc.block_size;
+  o.max_num_tokens = sc.max_num_batched_tokens;
+  o.max_num_seqs = sc.max_num_seqs;
+  o.max_model_len = sc.max_model_len;
+  o.graph_query_len = 1 + sc.num_speculative_tokens;
+  o.max_graph_batch = c.enforce_eager ? 0 : std::min(c.max_cudagraph_capture_size, sc.max_num_seqs);
+  return cuda::make_model(file.config, file.weights, o);
+}
+
+}  // namespace parley

@@ -1,0 +1,142 @@
+// The CUDA backend on a GPU: decode tokens/s at 1, 32 and 256 sequences on the 110M shape (random weights) with
+// CUDA graphs on and off, and each kernel's bandwidth against the device's measured peak (a device-to-device
+// copy). Prints two tables. Needs a CUDA device.
+// Usage: bench_cuda [--seqs 1,32,256] [--prompt-tokens 32] [--gen-tokens 64] [--dtype bfloat16] [--model M.gguf]
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/sampler.hpp"
+#include "kernels/cuda/cuda_model.hpp"
+#include "kernels/cuda/ops.hpp"
+#include "model/model_file.hpp"
+#include "model/random_model.hpp"
+
+using namespace parley;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// S sequences prefilled with P tokens, then G decode steps of one token each (greedy on the host, as the
+// worker samples): decode tokens per second.
+double decode_tokens_per_s(const ModelFile& file, const std::string& dtype, int S, int P, int G, bool graphs) {
+  const int bs = 16, blocks_per_seq = (P + G + bs - 1) / bs;
+  cuda::CudaModelOptions o;
+  o.dtype = dtype;
+  o.num_blocks = S * blocks_per_seq;
+  o.block_size = bs;
+  o.max_num_tokens = std::max(S, P);
+  o.max_num_seqs = S;
+  o.max_model_len = P + G;
+  o.max_graph_batch = graphs ? S : 0;
+  auto model = cuda::make_model(file.config, file.weights, o);
+  std::vector<int> last(size_t(S), 1);
+  std::vector<float> logits;
+  for (int s = 0; s < S; ++s) {  // prefill each sequence alone
+    ForwardBatch b;
+    b.max_blocks_per_seq = blocks_per_seq;
+    for (int i = 0; i < blocks_per_seq; ++i) b.block_tables.push_back(s * blocks_per_seq + i);
+    for (int p = 0; p < P; ++p) {
+      b.token_ids.push_back(1 + (s * 31 + p * 7) % (file.config.vocab_size - 1));
+      b.positions.push_back(p), b.token_seq.push_back(0);
+      b.slot_mapping.push_back(int64_t(s * blocks_per_seq + p / bs) * bs + p % bs);
+    }
+    b.logits_indices = {P - 1};
+    model->forward(b, logits);
+    last[size_t(s)] = argmax(logits.data(), file.config.vocab_size);
+  }
+  const auto t0 = Clock::now();
+  for (int g = 0; g < G; ++g) {
+    ForwardBatch b;
+    b.max_blocks_per_seq = blocks_per_seq;
+    const int p = P + g;
+    for (int s = 0; s < S; ++s) {
+      for (int i = 0; i < blocks_per_seq; ++i) b.block_tables.push_back(s * blocks_per_seq + i);
+      b.token_ids.push_back(last[size_t(s)]), b.positions.push_back(p), b.token_seq.push_back(s);
+      b.slot_mapping.push_back(int64_t(s * blocks_per_seq + p / bs) * bs + p % bs);
+      b.logits_indices.push_back(s);
+    }
+    const bool replayed = model->forward(b, logits);
+    if (replayed != graphs) throw std::runtime_error("a decode step did not run as asked (graph replay " + std::to_string(replayed) + ")");
+    for (int s = 0; s < S; ++s) last[size_t(s)] = argmax(logits.data() + size_t(s) * file.config.vocab_size, file.config.vocab_size);
+  }
+  return double(S) * G / seconds_since(t0);
+}
+
+// Seconds per call of fn, after a warm-up, synchronized.
+template <class F>
+double time_op(const cuda::CudaBackend& be, F fn, int reps = 20) {
+  fn();
+  be.synchronize();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  be.synchronize();
+  return seconds_since(t0) / reps;
+}
+
+void bandwidth_table(const LlamaConfig& c) {
+  cuda::CudaBackend be;
+  const int64_t n = int64_t(1) << 28;  // 1 GiB of floats
+  cuda::DeviceBuffer a(size_t(n) * 4), b(size_t(n) * 4), out(size_t(n) * 4);
+  PARLEY_CUDA_CHECK(cudaMemset(a.get(), 0, size_t(n) * 4));
+  PARLEY_CUDA_CHECK(cudaMemset(b.get(), 0, size_t(n) * 4));
+  const double peak = 2.0 * n * 4 / time_op(be, [&] {
+    PARLEY_CUDA_CHECK(cudaMemcpyAsync(out.get(), a.get(), size_t(n) * 4, cudaMemcpyDeviceToDevice, be.stream()));
+  });
+  std::printf("\n| kernel | bytes moved | GB/s | of peak copy (%.0f GB/s) |\n|---|---|---|---|\n", peak / 1e9);
+  auto row = [&](const char* name, double bytes, double s) {
+    std::printf("| %s | %.0f MB | %.0f | %.0f%% |\n", name, bytes / 1e6, bytes / s / 1e9, 100.0 * bytes / s / peak);
+  };
+  row("residual add", 3.0 * n * 4, time_op(be, [&] { be.add(out.get<float>(), a.get<float>(), n); }));
+  row("swiglu", 3.0 * n * 4, time_op(be, [&] { be.swiglu(a.get<float>(), b.get<float>(), out.get<float>(), n); }));
+  const int rows = int(n / c.dim);
+  row("rmsnorm", 2.0 * n * 4, time_op(be, [&] { be.rmsnorm(a.get<float>(), b.get<float>(), out.get<float>(), rows, c.dim, 1e-5f); }));
+  // The decode GEMM streams the weights: the head (vocab x dim) at M = 1 and M = 32.
+  std::vector<float> w(size_t(c.vocab_size) * c.dim, 0.01f);
+  be.reserve_matmul(int64_t(256) * c.dim);
+  for (auto dtype : {cuda::DType::F32, cuda::DType::BF16}) {
+    const auto dw = be.upload_matrix(w.data(), c.vocab_size, c.dim, dtype);
+    const double bytes = double(w.size()) * (dtype == cuda::DType::F32 ? 4 : 2);
+    for (int M : {1, 32, 256}) {
+      const std::string name = std::string("GEMM head ") + cuda::dtype_name(dtype) + " M=" + std::to_string(M);
+      row(name.c_str(), bytes, time_op(be, [&] { be.matmul(a.get<float>(), dw, out.get<float>(), M); }));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("CUDA decode throughput (graphs on/off) and kernel bandwidth");
+  std::vector<int> seqs{1, 32, 256};
+  int prompt = 32, gen = 64;
+  std::string dtype = "bfloat16", model_path;
+  app.add_option("--seqs", seqs, "Sequences decoding together")->delimiter(',');
+  app.add_option("--prompt-tokens", prompt, "Prompt tokens per sequence");
+  app.add_option("--gen-tokens", gen, "Decode steps timed");
+  app.add_option("--dtype", dtype, "GEMM weights: float32, bfloat16, float16");
+  app.add_option("--model", model_path, "GGUF or llama2.c model (default: random weights of the 110M shape)");
+  CLI11_PARSE(app, argc, argv);
+  std::string why;
+  if (cuda::device_count(&why) == 0) {
+    std::fprintf(stderr, "bench_cuda needs a CUDA device: %s\n", why.c_str());
+    return 1;
+  }
+  const ModelFile file = model_path.empty() ? make_random_model(bench_110m_config(), 7) : load_model_file(model_path);
+  std::printf("model %s (dim %d, %d layers, vocab %d), %s weights, %d prompt + %d decode tokens per sequence\n\n",
+              file.name.c_str(), file.config.dim, file.config.n_layers, file.config.vocab_size, dtype.c_str(), prompt, gen);
+  std::printf("| sequences | eager tok/s | graphs tok/s | graphs / eager |\n|---|---|---|---|\n");
+  for (int S : seqs) {
+    const double eager = decode_tokens_per_s(file, dtype, S, prompt, gen, false);
+    const double graphs = decode_tokens_per_s(file, dtype, S, prompt, gen, true);
+    std::printf("| %d | %.0f | %.0f | %.2fx |\n", S, eager, graphs, graphs / eager);
+    std::fflush(stdout);
+  }
+  bandwidth_table(file.config);
+  return 0;
+}
