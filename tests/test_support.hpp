@@ -2,6 +2,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,7 +16,11 @@
 
 namespace parley::test {
 
-inline std::string shared_model(const std::string& name) { return std::string(PARLEY_SHARED_DIR) + "/models/" + name; }
+// ../shared/models/NAME; the environment's PARLEY_SHARED_DIR overrides the configured folder (a GPU machine's copy).
+inline std::string shared_model(const std::string& name) {
+  const char* dir = std::getenv("PARLEY_SHARED_DIR");
+  return std::string(dir && *dir ? dir : PARLEY_SHARED_DIR) + "/models/" + name;
+}
 
 struct Reference {
   std::string prompt, text;
