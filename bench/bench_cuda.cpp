@@ -98,7 +98,7 @@ void bandwidth_table(const LlamaConfig& c) {
   row("rmsnorm", 2.0 * n * 4, time_op(be, [&] { be.rmsnorm(a.get<float>(), b.get<float>(), out.get<float>(), rows, c.dim, 1e-5f); }));
   // The decode GEMM streams the weights: the head (vocab x dim) at M = 1 and M = 32.
   std::vector<float> w(size_t(c.vocab_size) * c.dim, 0.01f);
-  be.reserve_matmul(int64_t(256) * c.dim);
+  be.reserve_matmul(256, c.dim, c.vocab_size);
   for (auto dtype : {cuda::DType::F32, cuda::DType::BF16}) {
     const auto dw = be.upload_matrix(w.data(), c.vocab_size, c.dim, dtype);
     const double bytes = double(w.size()) * (dtype == cuda::DType::F32 ? 4 : 2);

@@ -59,7 +59,7 @@ class HostOps {
   void download(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   Matrix upload_matrix(const float* w, int N, int K) const { return {N, K, std::vector<float>(w, w + size_t(N) * K)}; }
-  void reserve_matmul(int64_t) {}
+  void reserve_matmul(int, int, int) {}
   int blocks_fitting(int64_t) const { throw std::invalid_argument("host emulation: give num_blocks"); }
   Graph capture(const std::function<void()>& pass) { return ++captures, pass; }
   void replay(const Graph& g) { ++graph_replays, g(); }

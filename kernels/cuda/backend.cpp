@@ -1,5 +1,7 @@
 #include "kernels/cuda/ops.hpp"
 
+#include <algorithm>
+
 namespace parley::cuda {
 
 const char* dtype_name(DType t) {
@@ -35,9 +37,11 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::synchronize() const { PARLEY_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-void CudaBackend::reserve_matmul(int64_t max_values) {
-  const size_t bytes = size_t(max_values) * 2;
-  if (half_x_.bytes() < bytes) half_x_ = DeviceBuffer(bytes);
+void CudaBackend::reserve_matmul(int max_rows, int max_k, int max_n) {
+  const size_t rows = size_t((max_rows + kGemmRows - 1) / kGemmRows) * kGemmRows;
+  if (rows * max_k * 4 > staged_x_.bytes()) staged_x_ = DeviceBuffer(rows * max_k * 4);
+  if (size_t(kGemmRows) * max_n * 4 > chunk_out_.bytes()) chunk_out_ = DeviceBuffer(size_t(kGemmRows) * max_n * 4);
+  max_rows_ = std::max(max_rows_, max_rows), max_k_ = std::max(max_k_, max_k), max_n_ = std::max(max_n_, max_n);
 }
 
 }  // namespace parley::cuda

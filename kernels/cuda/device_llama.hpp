@@ -4,7 +4,7 @@
 // KV layout) is checked in CI without a GPU. It includes no CUDA header.
 //
 // Ops provides: Buffer (get<T>()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
-// bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(values),
+// bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
 // activate() (bind the calling thread), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
 // CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows).
 #pragma once
@@ -81,7 +81,7 @@ class DeviceLlama final : public DeviceModel {
     token_ids_ = ops_->alloc(T * 4), positions_ = ops_->alloc(T * 4), token_seq_ = ops_->alloc(T * 4);
     slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
-    ops_->reserve_matmul(int64_t(std::max(max_tokens_, max_logits_)) * std::max(dim, hidden));
+    ops_->reserve_matmul(max_tokens_, std::max(dim, hidden), std::max({c_.vocab_size, dim, hidden, kv}));
     if (o_.num_blocks == 0) o_.num_blocks = ops_->blocks_fitting(floats_per_block() * 4);
     if (o_.num_blocks < 1) throw std::invalid_argument("the device memory left holds no KV block");
     const size_t layer_floats = size_t(o_.num_blocks) * o.block_size * kv;

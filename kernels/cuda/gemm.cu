@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cuda/launch.cuh"
@@ -55,20 +56,33 @@ DeviceMatrix CudaBackend::upload_matrix(const float* w, int N, int K, DType dtyp
 
 void CudaBackend::matmul(const float* x, const DeviceMatrix& w, float* out, int M) const {
   if (M <= 0) return;
-  const float alpha = 1.0f, beta = 0.0f;
-  // Row-major out[M][N] is column-major out^T (N x M) = W (N x K, stored as K x N column-major, transposed) * x^T.
-  const void* b = x;
-  if (w.dtype != DType::F32) {
+  if (M > max_rows_ || w.K > max_k_ || w.N > max_n_)
+    throw std::logic_error("CudaBackend::matmul: reserve_matmul was sized for a smaller GEMM");
+  const int chunks = (M + kGemmRows - 1) / kGemmRows, padded = chunks * kGemmRows;
+  const size_t elem = w.dtype == DType::F32 ? 4 : 2;
+  // The activations, padded with zero rows to whole chunks (and converted to the weight type).
+  const char* b = reinterpret_cast<const char*>(x);
+  if (w.dtype != DType::F32 || padded != M) {
+    char* staged = staged_x_.get<char>();
     const int64_t n = int64_t(M) * w.K;
-    if (half_x_.bytes() < size_t(n) * 2)
-      throw std::logic_error("CudaBackend::matmul: reserve_matmul was sized for fewer activations");
-    if (w.dtype == DType::BF16) convert_on_device<__nv_bfloat16>(x, half_x_.get(), n, stream_);
-    else convert_on_device<__half>(x, half_x_.get(), n, stream_);
-    b = half_x_.get();
+    if (w.dtype == DType::F32) PARLEY_CUDA_CHECK(cudaMemcpyAsync(staged, x, size_t(n) * 4, cudaMemcpyDeviceToDevice, stream_));
+    else if (w.dtype == DType::BF16) convert_on_device<__nv_bfloat16>(x, staged, n, stream_);
+    else convert_on_device<__half>(x, staged, n, stream_);
+    PARLEY_CUDA_CHECK(cudaMemsetAsync(staged + size_t(n) * elem, 0, size_t(padded - M) * w.K * elem, stream_));
+    b = staged;
   }
+  const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = cuda_type(w.dtype);
-  PARLEY_CUDA_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, w.N, M, w.K, &alpha, w.data.get(), t, w.K, b, t, w.K,
-                                 &beta, out, CUDA_R_32F, w.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  // Row-major out[R][N] is column-major out^T (N x R) = W (K x N column-major, transposed) * x^T.
+  for (int c = 0; c < chunks; ++c) {
+    const int rows = std::min(kGemmRows, M - c * kGemmRows);
+    float* dst = rows == kGemmRows ? out + size_t(c) * kGemmRows * w.N : chunk_out_.get<float>();
+    PARLEY_CUDA_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, w.N, kGemmRows, w.K, &alpha, w.data.get(), t, w.K,
+                                   b + size_t(c) * kGemmRows * w.K * elem, t, w.K, &beta, dst, CUDA_R_32F, w.N,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (rows != kGemmRows)
+      PARLEY_CUDA_CHECK(cudaMemcpyAsync(out + size_t(c) * kGemmRows * w.N, dst, size_t(rows) * w.N * 4, cudaMemcpyDeviceToDevice, stream_));
+  }
 }
 
 }  // namespace parley::cuda

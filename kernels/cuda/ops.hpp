@@ -38,11 +38,15 @@ class CudaBackend {
 
   // Uploads w[N][K] (host floats) converted to dtype.
   DeviceMatrix upload_matrix(const float* w, int N, int K, DType dtype) const;
-  // The activation scratch a BF16/F16 matmul converts x into, sized before any graph capture (no allocation
-  // may happen while capturing).
-  void reserve_matmul(int64_t max_values);
+  // The matmul's scratch (rows padded to kGemmRows, activations converted for BF16/F16 weights, the last
+  // chunk's output), sized before any graph capture: no allocation may happen while capturing.
+  void reserve_matmul(int max_rows, int max_k, int max_n);
 
-  // out[M][N] = x[M][K] * w[N][K]^T, F32 accumulation (cuBLAS).
+  // out[M][N] = x[M][K] * w[N][K]^T, F32 accumulation (cuBLAS), in chunks of exactly kGemmRows rows (the
+  // last one padded): cuBLAS picks its algorithm by shape, so a fixed shape keeps each row's reduction
+  // order whatever the batch size (batch invariance; a decode row pays for a 64-row GEMM, which streams
+  // the same weights).
+  static constexpr int kGemmRows = 64;
   void matmul(const float* x, const DeviceMatrix& w, float* out, int M) const;
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
   void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const;
@@ -65,7 +69,9 @@ class CudaBackend {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer cublas_workspace_;  // set once, so cuBLAS never allocates during a graph capture
-  DeviceBuffer half_x_;            // x converted for BF16/F16 weights
+  DeviceBuffer staged_x_;          // x padded to whole chunks, converted for BF16/F16 weights
+  DeviceBuffer chunk_out_;         // the last, padded chunk's output
+  int max_rows_ = 0, max_k_ = 0, max_n_ = 0;
 };
 
 }  // namespace parley::cuda
