@@ -199,7 +199,8 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   }
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
-  out.ran_graph = device_->forward(forward_, logits_);
+  plan_device_sampling();
+  out.ran_graph = device_->forward(forward_, logits_, &device_sampling_);
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
     const auto hidden = device_->hidden_states();
     const size_t dim = size_t(device_->config().dim);
@@ -211,10 +212,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
         first_token += size_t(n);
       }
   }
-  SamplerOutput sampled;
-  if (!sample_rows_.empty())
-    sampled = sampler_.sample(logits_.data(), device_->config().vocab_size, sample_rows_, sample_positions_,
-                              input_batch_.sampling_metadata());
+  const SamplerOutput sampled = sample_on_host();
   // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (num_scheduled_[row])
@@ -252,6 +250,43 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       out.num_drafts_ready[rows[i]] = int(drafts[i].size());
       drafts_[input_batch_.req_ids()[rows[i]]] = std::move(drafts[i]);
     }
+  }
+  return out;
+}
+
+// Plain rows (Sampler::plain_row, not a splitting parent) are sampled by a device that can: their logits
+// stay there. Whether a row qualifies depends on its own request alone, so outputs stay batch-invariant.
+void ModelRunner::plan_device_sampling() {
+  DeviceSampling& d = device_sampling_;
+  d.logits_rows.clear(), d.params.clear(), d.tokens.clear();
+  device_sampled_.assign(sample_rows_.size(), false);
+  if (!device_->samples_on_device()) return;
+  const SamplingMetadata& m = input_batch_.sampling_metadata();
+  for (size_t i = 0; i < sample_rows_.size(); ++i) {
+    const int row = sample_rows_[i];
+    if (child_seeds_.count(input_batch_.req_ids()[row]) || !Sampler::plain_row(row, m)) continue;
+    d.logits_rows.push_back(int(i));
+    d.params.push_back({m.temperature[row], m.min_p[row], m.seeds[row], sample_positions_[i]});
+    device_sampled_[i] = true;
+  }
+}
+
+// The batch-sampled rows' tokens: the device's where it sampled, the Sampler's for the rest.
+SamplerOutput ModelRunner::sample_on_host() {
+  SamplerOutput out;
+  out.sampled_token_ids.resize(sample_rows_.size());
+  out.logprobs.resize(sample_rows_.size());
+  const int vocab = device_->config().vocab_size;
+  size_t next_device = 0;
+  for (size_t i = 0; i < sample_rows_.size(); ++i) {
+    if (device_sampled_[i]) {
+      out.sampled_token_ids[i] = device_sampling_.tokens.at(next_device++);
+      continue;
+    }
+    SamplerOutput one = sampler_.sample(logits_.data() + i * size_t(vocab), vocab, {&sample_rows_[i], 1},
+                                        {&sample_positions_[i], 1}, input_batch_.sampling_metadata());
+    out.sampled_token_ids[i] = one.sampled_token_ids[0];
+    out.logprobs[i] = std::move(one.logprobs[0]);
   }
   return out;
 }

@@ -53,6 +53,8 @@ class ModelRunner {
   void prepare_inputs(const SchedulerOutput& scheduler_output);
   void check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const;
   void drop_request(const std::string& req_id);
+  void plan_device_sampling();
+  SamplerOutput sample_on_host();
   // Samples a verifying row position by position; returns the drafts accepted.
   int verify(int row, int entry, ModelRunnerOutput& out);
 
@@ -61,6 +63,8 @@ class ModelRunner {
   Sampler sampler_;
   ForwardBatch forward_;
   std::vector<float> logits_;
+  DeviceSampling device_sampling_;     // this step's rows the device samples itself
+  std::vector<bool> device_sampled_;   // per sample_rows_ entry
   std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
   std::vector<int> num_scheduled_;        // per batch row, this step
   std::vector<int> num_drafts_;           // per batch row, drafts among those

@@ -203,6 +203,13 @@ void Sampler::apply_penalties(float* logits, std::span<const int> prompt, std::s
   }
 }
 
+bool Sampler::plain_row(int row, const SamplingMetadata& m) {
+  const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
+  const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
+  return !under_min_tokens && !m.logit_bias[row] && m.presence_penalties[row] == 0.0f && m.frequency_penalties[row] == 0.0f &&
+         m.repetition_penalties[row] == 1.0f && m.top_k[row] <= 0 && m.top_p[row] >= 1.0f && m.num_logprobs[row] < 0;
+}
+
 const float* Sampler::process_logits(const float* logits, int vocab, int row, const SamplingMetadata& m) {
   if (row < 0 || row >= m.num_reqs()) throw std::out_of_range("Sampler: batch row " + std::to_string(row) + " has no metadata");
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];

@@ -34,6 +34,9 @@ class Sampler {
   SamplerOutput sample(const float* logits, int vocab, std::span<const int> batch_rows,
                        std::span<const int64_t> positions, const SamplingMetadata& metadata);
 
+  // Whether row `row` draws with temperature and min_p alone this step (no top_k, top_p, penalties,
+  // logit_bias, min_tokens still masking, or logprobs): what a device's sampling kernel does too.
+  static bool plain_row(int row, const SamplingMetadata& metadata);
   // Row `row`'s logits after min_tokens, logit_bias and penalties: what greedy argmax and temperature see.
   // Returns logits itself when none applies, else this sampler's scratch (valid until the next call).
   const float* process_logits(const float* logits, int vocab, int row, const SamplingMetadata& metadata);

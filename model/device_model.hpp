@@ -3,9 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/sampling.hpp"
 #include "model/kv_cache.hpp"
 #include "model/llama.hpp"
 
@@ -15,6 +17,16 @@ namespace parley {
 struct DeviceStats {
   int64_t graph_replays = 0;
   int64_t eager_steps = 0;
+  int64_t rows_sampled_on_device = 0;
+};
+
+// Logits rows a device samples itself, so they never leave it: which rows (indices into logits_indices)
+// and how (temperature, min_p, the request's Philox draw); forward() fills tokens, one per row.
+struct DeviceSampling {
+  std::vector<int> logits_rows;
+  std::vector<cuda::body::SampleParams> params;
+  std::vector<int> tokens;
+  bool empty() const { return logits_rows.empty(); }
 };
 
 class DeviceModel {
@@ -22,9 +34,12 @@ class DeviceModel {
   virtual ~DeviceModel() = default;
   virtual const LlamaConfig& config() const = 0;
   virtual std::string device_name() const = 0;  // "cpu", "cuda:0"
-  // Runs the batch over this device's KV blocks and fills logits[logits_indices.size()][vocab_size] on the host.
+  // Runs the batch over this device's KV blocks and fills logits[logits_indices.size()][vocab_size] on the host,
+  // except the rows `sampling` names (only where samples_on_device()): those it samples into sampling->tokens.
   // Returns true when the pass replayed a captured graph rather than running eagerly.
-  virtual bool forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+  virtual bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) = 0;
+  // Whether forward() can sample plain rows itself (Sampler::plain_row), sparing their logits the trip to the host.
+  virtual bool samples_on_device() const { return false; }
   // The hidden state of every token of the last forward() on the host (empty where the device keeps none there).
   virtual std::span<const float> hidden_states() const { return {}; }
 
@@ -48,7 +63,8 @@ class CpuDeviceModel final : public DeviceModel {
   CpuDeviceModel(LlamaModel& model, int num_blocks, int block_size) : model_(model), kv_(model.config(), num_blocks, block_size) {}
   const LlamaConfig& config() const override { return model_.config(); }
   std::string device_name() const override { return "cpu"; }
-  bool forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+  bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
+    if (sampling && !sampling->empty()) throw std::logic_error("CpuDeviceModel: the CPU samples on the host");
     model_.forward(batch, kv_, logits);
     ++eager_steps_;
     return false;

@@ -91,6 +91,9 @@ class HostOps {
   void add(float* y, const float* x, int64_t count) const {
     host_launch(count, [&](int64_t i) { cuda::body::add_at(y, x, i); });
   }
+  void sample(const float* logits, int vocab, const cuda::body::SampleParams* params, int rows, int* tokens) const {
+    host_launch(rows, [&](int64_t r) { tokens[r] = cuda::body::sample_row(logits + r * vocab, vocab, params[r]); });
+  }
   void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const {
     host_launch(int64_t(S) * width, [&](int64_t i) { cuda::body::gather_rows_at(src, rows, width, dst, i); });
   }

@@ -165,7 +165,8 @@ namespace {
 
 using HostLlama = cuda::DeviceLlama<HostOps>;
 
-std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch, int query_len = 1) {
+std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch, int query_len = 1,
+                                      bool sample_on_device = true) {
   cuda::DeviceLlamaOptions o;
   o.num_blocks = c.num_kv_blocks;
   o.block_size = c.block_size;
@@ -174,6 +175,7 @@ std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConf
   o.max_model_len = c.max_model_len;
   o.graph_query_len = query_len;
   o.graph_batch_sizes = cuda::graph_batch_sizes(max_graph_batch);
+  o.sample_on_device = sample_on_device;
   return std::make_unique<HostLlama>(std::make_unique<HostOps>(), m.model.config(), m.file.weights, o);
 }
 
@@ -225,6 +227,24 @@ TEST_CASE("CUDA graph replay equals eager runs (host emulation), with sampling, 
   test::require_same_outputs(graphs, eager);
   REQUIRE(graphs.stats.num_graph_replays == graphs.stats.num_uniform_decode_steps);
   REQUIRE(graphs.stats.spec_num_accepted_tokens > 0);
+}
+
+TEST_CASE("sampling on the device (host emulation) equals sampling on the host", "[cuda-host]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  auto reqs = test::mixed_requests(tok, {"Once upon a time", "Lily saw a big", "The cat"});
+  for (Request& r : reqs)
+    if (r.request_id == "m3") r.sampling_params.min_p = 0.1f;  // min_p on the device too
+  const SchedulerConfig c = test::model_scheduler_config(m, 64);
+  auto on_device = host_llama(m, c, 8);
+  const HostLlama* device = on_device.get();
+  EngineCore core(std::move(on_device), c);
+  const auto on = test::run_to_end(core, reqs, false);
+  const auto off = test::run_core(host_llama(m, c, 8, 1, false), reqs, c, false);
+  test::require_same_outputs(on, off);
+  // Greedy and seeded rows, without logprobs, penalties or min_tokens still masking, sampled there.
+  REQUIRE(device->stats().rows_sampled_on_device > 100);
+  REQUIRE(device->stats().rows_sampled_on_device < int64_t(on.stats.num_steps) * 9);
 }
 
 TEST_CASE("the CUDA model's KV export, import and block copy keep KvCache's layout", "[cuda-host]") {

@@ -6,7 +6,7 @@
 // Ops provides: Buffer (get<T>()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
 // activate() (bind the calling thread), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
-// CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows).
+// CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +29,7 @@ struct DeviceLlamaOptions {
   int max_model_len = 0;
   int graph_query_len = 1;         // 1 + k: the query tokens of every request in a uniform decode batch
   std::vector<int> graph_batch_sizes;  // sequences per captured graph, ascending; empty: no graphs
+  bool sample_on_device = true;    // plain rows sampled by the device (their logits stay there)
 };
 
 // The capture sizes vLLM uses: 1, 2, 4, 8, then steps of 8 up to max_batch.
@@ -79,7 +80,8 @@ class DeviceLlama final : public DeviceModel {
     logits_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
     compact_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);
     token_ids_ = ops_->alloc(T * 4), positions_ = ops_->alloc(T * 4), token_seq_ = ops_->alloc(T * 4);
-    slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4);
+    slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4), pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
+    sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
     ops_->reserve_matmul(max_tokens_, std::max(dim, hidden), std::max({c_.vocab_size, dim, hidden, kv}));
     if (o_.num_blocks == 0) o_.num_blocks = ops_->blocks_fitting(floats_per_block() * 4);
@@ -96,29 +98,29 @@ class DeviceLlama final : public DeviceModel {
   DeviceStats stats() const override { return stats_; }
   const std::vector<int>& captured_batch_sizes() const { return o_.graph_batch_sizes; }
 
-  bool forward(const ForwardBatch& batch, std::vector<float>& logits) override {
+  bool samples_on_device() const override { return o_.sample_on_device; }
+
+  bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
     ops_->activate();
-    check(batch);
+    check(batch, sampling);
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
     const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
     const int padded = graph_size(batch, seqs);
-    logits.resize(size_t(S) * V);
-    if (padded > 0) {
+    ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
+    if (padded > 0) {  // the graph's head covers every token: pick the logits rows out of it
       upload_inputs(batch, seqs, padded);
       ops_->replay(graphs_.at(padded));
-      ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
       ops_->gather_rows(logits_.template get<float>(), logits_rows_.template get<int>(), S, V, compact_.template get<float>());
-      ops_->download(logits.data(), compact_.get(), logits.size() * 4);
       ++stats_.graph_replays;
+      deliver(compact_.template get<float>(), logits_.template get<float>(), S, sampling, logits);
       return true;
     }
     upload_inputs(batch, seqs, 0);
     run_layers(M, batch.max_blocks_per_seq);
-    ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
     ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim, selected_.template get<float>());
     head(selected_.template get<float>(), S);
-    ops_->download(logits.data(), logits_.get(), logits.size() * 4);
     ++stats_.eager_steps;
+    deliver(logits_.template get<float>(), compact_.template get<float>(), S, sampling, logits);
     return false;
   }
 
@@ -182,8 +184,37 @@ class DeviceLlama final : public DeviceModel {
         throw std::out_of_range("KV block " + std::to_string(b) + " outside the cache's " + std::to_string(o_.num_blocks));
   }
 
+  // The S logits rows (on the device, in `all`) to the host, except those `sampling` names: sampled here,
+  // through `spare` (a buffer as large, free by now), with only their tokens coming back.
+  void deliver(const float* all, float* spare, int S, DeviceSampling* sampling, std::vector<float>& logits) {
+    const int V = c_.vocab_size;
+    logits.resize(size_t(S) * V);
+    if (!sampling || sampling->empty()) return ops_->download(logits.data(), all, logits.size() * 4);
+    const int n = int(sampling->logits_rows.size());
+    ops_->upload(pick_rows_.get(), sampling->logits_rows.data(), size_t(n) * 4);
+    ops_->upload(sample_params_.get(), sampling->params.data(), size_t(n) * sizeof(body::SampleParams));
+    ops_->gather_rows(all, pick_rows_.template get<int>(), n, V, spare);
+    ops_->sample(spare, V, sample_params_.template get<body::SampleParams>(), n, sample_tokens_.template get<int>());
+    sampling->tokens.resize(size_t(n));
+    ops_->download(sampling->tokens.data(), sample_tokens_.get(), size_t(n) * 4);
+    stats_.rows_sampled_on_device += n;
+    host_rows_.clear();
+    std::vector<bool> on_device(size_t(S), false);
+    for (int r : sampling->logits_rows) on_device[size_t(r)] = true;
+    for (int r = 0; r < S; ++r)
+      if (!on_device[size_t(r)]) host_rows_.push_back(r);
+    if (host_rows_.empty()) return;
+    const int h = int(host_rows_.size());
+    ops_->upload(pick_rows_.get(), host_rows_.data(), size_t(h) * 4);
+    ops_->gather_rows(all, pick_rows_.template get<int>(), h, V, spare);
+    staged_logits_.resize(size_t(h) * V);
+    ops_->download(staged_logits_.data(), spare, staged_logits_.size() * 4);
+    for (int j = 0; j < h; ++j)
+      std::copy_n(staged_logits_.begin() + int64_t(j) * V, V, logits.begin() + int64_t(host_rows_[size_t(j)]) * V);
+  }
+
   // Everything the device would read out of bounds is refused here, before any kernel runs.
-  void check(const ForwardBatch& b) const {
+  void check(const ForwardBatch& b, const DeviceSampling* sampling) const {
     const int M = b.num_tokens();
     if (M < 1 || M > max_tokens_) throw std::invalid_argument("forward: " + std::to_string(M) + " tokens, the device holds " + std::to_string(max_tokens_));
     if (int(b.logits_indices.size()) > max_logits_) throw std::invalid_argument("forward: more logits rows than the device holds");
@@ -203,6 +234,13 @@ class DeviceLlama final : public DeviceModel {
       if (id < 0 || id >= o_.num_blocks) throw std::out_of_range("block table names a block outside the cache");
     for (int r : b.logits_indices)
       if (r < 0 || r >= M) throw std::out_of_range("logits index outside the batch");
+    if (!sampling) return;
+    std::vector<bool> seen(b.logits_indices.size(), false);
+    if (sampling->params.size() != sampling->logits_rows.size()) throw std::invalid_argument("device sampling: one parameter set per row");
+    for (int r : sampling->logits_rows) {
+      if (r < 0 || r >= int(seen.size()) || seen[size_t(r)]) throw std::out_of_range("device sampling: a bad or repeated logits row");
+      seen[size_t(r)] = true;
+    }
   }
 
   // A uniform decode batch (every sequence with graph_query_len tokens, in sequence order) runs the graph of
@@ -313,6 +351,9 @@ class DeviceLlama final : public DeviceModel {
   Buffer x_, xb_, q_, k_, v_, attn_, gate_, up_, hid_, selected_, logits_, compact_;
   // Inputs: the graphs read these buffers, so every pass uploads into them.
   Buffer token_ids_, positions_, token_seq_, slots_, block_tables_, logits_rows_;
+  Buffer pick_rows_, sample_params_, sample_tokens_;  // device sampling
+  std::vector<int> host_rows_;
+  std::vector<float> staged_logits_;
   std::vector<int> staged_ids_, staged_pos_, staged_seq_, staged_tables_;
   std::vector<int64_t> staged_slots_;
   std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
