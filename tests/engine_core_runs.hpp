@@ -40,6 +40,19 @@ inline std::vector<Request> mixed_requests(const Tokenizer& tok, const std::vect
   return reqs;
 }
 
+// Greedy requests "r0", "r1", ... for each llama2.c reference prompt, as long as run.c -n 256 ran them.
+inline std::vector<Request> greedy_reference_requests() {
+  std::vector<Request> reqs;
+  const auto refs = greedy_references();
+  for (size_t i = 0; i < refs.size(); ++i) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = 257 - int(refs[i].prompt_ids.size());  // run.c -n 256 counts prompt positions
+    reqs.emplace_back("r" + std::to_string(i), refs[i].prompt_ids, p, 0);
+  }
+  return reqs;
+}
+
 // A scheduler configuration for the loaded model: its context, EOS and vocabulary, this many blocks.
 inline SchedulerConfig model_scheduler_config(const Loaded& m, int num_kv_blocks) {
   SchedulerConfig c;

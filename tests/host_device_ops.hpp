@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "kernels/cpu/reference.hpp"
-#include "kernels/cuda/embedding.hpp"
 #include "kernels/cuda/gather_rows.hpp"
 #include "kernels/cuda/kv_write.hpp"
 #include "kernels/cuda/paged_attention.hpp"
@@ -75,9 +74,7 @@ class HostOps {
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const {
     host_launch(count, [&](int64_t i) { cuda::body::swiglu_at(gate, up, out, i); });
   }
-  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
-    host_launch(int64_t(M) * dim, [&](int64_t i) { cuda::body::embedding_at(table, tokens, dim, out, i); });
-  }
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
     host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
   }

@@ -19,13 +19,6 @@ using parley::test::host_launch;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // A mixed batch over shuffled blocks of 4: sequence 0 prefills positions 0..6, sequence 1 decodes at 21,
 // sequence 2 verifies positions 9..11.
@@ -49,7 +42,7 @@ double max_rel_error(const std::vector<float>& got, const std::vector<float>& wa
 TEST_CASE("CUDA kernel bodies equal the CPU reference bit for bit", "[cuda-host]") {
   const HostOps ops;
   const int M = 5, dim = 48;
-  const auto x = random_floats(size_t(M) * dim, 1), w = random_floats(dim, 2);
+  const auto x = test::random_floats(size_t(M) * dim, 1), w = test::random_floats(dim, 2);
   std::vector<float> got(x.size()), want(x.size());
   ops.rmsnorm(x.data(), w.data(), got.data(), M, dim, 1e-5f);
   cpu::reference::rmsnorm(x.data(), w.data(), want.data(), M, dim, 1e-5f);
@@ -64,12 +57,12 @@ TEST_CASE("CUDA kernel bodies equal the CPU reference bit for bit", "[cuda-host]
     REQUIRE(got != x);
   }
 
-  const auto up = random_floats(x.size(), 3);
+  const auto up = test::random_floats(x.size(), 3);
   ops.swiglu(x.data(), up.data(), got.data(), int64_t(x.size()));
   cpu::reference::swiglu(x.data(), up.data(), want.data(), int64_t(x.size()));
   REQUIRE(got == want);
 
-  const auto table = random_floats(10 * size_t(dim), 4);
+  const auto table = test::random_floats(10 * size_t(dim), 4);
   const std::vector<int> tokens{9, 0, 3, 3, 7};
   ops.embedding(table.data(), tokens.data(), M, dim, got.data());
   cpu::reference::embedding(table.data(), tokens.data(), M, dim, want.data());
@@ -90,7 +83,7 @@ TEST_CASE("CUDA KV write skips padding slots and otherwise equals the CPU refere
   const HostOps ops;
   const int kv_dim = 8, slots_total = 12;
   std::vector<float> keys(slots_total * kv_dim, -1.0f), values(keys), ref_keys(keys), ref_values(keys);
-  const auto k = random_floats(3 * kv_dim, 5), v = random_floats(3 * kv_dim, 6);
+  const auto k = test::random_floats(3 * kv_dim, 5), v = test::random_floats(3 * kv_dim, 6);
   const std::vector<int64_t> slots{7, -1, 2};
   ops.kv_write({keys.data(), values.data(), 4, kv_dim}, k.data(), v.data(), slots.data(), 3);
   const std::vector<int64_t> valid{7, 2};
@@ -110,9 +103,9 @@ TEST_CASE("CUDA paged attention matches the CPU backend on a mixed batch and is 
   const int kv_dim = n_kv_heads * head_dim;
   MixedBatch b;
   const int T = int(b.positions.size());
-  auto keys = random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = random_floats(keys.size(), 8);
+  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = test::random_floats(keys.size(), 8);
   const cpu::KvLayerView kv{keys.data(), values.data(), block_size, kv_dim};
-  const auto q = random_floats(size_t(T) * n_heads * head_dim, 9);
+  const auto q = test::random_floats(size_t(T) * n_heads * head_dim, 9);
   std::vector<float> got(q.size()), want(q.size()), simd(q.size());
   ops.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, got.data());
   cpu::reference::paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, want.data());
@@ -136,7 +129,7 @@ TEST_CASE("CUDA sampling body draws the CPU sampler's tokens", "[cuda-host]") {
   int greedy_checked = 0, distinct = 0;
   std::vector<int> seen(vocab, 0);
   for (int trial = 0; trial < 300; ++trial) {
-    const auto logits = random_floats(vocab, 100 + uint32_t(trial), 2.0f);
+    const auto logits = test::random_floats(vocab, 100 + uint32_t(trial), 2.0f);
     SamplingParams p;
     p.temperature = trial % 3 == 0 ? 0.0f : (trial % 3 == 1 ? 0.7f : 1.3f);
     p.min_p = trial % 2 ? 0.05f : 0.0f;
@@ -186,14 +179,8 @@ TEST_CASE("the CUDA model path (host emulation) reproduces llama2.c's greedy ids
   const Tokenizer tok(*m.file.vocab);
   SchedulerConfig c = test::model_scheduler_config(m, 64);
   for (int graphs : {0, 8}) {
-    std::vector<Request> reqs;
+    const auto reqs = test::greedy_reference_requests();
     const auto refs = test::greedy_references();
-    for (size_t i = 0; i < refs.size(); ++i) {
-      SamplingParams p;
-      p.temperature = 0.0f;
-      p.max_tokens = 257 - int(refs[i].prompt_ids.size());
-      reqs.emplace_back("r" + std::to_string(i), refs[i].prompt_ids, p, 0);
-    }
     const auto run = test::run_core(host_llama(m, c, graphs), reqs, c, false);
     for (size_t i = 0; i < refs.size(); ++i) REQUIRE(run.tokens.at("r" + std::to_string(i)) == refs[i].output_ids);
     INFO("graphs up to " << graphs);
@@ -253,7 +240,7 @@ TEST_CASE("the CUDA model's KV export, import and block copy keep KvCache's layo
   auto device = host_llama(m, c, 0);
   KvCache host(m.model.config(), 6, c.block_size);
   const std::vector<int> ids{4, 1};
-  const auto data = random_floats(size_t(host.floats_per_block()) * ids.size(), 11);
+  const auto data = test::random_floats(size_t(host.floats_per_block()) * ids.size(), 11);
   device->import_blocks(ids, data);
   host.import_blocks(ids, data);
   device->copy_block(4, 0);

@@ -406,18 +406,24 @@ TEST_CASE("actor engine: a draft model with another vocabulary is refused at sta
 }  // namespace parley
 
 namespace parley {
+namespace {
+
+// What starting the engine with stories_config() changed by `change` says: the refusal, or "accepted".
+std::string refusal(const std::function<void(EngineConfig&)>& change) {
+  EngineConfig c = stories_config();
+  change(c);
+  try {
+    EngineClient::start(c);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
 
 TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
-  auto refused = [](auto change) {
-    EngineConfig c = stories_config();
-    change(c);
-    try {
-      EngineClient::start(c);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  const auto refused = refusal;
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "both"; }), Catch::Contains("--role must be colocated, prefill or decode"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode"; }), Catch::Contains("--role decode needs --prefill-peers"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_peers = {"127.0.0.1:9"}; }), Catch::Contains("--prefill-peers applies only to --role decode"));
@@ -432,16 +438,11 @@ TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
 }
 
 TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host]") {
-  auto refused = [](auto change) {
-    EngineConfig c = stories_config();
-    c.threads = 0;  // --threads is a CPU flag
-    change(c);
-    try {
-      EngineClient::start(c);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
+  auto refused = [](const std::function<void(EngineConfig&)>& change) {
+    return refusal([&](EngineConfig& c) {
+      c.threads = 0;  // --threads is a CPU flag
+      change(c);
+    });
   };
   const std::string cpu_only = "apply only to --device cuda";
   REQUIRE_THAT(refused([](EngineConfig& c) { c.dtype = "bfloat16"; }), Catch::Contains(cpu_only));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ inline std::vector<Reference> greedy_references() {
   for (const auto& r : j.at("references"))
     out.push_back({r.at("prompt"), r.at("text"), r.at("prompt_token_ids"), r.at("output_token_ids")});
   return out;
+}
+
+// n normal floats (mean 0, deviation scale) from seed: random kernel inputs.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
 }
 
 // A fresh directory under the system temp dir, removed when the object dies.

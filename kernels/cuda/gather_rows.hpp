@@ -1,4 +1,5 @@
-// CUDA row gather: dst[s] = src[rows[s]], one thread per value (the rows the head or the sampler needs).
+// CUDA row gather: dst[s] = src[rows[s]], one thread per value (the embedding lookup; the rows the head or
+// the sampler needs).
 #pragma once
 #include <cstdint>
 

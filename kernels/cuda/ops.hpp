@@ -51,14 +51,15 @@ class CudaBackend {
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
   void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const;
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
-  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
+  // out[m] = table[tokens[m]]: a row gather.
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   // Slots < 0 (a padded batch's filler tokens) write nothing.
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out) const;
   // y += x over count values (the residual connection).
   void add(float* y, const float* x, int64_t count) const;
-  // dst[s] = src[rows[s]] for S rows of width values (the rows the head or the sampler needs).
+  // dst[s] = src[rows[s]] for S rows of width values (token embeddings, the rows the head or the sampler needs).
   void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const;
   // tokens[r] for each of `rows` logits rows (vocab wide), with params[r] in device memory.
   void sample(const float* logits, int vocab, const body::SampleParams* params, int rows, int* tokens) const;

@@ -29,14 +29,8 @@ TEST_CASE("stories260K greedy on the GPU with F32 weights equals run.c, graphs o
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const SchedulerConfig c = test::model_scheduler_config(m, 64);
   for (int graphs : {0, 16}) {
-    std::vector<Request> reqs;
+    const auto reqs = test::greedy_reference_requests();
     const auto refs = test::greedy_references();
-    for (size_t i = 0; i < refs.size(); ++i) {
-      SamplingParams p;
-      p.temperature = 0.0f;
-      p.max_tokens = 257 - int(refs[i].prompt_ids.size());
-      reqs.emplace_back("r" + std::to_string(i), refs[i].prompt_ids, p, 0);
-    }
     const auto run = test::run_core(gpu_model(m, c, graphs), reqs, c, false);
     INFO("graphs up to " << graphs);
     for (size_t i = 0; i < refs.size(); ++i) REQUIRE(run.tokens.at("r" + std::to_string(i)) == refs[i].output_ids);

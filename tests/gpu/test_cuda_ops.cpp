@@ -10,6 +10,7 @@
 #include "engine/sampler.hpp"
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "test_support.hpp"
 
 using namespace parley;
 using cuda::CudaBackend;
@@ -17,13 +18,6 @@ using cuda::DeviceBuffer;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 template <class T>
 DeviceBuffer to_device(const std::vector<T>& v) {
@@ -56,7 +50,7 @@ double max_rel_error(const std::vector<float>& got, const std::vector<float>& wa
 TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
   CudaBackend be;
   const int M = 37, dim = 768;
-  const auto x = random_floats(size_t(M) * dim, 1), w = random_floats(dim, 2), up = random_floats(x.size(), 3);
+  const auto x = test::random_floats(size_t(M) * dim, 1), w = test::random_floats(dim, 2), up = test::random_floats(x.size(), 3);
   auto dx = to_device(x), dw = to_device(w), dup = to_device(up);
   DeviceBuffer dout(x.size() * 4);
   std::vector<float> want(x.size());
@@ -80,7 +74,7 @@ TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
     CHECK(max_rel_error(to_host<float>(dr, x.size()), want) < 1e-4);  // device sinf/cosf/powf: a few ulp
   }
 
-  const auto table = random_floats(512 * size_t(dim), 4);
+  const auto table = test::random_floats(512 * size_t(dim), 4);
   std::vector<int> tokens(M);
   for (int m = 0; m < M; ++m) tokens[size_t(m)] = (m * 97) % 512;
   auto dtable = to_device(table), dtokens = to_device(tokens);
@@ -104,8 +98,8 @@ TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
 TEST_CASE("CUDA GEMM through cuBLAS is within its weight type's bounds of the CPU reference and batch-invariant", "[gpu]") {
   CudaBackend be;
   const int N = 2048, K = 768, max_m = 130;
-  const auto w = random_floats(size_t(N) * K, 5, 1.0f / std::sqrt(float(K)));
-  const auto x = random_floats(size_t(max_m) * K, 6);
+  const auto w = test::random_floats(size_t(N) * K, 5, 1.0f / std::sqrt(float(K)));
+  const auto x = test::random_floats(size_t(max_m) * K, 6);
   std::vector<float> want(size_t(max_m) * N);
   cpu::reference::matmul(x.data(), w.data(), want.data(), max_m, N, K);
   auto dx = to_device(x);
@@ -143,9 +137,9 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   for (int i = 0; i < 7; ++i) tables[size_t(i)] = perm[size_t(i)];
   for (int i = 0; i < 19; ++i) tables[size_t(max_blocks + i)] = perm[size_t(7 + i)];
   for (int i = 0; i < 4; ++i) tables[size_t(2 * max_blocks + i)] = perm[size_t(26 + i)];
-  auto keys = random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = random_floats(keys.size(), 8);
+  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = test::random_floats(keys.size(), 8);
   // This step's own K/V rows go through kv_write on both sides.
-  const auto k = random_floats(size_t(T) * kv_dim, 9), v = random_floats(size_t(T) * kv_dim, 10);
+  const auto k = test::random_floats(size_t(T) * kv_dim, 9), v = test::random_floats(size_t(T) * kv_dim, 10);
   std::vector<int64_t> slots;
   for (int t = 0; t < T; ++t) {
     const int* table = tables.data() + token_seq[size_t(t)] * max_blocks;
@@ -159,7 +153,7 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   REQUIRE(to_host<float>(dkeys, keys.size()) == keys);
   REQUIRE(to_host<float>(dvalues, values.size()) == values);
 
-  const auto q = random_floats(size_t(T) * n_heads * head_dim, 11);
+  const auto q = test::random_floats(size_t(T) * n_heads * head_dim, 11);
   auto dq = to_device(q), dpos = to_device(positions), dseq = to_device(token_seq), dtables = to_device(tables);
   DeviceBuffer dout(q.size() * 4);
   const cpu::AttentionMetadata dmeta{T, dpos.get<int>(), dseq.get<int>(), dtables.get<int>(), max_blocks};
@@ -173,7 +167,7 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
 TEST_CASE("CUDA sampling draws the CPU sampler's tokens and exact verification counts the drafts that stand", "[gpu]") {
   CudaBackend be;
   const int vocab = 32000, rows = 64;
-  const auto logits = random_floats(size_t(rows) * vocab, 12, 3.0f);
+  const auto logits = test::random_floats(size_t(rows) * vocab, 12, 3.0f);
   std::vector<cuda::body::SampleParams> params;
   for (int r = 0; r < rows; ++r) params.push_back({r % 4 == 0 ? 0.0f : 0.8f, r % 3 == 0 ? 0.05f : 0.0f, 500 + uint64_t(r), r * 11});
   auto dlogits = to_device(logits), dparams = to_device(params);
