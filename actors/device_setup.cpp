@@ -49,13 +49,14 @@ std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const
   o.device = c.devices.empty() ? 0 : c.devices[0];
   o.dtype = c.dtype == "auto" ? "bfloat16" : c.dtype;
   o.gpu_memory_utilization = c.gpu_memory_utilization;
-  o.num_blocks = num_kv_blocks;
-  o.block_size = sc.block_size;
-  o.max_num_tokens = sc.max_num_batched_tokens;
-  o.max_num_seqs = sc.max_num_seqs;
-  o.max_model_len = sc.max_model_len;
-  o.graph_query_len = 1 + sc.num_speculative_tokens;
-  o.max_graph_batch = c.enforce_eager ? 0 : std::min(c.max_cudagraph_capture_size, sc.max_num_seqs);
+  cuda::DeviceLlamaOptions& m = o.model;
+  m.num_blocks = num_kv_blocks;
+  m.block_size = sc.block_size;
+  m.max_num_tokens = sc.max_num_batched_tokens;
+  m.max_num_seqs = sc.max_num_seqs;
+  m.max_model_len = sc.max_model_len;
+  m.graph_query_len = 1 + sc.num_speculative_tokens;
+  m.graph_batch_sizes = cuda::graph_batch_sizes(c.enforce_eager ? 0 : std::min(c.max_cudagraph_capture_size, sc.max_num_seqs));
   return cuda::make_model(file.config, file.weights, o);
 }
 

@@ -28,12 +28,12 @@ double decode_tokens_per_s(const ModelFile& file, const std::string& dtype, int 
   const int bs = 16, blocks_per_seq = (P + G + bs - 1) / bs;
   cuda::CudaModelOptions o;
   o.dtype = dtype;
-  o.num_blocks = S * blocks_per_seq;
-  o.block_size = bs;
-  o.max_num_tokens = std::max(S, P);
-  o.max_num_seqs = S;
-  o.max_model_len = P + G;
-  o.max_graph_batch = graphs ? S : 0;
+  o.model.num_blocks = S * blocks_per_seq;
+  o.model.block_size = bs;
+  o.model.max_num_tokens = std::max(S, P);
+  o.model.max_num_seqs = S;
+  o.model.max_model_len = P + G;
+  o.model.graph_batch_sizes = cuda::graph_batch_sizes(graphs ? S : 0);
   auto model = cuda::make_model(file.config, file.weights, o);
   std::vector<int> last(size_t(S), 1);
   std::vector<float> logits;

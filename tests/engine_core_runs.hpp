@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/engine_core.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "model/tokenizer.hpp"
 #include "test_support.hpp"
 
@@ -51,6 +52,20 @@ inline std::vector<Request> greedy_reference_requests() {
     reqs.emplace_back("r" + std::to_string(i), refs[i].prompt_ids, p, 0);
   }
   return reqs;
+}
+
+// The device model's limits for a scheduler configuration: its blocks, budget, sequences and context;
+// graphs of query_len tokens per sequence up to max_graph_batch sequences (0: none).
+inline cuda::DeviceLlamaOptions device_options(const SchedulerConfig& c, int max_graph_batch, int query_len = 1) {
+  cuda::DeviceLlamaOptions o;
+  o.num_blocks = c.num_kv_blocks;
+  o.block_size = c.block_size;
+  o.max_num_tokens = c.max_num_batched_tokens;
+  o.max_num_seqs = c.max_num_seqs;
+  o.max_model_len = c.max_model_len;
+  o.graph_query_len = query_len;
+  o.graph_batch_sizes = cuda::graph_batch_sizes(max_graph_batch);
+  return o;
 }
 
 // A scheduler configuration for the loaded model: its context, EOS and vocabulary, this many blocks.

@@ -160,14 +160,7 @@ using HostLlama = cuda::DeviceLlama<HostOps>;
 
 std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch, int query_len = 1,
                                       bool sample_on_device = true) {
-  cuda::DeviceLlamaOptions o;
-  o.num_blocks = c.num_kv_blocks;
-  o.block_size = c.block_size;
-  o.max_num_tokens = c.max_num_batched_tokens;
-  o.max_num_seqs = c.max_num_seqs;
-  o.max_model_len = c.max_model_len;
-  o.graph_query_len = query_len;
-  o.graph_batch_sizes = cuda::graph_batch_sizes(max_graph_batch);
+  cuda::DeviceLlamaOptions o = test::device_options(c, max_graph_batch, query_len);
   o.sample_on_device = sample_on_device;
   return std::make_unique<HostLlama>(std::make_unique<HostOps>(), m.model.config(), m.file.weights, o);
 }

@@ -113,15 +113,7 @@ std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWe
   if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
     throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
   auto ops = std::make_unique<CudaOps>(o.device, parse_dtype(o.dtype), o.gpu_memory_utilization);
-  DeviceLlamaOptions d;
-  d.num_blocks = o.num_blocks;
-  d.block_size = o.block_size;
-  d.max_num_tokens = o.max_num_tokens;
-  d.max_num_seqs = o.max_num_seqs;
-  d.max_model_len = o.max_model_len;
-  d.graph_query_len = o.graph_query_len;
-  d.graph_batch_sizes = graph_batch_sizes(o.max_graph_batch);
-  return std::make_unique<DeviceLlama<CudaOps>>(std::move(ops), config, weights, d);
+  return std::make_unique<DeviceLlama<CudaOps>>(std::move(ops), config, weights, o.model);
 }
 
 }  // namespace parley::cuda

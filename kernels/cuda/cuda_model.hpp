@@ -2,6 +2,7 @@
 // linked against cuda_model.cpp (nvcc found) or cuda_absent.cpp (no CUDA: every call explains that).
 #pragma once
 #include <memory>
+#include <vector>
 #include <string>
 #include <vector>
 
@@ -14,17 +15,31 @@ bool compiled();
 // The CUDA devices present; 0 with *why filled in when there are none (or the build has no CUDA).
 int device_count(std::string* why = nullptr);
 
+struct DeviceLlamaOptions {
+  int num_blocks = 0;              // KV blocks (resolved by the caller from device memory)
+  int block_size = 16;
+  int max_num_tokens = 0;          // tokens in one eager pass (the scheduler's max_num_batched_tokens)
+  int max_num_seqs = 0;            // sequences in one pass
+  int max_model_len = 0;
+  int graph_query_len = 1;         // 1 + k: the query tokens of every request in a uniform decode batch
+  std::vector<int> graph_batch_sizes;  // sequences per captured graph, ascending; empty: no graphs
+  bool sample_on_device = true;    // plain rows sampled by the device (their logits stay there)
+};
+
+// The capture sizes vLLM uses: 1, 2, 4, 8, then steps of 8 up to max_batch.
+inline std::vector<int> graph_batch_sizes(int max_batch) {
+  std::vector<int> sizes;
+  for (int b : {1, 2, 4}) if (b < max_batch) sizes.push_back(b);
+  for (int b = 8; b < max_batch; b += 8) sizes.push_back(b);
+  if (max_batch > 0) sizes.push_back(max_batch);
+  return sizes;
+}
+
 struct CudaModelOptions {
   int device = 0;
   std::string dtype = "bfloat16";      // of the GEMM weights: float32, bfloat16, float16
   double gpu_memory_utilization = 0.9;  // the share of the device's memory this instance may hold
-  int num_blocks = 0;                   // KV blocks; 0: as many as the memory left within that share holds
-  int block_size = 16;
-  int max_num_tokens = 0;               // the scheduler's max_num_batched_tokens
-  int max_num_seqs = 0;
-  int max_model_len = 0;
-  int graph_query_len = 1;              // 1 + k with speculative decoding
-  int max_graph_batch = 0;              // the largest captured batch (sequences); 0: no graphs (every step eager)
+  DeviceLlamaOptions model;             // num_blocks 0: as many as the memory left within that share holds
 };
 
 // Uploads the weights to the device, allocates the KV blocks and captures the decode graphs.

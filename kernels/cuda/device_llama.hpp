@@ -17,29 +17,10 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "model/device_model.hpp"
 
 namespace parley::cuda {
-
-struct DeviceLlamaOptions {
-  int num_blocks = 0;              // KV blocks (resolved by the caller from device memory)
-  int block_size = 16;
-  int max_num_tokens = 0;          // tokens in one eager pass (the scheduler's max_num_batched_tokens)
-  int max_num_seqs = 0;            // sequences in one pass
-  int max_model_len = 0;
-  int graph_query_len = 1;         // 1 + k: the query tokens of every request in a uniform decode batch
-  std::vector<int> graph_batch_sizes;  // sequences per captured graph, ascending; empty: no graphs
-  bool sample_on_device = true;    // plain rows sampled by the device (their logits stay there)
-};
-
-// The capture sizes vLLM uses: 1, 2, 4, 8, then steps of 8 up to max_batch.
-inline std::vector<int> graph_batch_sizes(int max_batch) {
-  std::vector<int> sizes;
-  for (int b : {1, 2, 4}) if (b < max_batch) sizes.push_back(b);
-  for (int b = 8; b < max_batch; b += 8) sizes.push_back(b);
-  if (max_batch > 0) sizes.push_back(max_batch);
-  return sizes;
-}
 
 template <class Ops>
 class DeviceLlama final : public DeviceModel {

@@ -13,13 +13,7 @@ std::unique_ptr<DeviceModel> gpu_model(const test::Loaded& m, const SchedulerCon
                                        const std::string& dtype = "float32") {
   cuda::CudaModelOptions o;
   o.dtype = dtype;
-  o.num_blocks = c.num_kv_blocks;
-  o.block_size = c.block_size;
-  o.max_num_tokens = c.max_num_batched_tokens;
-  o.max_num_seqs = c.max_num_seqs;
-  o.max_model_len = c.max_model_len;
-  o.graph_query_len = query_len;
-  o.max_graph_batch = max_graph_batch;
+  o.model = test::device_options(c, max_graph_batch, query_len);
   return cuda::make_model(m.file.config, m.file.weights, o);
 }
 
