@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/engine_core_runs.hpp"
 #include "tests/runner_driver.hpp"
 #include "tests/test_support.hpp"
 
@@ -79,14 +80,9 @@ TEST_CASE("greedy runner tokens equal llama2.c's, all references in one batch", 
     RunnerDriver d(runner, kBlockSize, kNumBlocks, stop_ids());
     d.chunk = chunk;
     const auto refs = greedy_references();
-    for (size_t i = 0; i < refs.size(); ++i) {
-      SamplingParams p;
-      p.temperature = 0.0f;
-      p.max_tokens = 257 - int(refs[i].prompt_ids.size());  // run.c -n 256 counts prompt positions
-      d.add("ref" + std::to_string(i), refs[i].prompt_ids, p, 0);
-    }
+    for (const Request& r : greedy_reference_requests()) d.add(r.request_id, r.prompt_token_ids, r.sampling_params, 0);
     d.run_to_completion();
-    for (size_t i = 0; i < refs.size(); ++i) REQUIRE(d.output("ref" + std::to_string(i)) == refs[i].output_ids);
+    for (size_t i = 0; i < refs.size(); ++i) REQUIRE(d.output("r" + std::to_string(i)) == refs[i].output_ids);
     REQUIRE(d.num_free_blocks() == kNumBlocks);
     REQUIRE(runner.input_batch().num_reqs() == 0);
     REQUIRE(runner.input_batch().req_ids().empty());
