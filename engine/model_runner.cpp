@@ -165,7 +165,9 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
     const float* raw = logits_.data() + size_t(v.first_logits_row + int(j)) * vocab;
     const bool last = j == v.drafts.size();
     int token = 0;
-    if (rejection) {
+    if (device_verified_[size_t(entry)] >= 0) {  // drawn on the device (plan_device_sampling)
+      token = device_sampling_.tokens.at(size_t(device_verified_[size_t(entry)]) + j);
+    } else if (rejection) {
       const std::vector<float> p = sampler_.target_probs(raw, vocab, row, m);
       token = last ? rejection_bonus(p, m.seeds[row], position) : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
       if (m.num_logprobs[row] >= 0) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
@@ -255,11 +257,14 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
 }
 
 // Plain rows (Sampler::plain_row, not a splitting parent) are sampled by a device that can: their logits
-// stay there. Whether a row qualifies depends on its own request alone, so outputs stay batch-invariant.
+// stay there. A plain verifying row (exact verification, or greedy) gets every position sampled there: with
+// no penalties or min_tokens, accepted drafts change nothing its draws see. Whether a row qualifies depends
+// on its own request alone, so outputs stay batch-invariant.
 void ModelRunner::plan_device_sampling() {
   DeviceSampling& d = device_sampling_;
   d.logits_rows.clear(), d.params.clear(), d.tokens.clear();
   device_sampled_.assign(sample_rows_.size(), false);
+  device_verified_.assign(verifications_.size(), -1);
   if (!device_->samples_on_device()) return;
   const SamplingMetadata& m = input_batch_.sampling_metadata();
   for (size_t i = 0; i < sample_rows_.size(); ++i) {
@@ -268,6 +273,16 @@ void ModelRunner::plan_device_sampling() {
     d.logits_rows.push_back(int(i));
     d.params.push_back({m.temperature[row], m.min_p[row], m.seeds[row], sample_positions_[i]});
     device_sampled_[i] = true;
+  }
+  for (size_t e = 0; e < verifications_.size(); ++e) {
+    const Verification& v = verifications_[e];
+    const bool rejection = verify_mode_ == SpecVerify::Rejection && m.temperature[v.row] >= 1e-5f;
+    if (rejection || !Sampler::plain_row(v.row, m)) continue;
+    device_verified_[e] = int(d.logits_rows.size());
+    for (size_t j = 0; j <= v.drafts.size(); ++j) {
+      d.logits_rows.push_back(v.first_logits_row + int(j));
+      d.params.push_back({m.temperature[v.row], m.min_p[v.row], m.seeds[v.row], v.position + int64_t(j)});
+    }
   }
 }
 

@@ -65,6 +65,7 @@ class ModelRunner {
   std::vector<float> logits_;
   DeviceSampling device_sampling_;     // this step's rows the device samples itself
   std::vector<bool> device_sampled_;   // per sample_rows_ entry
+  std::vector<int> device_verified_;   // per verifications_ entry: its first token in device_sampling_.tokens, or -1
   std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
   std::vector<int> num_scheduled_;        // per batch row, this step
   std::vector<int> num_drafts_;           // per batch row, drafts among those

@@ -225,6 +225,18 @@ TEST_CASE("sampling on the device (host emulation) equals sampling on the host",
   // Greedy and seeded rows, without logprobs, penalties or min_tokens still masking, sampled there.
   REQUIRE(device->stats().rows_sampled_on_device > 100);
   REQUIRE(device->stats().rows_sampled_on_device < int64_t(on.stats.num_steps) * 9);
+
+  // Speculation: plain verifying rows draw every position on the device too.
+  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2})");
+  const SchedulerConfig sc = with_speculation(c, spec);
+  auto spec_device = host_llama(m, sc, 16, 3);
+  const HostLlama* sd = spec_device.get();
+  EngineCore spec_core(std::move(spec_device), c, false, spec);
+  const auto spec_on = test::run_to_end(spec_core, reqs, false);
+  test::require_same_outputs(spec_on, test::run_core(host_llama(m, sc, 16, 3, false), reqs, c, false, spec));
+  test::require_same_outputs(spec_on, off);  // and speculation changes no token
+  REQUIRE(spec_on.stats.spec_num_accepted_tokens > 0);
+  REQUIRE(sd->stats().rows_sampled_on_device > 3 * 100);
 }
 
 TEST_CASE("the CUDA model's KV export, import and block copy keep KvCache's layout", "[cuda-host]") {

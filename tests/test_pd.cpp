@@ -90,7 +90,7 @@ TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
   const Tokenizer tok(*m.file.vocab);
   const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat.",
                                                "Tom had a red ball and a big blue kite that he loved very much.", "One day"});
-  for (const auto [blocks, async_scheduling] : {std::pair{256, false}, std::pair{24, false}, std::pair{256, true}}) {
+  for (const auto& [blocks, async_scheduling] : {std::pair{256, false}, std::pair{24, false}, std::pair{256, true}}) {
     CAPTURE(blocks, async_scheduling);
     const SchedulerConfig c = test::model_scheduler_config(m, blocks);
     const test::CoreRun colocated = test::run_core(m.model, reqs, c, false);

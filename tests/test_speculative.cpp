@@ -34,7 +34,7 @@ TEST_CASE("speculative decoding: exact n-gram verification changes no token", "[
     CAPTURE(c.num_kv_blocks);
     const test::CoreRun off = test::run_core(m.model, reqs, c, false);
     REQUIRE(off.tokens.size() == 11);
-    for (const auto [k, async_scheduling] : {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
+    for (const auto& [k, async_scheduling] : {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
       CAPTURE(k, async_scheduling);
       const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, ngram(k));
       test::require_same_outputs(on, off);
