@@ -28,6 +28,8 @@ void check_device_flags(const EngineConfig& c) {
     throw std::invalid_argument("--data-parallel-size with --device cuda must equal the number of --devices (one engine per GPU)");
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1))
     throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(c.gpu_memory_utilization));
+  if ((c.scheduler.num_kv_blocks > 0 || c.kv_cache_memory_bytes > 0) && c.gpu_memory_utilization != defaults.gpu_memory_utilization)
+    throw std::invalid_argument("--gpu-memory-utilization sizes the KV cache: give it or --num-kv-blocks / --kv-cache-memory, not both");
   if (c.max_cudagraph_capture_size < 1) throw std::invalid_argument("--max-cudagraph-capture-size must be at least 1");
   if (c.speculative && c.speculative->method != SpecMethod::Ngram)
     throw std::invalid_argument("--speculative-config: method " + c.speculative->method_name() +

@@ -458,6 +458,8 @@ TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host
   REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 0; }), Catch::Contains("at least 1"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = "prefill"; }), Catch::Contains("--role colocated only"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.gpu_memory_utilization = 1.5; }), Catch::Contains("must be in (0, 1]"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.gpu_memory_utilization = 0.5, c.scheduler.num_kv_blocks = 64; }),
+               Catch::Contains("not both"));
   REQUIRE_THAT(refused([](EngineConfig& c) {
                  c.device = "cuda", c.speculative = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
                }), Catch::Contains("with --device cuda use ngram"));
