@@ -1,6 +1,10 @@
 // Every CUDA op against the CPU reference on random inputs (llama.cpp's test-backend-ops): F32 ops within float
 // rounding of the reference, the GEMM within the bounds of its weight type.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener below
 #include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +13,7 @@
 
 #include "engine/sampler.hpp"
 #include "kernels/cpu/reference.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "test_support.hpp"
 
@@ -17,6 +22,19 @@ using cuda::CudaBackend;
 using cuda::DeviceBuffer;
 
 namespace {
+
+// Without a CUDA device the suite prints why and exits 77, which ctest reports as skipped.
+struct SkipWithoutDevice : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testRunStarting(const Catch::TestRunInfo&) override {
+    std::string why;
+    if (cuda::device_count(&why) > 0) return;
+    std::printf("skipped: the GPU tests need a CUDA device (%s)\n", why.c_str());
+    std::fflush(stdout);
+    std::exit(77);
+  }
+};
+CATCH_REGISTER_LISTENER(SkipWithoutDevice)
 
 
 template <class T>
