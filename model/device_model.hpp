@@ -13,10 +13,8 @@
 
 namespace parley {
 
-// How a device ran its steps, for metrics: full-graph replays against eager passes.
+// What a device did beyond the passes (graph replays are counted from forward()'s answer, by the scheduler).
 struct DeviceStats {
-  int64_t graph_replays = 0;
-  int64_t eager_steps = 0;
   int64_t rows_sampled_on_device = 0;
 };
 
@@ -66,7 +64,6 @@ class CpuDeviceModel final : public DeviceModel {
   bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
     if (sampling && !sampling->empty()) throw std::logic_error("CpuDeviceModel: the CPU samples on the host");
     model_.forward(batch, kv_, logits);
-    ++eager_steps_;
     return false;
   }
   std::span<const float> hidden_states() const override { return model_.hidden_states(); }
@@ -77,12 +74,10 @@ class CpuDeviceModel final : public DeviceModel {
   void import_blocks(std::span<const int> ids, std::span<const float> data) override { kv_.import_blocks(ids, data); }
   LlamaModel* host_model() override { return &model_; }
   KvCache* host_kv() override { return &kv_; }
-  DeviceStats stats() const override { return {0, eager_steps_}; }
 
  private:
   LlamaModel& model_;
   KvCache kv_;
-  int64_t eager_steps_ = 0;
 };
 
 }  // namespace parley

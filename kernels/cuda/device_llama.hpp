@@ -77,7 +77,6 @@ class DeviceLlama final : public DeviceModel {
   int num_blocks() const override { return o_.num_blocks; }
   int block_size() const override { return o_.block_size; }
   DeviceStats stats() const override { return stats_; }
-  const std::vector<int>& captured_batch_sizes() const { return o_.graph_batch_sizes; }
 
   bool samples_on_device() const override { return o_.sample_on_device; }
 
@@ -92,7 +91,6 @@ class DeviceLlama final : public DeviceModel {
       upload_inputs(batch, seqs, padded);
       ops_->replay(graphs_.at(padded));
       ops_->gather_rows(logits_.template get<float>(), logits_rows_.template get<int>(), S, V, compact_.template get<float>());
-      ++stats_.graph_replays;
       deliver(compact_.template get<float>(), logits_.template get<float>(), S, sampling, logits);
       return true;
     }
@@ -100,7 +98,6 @@ class DeviceLlama final : public DeviceModel {
     run_layers(M, batch.max_blocks_per_seq);
     ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim, selected_.template get<float>());
     head(selected_.template get<float>(), S);
-    ++stats_.eager_steps;
     deliver(logits_.template get<float>(), compact_.template get<float>(), S, sampling, logits);
     return false;
   }
@@ -284,7 +281,7 @@ class DeviceLlama final : public DeviceModel {
   }
 
   void run_layers(int M, int max_blocks_per_seq) {
-    const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim, hd = c_.head_dim();
+    const int dim = c_.dim, hidden = c_.hidden_dim, hd = c_.head_dim();
     float *x = x_.template get<float>(), *xb = xb_.template get<float>(), *q = q_.template get<float>();
     float *k = k_.template get<float>(), *v = v_.template get<float>(), *attn = attn_.template get<float>();
     float *gate = gate_.template get<float>(), *up = up_.template get<float>(), *hid = hid_.template get<float>();
