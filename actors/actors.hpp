@@ -7,13 +7,16 @@
 #include "actors/protocol.hpp"
 #include "engine/model_runner.hpp"
 #include "engine/prefill_router.hpp"
+#include "model/kv_link.hpp"
 
 namespace parley {
 
 class OutputService;
 
-// The worker owns the model runner; spawned detached (its own thread).
-msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner);
+// The worker owns the model runner; spawned detached (its own thread). links: how it opens device links for
+// KV transfers (null: none); link_timeout_s bounds a link's opening and each transfer on it.
+msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner,
+                               std::shared_ptr<KvLinkFactory> links = nullptr, double link_timeout_s = 30);
 // What the scheduler of a prefill or decode instance needs besides its KV transfer actor (sent to it later).
 struct SchedulerPd {
   bool remote_prefill = false;          // decode role: admitted requests are prefilled by prefill instances
@@ -25,11 +28,12 @@ struct SchedulerPd {
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
                                      msg::worker_actor worker, msg::output_actor output, SchedulerPd pd = {});
 // The KV transfer actor of a prefill instance (peers empty) or a decode instance (its prefill instances);
-// timeout_s bounds a transfer on the decode side and a
-// lease on the prefill side.
-// layout: this instance's KV layout; KV of another arrives as a failed transfer.
+// timeout_s bounds a transfer on the decode side and a lease on the prefill side. layout: this instance's KV
+// layout; KV of another arrives as a failed transfer. link_transport: the worker's device links ("": none):
+// a decode instance opens one to each prefill instance it reaches, and their KV then travels on it.
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout);
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
+                                         msg::worker_actor worker = {}, std::string link_transport = "");
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);

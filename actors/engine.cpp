@@ -10,6 +10,7 @@
 #include "actors/data_parallel_engine.hpp"
 #include "actors/device_setup.hpp"
 #include "actors/output_service.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "engine/engine_core.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "model/model_source.hpp"
@@ -73,6 +74,12 @@ Pd check_pd(const EngineConfig& c) {
     throw std::invalid_argument("--prefill-routing and --kv-load-failure-policy apply only to --role decode");
   if (c.role == "colocated" && c.kv_transfer_timeout_s != EngineConfig{}.kv_transfer_timeout_s)
     throw std::invalid_argument("--kv-transfer-timeout applies only to --role prefill or decode");
+  if (c.kv_transport != "tcp" && c.kv_transport != "nccl")
+    throw std::invalid_argument("--kv-transport must be tcp or nccl, got '" + c.kv_transport + "'");
+  if (c.role == "colocated" && (c.kv_transport != "tcp" || c.kv_link_factory))
+    throw std::invalid_argument("--kv-transport applies only to --role prefill or decode");
+  if (c.kv_transport == "nccl" && c.device != "cuda")
+    throw std::invalid_argument("--kv-transport nccl moves KV between GPUs: it needs --device cuda");
   return pd;
 }
 
@@ -125,12 +132,15 @@ class ActorEngine final : public EngineClient {
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
                                    {file_.config.n_layers, file_.config.kv_dim(), sc.block_size}};
     system_ = std::make_unique<caf::actor_system>(system_config_);
-    worker_ = spawn_worker(*system_, std::move(runner));
+    std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
+    if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
+    worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s);
     output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
     scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd);
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     if (pd.role != "colocated") {
-      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout);
+      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout,
+                              worker_, links ? links->transport() : "");
       caf::anon_send(scheduler_, kv_);
     }
     if (pd.role == "prefill") {
@@ -144,11 +154,11 @@ class ActorEngine final : public EngineClient {
     }
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}, device {}", model_name_, file_.config.n_layers, file_.config.dim,
+                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}{}, device {}", model_name_, file_.config.n_layers, file_.config.dim,
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
                  sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
                  config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off",
-                 pd.role, device_name);
+                 pd.role, links ? " (KV over " + links->transport() + ")" : "", device_name);
   }
   ~ActorEngine() override { shutdown(); }
 

@@ -17,6 +17,8 @@
 
 namespace parley {
 
+class KvLinkFactory;  // model/kv_link.hpp
+
 // Receives one client request's outputs. Called from actor threads: implementations hand work to their
 // own thread (an Asio strand) and must not block.
 struct RequestSink {
@@ -56,6 +58,8 @@ struct EngineConfig {
   std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
   bool kv_recompute_on_failure = true;       // decode: --kv-load-failure-policy recompute (else fail)
   double kv_transfer_timeout_s = 30;         // decode: a transfer's deadline; prefill: the lease on its blocks
+  std::string kv_transport = "tcp";          // --kv-transport: the KV as bytes through the actors (tcp) or GPU to GPU (nccl)
+  std::shared_ptr<KvLinkFactory> kv_link_factory;  // device links other than NCCL's (the tests' in-process stand-in)
   // Where the model runs (MISSION C1, C5).
   std::string device = "cpu";                // --device cpu|cuda
   std::vector<int> devices;                  // --devices: the GPU ids, one engine each (empty: device 0)

@@ -3,11 +3,14 @@
 // failures; on a prefill instance it takes prompts from decode instances, pushes each handed-off
 // request's KV to the instance that sent it, and frees the blocks when that instance acknowledges or the
 // lease runs out. Only built-in types cross processes: JSON and encode_kv_transfer bytes in strings.
+// With a device link transport, a decode instance opens a link to each prefill instance it reaches (the
+// id travels here, the workers open the ends); a prefill instance then sends that instance's KV on it.
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <unordered_map>
 
 #include "actors/actors.hpp"
@@ -23,14 +26,18 @@ struct KvState {
   msg::output_actor output;
   double timeout_s = 30;
   KvLayout layout;  // this instance's
+  msg::worker_actor worker;
+  std::string link_transport;  // "": no device links
   // Decode side.
   std::unique_ptr<PrefillRouter> router;
   std::vector<msg::kv_transfer_actor> peers;  // per router peer; null while down
   std::vector<bool> connecting;
+  std::vector<bool> linked;  // per router peer: its device link is up
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
   // Prefill side.
   std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
   std::unordered_map<std::string, double> leases;         // pushed: blocks held until release or this deadline
+  std::map<caf::actor_addr, std::string> links_to;        // decode instance -> the device link to it, once up
   msg::KvTransferStats stats;
   uint64_t handled = 0;
 };
@@ -48,6 +55,32 @@ void fail(Self self, const std::string& id, const std::string& why) {
   report(self);
 }
 
+std::string link_name(Self self, size_t peer) { return "prefill@" + self->state.router->address(peer).str(); }
+
+// Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
+void open_link(Self self, size_t peer) {
+  auto& st = self->state;
+  st.linked[peer] = false;
+  self->request(st.worker, caf::infinite, msg::link_id_atom::value)
+      .then(
+          [self, peer](const std::string& id) {
+            auto& st = self->state;
+            if (!st.peers[peer]) return;
+            self->send(st.peers[peer], msg::link_atom::value, id, caf::actor_cast<caf::actor>(self));
+            const std::string name = link_name(self, peer);
+            self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
+                .then(
+                    [self, peer, name](bool) {
+                      self->state.linked[peer] = true;
+                      spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+                    },
+                    [self, name](const caf::error& err) {
+                      spdlog::warn("device link {} failed ({}); its KV comes over TCP", name, self->system().render(err));
+                    });
+          },
+          [self](const caf::error& err) { spdlog::warn("no device link id: {}", self->system().render(err)); });
+}
+
 void connect(Self self, size_t peer) {
   auto& st = self->state;
   st.connecting[peer] = true;
@@ -62,6 +95,7 @@ void connect(Self self, size_t peer) {
             self->monitor(st.peers[peer]);
             st.router->set_up(peer, true);
             spdlog::info("prefill instance {} is up", st.router->address(peer).str());
+            if (!st.link_transport.empty()) open_link(self, peer);
           },
           [self, peer](const caf::error&) { self->state.connecting[peer] = false; });
 }
@@ -88,17 +122,40 @@ void tick(Self self) {
   self->delayed_send(self, kTick, msg::tick_atom::value);
 }
 
+// Decode side: a header whose KV follows on the device link to its sender. The scheduler has the worker
+// receive it whatever became of the request (the link pairs receives with sends in order), so it goes there
+// even when the transfer was given up or does not fit (the scheduler drops the data then).
+void kv_header(Self self, KvTransferPayload p, size_t header_bytes, double latency) {
+  auto& st = self->state;
+  std::string link;
+  for (size_t i = 0; st.router && i < st.peers.size(); ++i)
+    if (st.peers[i] && st.peers[i].address() == self->current_sender()) link = link_name(self, i);
+  if (link.empty()) return spdlog::error("request {}: a KV header on a device link from an unknown peer", p.req_id);
+  if (st.router->finished(p.req_id)) {
+    ++st.stats.transfers, st.stats.blocks += p.num_blocks;
+    st.stats.bytes += int64_t(header_bytes) + p.layout.floats(p.num_blocks) * int64_t(sizeof(float));
+    st.stats.latencies.push_back(latency);
+    report(self);
+  } else {
+    spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
+  }
+  self->send(st.scheduler, msg::kv_atom::value, std::move(p), link);
+}
+
 msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor scheduler, msg::output_actor output,
                                              std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s,
-                                             KvLayout layout) {
+                                             KvLayout layout, msg::worker_actor worker, std::string link_transport) {
   auto& st = self->state;
   st.layout = layout;
+  st.worker = std::move(worker);
+  st.link_transport = std::move(link_transport);
   st.scheduler = std::move(scheduler);
   st.output = std::move(output);
   st.timeout_s = timeout_s;
   if (!peers.empty()) {
     st.peers.resize(peers.size());
     st.connecting.assign(peers.size(), false);
+    st.linked.assign(peers.size(), false);
     st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
   }
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -106,6 +163,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
     for (size_t p = 0; st.router && p < st.peers.size(); ++p)
       if (st.peers[p] && dm.source == st.peers[p].address()) {
         st.peers[p] = nullptr;
+        st.linked[p] = false;
         spdlog::warn("prefill instance {} went down", st.router->address(p).str());
         for (const std::string& id : st.router->set_up(p, false))
           fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
@@ -118,12 +176,14 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         try {
           Request r = decode_prefill_request(json);
           self->state.decode_of[r.request_id] = to;
-          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
+          const auto link = self->state.links_to.find(to.address());
+          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r),
+                     link == self->state.links_to.end() ? std::string() : link->second);
         } catch (const std::exception& e) {
           spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
         }
       },
-      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks) {  // prefill side
+      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {  // prefill side
         auto& st = self->state;
         ++st.handled;
         const auto to = st.decode_of.find(id);
@@ -131,8 +191,29 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_atom::value, bytes);
         st.decode_of.erase(to);
         st.leases[id] = now_seconds() + st.timeout_s;
-        ++st.stats.transfers, st.stats.blocks += blocks, st.stats.bytes += int64_t(bytes.size());
+        ++st.stats.transfers, st.stats.blocks += blocks;
+        st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.floats(blocks) * int64_t(sizeof(float)) : 0);
         report(self);
+      },
+      [self](msg::link_atom, const std::string& name) {  // prefill side: that link broke
+        auto& st = self->state;
+        ++st.handled;
+        std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
+      },
+      [self](msg::link_atom, const std::string& id, const caf::actor& decode) {  // prefill side
+        auto& st = self->state;
+        ++st.handled;
+        if (st.link_transport.empty()) return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
+        const std::string name = "decode@" + caf::to_string(decode.address());
+        self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
+            .then(
+                [self, name, to = decode.address()](bool) {
+                  self->state.links_to[to] = name;
+                  spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+                },
+                [self, name](const caf::error& err) {
+                  spdlog::warn("device link {} failed ({}); KV to it goes over TCP", name, self->system().render(err));
+                });
       },
       [self](msg::refuse_atom, const std::string& id, const std::string& why) {  // prefill side
         auto& st = self->state;
@@ -169,6 +250,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
         const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
         st.routed_at.erase(p.req_id);
+        if (p.kv_on_link) return kv_header(self, std::move(p), bytes.size(), now_seconds() - routed);
         if (!st.router || !st.router->finished(p.req_id)) {
           spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
           return;
@@ -178,7 +260,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);
-        self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+        self->send(st.scheduler, msg::kv_atom::value, std::move(p), std::string());
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
         auto& st = self->state;
@@ -192,8 +274,11 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         ++st.handled;
         nlohmann::json peers = nlohmann::json::array();
         for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
-          peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)}});
+          peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)},
+                           {"device_link", bool(st.linked[p])}});
         return nlohmann::json{{"peers", peers},
+                              {"link_transport", st.link_transport},
+                              {"links_to_decode", st.links_to.size()},
                               {"transfers_in_flight", st.router ? st.router->in_flight() : 0},
                               {"awaiting_prefill", st.decode_of.size()},
                               {"held_for_decode", st.leases.size()}}
@@ -205,8 +290,10 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
 }  // namespace
 
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout) {
-  return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s, layout);
+                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
+                                         msg::worker_actor worker, std::string link_transport) {
+  return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s, layout,
+                   std::move(worker), std::move(link_transport));
 }
 
 }  // namespace parley

@@ -76,6 +76,9 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_flag("--enforce-eager", e.enforce_eager, "CUDA: run every step eagerly (no CUDA graphs)");
   cmd->add_option("--max-cudagraph-capture-size", e.max_cudagraph_capture_size,
                   "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str();
+  cmd->add_option("--kv-transport", e.kv_transport,
+                  "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)")
+      ->check(CLI::IsMember({"tcp", "nccl"}))->capture_default_str();
   cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
                   "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent")->capture_default_str();
 }

@@ -7,8 +7,11 @@
 //   PD (MISSION C7): decode scheduler --route--> kv transfer ==prefill==> prefill instance's kv transfer
 //   --prefill--> its scheduler (hand-off after the first token; export from its worker) --push--> kv
 //   transfer ==kvdata==> decode kv transfer --kvdata--> decode scheduler (import on its worker, then run)
-//   ==release==> back; "==" crosses processes over CAF's middleman (TCP; NCCL would carry the bytes
-//   between GPUs), with only built-in types (strings, actor handles) in those messages.
+//   ==release==> back; "==" crosses processes over CAF's middleman (TCP), with only built-in types (strings,
+//   actor handles) in those messages. With a device link (--kv-transport nccl; decode kv transfer ==link==>
+//   the prefill side's, both workers open their ends), only the header crosses; the prefill worker sends the
+//   blocks on the link as it hands off, and the decode scheduler has its worker receive every header's KV in
+//   arrival order (the order they were sent), landing it in blocks only if the request still waits for it.
 //
 // A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight (two with
 // async scheduling: it plans step N+1 while the worker runs step N; steps carry their step_id both ways)
@@ -52,6 +55,14 @@ using tick_atom = caf::atom_constant<caf::atom("kvtick")>;
 using export_atom = caf::atom_constant<caf::atom("kvexport")>;
 using import_atom = caf::atom_constant<caf::atom("kvimport")>;
 using kv_stats_atom = caf::atom_constant<caf::atom("kvstats")>;
+using link_atom = caf::atom_constant<caf::atom("kvlink")>;
+using link_id_atom = caf::atom_constant<caf::atom("kvlinkid")>;
+using link_open_atom = caf::atom_constant<caf::atom("kvlinkopen")>;
+using kv_send_atom = caf::atom_constant<caf::atom("kvsend")>;
+using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
+using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
+using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
+using poll_atom = caf::atom_constant<caf::atom("kvpoll")>;
 
 // A client request's engine requests, admitted together or not at all.
 struct Submission {
@@ -92,10 +103,15 @@ using kv_transfer_actor = caf::typed_actor<
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // Decode -> prefill instance: the request's KV arrived (or was given up on): free its blocks.
     caf::reacts_to<release_atom, std::string>,
+    // Decode -> prefill instance: open your end (rank 0) of a device link to `decode` with this id (ncclUniqueId bytes).
+    caf::reacts_to<link_atom, std::string, caf::actor>,
     // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
     caf::reacts_to<route_atom, std::string, std::string>,
-    // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks), to push.
-    caf::reacts_to<push_atom, std::string, std::string, int32_t>,
+    // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
+    // the KV itself follows on the device link), to push.
+    caf::reacts_to<push_atom, std::string, std::string, int32_t, bool>,
+    // Local, prefill side (scheduler): this device link broke; KV to its decode instance goes over TCP from now on.
+    caf::reacts_to<link_atom, std::string>,
     // Local, prefill side (scheduler): the request cannot run here (req id, why).
     caf::reacts_to<refuse_atom, std::string, std::string>,
     // Local, once a second: transfer deadlines, lease expiry, reconnecting prefill instances that are down.
@@ -113,12 +129,14 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<abort_all_atom>,
     // Admin: every live request (split children with their parent), the block pool and the steps in flight, as JSON.
     caf::reacts_to<requests_atom, TextReply>,
-    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s).
-    caf::reacts_to<prefill_atom, Request>,
+    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s),
+    // its KV over this device link (empty: as bytes through the KV transfer actor).
+    caf::reacts_to<prefill_atom, Request, std::string>,
     // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
     caf::reacts_to<release_atom, std::string>,
-    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request.
-    caf::reacts_to<kv_atom, KvTransferPayload>,
+    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request. With
+    // a link name, only the header came: the KV follows on that device link (received even if nobody wants it).
+    caf::reacts_to<kv_atom, KvTransferPayload, std::string>,
     // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
@@ -135,6 +153,21 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<export_atom, std::vector<int>>::with<std::vector<float>>,
     // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
     caf::replies_to<import_atom, std::vector<int>, std::vector<float>>::with<bool>,
+    // Device links (model/kv_link.hpp, engine/kv_links.hpp); a broken link answers each of these with an error.
+    // A fresh link id, for the other end.
+    caf::replies_to<link_id_atom>::with<std::string>,
+    // Open this end (link name, id, rank); answered once the other end has joined.
+    caf::replies_to<link_open_atom, std::string, std::string, int32_t>::with<bool>,
+    // Prefill side: send these blocks' KV on the link (staged at once: the blocks are free on return); answered when sent.
+    caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<bool>,
+    // Decode side: receive this many floats on the link; answered when they are in, with the tag to land or drop.
+    caf::replies_to<kv_recv_atom, std::string, int64_t>::with<uint64_t>,
+    // Decode side: write a received KV into these blocks, before any step sent after it reads them.
+    caf::replies_to<kv_land_atom, uint64_t, std::vector<int>>::with<bool>,
+    // Decode side: free a received KV nobody wants.
+    caf::reacts_to<kv_drop_atom, uint64_t>,
+    // Local: poll the links while anything is in flight on them.
+    caf::reacts_to<poll_atom>,
     // Admin: mailbox depth and messages handled (answered between steps).
     caf::replies_to<stats_atom>::with<ActorStats>>;
 

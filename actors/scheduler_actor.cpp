@@ -26,7 +26,11 @@ struct SchedulerState {
   // PD roles (MISSION C7).
   SchedulerPd pd;
   msg::kv_transfer_actor kv;
-  std::unordered_map<std::string, int> handing_off;  // prefill side: ToDecode request id -> prompt tokens
+  struct HandOff {
+    int num_prompt_tokens;
+    std::string link;  // the device link its KV goes on ("": as bytes through the KV transfer actor)
+  };
+  std::unordered_map<std::string, HandOff> handing_off;  // prefill side: ToDecode request id -> where its KV goes
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
@@ -34,6 +38,7 @@ void send_step(Self self, SchedulerOutput so);
 void finish(Self self, const std::vector<std::string>& ids, RequestStatus status);
 void send_outputs(Self self, std::vector<EngineCoreOutput> outputs);
 void hand_off_kv(Self self, const EngineCoreOutput& handed);
+void kv_loaded(Self self, const KvTransferPayload& p);
 
 // Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
 void route_remote_prefills(Self self) {
@@ -188,18 +193,35 @@ void finish(Self self, const std::vector<std::string>& ids, RequestStatus status
 
 // Prefill side: reads the handed-off request's blocks on the worker (after the step that wrote them) and
 // gives the KV transfer actor the payload to push; the blocks stay held until the decode side releases them.
+// On a device link the worker sends the blocks as it reaches this message (after the step that wrote them) and
+// only the header goes to the KV transfer actor, right away: headers leave in the order the sends were posted.
 void hand_off_kv(Self self, const EngineCoreOutput& handed) {
   auto& st = self->state;
-  const int num_prompt_tokens = st.handing_off.at(handed.req_id);
+  const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
+  const int num_prompt_tokens = to.num_prompt_tokens;
   st.handing_off.erase(handed.req_id);
   std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
+  if (!to.link.empty()) {
+    self->request(st.worker, caf::infinite, msg::kv_send_atom::value, to.link, blocks)
+        .then([self](bool) { ++self->state.handled; },
+              [self, id = handed.req_id, link = to.link](const caf::error& err) {
+                ++self->state.handled;
+                spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, self->system().render(err));
+                self->state.scheduler->release_held(id);
+                self->send(self->state.kv, msg::link_atom::value, link);
+              });
+    const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
+                                   st.pd.layout, int(blocks.size()), true, {}};
+    self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
+    return;
+  }
   self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
       .then(
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
             ++self->state.handled;
             KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                self->state.pd.layout, n, std::move(kv)};
-            self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n));
+                                self->state.pd.layout, n, false, std::move(kv)};
+            self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
             ++self->state.handled;
@@ -209,7 +231,7 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
 }
 
 // Prefill side: a request routed here by a decode instance.
-void admit_for_decode(Self self, Request& r) {
+void admit_for_decode(Self self, Request& r, const std::string& link) {
   auto& st = self->state;
   r.kv_transfer = KvTransfer::ToDecode;
   r.arrival_time = now_seconds();
@@ -221,7 +243,7 @@ void admit_for_decode(Self self, Request& r) {
     self->send(st.kv, msg::refuse_atom::value, id, std::string(e.what()));
     return;
   }
-  st.handing_off[id] = prompt;
+  st.handing_off[id] = {prompt, link};
   self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
   maybe_step(self);
 }
@@ -248,20 +270,58 @@ void kv_arrived(Self self, KvTransferPayload& p) {
   if (!(p.layout == st.pd.layout) || p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r->num_prompt_tokens())
     return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
   self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
+      .then([self, p](bool) { kv_loaded(self, p); },
+            [self, id = p.req_id](const caf::error& err) {
+              ++self->state.handled;
+              kv_failure(self, id, "loading it failed: " + self->system().render(err));
+            });
+}
+
+// Decode side: the KV is in the request's blocks (the worker wrote it before any later step): it runs.
+void kv_loaded(Self self, const KvTransferPayload& p) {
+  auto& st = self->state;
+  ++st.handled;
+  const Request* now = st.scheduler->find(p.req_id);
+  if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
+  auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs);
+  if (!outputs.empty()) send_outputs(self, std::move(outputs));
+  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  maybe_step(self);
+}
+
+// Decode side: a header whose KV follows on a device link. The receive is posted whatever became of the
+// request, since the link pairs it with the prefill side's send; the data lands in the blocks only if the
+// request still waits for it when it is in.
+void kv_on_link(Self self, KvTransferPayload p, const std::string& link) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(p.req_id);
+  std::vector<int> blocks;
+  if (r && r->status == RequestStatus::WaitingForRemoteKv) {
+    blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+    if (!(p.layout == st.pd.layout) || p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r->num_prompt_tokens()) {
+      blocks.clear();
+      kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+    }
+  }
+  const int64_t floats = p.layout.floats(p.num_blocks);
+  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, link, floats)
       .then(
-          [self, id = p.req_id, tokens = p.first_token_ids, logprobs = p.first_logprobs](bool) {
+          [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
             ++st.handled;
-            const Request* now = st.scheduler->find(id);
-            if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
-            auto outputs = st.scheduler->finish_remote_kv(id, tokens, logprobs);
-            if (!outputs.empty()) send_outputs(self, std::move(outputs));
-            self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
-            maybe_step(self);
+            const Request* now = st.scheduler->find(p.req_id);
+            if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
+              return self->send(st.worker, msg::kv_drop_atom::value, tag);
+            self->request(st.worker, caf::infinite, msg::kv_land_atom::value, tag, blocks)
+                .then([self, p](bool) { kv_loaded(self, p); },
+                      [self, id = p.req_id](const caf::error& err) {
+                        ++self->state.handled;
+                        kv_failure(self, id, "loading it failed: " + self->system().render(err));
+                      });
           },
           [self, id = p.req_id](const caf::error& err) {
             ++self->state.handled;
-            kv_failure(self, id, "loading it failed: " + self->system().render(err));
+            kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));
           });
 }
 
@@ -292,9 +352,9 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         const auto& st = self->state;
         reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
       },
-      [self](msg::prefill_atom, Request& r) {
+      [self](msg::prefill_atom, Request& r, const std::string& link) {
         ++self->state.handled;
-        admit_for_decode(self, r);
+        admit_for_decode(self, r, link);
       },
       [self](msg::release_atom, const std::string& id) {
         ++self->state.handled;
@@ -302,9 +362,10 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         self->send(self->state.output, msg::stats_atom::value, self->state.scheduler->stats());
         maybe_step(self);  // the blocks may admit a waiting request
       },
-      [self](msg::kv_atom, KvTransferPayload& p) {
+      [self](msg::kv_atom, KvTransferPayload& p, const std::string& link) {
         ++self->state.handled;
-        kv_arrived(self, p);
+        if (link.empty()) kv_arrived(self, p);
+        else kv_on_link(self, std::move(p), link);
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
         ++self->state.handled;

@@ -1,18 +1,77 @@
-// The worker actor: a shell over engine/model_runner.hpp on its own thread (spawned detached).
+// The worker actor: a shell over engine/model_runner.hpp on its own thread (spawned detached), and over
+// engine/kv_links.hpp for device links (KV transfers GPU to GPU), whose answers wait for the transfer.
+#include <functional>
+#include <map>
+
 #include "actors/actors.hpp"
+#include "engine/kv_links.hpp"
 
 namespace parley {
 namespace {
 
+constexpr auto kPollEvery = std::chrono::milliseconds(1);
+
 struct WorkerState {
   WorkerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<ModelRunner> runner;
+  std::unique_ptr<KvLinks> links;  // null without a link transport
+  std::map<uint64_t, std::function<void(const KvLinkEvent&)>> waiting;  // link tag -> its promise
+  uint64_t next_tag = 1;
+  bool polling = false;
   uint64_t handled = 0;
 };
 using Self = msg::worker_actor::stateful_pointer<WorkerState>;
 
-msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::unique_ptr<ModelRunner>> runner) {
-  self->state.runner = std::move(*runner);
+template <class T>
+caf::result<T> error(const std::string& what) {
+  return caf::make_error(caf::sec::runtime_error, what);
+}
+
+void keep_polling(Self self) {
+  auto& st = self->state;
+  if (st.polling || !st.links || !st.links->busy()) return;
+  st.polling = true;
+  self->delayed_send(self, kPollEvery, msg::poll_atom::value);
+}
+
+void poll(Self self) {
+  auto& st = self->state;
+  st.polling = false;
+  for (const KvLinkEvent& e : st.links->poll(now_seconds())) {
+    const auto it = st.waiting.find(e.tag);
+    if (it == st.waiting.end()) continue;
+    auto deliver = std::move(it->second);
+    st.waiting.erase(it);
+    deliver(e);
+  }
+  keep_polling(self);
+}
+
+// Runs a link operation that answers later: `start(tag)` posts it; the promise gets `done(tag)` or the failure.
+template <class T>
+caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, std::function<T(uint64_t)> done) {
+  auto& st = self->state;
+  if (!st.links) return error<T>("this instance has no device link transport (--kv-transport nccl)");
+  const uint64_t tag = st.next_tag++;
+  try {
+    start(tag);
+  } catch (const std::exception& e) {
+    return error<T>(e.what());
+  }
+  auto promise = self->template make_response_promise<T>();
+  st.waiting[tag] = [promise, done = std::move(done)](const KvLinkEvent& e) mutable {
+    if (e.kind == KvLinkEvent::Kind::Failed) promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
+    else promise.deliver(done(e.tag));
+  };
+  keep_polling(self);
+  return promise;
+}
+
+msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::unique_ptr<ModelRunner>> runner,
+                                            std::shared_ptr<KvLinkFactory> links, double link_timeout_s) {
+  auto& st = self->state;
+  st.runner = std::move(*runner);
+  if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
   return {
       [self](msg::execute_atom, const SchedulerOutput& so) -> caf::result<ModelRunnerOutput> {
         ++self->state.handled;
@@ -39,16 +98,56 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
           return caf::make_error(caf::sec::runtime_error, std::string("import KV: ") + e.what());
         }
       },
+      [self](msg::link_id_atom) -> caf::result<std::string> {
+        ++self->state.handled;
+        if (!self->state.links) return error<std::string>("this instance has no device link transport (--kv-transport nccl)");
+        try {
+          return self->state.links->new_id();
+        } catch (const std::exception& e) {
+          return error<std::string>(e.what());
+        }
+      },
+      [self](msg::link_open_atom, const std::string& name, const std::string& id, int32_t rank) -> caf::result<bool> {
+        ++self->state.handled;
+        return on_link<bool>(self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
+                             [](uint64_t) { return true; });
+      },
+      [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<bool> {
+        ++self->state.handled;
+        return on_link<bool>(self, [&](uint64_t tag) { self->state.links->send(link, tag, blocks, now_seconds()); },
+                             [](uint64_t) { return true; });
+      },
+      [self](msg::kv_recv_atom, const std::string& link, int64_t floats) -> caf::result<uint64_t> {
+        ++self->state.handled;
+        return on_link<uint64_t>(self, [&](uint64_t tag) { self->state.links->recv(link, tag, floats, now_seconds()); },
+                                 [](uint64_t tag) { return tag; });
+      },
+      [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {
+        ++self->state.handled;
+        try {
+          if (!self->state.links) throw std::logic_error("no device links");
+          self->state.links->land(tag, blocks);
+          return true;
+        } catch (const std::exception& e) {
+          return error<bool>(std::string("land KV: ") + e.what());
+        }
+      },
+      [self](msg::kv_drop_atom, uint64_t tag) {
+        ++self->state.handled;
+        if (self->state.links) self->state.links->drop(tag);
+      },
+      [self](msg::poll_atom) { poll(self); },
       [self](msg::stats_atom) { return actor_stats(self, "worker", ++self->state.handled); },
   };
 }
 
 }  // namespace
 
-msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner) {
+msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner, std::shared_ptr<KvLinkFactory> links,
+                               double link_timeout_s) {
   // The runner travels in a shared_ptr: spawn arguments must be copyable.
   auto holder = std::make_shared<std::unique_ptr<ModelRunner>>(std::move(runner));
-  return sys.spawn<caf::detached>(worker_fun, holder);
+  return sys.spawn<caf::detached>(worker_fun, holder, std::move(links), link_timeout_s);
 }
 
 }  // namespace parley

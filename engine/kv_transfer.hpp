@@ -2,8 +2,10 @@
 // the request (prompt, sampling parameters, seeds, children) as JSON. Back: the prompt's KV blocks, the
 // first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with their logprobs,
 // and the layout the KV assumes, so a decode instance with another model shape refuses it. On the wire: a
-// 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats.
+// 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats, or none where
+// the KV goes GPU to GPU over a device link (model/kv_link.hpp) in the same layout.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,7 @@ namespace parley {
 struct KvLayout {
   int num_layers = 0, kv_dim = 0, block_size = 0;
   bool operator==(const KvLayout&) const = default;
+  int64_t floats(int num_blocks) const { return int64_t(2) * num_layers * kv_dim * block_size * num_blocks; }
 };
 
 struct KvTransferPayload {
@@ -25,7 +28,8 @@ struct KvTransferPayload {
   std::vector<TokenLogprobs> first_logprobs;  // one per first token when logprobs were asked for, else none
   KvLayout layout;
   int num_blocks = 0;
-  std::vector<float> kv;                     // KvCache::export_blocks of the prompt's blocks
+  bool kv_on_link = false;                   // the KV follows over the device link between the two instances
+  std::vector<float> kv;                     // else: KvCache::export_blocks of the prompt's blocks
 };
 
 // The request a decode instance routes to a prefill instance: every field that changes its tokens.

@@ -2,6 +2,7 @@
 // over LlamaModel and KvCache (below), CUDA over device memory (kernels/cuda/cuda_model.hpp).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -27,6 +28,26 @@ struct DeviceSampling {
   bool empty() const { return logits_rows.empty(); }
 };
 
+// Device memory holding blocks in export_blocks's layout while a link transfer (model/kv_link.hpp) is in
+// flight, so the blocks themselves are free again at once (sends) or untouched until the data is whole (receives).
+class KvStaging {
+ public:
+  virtual ~KvStaging() = default;
+  virtual float* data() = 0;
+  virtual int64_t size() const = 0;  // floats
+};
+
+// Staging in host memory: where the device's memory is the host's.
+class HostKvStaging final : public KvStaging {
+ public:
+  explicit HostKvStaging(std::vector<float> data) : data_(std::move(data)) {}
+  float* data() override { return data_.data(); }
+  int64_t size() const override { return int64_t(data_.size()); }
+
+ private:
+  std::vector<float> data_;
+};
+
 class DeviceModel {
  public:
   virtual ~DeviceModel() = default;
@@ -48,6 +69,18 @@ class DeviceModel {
   // The layout and error contract of KvCache::export_blocks / import_blocks (the same bytes on every device).
   virtual std::vector<float> export_blocks(std::span<const int> block_ids) const = 0;
   virtual void import_blocks(std::span<const int> block_ids, std::span<const float> data) = 0;
+  // A copy of these blocks in new staging memory, taken after every pass before (a link send's source).
+  virtual std::unique_ptr<KvStaging> stage_blocks(std::span<const int> block_ids) const {
+    return std::make_unique<HostKvStaging>(export_blocks(block_ids));
+  }
+  // Staging memory for a link receive of `floats`.
+  virtual std::unique_ptr<KvStaging> new_staging(int64_t floats) const {
+    return std::make_unique<HostKvStaging>(std::vector<float>(size_t(floats)));
+  }
+  // Writes staged KV into these blocks, before any later pass (the import_blocks contract).
+  virtual void unstage_blocks(KvStaging& staged, std::span<const int> block_ids) {
+    import_blocks(block_ids, {staged.data(), size_t(staged.size())});
+  }
 
   // The host model and KV for proposers that run the model themselves (draft, layer skip, MTP): CPU only.
   virtual LlamaModel* host_model() { return nullptr; }

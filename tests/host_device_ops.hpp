@@ -50,6 +50,7 @@ class HostOps {
   using Graph = std::function<void()>;
 
   void activate() const {}
+  void synchronize() const {}
   std::string name() const { return "host-emulated-cuda"; }
   Buffer alloc(size_t bytes) const { return Buffer(bytes); }
   void upload(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/device_model.hpp"
+#include "model/kv_link.hpp"
 
 namespace parley::cuda {
 
@@ -45,5 +46,9 @@ struct CudaModelOptions {
 // Uploads the weights to the device, allocates the KV blocks and captures the decode graphs.
 // Throws std::invalid_argument for options it cannot honour and std::runtime_error for CUDA failures.
 std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWeights& weights, const CudaModelOptions& options);
+
+// NCCL links (model/kv_link.hpp) for KV transfers from or to this GPU: a 2-rank communicator per link, its
+// transfers on their own stream. Throws std::invalid_argument where this build has no NCCL.
+std::shared_ptr<KvLinkFactory> nccl_link_factory(int device);
 
 }  // namespace parley::cuda

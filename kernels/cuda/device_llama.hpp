@@ -3,9 +3,9 @@
 // tests that runs the same kernel bodies on the CPU, so this orchestration (buffers, padding, graphs, the
 // KV layout) is checked in CI without a GPU. It includes no CUDA header.
 //
-// Ops provides: Buffer (get<T>()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
+// Ops provides: Buffer (get<T>(), bytes()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
-// activate() (bind the calling thread), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
+// activate() (bind the calling thread), synchronize(), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
 // CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
 #pragma once
 #include <algorithm>
@@ -111,33 +111,45 @@ class DeviceLlama final : public DeviceModel {
         ops_->copy(part->template get<char>() + dst * block, part->template get<char>() + src * block, block);
   }
 
-  // KvCache::export_blocks's layout: per layer, the keys of every block, then the values.
+  // KvCache::export_blocks's layout: per layer, the keys of every block, then the values (through staging).
   std::vector<float> export_blocks(std::span<const int> ids) const override {
-    ops_->activate();
-    check_ids(ids);
-    const size_t block = size_t(o_.block_size) * c_.kv_dim();
-    std::vector<float> out(size_t(floats_per_block()) * ids.size());
-    float* to = out.data();
-    for (int l = 0; l < c_.n_layers; ++l)
-      for (const Buffer* part : {&keys_[l], &values_[l]})
-        for (int b : ids) ops_->download(to, part->template get<float>() + b * block, block * 4), to += block;
+    std::unique_ptr<KvStaging> staged = stage_blocks(ids);
+    std::vector<float> out(size_t(staged->size()));
+    ops_->download(out.data(), staged->data(), out.size() * 4);
     return out;
   }
 
   void import_blocks(std::span<const int> ids, std::span<const float> data) override {
-    ops_->activate();
-    check_ids(ids);
-    if (int64_t(data.size()) != floats_per_block() * int64_t(ids.size()))
-      throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " floats for " + std::to_string(ids.size()) +
-                                  " blocks of " + std::to_string(floats_per_block()));
-    const size_t block = size_t(o_.block_size) * c_.kv_dim();
-    const float* from = data.data();
-    for (int l = 0; l < c_.n_layers; ++l)
-      for (Buffer* part : {&keys_[l], &values_[l]})
-        for (int b : ids) ops_->upload(part->template get<float>() + b * block, from, block * 4), from += block;
+    std::unique_ptr<KvStaging> staged = new_staging(int64_t(data.size()));
+    ops_->upload(staged->data(), data.data(), data.size() * 4);
+    unstage_blocks(*staged, ids);
   }
 
-  // The device pointers of one layer's KV (NCCL sends and receives blocks straight from them).
+  // Link transfers (NCCL) read and write device staging in export_blocks's layout; the copies are on the
+  // pass stream, and staging is complete (synchronized) before a link's own stream touches it.
+  std::unique_ptr<KvStaging> stage_blocks(std::span<const int> ids) const override {
+    ops_->activate();
+    check_ids(ids);
+    auto staged = std::make_unique<Staging>(ops_->alloc(size_t(floats_per_block()) * ids.size() * 4));
+    move_blocks(ids, staged->data(), true);
+    ops_->synchronize();
+    return staged;
+  }
+  std::unique_ptr<KvStaging> new_staging(int64_t floats) const override {
+    ops_->activate();
+    return std::make_unique<Staging>(ops_->alloc(size_t(floats) * 4));
+  }
+  void unstage_blocks(KvStaging& staged, std::span<const int> ids) override {
+    ops_->activate();
+    check_ids(ids);
+    if (staged.size() != floats_per_block() * int64_t(ids.size()))
+      throw std::invalid_argument("KV data of " + std::to_string(staged.size()) + " floats for " + std::to_string(ids.size()) +
+                                  " blocks of " + std::to_string(floats_per_block()));
+    move_blocks(ids, staged.data(), false);
+    ops_->synchronize();  // the caller frees the staging next
+  }
+
+  // The device pointers of one layer's KV.
   cpu::KvLayerView layer(int l) const {
     return {keys_[l].template get<float>(), values_[l].template get<float>(), o_.block_size, c_.kv_dim()};
   }
@@ -148,6 +160,28 @@ class DeviceLlama final : public DeviceModel {
     Buffer attn_norm, ffn_norm;
     Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
   };
+
+  class Staging final : public KvStaging {
+   public:
+    explicit Staging(Buffer b) : b_(std::move(b)) {}
+    float* data() override { return b_.template get<float>(); }
+    int64_t size() const override { return int64_t(b_.bytes() / 4); }
+
+   private:
+    Buffer b_;
+  };
+
+  // Device-to-device copies between the KV blocks and staging (to_staging) in export_blocks's layout.
+  void move_blocks(std::span<const int> ids, float* staging, bool to_staging) const {
+    const size_t block = size_t(o_.block_size) * c_.kv_dim();
+    for (int l = 0; l < c_.n_layers; ++l)
+      for (const Buffer* part : {&keys_[l], &values_[l]})
+        for (int b : ids) {
+          float* kv = part->template get<float>() + b * block;
+          ops_->copy(to_staging ? staging : kv, to_staging ? kv : staging, block * 4);
+          staging += block;
+        }
+  }
 
   Buffer upload(const std::vector<float>& v) {
     Buffer b = ops_->alloc(v.size() * 4);

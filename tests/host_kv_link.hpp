@@ -1,0 +1,107 @@
+// The in-process stand-in for NCCL links (model/kv_link.hpp): a hub pairs two ends by id and matches one
+// end's sends with the other's receives in posting order, copying when both are posted, as NCCL would. A
+// size mismatch breaks the link (NCCL would corrupt memory or hang); an end that aborts simply stops, and
+// its peer's transfers never finish (they run into their deadline), as with a dead process.
+#pragma once
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "model/kv_link.hpp"
+
+namespace parley::test {
+
+class HostKvLinkHub final : public KvLinkFactory {
+  struct Op {
+    uint64_t ticket;
+    float* data;
+    int64_t count;
+  };
+  struct Channel {
+    bool joined[2] = {false, false}, aborted[2] = {false, false};
+    std::string broken;
+    std::deque<Op> sends[2], recvs[2];
+    std::vector<uint64_t> done[2];
+    uint64_t next_ticket = 1;
+  };
+
+  class End final : public KvLink {
+   public:
+    End(HostKvLinkHub& hub, std::shared_ptr<Channel> c, int rank) : hub_(hub), c_(std::move(c)), rank_(rank) {}
+    ~End() override { abort(); }
+    uint64_t post_send(const float* data, int64_t count) override { return post(c_->sends[rank_], const_cast<float*>(data), count); }
+    uint64_t post_recv(float* data, int64_t count) override { return post(c_->recvs[rank_], data, count); }
+    KvLinkPoll poll() override {
+      std::lock_guard lock(hub_.mutex_);
+      if (!c_->broken.empty()) throw KvLinkError(c_->broken);
+      for (int from : {0, 1}) match(from);
+      return {c_->joined[0] && c_->joined[1], std::exchange(c_->done[rank_], {})};
+    }
+    void abort() noexcept override {
+      std::lock_guard lock(hub_.mutex_);
+      c_->aborted[rank_] = true;
+      c_->sends[rank_].clear(), c_->recvs[rank_].clear();
+    }
+
+   private:
+    uint64_t post(std::deque<Op>& q, float* data, int64_t count) {
+      std::lock_guard lock(hub_.mutex_);
+      const uint64_t t = c_->next_ticket++;
+      q.push_back({t, data, count});
+      return t;
+    }
+    // Pairs `from`'s sends with the other end's receives, in order.
+    void match(int from) {
+      const int to = 1 - from;
+      if (!c_->joined[0] || !c_->joined[1] || c_->aborted[from] || c_->aborted[to]) return;
+      while (!c_->sends[from].empty() && !c_->recvs[to].empty()) {
+        const Op s = c_->sends[from].front(), r = c_->recvs[to].front();
+        if (s.count != r.count) {
+          c_->broken = "a send of " + std::to_string(s.count) + " floats met a receive of " + std::to_string(r.count);
+          throw KvLinkError(c_->broken);
+        }
+        std::memcpy(r.data, s.data, size_t(s.count) * 4);
+        c_->sends[from].pop_front(), c_->recvs[to].pop_front();
+        c_->done[from].push_back(s.ticket), c_->done[to].push_back(r.ticket);
+        ++hub_.transfers_;
+      }
+    }
+    HostKvLinkHub& hub_;
+    std::shared_ptr<Channel> c_;
+    int rank_;
+  };
+
+ public:
+  std::string transport() const override { return "host-emulated-nccl"; }
+  std::string new_id() override {
+    std::lock_guard lock(mutex_);
+    return "link-" + std::to_string(++ids_);
+  }
+  std::unique_ptr<KvLink> open(const std::string& id, int rank) override {
+    std::lock_guard lock(mutex_);
+    if (rank != 0 && rank != 1) throw std::invalid_argument("a link has ranks 0 and 1");
+    auto& c = channels_[id];
+    if (!c) c = std::make_shared<Channel>();
+    if (c->joined[rank]) throw KvLinkError("rank " + std::to_string(rank) + " of " + id + " joined twice");
+    c->joined[rank] = true;
+    return std::make_unique<End>(*this, c, rank);
+  }
+  // Both ends of every link see it broken from their next poll (a NIC or driver failure).
+  void break_all(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, c] : channels_) c->broken = why;
+  }
+  int64_t transfers() const {
+    std::lock_guard lock(mutex_);
+    return transfers_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Channel>> channels_;
+  uint64_t ids_ = 0;
+  int64_t transfers_ = 0;
+};
+
+}  // namespace parley::test

@@ -1,0 +1,132 @@
+// Device links for KV transfers (engine/kv_links.hpp) over the in-process stand-in for NCCL: blocks arrive
+// bit-identical in other block ids, on the CPU and on the CUDA model's host emulation (device staging);
+// transfers pair in posting order; deadlines, a peer that never joins and size mismatches break the link
+// and fail everything on it, and nothing reaches blocks without land().
+#include <catch2/catch.hpp>
+
+#include "engine/kv_links.hpp"
+#include "engine_core_runs.hpp"
+#include "host_device_ops.hpp"
+#include "host_kv_link.hpp"
+#include "kernels/cuda/device_llama.hpp"
+
+using namespace parley;
+using Kind = KvLinkEvent::Kind;
+
+namespace {
+
+constexpr double kTimeout = 5;
+
+// Blocks filled with distinct random values, so a block landing in the wrong place shows.
+void fill_random(DeviceModel& d, uint32_t seed) {
+  std::vector<int> all(size_t(d.num_blocks()));
+  for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
+  d.import_blocks(all, test::random_floats(size_t(d.export_blocks(std::vector<int>{0}).size()) * all.size(), seed));
+}
+
+std::vector<uint64_t> tags_of(const std::vector<KvLinkEvent>& events, Kind kind) {
+  std::vector<uint64_t> tags;
+  for (const KvLinkEvent& e : events)
+    if (e.kind == kind) tags.push_back(e.tag);
+  return tags;
+}
+
+// Two ends of one link, opened and up.
+struct LinkedPair {
+  test::HostKvLinkHub hub;
+  KvLinks a, b;
+  LinkedPair(DeviceModel& da, DeviceModel& db)
+      : a(da, std::shared_ptr<KvLinkFactory>(&hub, [](KvLinkFactory*) {}), kTimeout),
+        b(db, std::shared_ptr<KvLinkFactory>(&hub, [](KvLinkFactory*) {}), kTimeout) {
+    const std::string id = b.new_id();
+    b.open("to-a", id, 1, 100, 0);
+    a.open("to-b", id, 0, 200, 0);
+    REQUIRE(tags_of(a.poll(0), Kind::Up) == std::vector<uint64_t>{200});
+    REQUIRE(tags_of(b.poll(0), Kind::Up) == std::vector<uint64_t>{100});
+  }
+};
+
+std::unique_ptr<DeviceModel> host_cuda_model(const test::Loaded& m, int num_blocks) {
+  SchedulerConfig c = test::model_scheduler_config(m, num_blocks);
+  return std::make_unique<cuda::DeviceLlama<test::HostOps>>(std::make_unique<test::HostOps>(), m.model.config(), m.file.weights,
+                                                            test::device_options(c, 0));
+}
+
+}  // namespace
+
+TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posting order", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  for (const bool device_staging : {false, true}) {
+    CAPTURE(device_staging);
+    std::unique_ptr<DeviceModel> prefill = device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
+    std::unique_ptr<DeviceModel> decode = device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
+    fill_random(*prefill, 1), fill_random(*decode, 2);
+    LinkedPair link(*prefill, *decode);
+    const std::vector<std::vector<int>> sent = {{3, 1, 4}, {7}, {0, 11}};
+    const std::vector<std::vector<int>> into = {{0, 5, 2}, {9}, {6, 8}};
+    const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size());
+    const std::vector<float> untouched = decode->export_blocks(std::vector<int>{0, 5, 2, 9, 6, 8});
+    const std::vector<float> untouched_9 = decode->export_blocks(std::vector<int>{9});
+    for (size_t i = 0; i < sent.size(); ++i) {
+      link.b.recv("to-a", 10 + i, per_block * int64_t(sent[i].size()), 1);
+      link.a.send("to-b", 20 + i, sent[i], 1);
+    }
+    const std::vector<float> sent_0 = prefill->export_blocks(sent[0]);
+    fill_random(*prefill, 3);  // sends were staged: the blocks are free again at once
+    REQUIRE(tags_of(link.a.poll(1), Kind::Done) == std::vector<uint64_t>{20, 21, 22});
+    REQUIRE(tags_of(link.b.poll(1), Kind::Done) == std::vector<uint64_t>{10, 11, 12});
+    REQUIRE(decode->export_blocks(std::vector<int>{0, 5, 2, 9, 6, 8}) == untouched);  // nothing lands unasked
+    link.b.land(10, into[0]);
+    link.b.drop(11);  // its request went away
+    link.b.land(12, into[2]);
+    REQUIRE(decode->export_blocks(into[0]) == sent_0);
+    REQUIRE(decode->export_blocks(std::vector<int>{9}) == untouched_9);
+    REQUIRE_THROWS_AS(link.b.land(11, into[1]), std::invalid_argument);
+    REQUIRE(link.hub.transfers() == 3);
+    REQUIRE_FALSE(link.a.busy());
+    REQUIRE_FALSE(link.b.busy());
+  }
+}
+
+TEST_CASE("kv links: a transfer past its deadline breaks the link and fails everything on it", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
+  LinkedPair link(prefill, decode);
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  link.b.recv("to-a", 1, per_block, 0);
+  link.b.recv("to-a", 2, per_block * 2, 0);
+  REQUIRE(link.b.busy());
+  REQUIRE(link.b.poll(kTimeout - 0.5).empty());  // the peer is slow, not yet late
+  const std::vector<KvLinkEvent> late = link.b.poll(kTimeout + 0.5);
+  REQUIRE(tags_of(late, Kind::Failed) == std::vector<uint64_t>{1, 2});
+  REQUIRE_THAT(late.at(0).why, Catch::Contains("took over 5 s"));
+  REQUIRE(link.b.num_links() == 0);
+  REQUIRE_THROWS_AS(link.b.recv("to-a", 3, per_block, 6), KvLinkError);
+  // The other end's send then finds no receiver and runs into its own deadline.
+  link.a.send("to-b", 4, std::vector<int>{0}, 6);
+  REQUIRE(link.a.poll(7).empty());
+  REQUIRE(tags_of(link.a.poll(6 + kTimeout), Kind::Failed) == std::vector<uint64_t>{4});
+}
+
+TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, break the link", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
+  test::HostKvLinkHub hub;
+  KvLinks lonely(decode, std::shared_ptr<KvLinkFactory>(&hub, [](KvLinkFactory*) {}), kTimeout);
+  lonely.open("to-a", lonely.new_id(), 1, 7, 0);
+  REQUIRE(lonely.busy());
+  REQUIRE(lonely.poll(1).empty());
+  const std::vector<KvLinkEvent> gone = lonely.poll(kTimeout);
+  REQUIRE(tags_of(gone, Kind::Failed) == std::vector<uint64_t>{7});
+  REQUIRE_THAT(gone.at(0).why, Catch::Contains("did not join"));
+
+  // The receiver expects 2 blocks then 1; the sender sends 1 then 2: the first pair does not match.
+  LinkedPair link(prefill, decode);
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  link.b.recv("to-a", 1, per_block * 2, 0), link.b.recv("to-a", 2, per_block, 0);
+  link.a.send("to-b", 3, std::vector<int>{0}, 0), link.a.send("to-b", 4, std::vector<int>{1, 2}, 0);
+  REQUIRE(tags_of(link.a.poll(0), Kind::Failed) == std::vector<uint64_t>{3, 4});
+  REQUIRE(tags_of(link.b.poll(0), Kind::Failed) == std::vector<uint64_t>{1, 2});
+  REQUIRE(link.hub.transfers() == 0);
+  REQUIRE_THROWS_AS(link.a.send("to-b", 5, std::vector<int>{0}, 0), KvLinkError);
+}

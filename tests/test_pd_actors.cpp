@@ -1,0 +1,115 @@
+// Prefill/decode disaggregation through the actors with a device link (MISSION C7, C10), in one process: a
+// prefill and a decode engine joined over CAF's loopback middleman, their workers over the in-process
+// stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
+// link; the tokens equal colocated serving's; a link that breaks fails its transfers, which recompute,
+// and later KV goes over TCP; no block is left on either side.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "engine_client_util.hpp"
+#include "host_kv_link.hpp"
+
+namespace parley {
+namespace {
+
+// A TCP port free a moment ago (the prefill engine publishes its KV transfer actor there).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+nlohmann::json admin_view(EngineClient& engine) {
+  std::promise<std::string> p;
+  engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
+  return nlohmann::json::parse(p.get_future().get());
+}
+
+// Waits until the decode engine's link to its prefill instance is up (opened through the actors).
+void wait_for_link(EngineClient& decode) {
+  for (int i = 0; i < 500; ++i) {
+    const auto peers = admin_view(decode).at("kv_transfer").at("peers");
+    if (!peers.empty() && peers.at(0).at("device_link").get<bool>()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("the device link did not come up");
+}
+
+struct PdEngines {
+  std::unique_ptr<EngineClient> prefill, decode;
+  PdEngines(const std::shared_ptr<KvLinkFactory>& links, int num_kv_blocks) {
+    EngineConfig p = stories_config(num_kv_blocks), d = stories_config(num_kv_blocks);
+    p.role = "prefill", p.kv_port = free_port(), p.kv_link_factory = links, p.kv_transfer_timeout_s = 2;
+    d.role = "decode", d.prefill_peers = {"127.0.0.1:" + std::to_string(p.kv_port)}, d.kv_link_factory = links;
+    d.kv_transfer_timeout_s = 2;
+    prefill = EngineClient::start(p);
+    decode = EngineClient::start(d);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, and a broken link recomputes", "[actors][pd][links]") {
+  auto colocated = EngineClient::start(stories_config(64));
+  // Eight requests named `prefix`0..7; the second asks for n = 3 (one prefill, one transfer, the split on the decode side).
+  const auto specs = [&](const std::string& prefix) {
+    std::vector<EngineRequestSpec> s = specs_for(colocated->tokenizer(), 8, prefix);
+    s[1].child_req_ids = {prefix + "1", prefix + "1.1", prefix + "1.2"};
+    s[1].params.n = 3;
+    return s;
+  };
+  const auto renamed = [](const std::map<std::string, std::vector<int>>& by_id, const std::string& prefix) {
+    std::map<std::string, std::vector<int>> out;
+    for (const auto& [id, tokens] : by_id) out[prefix + id.substr(1)] = tokens;
+    return out;
+  };
+  const auto expected = run(*colocated, specs("c"));
+  REQUIRE(expected.size() == 10);
+
+  auto hub = std::make_shared<test::HostKvLinkHub>();
+  PdEngines pd(hub, 64);
+  wait_for_link(*pd.decode);
+  REQUIRE(run(*pd.decode, specs("l")) == renamed(expected, "l"));
+  REQUIRE(hub->transfers() == 8);  // one per prompt, n = 3 included
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+  const std::string d = metrics_of(*pd.decode), p = metrics_of(*pd.prefill);
+  REQUIRE(metric(d, "parley:prefill_tokens_computed_total") == 0);
+  REQUIRE(metric(d, "parley:kv_blocks_transferred_total") == metric(p, "parley:kv_blocks_transferred_total"));
+  REQUIRE(metric(d, "parley:kv_transfer_failures_total") == 0);
+
+  // Aborts while the KV is on its way: the decode side still receives every KV the prefill side sends (the
+  // link pairs transfers in order), drops the unwanted ones, and the others land where they belong.
+  auto sink = std::make_shared<CollectingSink>();
+  pd.decode->submit(specs("a"), sink);
+  pd.decode->abort({"a0", "a2", "a4", "a6"});
+  REQUIRE(sink->wait(10));
+  for (const auto& [id, tokens] : renamed(expected, "a"))
+    if (id != "a0" && id != "a2" && id != "a4" && id != "a6") REQUIRE(sink->total.at(id).token_ids == tokens);
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+  REQUIRE(hub->transfers() == 16);
+  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == 0);
+  REQUIRE(run(*pd.decode, specs("z")) == renamed(expected, "z"));
+  REQUIRE(hub->transfers() == 24);
+
+  // A NIC failure: the next transfers fail on both ends and the decode side prefills those itself; later
+  // KV goes over TCP. Every request still gets its tokens.
+  hub->break_all("the link went dark");
+  REQUIRE(run(*pd.decode, specs("b")) == renamed(expected, "b"));
+  REQUIRE(hub->transfers() == 24);
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+  const double computed = metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total");
+  REQUIRE(computed > 0);
+  REQUIRE(run(*pd.decode, specs("t")) == renamed(expected, "t"));
+  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);  // all prefilled remotely
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+}
+
+}  // namespace parley
