@@ -311,6 +311,9 @@ TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
   REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }), Catch::Contains("--kv-transfer-timeout applies only to"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
                Catch::Contains("--kv-transfer-timeout must be positive"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_transport = "udp"; }), Catch::Contains("--kv-transport must be tcp or nccl"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transport = "nccl"; }), Catch::Contains("--kv-transport applies only to --role prefill or decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_transport = "nccl"; }), Catch::Contains("it needs --device cuda"));
 }
 
 TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host]") {
