@@ -20,7 +20,7 @@ case "${1:-}" in
   run)
     out=${OUT:-/tmp}/gpu_check.log
     # NCCL: beside the toolkit's libraries, or in the image's Python package (too large to carry: 218 MB).
-    nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) + "/lib")' 2>/dev/null || true)
+    nccl=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0] + "/lib")' 2>/dev/null || true)
     export LD_LIBRARY_PATH="$PWD/.gpu/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${nccl}:${LD_LIBRARY_PATH:-}" PARLEY_SHARED_DIR="$PWD/.gpu"
     {
       nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
