@@ -10,6 +10,8 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -32,7 +34,8 @@ struct KvState {
   std::unique_ptr<PrefillRouter> router;
   std::vector<msg::kv_transfer_actor> peers;  // per router peer; null while down
   std::vector<bool> connecting;
-  std::vector<bool> linked;  // per router peer: its device link is up
+  std::vector<std::string> links;  // per router peer: its device link's name ("": none)
+  std::vector<bool> linked;        // per router peer: that link is up
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
   // Prefill side.
   std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
@@ -55,22 +58,35 @@ void fail(Self self, const std::string& id, const std::string& why) {
   report(self);
 }
 
-std::string link_name(Self self, size_t peer) { return "prefill@" + self->state.router->address(peer).str(); }
+// Decode side: the peer's device link (if any) is closed: transfers on it fail and recompute.
+void close_link(Self self, size_t peer) {
+  auto& st = self->state;
+  if (!st.links[peer].empty()) self->send(st.worker, msg::link_close_atom::value, st.links[peer]);
+  st.links[peer].clear();
+  st.linked[peer] = false;
+}
 
 // Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
+// Each link gets a name of its own, which the headers of KV sent on it carry: a header from before a reopen
+// can never be received on the new link (NCCL would pair it with another request's send).
 void open_link(Self self, size_t peer) {
   auto& st = self->state;
-  st.linked[peer] = false;
+  close_link(self, peer);
   self->request(st.worker, caf::infinite, msg::link_id_atom::value)
       .then(
           [self, peer](const std::string& id) {
             auto& st = self->state;
             if (!st.peers[peer]) return;
-            self->send(st.peers[peer], msg::link_atom::value, id, caf::actor_cast<caf::actor>(self));
-            const std::string name = link_name(self, peer);
+            // Named after its id (random), so unique among every link of every decode instance a prefill instance serves.
+            char hash[17];
+            std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
+            const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
+            st.links[peer] = name;
+            self->send(st.peers[peer], msg::link_atom::value, id, name, caf::actor_cast<caf::actor>(self));
             self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
+                      if (self->state.links[peer] != name) return;  // replaced meanwhile
                       self->state.linked[peer] = true;
                       spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
@@ -122,16 +138,12 @@ void tick(Self self) {
   self->delayed_send(self, kTick, msg::tick_atom::value);
 }
 
-// Decode side: a header whose KV follows on the device link to its sender. The scheduler has the worker
-// receive it whatever became of the request (the link pairs receives with sends in order), so it goes there
-// even when the transfer was given up or does not fit (the scheduler drops the data then).
+// Decode side: a header whose KV follows on the device link it names. The scheduler has the worker receive
+// it whatever became of the request (the link pairs receives with sends in order), so it goes there even
+// when the transfer was given up or does not fit (the scheduler drops the data then).
 void kv_header(Self self, KvTransferPayload p, size_t header_bytes, double latency) {
   auto& st = self->state;
-  std::string link;
-  for (size_t i = 0; st.router && i < st.peers.size(); ++i)
-    if (st.peers[i] && st.peers[i].address() == self->current_sender()) link = link_name(self, i);
-  if (link.empty()) return spdlog::error("request {}: a KV header on a device link from an unknown peer", p.req_id);
-  if (st.router->finished(p.req_id)) {
+  if (st.router && st.router->finished(p.req_id)) {
     ++st.stats.transfers, st.stats.blocks += p.num_blocks;
     st.stats.bytes += int64_t(header_bytes) + p.layout.floats(p.num_blocks) * int64_t(sizeof(float));
     st.stats.latencies.push_back(latency);
@@ -139,7 +151,7 @@ void kv_header(Self self, KvTransferPayload p, size_t header_bytes, double laten
   } else {
     spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
   }
-  self->send(st.scheduler, msg::kv_atom::value, std::move(p), link);
+  self->send(st.scheduler, msg::kv_atom::value, std::move(p));
 }
 
 msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor scheduler, msg::output_actor output,
@@ -156,6 +168,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
     st.peers.resize(peers.size());
     st.connecting.assign(peers.size(), false);
     st.linked.assign(peers.size(), false);
+    st.links.resize(peers.size());
     st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
   }
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -163,7 +176,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
     for (size_t p = 0; st.router && p < st.peers.size(); ++p)
       if (st.peers[p] && dm.source == st.peers[p].address()) {
         st.peers[p] = nullptr;
-        st.linked[p] = false;
+        close_link(self, p);
         spdlog::warn("prefill instance {} went down", st.router->address(p).str());
         for (const std::string& id : st.router->set_up(p, false))
           fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
@@ -200,11 +213,14 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         ++st.handled;
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
       },
-      [self](msg::link_atom, const std::string& id, const caf::actor& decode) {  // prefill side
+      [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;
         ++st.handled;
         if (st.link_transport.empty()) return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
-        const std::string name = "decode@" + caf::to_string(decode.address());
+        if (const auto old = st.links_to.find(decode.address()); old != st.links_to.end()) {
+          self->send(st.worker, msg::link_close_atom::value, old->second);
+          st.links_to.erase(old);
+        }
         self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
             .then(
                 [self, name, to = decode.address()](bool) {
@@ -250,7 +266,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
         const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
         st.routed_at.erase(p.req_id);
-        if (p.kv_on_link) return kv_header(self, std::move(p), bytes.size(), now_seconds() - routed);
+        if (!p.kv_link.empty()) return kv_header(self, std::move(p), bytes.size(), now_seconds() - routed);
         if (!st.router || !st.router->finished(p.req_id)) {
           spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
           return;
@@ -260,7 +276,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);
-        self->send(st.scheduler, msg::kv_atom::value, std::move(p), std::string());
+        self->send(st.scheduler, msg::kv_atom::value, std::move(p));
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
         auto& st = self->state;

@@ -58,6 +58,7 @@ using kv_stats_atom = caf::atom_constant<caf::atom("kvstats")>;
 using link_atom = caf::atom_constant<caf::atom("kvlink")>;
 using link_id_atom = caf::atom_constant<caf::atom("kvlinkid")>;
 using link_open_atom = caf::atom_constant<caf::atom("kvlinkopen")>;
+using link_close_atom = caf::atom_constant<caf::atom("kvlinkclos")>;
 using kv_send_atom = caf::atom_constant<caf::atom("kvsend")>;
 using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
 using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
@@ -103,8 +104,9 @@ using kv_transfer_actor = caf::typed_actor<
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // Decode -> prefill instance: the request's KV arrived (or was given up on): free its blocks.
     caf::reacts_to<release_atom, std::string>,
-    // Decode -> prefill instance: open your end (rank 0) of a device link to `decode` with this id (ncclUniqueId bytes).
-    caf::reacts_to<link_atom, std::string, caf::actor>,
+    // Decode -> prefill instance: open your end (rank 0) of a device link to `decode` (id: ncclUniqueId bytes,
+    // name: one per link ever opened, which headers carry); it replaces an earlier link to that instance.
+    caf::reacts_to<link_atom, std::string, std::string, caf::actor>,
     // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
     caf::reacts_to<route_atom, std::string, std::string>,
     // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
@@ -134,9 +136,9 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<prefill_atom, Request, std::string>,
     // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
     caf::reacts_to<release_atom, std::string>,
-    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request. With
-    // a link name, only the header came: the KV follows on that device link (received even if nobody wants it).
-    caf::reacts_to<kv_atom, KvTransferPayload, std::string>,
+    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request. A
+    // header naming a device link came alone: the KV follows on that link (received even if nobody wants it).
+    caf::reacts_to<kv_atom, KvTransferPayload>,
     // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
@@ -158,6 +160,8 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<link_id_atom>::with<std::string>,
     // Open this end (link name, id, rank); answered once the other end has joined.
     caf::replies_to<link_open_atom, std::string, std::string, int32_t>::with<bool>,
+    // Close a link (replaced, or its peer went down): whatever is in flight on it fails.
+    caf::reacts_to<link_close_atom, std::string>,
     // Prefill side: send these blocks' KV on the link (staged at once: the blocks are free on return); answered when sent.
     caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<bool>,
     // Decode side: receive this many floats on the link; answered when they are in, with the tag to land or drop.

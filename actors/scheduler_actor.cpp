@@ -211,7 +211,7 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
                 self->send(self->state.kv, msg::link_atom::value, link);
               });
     const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                   st.pd.layout, int(blocks.size()), true, {}};
+                                   st.pd.layout, int(blocks.size()), to.link, {}};
     self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
     return;
   }
@@ -220,7 +220,7 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
             ++self->state.handled;
             KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                self->state.pd.layout, n, false, std::move(kv)};
+                                self->state.pd.layout, n, "", std::move(kv)};
             self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
@@ -289,10 +289,10 @@ void kv_loaded(Self self, const KvTransferPayload& p) {
   maybe_step(self);
 }
 
-// Decode side: a header whose KV follows on a device link. The receive is posted whatever became of the
-// request, since the link pairs it with the prefill side's send; the data lands in the blocks only if the
-// request still waits for it when it is in.
-void kv_on_link(Self self, KvTransferPayload p, const std::string& link) {
+// Decode side: a header whose KV follows on the device link it names. The receive is posted whatever became
+// of the request, since the link pairs it with the prefill side's send; the data lands in the blocks only if
+// the request still waits for it when it is in. A link closed or broken meanwhile fails it (recompute).
+void kv_on_link(Self self, KvTransferPayload p) {
   auto& st = self->state;
   const Request* r = st.scheduler->find(p.req_id);
   std::vector<int> blocks;
@@ -304,7 +304,7 @@ void kv_on_link(Self self, KvTransferPayload p, const std::string& link) {
     }
   }
   const int64_t floats = p.layout.floats(p.num_blocks);
-  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, link, floats)
+  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, floats)
       .then(
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
@@ -362,10 +362,10 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         self->send(self->state.output, msg::stats_atom::value, self->state.scheduler->stats());
         maybe_step(self);  // the blocks may admit a waiting request
       },
-      [self](msg::kv_atom, KvTransferPayload& p, const std::string& link) {
+      [self](msg::kv_atom, KvTransferPayload& p) {
         ++self->state.handled;
-        if (link.empty()) kv_arrived(self, p);
-        else kv_on_link(self, std::move(p), link);
+        if (p.kv_link.empty()) kv_arrived(self, p);
+        else kv_on_link(self, std::move(p));
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
         ++self->state.handled;

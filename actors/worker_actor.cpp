@@ -112,6 +112,10 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         return on_link<bool>(self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
                              [](uint64_t) { return true; });
       },
+      [self](msg::link_close_atom, const std::string& name) {
+        ++self->state.handled;
+        if (self->state.links) self->state.links->close(name), keep_polling(self);
+      },
       [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<bool> {
         ++self->state.handled;
         return on_link<bool>(self, [&](uint64_t tag) { self->state.links->send(link, tag, blocks, now_seconds()); },

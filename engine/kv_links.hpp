@@ -37,6 +37,10 @@ class KvLinks {
   std::vector<KvLinkEvent> poll(double now);
   // Writes a finished receive into these blocks (before any later pass) and frees its staging.
   void land(uint64_t tag, std::span<const int> blocks);
+  // Gives a link up: whatever is in flight on it fails (with the next poll).
+  void close(const std::string& key) {
+    if (links_.count(key)) fail(key, "link " + key + " was closed");
+  }
   // Frees a finished receive nobody wants.
   void drop(uint64_t tag) { received_.erase(tag); }
   bool busy() const;  // something to poll for

@@ -70,7 +70,7 @@ Request decode_prefill_request(std::string_view text) {
 }
 
 std::string encode_kv_transfer(const KvTransferPayload& p) {
-  if (p.kv_on_link && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its floats");
+  if (!p.kv_link.empty() && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its floats");
   nlohmann::json lp = nlohmann::json::array();
   for (const TokenLogprobs& t : p.first_logprobs) lp.push_back({t.token, t.logprob, t.rank, t.top});
   const nlohmann::json header = {{"version", kVersion},
@@ -80,8 +80,8 @@ std::string encode_kv_transfer(const KvTransferPayload& p) {
                                  {"first_logprobs", lp},
                                  {"layout", {p.layout.num_layers, p.layout.kv_dim, p.layout.block_size}},
                                  {"num_blocks", p.num_blocks},
-                                 {"kv_on_link", p.kv_on_link},
-                                 {"num_floats", p.kv_on_link ? p.layout.floats(p.num_blocks) : int64_t(p.kv.size())}};
+                                 {"kv_link", p.kv_link},
+                                 {"num_floats", !p.kv_link.empty() ? p.layout.floats(p.num_blocks) : int64_t(p.kv.size())}};
   const std::vector<uint8_t> head = nlohmann::json::to_msgpack(header);
   const uint32_t n = uint32_t(head.size());
   std::string out(4 + head.size() + p.kv.size() * sizeof(float), '\0');
@@ -110,7 +110,7 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     const auto& l = h.at("layout");
     p.layout = {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>()};
     p.num_blocks = h.at("num_blocks").get<int>();
-    p.kv_on_link = h.at("kv_on_link").get<bool>();
+    p.kv_link = h.at("kv_link").get<std::string>();
     num_floats = h.at("num_floats").get<size_t>();
   } catch (const nlohmann::json::exception& e) {
     bad(std::string("bad header (") + e.what() + ")");
@@ -121,7 +121,7 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     bad("inconsistent header for request " + p.req_id);
   if (int64_t(num_floats) != l.floats(p.num_blocks))
     bad("request " + p.req_id + ": " + std::to_string(num_floats) + " floats do not fill " + std::to_string(p.num_blocks) + " blocks");
-  if (p.kv_on_link) num_floats = 0;  // the floats follow over the link
+  if (!p.kv_link.empty()) num_floats = 0;  // the floats follow over the link
   if (bytes.size() - 4 - n != num_floats * sizeof(float))
     bad("request " + p.req_id + ": " + std::to_string(bytes.size() - 4 - n) + " bytes of KV, the header says " +
         std::to_string(num_floats * sizeof(float)));

@@ -28,7 +28,7 @@ struct KvTransferPayload {
   std::vector<TokenLogprobs> first_logprobs;  // one per first token when logprobs were asked for, else none
   KvLayout layout;
   int num_blocks = 0;
-  bool kv_on_link = false;                   // the KV follows over the device link between the two instances
+  std::string kv_link;                       // non-empty: the KV follows on this device link (both ends name it alike)
   std::vector<float> kv;                     // else: KvCache::export_blocks of the prompt's blocks
 };
 

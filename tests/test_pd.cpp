@@ -44,7 +44,7 @@ struct PdPair {
       const std::vector<int> held = prefill.scheduler().held_block_ids(o.req_id);
       const KvCache& kv = prefill.runner().kv_cache();
       KvTransferPayload p{o.req_id, sent.at(o.req_id).num_prompt_tokens(), o.new_token_ids, o.new_logprobs,
-                          {kv.num_layers(), kv.kv_dim(), kv.block_size()}, int(held.size()), false, kv.export_blocks(held)};
+                          {kv.num_layers(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held)};
       const std::string wire = encode_kv_transfer(p);
       prefill.scheduler().release_held(o.req_id);  // acknowledged
       ++transfers, bytes += int64_t(wire.size()), blocks += int64_t(held.size());
@@ -216,7 +216,7 @@ TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late
 }
 
 TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit", "[pd]") {
-  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, false, {}};
+  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, "", {}};
   p.kv.resize(size_t(2 * 2 * 4 * 16 * 2));
   for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = float(i) * 0.5f - 3.0f;
   const std::string wire = encode_kv_transfer(p);
@@ -241,13 +241,13 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   REQUIRE_THROWS_AS(other.import_blocks(std::vector<int>{0, 8}, back.kv), std::out_of_range);
   // On a device link only the header travels; it still says how many floats will follow there.
   KvTransferPayload linked = p;
-  linked.kv_on_link = true;
+  linked.kv_link = "link 00c0ffee to h:1";
   REQUIRE_THROWS_AS(encode_kv_transfer(linked), std::logic_error);
   linked.kv.clear();
   const std::string head = encode_kv_transfer(linked);
-  REQUIRE(head.size() + p.kv.size() * sizeof(float) == wire.size());
+  REQUIRE(head.size() - linked.kv_link.size() + p.kv.size() * sizeof(float) == wire.size());  // the name, not the floats
   const KvTransferPayload linked_back = decode_kv_transfer(head);
-  REQUIRE(linked_back.kv_on_link);
+  REQUIRE(linked_back.kv_link == "link 00c0ffee to h:1");
   REQUIRE(linked_back.kv.empty());
   REQUIRE(linked_back.layout.floats(linked_back.num_blocks) == int64_t(p.kv.size()));
   REQUIRE_THROWS_WITH(decode_kv_transfer(head + std::string(8, '\0')), Catch::Contains("bytes of KV, the header says 0"));

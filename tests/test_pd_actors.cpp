@@ -1,8 +1,8 @@
 // Prefill/decode disaggregation through the actors with a device link (MISSION C7, C10), in one process: a
 // prefill and a decode engine joined over CAF's loopback middleman, their workers over the in-process
 // stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
-// link; the tokens equal colocated serving's; a link that breaks fails its transfers, which recompute,
-// and later KV goes over TCP; no block is left on either side.
+// link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once;
+// a link that breaks fails its transfers, which recompute, and later KV goes over TCP; no block is left.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,14 +44,20 @@ void wait_for_link(EngineClient& decode) {
 }
 
 struct PdEngines {
+  std::shared_ptr<KvLinkFactory> links;
+  int port = free_port();
   std::unique_ptr<EngineClient> prefill, decode;
-  PdEngines(const std::shared_ptr<KvLinkFactory>& links, int num_kv_blocks) {
-    EngineConfig p = stories_config(num_kv_blocks), d = stories_config(num_kv_blocks);
-    p.role = "prefill", p.kv_port = free_port(), p.kv_link_factory = links, p.kv_transfer_timeout_s = 2;
-    d.role = "decode", d.prefill_peers = {"127.0.0.1:" + std::to_string(p.kv_port)}, d.kv_link_factory = links;
-    d.kv_transfer_timeout_s = 2;
+  PdEngines(std::shared_ptr<KvLinkFactory> l, int num_kv_blocks) : links(std::move(l)) {
+    EngineConfig p = stories_config(num_kv_blocks);
+    p.role = "prefill", p.kv_port = port, p.kv_link_factory = links, p.kv_transfer_timeout_s = 2;
     prefill = EngineClient::start(p);
-    decode = EngineClient::start(d);
+    decode = start_decode(num_kv_blocks);
+  }
+  std::unique_ptr<EngineClient> start_decode(int num_kv_blocks) const {
+    EngineConfig d = stories_config(num_kv_blocks);
+    d.role = "decode", d.prefill_peers = {"127.0.0.1:" + std::to_string(port)}, d.kv_link_factory = links;
+    d.kv_transfer_timeout_s = 2;
+    return EngineClient::start(d);
   }
 };
 
@@ -99,11 +105,21 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(run(*pd.decode, specs("z")) == renamed(expected, "z"));
   REQUIRE(hub->transfers() == 24);
 
+  // A second decode instance on the same prefill instance: a link each, both at once, nothing mixed up.
+  auto decode2 = pd.start_decode(64);
+  wait_for_link(*decode2);
+  auto both = std::async(std::launch::async, [&] { return run(*decode2, specs("s")); });
+  REQUIRE(run(*pd.decode, specs("y")) == renamed(expected, "y"));
+  REQUIRE(both.get() == renamed(expected, "s"));
+  REQUIRE(hub->transfers() == 40);
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get(), decode2.get()}) require_idle(*e);
+  decode2.reset();
+
   // A NIC failure: the next transfers fail on both ends and the decode side prefills those itself; later
   // KV goes over TCP. Every request still gets its tokens.
   hub->break_all("the link went dark");
   REQUIRE(run(*pd.decode, specs("b")) == renamed(expected, "b"));
-  REQUIRE(hub->transfers() == 24);
+  REQUIRE(hub->transfers() == 40);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
   const double computed = metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total");
   REQUIRE(computed > 0);
