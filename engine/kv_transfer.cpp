@@ -87,7 +87,7 @@ std::string encode_kv_transfer(const KvTransferPayload& p) {
   std::string out(4 + head.size() + p.kv.size() * sizeof(float), '\0');
   for (int i = 0; i < 4; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xff);
   std::memcpy(out.data() + 4, head.data(), head.size());
-  std::memcpy(out.data() + 4 + head.size(), p.kv.data(), p.kv.size() * sizeof(float));
+  if (!p.kv.empty()) std::memcpy(out.data() + 4 + head.size(), p.kv.data(), p.kv.size() * sizeof(float));  // none on a link
   return out;
 }
 
@@ -126,7 +126,7 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     bad("request " + p.req_id + ": " + std::to_string(bytes.size() - 4 - n) + " bytes of KV, the header says " +
         std::to_string(num_floats * sizeof(float)));
   p.kv.resize(num_floats);
-  std::memcpy(p.kv.data(), bytes.data() + 4 + n, num_floats * sizeof(float));
+  if (num_floats > 0) std::memcpy(p.kv.data(), bytes.data() + 4 + n, num_floats * sizeof(float));
   return p;
 }
 
