@@ -208,10 +208,12 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.floats(blocks) * int64_t(sizeof(float)) : 0);
         report(self);
       },
-      [self](msg::link_atom, const std::string& name) {  // prefill side: that link broke
+      [self](msg::link_atom, const std::string& name) {  // that link broke (the worker has dropped it)
         auto& st = self->state;
         ++st.handled;
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
+        for (size_t p = 0; p < st.links.size(); ++p)
+          if (st.links[p] == name) st.links[p].clear(), st.linked[p] = false;
       },
       [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;

@@ -112,7 +112,8 @@ using kv_transfer_actor = caf::typed_actor<
     // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
     // the KV itself follows on the device link), to push.
     caf::reacts_to<push_atom, std::string, std::string, int32_t, bool>,
-    // Local, prefill side (scheduler): this device link broke; KV to its decode instance goes over TCP from now on.
+    // Local (scheduler): this device link broke; KV between the two instances goes over TCP from now on (until a
+    // decode instance reconnects and opens a new one).
     caf::reacts_to<link_atom, std::string>,
     // Local, prefill side (scheduler): the request cannot run here (req id, why).
     caf::reacts_to<refuse_atom, std::string, std::string>,

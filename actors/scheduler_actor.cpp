@@ -319,8 +319,9 @@ void kv_on_link(Self self, KvTransferPayload p) {
                         kv_failure(self, id, "loading it failed: " + self->system().render(err));
                       });
           },
-          [self, id = p.req_id](const caf::error& err) {
+          [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
             ++self->state.handled;
+            self->send(self->state.kv, msg::link_atom::value, link);
             kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));
           });
 }

@@ -119,6 +119,7 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   // KV goes over TCP. Every request still gets its tokens.
   hub->break_all("the link went dark");
   REQUIRE(run(*pd.decode, specs("b")) == renamed(expected, "b"));
+  REQUIRE_FALSE(admin_view(*pd.decode).at("kv_transfer").at("peers").at(0).at("device_link").get<bool>());
   REQUIRE(hub->transfers() == 40);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
   const double computed = metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total");
