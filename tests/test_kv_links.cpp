@@ -130,3 +130,22 @@ TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, brea
   REQUIRE(link.hub.transfers() == 0);
   REQUIRE_THROWS_AS(link.a.send("to-b", 5, std::vector<int>{0}, 0), KvLinkError);
 }
+
+TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device memory waits for the device)", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12);
+  fill_random(*d, 4);
+  const float* first = nullptr;
+  {
+    std::unique_ptr<KvStaging> a = d->stage_blocks(std::vector<int>{1, 2});
+    first = a->data();
+    std::unique_ptr<KvStaging> b = d->stage_blocks(std::vector<int>{3});  // both in use: two buffers
+    REQUIRE(b->data() != first);
+  }
+  std::unique_ptr<KvStaging> small = d->stage_blocks(std::vector<int>{5});  // the one-block buffer fits best
+  REQUIRE(small->data() != first);
+  std::unique_ptr<KvStaging> again = d->stage_blocks(std::vector<int>{6, 7});
+  REQUIRE(again->data() == first);
+  REQUIRE(again->size() == 2 * int64_t(d->export_blocks(std::vector<int>{0}).size()));
+  REQUIRE(std::vector<float>(again->data(), again->data() + again->size()) == d->export_blocks(std::vector<int>{6, 7}));
+}

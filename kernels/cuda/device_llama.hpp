@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
+#include "kernels/cuda/staging_pool.hpp"
 #include "model/device_model.hpp"
 
 namespace parley::cuda {
@@ -130,14 +131,14 @@ class DeviceLlama final : public DeviceModel {
   std::unique_ptr<KvStaging> stage_blocks(std::span<const int> ids) const override {
     ops_->activate();
     check_ids(ids);
-    auto staged = std::make_unique<Staging>(ops_->alloc(size_t(floats_per_block()) * ids.size() * 4));
+    std::unique_ptr<KvStaging> staged = new_staging(floats_per_block() * int64_t(ids.size()));
     move_blocks(ids, staged->data(), true);
     ops_->synchronize();
     return staged;
   }
   std::unique_ptr<KvStaging> new_staging(int64_t floats) const override {
     ops_->activate();
-    return std::make_unique<Staging>(ops_->alloc(size_t(floats) * 4));
+    return staging_.take(floats, [this](size_t bytes) { return ops_->alloc(bytes); });
   }
   void unstage_blocks(KvStaging& staged, std::span<const int> ids) override {
     ops_->activate();
@@ -159,16 +160,6 @@ class DeviceLlama final : public DeviceModel {
   struct Layer {
     Buffer attn_norm, ffn_norm;
     Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
-  };
-
-  class Staging final : public KvStaging {
-   public:
-    explicit Staging(Buffer b) : b_(std::move(b)) {}
-    float* data() override { return b_.template get<float>(); }
-    int64_t size() const override { return int64_t(b_.bytes() / 4); }
-
-   private:
-    Buffer b_;
   };
 
   // Device-to-device copies between the KV blocks and staging (to_staging) in export_blocks's layout.
@@ -370,6 +361,7 @@ class DeviceLlama final : public DeviceModel {
   std::vector<int64_t> staged_slots_;
   std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
   DeviceStats stats_;
+  mutable StagingPool<Buffer> staging_;  // link transfers' buffers, reused
 };
 
 }  // namespace parley::cuda

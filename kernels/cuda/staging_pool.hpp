@@ -1,0 +1,57 @@
+// Device buffers for KV link transfers (model/kv_link.hpp), kept for reuse: freeing device memory
+// (cudaFree) waits for the whole device, which would stall the passes and every link at each transfer.
+// No CUDA header: DeviceLlama uses it over any Ops type's Buffer.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/device_model.hpp"
+
+namespace parley::cuda {
+
+template <class Buffer>
+class StagingPool {
+ public:
+  static constexpr size_t kKeepBytes = size_t(256) << 20;  // free buffers kept up to this much; more are freed
+
+  // Staging of `floats`, in the smallest free buffer that holds them, else in a new one from alloc(bytes).
+  template <class Alloc>
+  std::unique_ptr<KvStaging> take(int64_t floats, Alloc&& alloc) {
+    const size_t bytes = size_t(floats) * 4;
+    auto& free = shared_->free;
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->bytes() >= bytes && (best == free.end() || it->bytes() < best->bytes())) best = it;
+    Buffer b;
+    if (best != free.end()) b = std::move(*best), free.erase(best);
+    else b = alloc(bytes);
+    return std::make_unique<Staging>(std::move(b), floats, shared_);
+  }
+  size_t num_free() const { return shared_->free.size(); }
+
+ private:
+  struct Shared {
+    std::vector<Buffer> free;
+  };
+  // Hands its buffer back to the pool when the transfer is done with it.
+  class Staging final : public KvStaging {
+   public:
+    Staging(Buffer b, int64_t floats, std::shared_ptr<Shared> pool) : b_(std::move(b)), floats_(floats), pool_(std::move(pool)) {}
+    ~Staging() override {
+      size_t kept = b_.bytes();
+      for (const Buffer& f : pool_->free) kept += f.bytes();
+      if (kept <= kKeepBytes) pool_->free.push_back(std::move(b_));
+    }
+    float* data() override { return b_.template get<float>(); }
+    int64_t size() const override { return floats_; }
+
+   private:
+    Buffer b_;
+    int64_t floats_;
+    std::shared_ptr<Shared> pool_;
+  };
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+};
+
+}  // namespace parley::cuda
