@@ -207,8 +207,11 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
               [self, id = handed.req_id, link = to.link](const caf::error& err) {
                 ++self->state.handled;
                 spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, self->system().render(err));
-                self->state.scheduler->release_held(id);
-                self->send(self->state.kv, msg::link_atom::value, link);
+                auto& st = self->state;
+                st.scheduler->release_held(id);
+                self->send(st.kv, msg::link_atom::value, link);
+                self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+                maybe_step(self);  // the blocks may admit a waiting request
               });
     const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
                                    st.pd.layout, int(blocks.size()), to.link, {}};
@@ -261,14 +264,18 @@ void kv_failure(Self self, const std::string& id, const std::string& why) {
   maybe_step(self);
 }
 
+// Decode side: whether a transfer's KV fits the request's blocks (the same model and block size, the same prompt).
+bool kv_fits(Self self, const KvTransferPayload& p, const Request& r, const std::vector<int>& blocks) {
+  return p.layout == self->state.pd.layout && p.num_blocks == int(blocks.size()) && p.num_prompt_tokens == r.num_prompt_tokens();
+}
+
 // Decode side: the KV arrived; it is written on the worker before any later step, then the request runs.
 void kv_arrived(Self self, KvTransferPayload& p) {
   auto& st = self->state;
   const Request* r = st.scheduler->find(p.req_id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
   std::vector<int> blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
-  if (!(p.layout == st.pd.layout) || p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r->num_prompt_tokens())
-    return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+  if (!kv_fits(self, p, *r, blocks)) return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
   self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
       .then([self, p](bool) { kv_loaded(self, p); },
             [self, id = p.req_id](const caf::error& err) {
@@ -298,7 +305,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
   std::vector<int> blocks;
   if (r && r->status == RequestStatus::WaitingForRemoteKv) {
     blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
-    if (!(p.layout == st.pd.layout) || p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r->num_prompt_tokens()) {
+    if (!kv_fits(self, p, *r, blocks)) {
       blocks.clear();
       kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
     }
