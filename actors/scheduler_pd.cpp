@@ -1,0 +1,167 @@
+// The scheduler actor's side of prefill/decode disaggregation (MISSION C7): routing prompts out and KV in on
+// a decode instance, handing requests off on a prefill instance, over TCP or a device link.
+#include <spdlog/spdlog.h>
+
+#include "actors/scheduler_state.hpp"
+
+namespace parley::scheduling {
+
+// Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
+void route_remote_prefills(Self self) {
+  auto& st = self->state;
+  for (Scheduler::KvReceive& k : st.scheduler->take_kv_receives())
+    if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r));
+}
+
+// Prefill side: reads the handed-off request's blocks on the worker (after the step that wrote them) and
+// gives the KV transfer actor the payload to push; the blocks stay held until the decode side releases them.
+// On a device link the worker sends the blocks as it reaches this message (after the step that wrote them) and
+// only the header goes to the KV transfer actor, right away: headers leave in the order the sends were posted.
+void hand_off_kv(Self self, const EngineCoreOutput& handed) {
+  auto& st = self->state;
+  const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
+  const int num_prompt_tokens = to.num_prompt_tokens;
+  st.handing_off.erase(handed.req_id);
+  std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
+  if (!to.link.empty()) {
+    self->request(st.worker, caf::infinite, msg::kv_send_atom::value, to.link, blocks)
+        .then([self](bool) { ++self->state.handled; },
+              [self, id = handed.req_id, link = to.link](const caf::error& err) {
+                ++self->state.handled;
+                spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, self->system().render(err));
+                auto& st = self->state;
+                st.scheduler->release_held(id);
+                self->send(st.kv, msg::link_atom::value, link);
+                self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+                maybe_step(self);  // the blocks may admit a waiting request
+              });
+    const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
+                                   st.pd.layout, int(blocks.size()), to.link, {}};
+    self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
+    return;
+  }
+  self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
+      .then(
+          [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
+            ++self->state.handled;
+            KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
+                                self->state.pd.layout, n, "", std::move(kv)};
+            self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
+          },
+          [self, id = handed.req_id](const caf::error& err) {
+            ++self->state.handled;
+            self->state.scheduler->release_held(id);
+            self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
+          });
+}
+
+// Prefill side: a request routed here by a decode instance.
+void admit_for_decode(Self self, Request& r, const std::string& link) {
+  auto& st = self->state;
+  r.kv_transfer = KvTransfer::ToDecode;
+  r.arrival_time = now_seconds();
+  const std::string id = r.request_id;
+  const int prompt = r.num_prompt_tokens();
+  try {
+    st.scheduler->add_request(std::move(r));
+  } catch (const std::exception& e) {
+    self->send(st.kv, msg::refuse_atom::value, id, std::string(e.what()));
+    return;
+  }
+  st.handing_off[id] = {prompt, link};
+  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  maybe_step(self);
+}
+
+// Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
+void kv_failure(Self self, const std::string& id, const std::string& why) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(id);
+  if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // finished, aborted or arrived meanwhile
+  spdlog::warn("request {}: KV transfer failed ({}); {}", id, why, st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
+  auto live = st.scheduler->fail_remote_kv(id, st.pd.recompute_on_kv_failure);
+  if (!live.empty())
+    self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats(),
+               "The prefill instance failed this request (" + why + ") and --kv-load-failure-policy is fail.");
+  maybe_step(self);
+}
+
+namespace {
+
+// Decode side: whether a transfer's KV fits the request's blocks (the same model and block size, the same prompt).
+bool kv_fits(Self self, const KvTransferPayload& p, const Request& r, const std::vector<int>& blocks) {
+  return p.layout == self->state.pd.layout && p.num_blocks == int(blocks.size()) && p.num_prompt_tokens == r.num_prompt_tokens();
+}
+
+// Decode side: the KV is in the request's blocks (the worker wrote it before any later step): it runs.
+void kv_loaded(Self self, const KvTransferPayload& p) {
+  auto& st = self->state;
+  ++st.handled;
+  const Request* now = st.scheduler->find(p.req_id);
+  if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
+  auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs);
+  if (!outputs.empty()) send_outputs(self, std::move(outputs));
+  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  maybe_step(self);
+}
+
+// Decode side: the KV arrived; it is written on the worker before any later step, then the request runs.
+void kv_arrived(Self self, KvTransferPayload& p) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(p.req_id);
+  if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
+  std::vector<int> blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+  if (!kv_fits(self, p, *r, blocks)) return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+  self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
+      .then([self, p](bool) { kv_loaded(self, p); },
+            [self, id = p.req_id](const caf::error& err) {
+              ++self->state.handled;
+              kv_failure(self, id, "loading it failed: " + self->system().render(err));
+            });
+}
+
+// Decode side: a header whose KV follows on the device link it names. The receive is posted whatever became
+// of the request, since the link pairs it with the prefill side's send; the data lands in the blocks only if
+// the request still waits for it when it is in. A link closed or broken meanwhile fails it (recompute).
+void kv_on_link(Self self, KvTransferPayload p) {
+  auto& st = self->state;
+  const Request* r = st.scheduler->find(p.req_id);
+  std::vector<int> blocks;
+  if (r && r->status == RequestStatus::WaitingForRemoteKv) {
+    blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+    if (!kv_fits(self, p, *r, blocks)) {
+      blocks.clear();
+      kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+    }
+  }
+  const int64_t floats = p.layout.floats(p.num_blocks);
+  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, floats)
+      .then(
+          [self, p, blocks](uint64_t tag) {
+            auto& st = self->state;
+            ++st.handled;
+            const Request* now = st.scheduler->find(p.req_id);
+            if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
+              return self->send(st.worker, msg::kv_drop_atom::value, tag);
+            self->request(st.worker, caf::infinite, msg::kv_land_atom::value, tag, blocks)
+                .then([self, p](bool) { kv_loaded(self, p); },
+                      [self, id = p.req_id](const caf::error& err) {
+                        ++self->state.handled;
+                        kv_failure(self, id, "loading it failed: " + self->system().render(err));
+                      });
+          },
+          [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
+            ++self->state.handled;
+            self->send(self->state.kv, msg::link_atom::value, link);
+            kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));
+          });
+}
+
+}  // namespace
+
+void kv_received(Self self, KvTransferPayload& p) {
+  if (p.kv_link.empty()) kv_arrived(self, p);
+  else kv_on_link(self, std::move(p));
+}
+
+}  // namespace parley::scheduling

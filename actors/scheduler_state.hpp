@@ -1,0 +1,52 @@
+// The scheduler actor's state and the functions its two files share (scheduler_actor.cpp: admission, steps
+// and outputs; scheduler_pd.cpp: prefill/decode disaggregation). Included by those two files only.
+#pragma once
+#include <deque>
+#include <random>
+#include <string>
+#include <unordered_map>
+
+#include "actors/actors.hpp"
+
+namespace parley::scheduling {
+
+struct SchedulerState {
+  SchedulerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
+  std::unique_ptr<Scheduler> scheduler;
+  msg::worker_actor worker;
+  msg::output_actor output;
+  size_t max_steps_in_flight = 1;   // 2 with async scheduling
+  std::deque<uint64_t> steps_in_flight;  // step ids sent to the worker, oldest first
+  int pending_stop_checks = 0;  // outputs of requests with stop strings not yet checked by the output actor
+  bool lost_step = false;       // a step failed: its placeholders' outputs will never come
+  uint64_t handled = 0;
+  std::random_device entropy;  // seeds for unseeded requests, drawn at admission
+  // PD roles (MISSION C7).
+  SchedulerPd pd;
+  msg::kv_transfer_actor kv;
+  struct HandOff {
+    int num_prompt_tokens;
+    std::string link;  // the device link its KV goes on ("": as bytes through the KV transfer actor)
+  };
+  std::unordered_map<std::string, HandOff> handing_off;  // prefill side: ToDecode request id -> where its KV goes
+};
+using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
+
+// Sends steps to the worker while fewer than the limit are in flight and there is work (or news) for it.
+void maybe_step(Self self);
+// Outputs of a step (or of an arrival) to the output actor, and the requests they finished.
+void send_outputs(Self self, std::vector<EngineCoreOutput> outputs);
+
+// Prefill/decode disaggregation (scheduler_pd.cpp).
+// Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
+void route_remote_prefills(Self self);
+// Prefill side: a handed-off request's KV goes to its decode instance (as bytes, or on a device link).
+void hand_off_kv(Self self, const EngineCoreOutput& handed);
+// Prefill side: a request routed here by a decode instance; its KV will go on `link` ("": as bytes).
+void admit_for_decode(Self self, Request& r, const std::string& link);
+// Decode side: a request's KV (or, on a device link, its header) arrived.
+void kv_received(Self self, KvTransferPayload& p);
+// Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
+void kv_failure(Self self, const std::string& id, const std::string& why);
+
+}  // namespace parley::scheduling
