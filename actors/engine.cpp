@@ -10,9 +10,9 @@
 #include "actors/data_parallel_engine.hpp"
 #include "actors/device_setup.hpp"
 #include "actors/output_service.hpp"
-#include "kernels/cuda/cuda_model.hpp"
 #include "engine/engine_core.hpp"
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "model/model_source.hpp"
 
 namespace parley {

@@ -10,6 +10,7 @@ namespace parley {
 namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(1);
+constexpr const char* kNoLinks = "this instance has no device link transport (--kv-transport nccl)";
 
 struct WorkerState {
   WorkerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
@@ -51,7 +52,7 @@ void poll(Self self) {
 template <class T>
 caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, std::function<T(uint64_t)> done) {
   auto& st = self->state;
-  if (!st.links) return error<T>("this instance has no device link transport (--kv-transport nccl)");
+  if (!st.links) return error<T>(kNoLinks);
   const uint64_t tag = st.next_tag++;
   try {
     start(tag);
@@ -100,7 +101,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       },
       [self](msg::link_id_atom) -> caf::result<std::string> {
         ++self->state.handled;
-        if (!self->state.links) return error<std::string>("this instance has no device link transport (--kv-transport nccl)");
+        if (!self->state.links) return error<std::string>(kNoLinks);
         try {
           return self->state.links->new_id();
         } catch (const std::exception& e) {
@@ -129,7 +130,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {
         ++self->state.handled;
         try {
-          if (!self->state.links) throw std::logic_error("no device links");
+          if (!self->state.links) throw std::logic_error(kNoLinks);
           self->state.links->land(tag, blocks);
           return true;
         } catch (const std::exception& e) {

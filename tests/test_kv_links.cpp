@@ -108,6 +108,28 @@ TEST_CASE("kv links: a transfer past its deadline breaks the link and fails ever
   REQUIRE(tags_of(link.a.poll(6 + kTimeout), Kind::Failed) == std::vector<uint64_t>{4});
 }
 
+TEST_CASE("kv links: closing or reopening a link fails what is in flight on it", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
+  LinkedPair link(prefill, decode);
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  link.b.recv("to-a", 1, per_block, 0);
+  link.b.close("to-a");
+  const std::vector<KvLinkEvent> closed = link.b.poll(0);
+  REQUIRE(tags_of(closed, Kind::Failed) == std::vector<uint64_t>{1});
+  REQUIRE_THAT(closed.at(0).why, Catch::Contains("was closed"));
+  REQUIRE_THROWS_AS(link.b.recv("to-a", 2, per_block, 0), KvLinkError);
+  // Reopening under a name in use aborts the old link first: its send fails, the new link starts opening.
+  link.a.send("to-b", 3, std::vector<int>{0}, 0);
+  link.a.open("to-b", link.hub.new_id(), 0, 4, 0);
+  const std::vector<KvLinkEvent> reopened = link.a.poll(0);
+  REQUIRE(tags_of(reopened, Kind::Failed) == std::vector<uint64_t>{3});
+  REQUIRE_THAT(reopened.at(0).why, Catch::Contains("was opened again"));
+  REQUIRE(link.a.num_links() == 1);
+  REQUIRE(link.a.busy());  // the new link waits for its peer
+  REQUIRE(link.hub.transfers() == 0);
+}
+
 TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, break the link", "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
