@@ -50,9 +50,10 @@ std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const
   cuda::CudaModelOptions o;
   o.device = c.devices.empty() ? 0 : c.devices[0];
   o.dtype = c.dtype == "auto" ? "bfloat16" : c.dtype;
-  o.gpu_memory_utilization = c.gpu_memory_utilization;
   cuda::DeviceLlamaOptions& m = o.model;
   m.num_blocks = num_kv_blocks;
+  m.gpu_memory_utilization = c.gpu_memory_utilization;
+  m.staging_bytes = c.role == "colocated" ? 0 : int64_t(256) << 20;  // KV transfers stage through the device
   m.block_size = sc.block_size;
   m.max_num_tokens = sc.max_num_batched_tokens;
   m.max_num_seqs = sc.max_num_seqs;

@@ -173,6 +173,11 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
+    if (const auto link = st.links_to.find(dm.source); link != st.links_to.end()) {  // prefill side: its communicator goes
+      spdlog::info("decode instance of device link {} went down; closing the link", link->second);
+      self->send(st.worker, msg::link_close_atom::value, link->second);
+      st.links_to.erase(link);
+    }
     for (size_t p = 0; st.router && p < st.peers.size(); ++p)
       if (st.peers[p] && dm.source == st.peers[p].address()) {
         st.peers[p] = nullptr;
@@ -225,8 +230,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         }
         self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
             .then(
-                [self, name, to = decode.address()](bool) {
-                  self->state.links_to[to] = name;
+                [self, name, decode](bool) {
+                  self->state.links_to[decode.address()] = name;
+                  self->monitor(decode);  // a link to an instance that went away would idle, holding its communicator
                   spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                 },
                 [self, name](const caf::error& err) {

@@ -1,6 +1,6 @@
 // The CUDA path on the host: DeviceLlama's Ops with host memory, the CUDA kernels' own bodies run one index at
 // a time (what each GPU thread runs), the CPU reference GEMM, and "graphs" that record the captured pass and
-// run it again on replay. This checks the CUDA model's orchestration (buffers, padding, graph inputs, KV
+// run it again on replay, with a pretend device size for the memory sizing. This checks the CUDA model's orchestration (buffers, padding, graph inputs, KV
 // layout) and every kernel body against the CPU backend without a GPU; launches and cuBLAS need one.
 #pragma once
 #include <cstring>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/reference.hpp"
+#include "kernels/cuda/cuda_model.hpp"
 #include "kernels/cuda/gather_rows.hpp"
 #include "kernels/cuda/kv_write.hpp"
 #include "kernels/cuda/paged_attention.hpp"
@@ -30,11 +31,19 @@ void host_launch(int64_t n, F body) {
 }
 
 class HostOps {
+  using Usage = std::shared_ptr<int64_t>;
+  // Counts `bytes` in use for as long as it (or what it moved into) lives.
+  static std::shared_ptr<void> charge(const Usage& usage, int64_t bytes) {
+    *usage += bytes;
+    return std::shared_ptr<void>(nullptr, [usage, bytes](void*) { *usage -= bytes; });
+  }
+
  public:
   class Buffer {
    public:
     Buffer() = default;
-    explicit Buffer(size_t bytes) : data_(bytes ? new std::byte[bytes]() : nullptr), bytes_(bytes) {}
+    Buffer(size_t bytes, const Usage& usage)
+        : data_(bytes ? new std::byte[bytes]() : nullptr), bytes_(bytes), charge_(charge(usage, int64_t(bytes))) {}
     template <class T = void>
     T* get() const { return reinterpret_cast<T*>(data_.get()); }
     size_t bytes() const { return bytes_; }
@@ -42,25 +51,37 @@ class HostOps {
    private:
     std::unique_ptr<std::byte[]> data_;
     size_t bytes_ = 0;
+    std::shared_ptr<void> charge_;
   };
   struct Matrix {
     int N = 0, K = 0;
     std::vector<float> w;
   };
-  using Graph = std::function<void()>;
+  struct Graph {
+    std::function<void()> pass;
+    std::shared_ptr<void> charge;  // the graph's own memory
+  };
+
+  // device_bytes 0: no device size, so the KV needs num_blocks; graph_bytes: what each captured graph holds.
+  explicit HostOps(int64_t device_bytes = 0, int64_t graph_bytes = 0) : device_bytes_(device_bytes), graph_bytes_(graph_bytes) {}
+  // The bytes in use, shared: it outlives these ops (and the model owning them).
+  Usage usage() const { return usage_; }
 
   void activate() const {}
   void synchronize() const {}
   std::string name() const { return "host-emulated-cuda"; }
-  Buffer alloc(size_t bytes) const { return Buffer(bytes); }
+  Buffer alloc(size_t bytes) const { return Buffer(bytes, usage_); }
+  cuda::DeviceMemory memory() const {
+    if (device_bytes_ == 0) throw std::invalid_argument("host emulation: give num_blocks");
+    return {device_bytes_ - *usage_, device_bytes_};
+  }
   void upload(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   Matrix upload_matrix(const float* w, int N, int K) const { return {N, K, std::vector<float>(w, w + size_t(N) * K)}; }
   void reserve_matmul(int, int, int) {}
-  int blocks_fitting(int64_t) const { throw std::invalid_argument("host emulation: give num_blocks"); }
-  Graph capture(const std::function<void()>& pass) { return pass; }
-  void replay(const Graph& g) { g(); }
+  Graph capture(const std::function<void()>& pass) { return {pass, charge(usage_, graph_bytes_)}; }
+  void replay(const Graph& g) { g.pass(); }
 
   void matmul(const float* x, const Matrix& w, float* out, int M) const { cpu::reference::matmul(x, w.w.data(), out, M, w.N, w.K); }
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
@@ -93,6 +114,10 @@ class HostOps {
   void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const {
     host_launch(int64_t(S) * width, [&](int64_t i) { cuda::body::gather_rows_at(src, rows, width, dst, i); });
   }
+
+ private:
+  int64_t device_bytes_, graph_bytes_;
+  Usage usage_ = std::make_shared<int64_t>(0);
 };
 
 }  // namespace parley::test

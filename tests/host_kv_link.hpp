@@ -96,6 +96,14 @@ class HostKvLinkHub final : public KvLinkFactory {
     std::lock_guard lock(mutex_);
     return transfers_;
   }
+  // Ends joined and not yet aborted or closed (each would hold a communicator).
+  int open_ends() const {
+    std::lock_guard lock(mutex_);
+    int n = 0;
+    for (const auto& [id, c] : channels_)
+      for (int rank : {0, 1}) n += c->joined[rank] && !c->aborted[rank];
+    return n;
+  }
 
  private:
   mutable std::mutex mutex_;

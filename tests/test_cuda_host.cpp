@@ -276,3 +276,42 @@ TEST_CASE("the CUDA model refuses a batch it cannot hold before any kernel runs"
   REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
   REQUIRE_THROWS_AS(host_llama(m, c, 0, 0), std::invalid_argument);
 }
+
+TEST_CASE("the CUDA model fills its share of device memory with KV, after the graphs and the staging (host emulation)", "[cuda-host]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const SchedulerConfig c = test::model_scheduler_config(m, 64);
+  const int64_t device_bytes = int64_t(64) << 20, graph_bytes = int64_t(1) << 20, staging = int64_t(2) << 20;
+  const double share = 0.5 * double(device_bytes);
+  struct Sized {
+    std::unique_ptr<HostLlama> model;
+    std::shared_ptr<int64_t> in_use;
+  };
+  const auto sized = [&](int max_graph_batch, double utilization) {
+    cuda::DeviceLlamaOptions o = test::device_options(c, max_graph_batch);
+    o.num_blocks = 0, o.gpu_memory_utilization = utilization, o.staging_bytes = staging;
+    auto ops = std::make_unique<HostOps>(device_bytes, graph_bytes);
+    Sized s{nullptr, ops->usage()};
+    s.model = std::make_unique<HostLlama>(std::move(ops), m.model.config(), m.file.weights, o);
+    return s;
+  };
+  const Sized eager = sized(0, 0.5), graphs = sized(8, 0.5);  // graphs of 1, 2, 4 and 8 sequences
+  const int64_t per_block = eager.model->floats_per_block() * 4;
+  for (const Sized* s : {&eager, &graphs}) {
+    INFO(s->model->num_blocks() << " blocks, " << *s->in_use << " bytes in use");
+    REQUIRE(double(*s->in_use + staging) <= share);  // the graphs' memory is in use by now, and it fits
+    REQUIRE(double(*s->in_use + staging + per_block) > share);  // one more block would not
+  }
+  const int fewer = eager.model->num_blocks() - graphs.model->num_blocks();
+  REQUIRE(fewer >= 4 * graph_bytes / per_block);
+  REQUIRE(fewer <= 4 * graph_bytes / per_block + 1);
+
+  // The graphs were captured again over the cache sized last: a one-sequence decode replays one.
+  ForwardBatch b;
+  b.token_ids = {7}, b.positions = {0}, b.token_seq = {0}, b.slot_mapping = {int64_t(graphs.model->num_blocks() - 1) * c.block_size};
+  b.block_tables = {graphs.model->num_blocks() - 1}, b.max_blocks_per_seq = 1, b.logits_indices = {0};
+  std::vector<float> replayed, ran;
+  REQUIRE(graphs.model->forward(b, replayed));
+  REQUIRE_FALSE(eager.model->forward(b, ran));
+  REQUIRE(replayed == ran);
+  REQUIRE_THROWS_WITH(sized(8, 0.01), Catch::Contains("leaves no room for KV blocks"));
+}

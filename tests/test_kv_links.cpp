@@ -48,8 +48,9 @@ struct LinkedPair {
 
 std::unique_ptr<DeviceModel> host_cuda_model(const test::Loaded& m, int num_blocks) {
   SchedulerConfig c = test::model_scheduler_config(m, num_blocks);
-  return std::make_unique<cuda::DeviceLlama<test::HostOps>>(std::make_unique<test::HostOps>(), m.model.config(), m.file.weights,
-                                                            test::device_options(c, 0));
+  cuda::DeviceLlamaOptions o = test::device_options(c, 0);
+  o.staging_bytes = int64_t(256) << 20;  // as a PD instance keeps
+  return std::make_unique<cuda::DeviceLlama<test::HostOps>>(std::make_unique<test::HostOps>(), m.model.config(), m.file.weights, o);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Prefill/decode disaggregation through the actors with a device link (MISSION C7, C10), in one process: a
 // prefill and a decode engine joined over CAF's loopback middleman, their workers over the in-process
 // stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
-// link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once;
-// a link that breaks fails its transfers, which recompute, and later KV goes over TCP; no block is left.
+// link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once
+// (the prefill instance closes the link of one that goes away); a link that breaks fails its transfers,
+// which recompute, and later KV goes over TCP; no block is left.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -113,7 +114,12 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(both.get() == renamed(expected, "s"));
   REQUIRE(hub->transfers() == 40);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get(), decode2.get()}) require_idle(*e);
+  REQUIRE(hub->open_ends() == 4);
   decode2.reset();
+  // The prefill instance closes its end of the departed instance's link (it would idle, holding a communicator).
+  for (int i = 0; i < 500 && hub->open_ends() > 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(hub->open_ends() == 2);
+  REQUIRE(admin_view(*pd.prefill).at("kv_transfer").at("links_to_decode") == 1);
 
   // A NIC failure: the next transfers fail on both ends and the decode side prefills those itself; later
   // KV goes over TCP. Every request still gets its tokens.

@@ -35,7 +35,7 @@ class CudaOps : private BindDevice, public CudaBackend {
     cudaGraphExec_t exec_;
   };
 
-  CudaOps(int device, DType dtype, double utilization) : BindDevice(device), dtype_(dtype), utilization_(utilization) {}
+  CudaOps(int device, DType dtype) : BindDevice(device), dtype_(dtype) {}
 
   // The calling thread (the worker actor's) works on this device from now on.
   void activate() const { PARLEY_CUDA_CHECK(cudaSetDevice(device_)); }
@@ -53,17 +53,12 @@ class CudaOps : private BindDevice, public CudaBackend {
   }
   Matrix upload_matrix(const float* w, int N, int K) const { return CudaBackend::upload_matrix(w, N, K, dtype_); }
 
-  // The KV blocks that fit in this instance's share of the device's memory, after what is allocated already.
-  int blocks_fitting(int64_t bytes_per_block) const {
+  // Free and total bytes of this device, once what is queued has run.
+  DeviceMemory memory() const {
     synchronize();
     size_t free = 0, total = 0;
     PARLEY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    const double budget = utilization_ * double(total) - double(total - free);
-    if (budget < double(bytes_per_block))
-      throw std::invalid_argument("--gpu-memory-utilization " + std::to_string(utilization_) + " leaves no room for KV blocks on " +
-                                  name() + " (" + std::to_string((total - free) >> 20) + " MiB in use of " +
-                                  std::to_string(total >> 20) + " MiB)");
-    return int(std::min<double>(budget / double(bytes_per_block), double(1 << 24)));
+    return {int64_t(free), int64_t(total)};
   }
 
   Graph capture(const std::function<void()>& pass) const {
@@ -86,7 +81,6 @@ class CudaOps : private BindDevice, public CudaBackend {
 
  private:
   DType dtype_;
-  double utilization_;
 };
 
 }  // namespace
@@ -110,9 +104,7 @@ std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWe
   if (o.device < 0 || o.device >= n)
     throw std::invalid_argument("--device cuda: device " + std::to_string(o.device) + " does not exist" +
                                 (n == 0 ? ": " + why : " (" + std::to_string(n) + " present)"));
-  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1))
-    throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
-  auto ops = std::make_unique<CudaOps>(o.device, parse_dtype(o.dtype), o.gpu_memory_utilization);
+  auto ops = std::make_unique<CudaOps>(o.device, parse_dtype(o.dtype));
   return std::make_unique<DeviceLlama<CudaOps>>(std::move(ops), config, weights, o.model);
 }
 

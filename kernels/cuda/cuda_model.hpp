@@ -1,8 +1,8 @@
 // The model on a GPU, as the engine and the tests see it: no CUDA header here, so it is included freely and
 // linked against cuda_model.cpp (nvcc found) or cuda_absent.cpp (no CUDA: every call explains that).
 #pragma once
+#include <cstdint>
 #include <memory>
-#include <vector>
 #include <string>
 #include <vector>
 
@@ -16,8 +16,14 @@ bool compiled();
 // The CUDA devices present; 0 with *why filled in when there are none (or the build has no CUDA).
 int device_count(std::string* why = nullptr);
 
+struct DeviceMemory {
+  int64_t free = 0, total = 0;  // bytes
+};
+
 struct DeviceLlamaOptions {
-  int num_blocks = 0;              // KV blocks (resolved by the caller from device memory)
+  int num_blocks = 0;              // KV blocks; 0: as many as fit in gpu_memory_utilization's share
+  double gpu_memory_utilization = 0.9;  // the share of the device's memory this instance may hold
+  int64_t staging_bytes = 0;       // device memory kept for KV transfers' staging (PD), set aside before the KV
   int block_size = 16;
   int max_num_tokens = 0;          // tokens in one eager pass (the scheduler's max_num_batched_tokens)
   int max_num_seqs = 0;            // sequences in one pass
@@ -38,9 +44,8 @@ inline std::vector<int> graph_batch_sizes(int max_batch) {
 
 struct CudaModelOptions {
   int device = 0;
-  std::string dtype = "bfloat16";      // of the GEMM weights: float32, bfloat16, float16
-  double gpu_memory_utilization = 0.9;  // the share of the device's memory this instance may hold
-  DeviceLlamaOptions model;             // num_blocks 0: as many as the memory left within that share holds
+  std::string dtype = "bfloat16";  // of the GEMM weights: float32, bfloat16, float16
+  DeviceLlamaOptions model;
 };
 
 // Uploads the weights to the device, allocates the KV blocks and captures the decode graphs.

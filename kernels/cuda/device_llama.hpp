@@ -5,7 +5,8 @@
 //
 // Ops provides: Buffer (get<T>(), bytes()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
-// activate() (bind the calling thread), synchronize(), capture(fn) -> Graph, replay(Graph&), name(), and the kernels of
+// activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
+// replay(Graph&), name(), and the kernels of
 // CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
 #pragma once
 #include <algorithm>
@@ -30,12 +31,14 @@ class DeviceLlama final : public DeviceModel {
 
  public:
   // Uploads the weights, sizes the activations for the largest pass, allocates the KV blocks (num_blocks 0:
-  // as many as Ops::blocks_fitting allows in the memory left) and captures the graphs.
+  // as many as fit in the share of the device's memory, see blocks_in_share) and captures the graphs.
   DeviceLlama(std::unique_ptr<Ops> ops, const LlamaConfig& config, const LlamaWeights& w, const DeviceLlamaOptions& o)
       : ops_(std::move(ops)), c_(config), o_(o) {
     c_.validate();
     if (o_.num_blocks < 0 || o_.block_size < 1) throw std::invalid_argument("the device KV cache needs a positive block size");
     if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1) throw std::invalid_argument("DeviceLlama: bad batch limits");
+    if (!(o_.gpu_memory_utilization > 0 && o_.gpu_memory_utilization <= 1) || o_.staging_bytes < 0)
+      throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
     ops_->activate();
     const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim;
@@ -66,10 +69,8 @@ class DeviceLlama final : public DeviceModel {
     sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
     ops_->reserve_matmul(max_tokens_, std::max(dim, hidden), std::max({c_.vocab_size, dim, hidden, kv}));
-    if (o_.num_blocks == 0) o_.num_blocks = ops_->blocks_fitting(floats_per_block() * 4);
-    if (o_.num_blocks < 1) throw std::invalid_argument("the device memory left holds no KV block");
-    const size_t layer_floats = size_t(o_.num_blocks) * o.block_size * kv;
-    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_floats)), values_.push_back(zeros(layer_floats));
+    if (o_.num_blocks == 0) o_.num_blocks = blocks_in_share();
+    allocate_kv();
     for (int b : o.graph_batch_sizes) capture(b);
   }
 
@@ -180,6 +181,42 @@ class DeviceLlama final : public DeviceModel {
     return b;
   }
   Buffer zeros(size_t floats) { return upload(std::vector<float>(floats, 0.0f)); }
+
+  void allocate_kv() {
+    const size_t layer_floats = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim();
+    keys_.clear(), values_.clear();
+    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_floats)), values_.push_back(zeros(layer_floats));
+  }
+
+  // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use, what
+  // the graphs will hold (measured by capturing them once over a one-block cache: their memory is allocated
+  // at instantiation, after the KV they point into) and the staging kept for KV transfers.
+  int blocks_in_share() {
+    int64_t graph_bytes = 0;
+    if (!o_.graph_batch_sizes.empty()) {
+      o_.num_blocks = 1;
+      allocate_kv();
+      for (int b : o_.graph_batch_sizes) capture(b);
+      const int64_t with_graphs = in_use();
+      graphs_.clear();
+      graph_bytes = with_graphs - in_use();  // what lazy library set-up allocated stays in use, counted below
+      keys_.clear(), values_.clear();
+    }
+    const DeviceMemory m = ops_->memory();
+    const int64_t per_block = floats_per_block() * 4;
+    const double budget = o_.gpu_memory_utilization * double(m.total) - double(m.total - m.free) - double(graph_bytes) -
+                          double(o_.staging_bytes);
+    if (budget < double(per_block))
+      throw std::invalid_argument("--gpu-memory-utilization " + std::to_string(o_.gpu_memory_utilization) + " leaves no room for KV blocks on " +
+                                  ops_->name() + " (" + std::to_string((m.total - m.free) >> 20) + " MiB in use, graphs " +
+                                  std::to_string(graph_bytes >> 20) + " MiB, staging " + std::to_string(o_.staging_bytes >> 20) +
+                                  " MiB, of " + std::to_string(m.total >> 20) + " MiB)");
+    return int(std::min<double>(budget / double(per_block), double(1 << 24)));
+  }
+  int64_t in_use() const {
+    const DeviceMemory m = ops_->memory();
+    return m.total - m.free;
+  }
 
   void check_ids(std::span<const int> ids) const {
     for (int b : ids)
@@ -361,7 +398,7 @@ class DeviceLlama final : public DeviceModel {
   std::vector<int64_t> staged_slots_;
   std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
   DeviceStats stats_;
-  mutable StagingPool<Buffer> staging_;  // link transfers' buffers, reused
+  mutable StagingPool<Buffer> staging_{size_t(o_.staging_bytes)};  // KV transfers' buffers, reused
 };
 
 }  // namespace parley::cuda

@@ -1,5 +1,6 @@
-// Device buffers for KV link transfers (model/kv_link.hpp), kept for reuse: freeing device memory
-// (cudaFree) waits for the whole device, which would stall the passes and every link at each transfer.
+// Device buffers for KV transfers (model/kv_link.hpp, and PD over TCP through the host), kept for reuse up to
+// a budget: freeing device memory (cudaFree) waits for the whole device, which would stall the passes and
+// every link at each transfer.
 // No CUDA header: DeviceLlama uses it over any Ops type's Buffer.
 #pragma once
 #include <cstdint>
@@ -13,7 +14,7 @@ namespace parley::cuda {
 template <class Buffer>
 class StagingPool {
  public:
-  static constexpr size_t kKeepBytes = size_t(256) << 20;  // free buffers kept up to this much; more are freed
+  explicit StagingPool(size_t keep_bytes) : keep_bytes_(keep_bytes) {}
 
   // Staging of `floats`, in the smallest free buffer that holds them, else in a new one from alloc(bytes).
   template <class Alloc>
@@ -26,7 +27,7 @@ class StagingPool {
     Buffer b;
     if (best != free.end()) b = std::move(*best), free.erase(best);
     else b = alloc(bytes);
-    return std::make_unique<Staging>(std::move(b), floats, shared_);
+    return std::make_unique<Staging>(std::move(b), floats, shared_, keep_bytes_);
   }
   size_t num_free() const { return shared_->free.size(); }
 
@@ -37,11 +38,12 @@ class StagingPool {
   // Hands its buffer back to the pool when the transfer is done with it.
   class Staging final : public KvStaging {
    public:
-    Staging(Buffer b, int64_t floats, std::shared_ptr<Shared> pool) : b_(std::move(b)), floats_(floats), pool_(std::move(pool)) {}
+    Staging(Buffer b, int64_t floats, std::shared_ptr<Shared> pool, size_t keep_bytes)
+        : b_(std::move(b)), floats_(floats), pool_(std::move(pool)), keep_bytes_(keep_bytes) {}
     ~Staging() override {
       size_t kept = b_.bytes();
       for (const Buffer& f : pool_->free) kept += f.bytes();
-      if (kept <= kKeepBytes) pool_->free.push_back(std::move(b_));
+      if (kept <= keep_bytes_) pool_->free.push_back(std::move(b_));  // else freed
     }
     float* data() override { return b_.template get<float>(); }
     int64_t size() const override { return floats_; }
@@ -50,7 +52,9 @@ class StagingPool {
     Buffer b_;
     int64_t floats_;
     std::shared_ptr<Shared> pool_;
+    size_t keep_bytes_;
   };
+  size_t keep_bytes_;  // free buffers kept up to this much
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
 
