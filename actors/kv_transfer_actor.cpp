@@ -141,12 +141,11 @@ void tick(Self self) {
 // Decode side: a header whose KV follows on the device link it names. The scheduler has the worker receive
 // it whatever became of the request (the link pairs receives with sends in order), so it goes there even
 // when the transfer was given up or does not fit (the scheduler drops the data then).
-void kv_header(Self self, KvTransferPayload p, size_t header_bytes, double latency) {
+void kv_header(Self self, KvTransferPayload p, size_t header_bytes) {
   auto& st = self->state;
   if (st.router && st.router->finished(p.req_id)) {
     ++st.stats.transfers, st.stats.blocks += p.num_blocks;
     st.stats.bytes += int64_t(header_bytes) + p.layout.floats(p.num_blocks) * int64_t(sizeof(float));
-    st.stats.latencies.push_back(latency);
     report(self);
   } else {
     spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
@@ -272,9 +271,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         }
         // The sender frees its blocks whether or not the KV still has a taker here.
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
+        if (!p.kv_link.empty()) return kv_header(self, std::move(p), bytes.size());  // its latency ends when the KV is in
         const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
         st.routed_at.erase(p.req_id);
-        if (!p.kv_link.empty()) return kv_header(self, std::move(p), bytes.size(), now_seconds() - routed);
         if (!st.router || !st.router->finished(p.req_id)) {
           spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
           return;
@@ -285,6 +284,14 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);
         self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+      },
+      [self](msg::kv_recv_atom, const std::string& id, bool received) {  // decode side
+        auto& st = self->state;
+        ++st.handled;
+        const auto routed = st.routed_at.find(id);
+        if (routed == st.routed_at.end()) return;
+        if (received) st.stats.latencies.push_back(now_seconds() - routed->second), report(self);
+        st.routed_at.erase(routed);
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
         auto& st = self->state;

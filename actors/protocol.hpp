@@ -87,7 +87,7 @@ struct ActorStats {
 // The KV transfer actor's counters, for /metrics.
 struct KvTransferStats {
   int64_t blocks = 0, bytes = 0, transfers = 0, failures = 0;
-  std::vector<double> latencies;  // seconds from routing to arrival, since the last report (histogram samples)
+  std::vector<double> latencies;  // seconds from routing to the KV's arrival, since the last report (histogram samples)
 };
 
 // A reply callback from outside the actor system (an HTTP session, a CLI command).
@@ -112,6 +112,9 @@ using kv_transfer_actor = caf::typed_actor<
     // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
     // the KV itself follows on the device link), to push.
     caf::reacts_to<push_atom, std::string, std::string, int32_t, bool>,
+    // Local, decode side (scheduler): the request's KV came in on its device link (true) or did not: its
+    // transfer latency ends.
+    caf::reacts_to<kv_recv_atom, std::string, bool>,
     // Local (scheduler): this device link broke; KV between the two instances goes over TCP from now on (until a
     // decode instance reconnects and opens a new one).
     caf::reacts_to<link_atom, std::string>,

@@ -140,6 +140,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
             ++st.handled;
+            self->send(st.kv, msg::kv_recv_atom::value, p.req_id, true);
             const Request* now = st.scheduler->find(p.req_id);
             if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
               return self->send(st.worker, msg::kv_drop_atom::value, tag);
@@ -152,6 +153,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
           },
           [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
             ++self->state.handled;
+            self->send(self->state.kv, msg::kv_recv_atom::value, id, false);
             self->send(self->state.kv, msg::link_atom::value, link);
             kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));
           });

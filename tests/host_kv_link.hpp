@@ -1,8 +1,10 @@
 // The in-process stand-in for NCCL links (model/kv_link.hpp): a hub pairs two ends by id and matches one
 // end's sends with the other's receives in posting order, copying when both are posted, as NCCL would. A
 // size mismatch breaks the link (NCCL would corrupt memory or hang); an end that aborts simply stops, and
-// its peer's transfers never finish (they run into their deadline), as with a dead process.
+// its peer's transfers never finish (they run into their deadline), as with a dead process. A delay makes
+// each transfer take at least that long, as a wire would.
 #pragma once
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -13,10 +15,12 @@
 namespace parley::test {
 
 class HostKvLinkHub final : public KvLinkFactory {
+  using Clock = std::chrono::steady_clock;
   struct Op {
     uint64_t ticket;
     float* data;
     int64_t count;
+    Clock::time_point posted;
   };
   struct Channel {
     bool joined[2] = {false, false}, aborted[2] = {false, false};
@@ -48,7 +52,7 @@ class HostKvLinkHub final : public KvLinkFactory {
     uint64_t post(std::deque<Op>& q, float* data, int64_t count) {
       std::lock_guard lock(hub_.mutex_);
       const uint64_t t = c_->next_ticket++;
-      q.push_back({t, data, count});
+      q.push_back({t, data, count, Clock::now()});
       return t;
     }
     // Pairs `from`'s sends with the other end's receives, in order.
@@ -57,6 +61,7 @@ class HostKvLinkHub final : public KvLinkFactory {
       if (!c_->joined[0] || !c_->joined[1] || c_->aborted[from] || c_->aborted[to]) return;
       while (!c_->sends[from].empty() && !c_->recvs[to].empty()) {
         const Op s = c_->sends[from].front(), r = c_->recvs[to].front();
+        if (Clock::now() - std::max(s.posted, r.posted) < hub_.delay_) return;
         if (s.count != r.count) {
           c_->broken = "a send of " + std::to_string(s.count) + " floats met a receive of " + std::to_string(r.count);
           throw KvLinkError(c_->broken);
@@ -87,6 +92,11 @@ class HostKvLinkHub final : public KvLinkFactory {
     c->joined[rank] = true;
     return std::make_unique<End>(*this, c, rank);
   }
+  // Each transfer from now on completes no sooner than this after both its ends are posted.
+  void set_delay(std::chrono::milliseconds delay) {
+    std::lock_guard lock(mutex_);
+    delay_ = delay;
+  }
   // Both ends of every link see it broken from their next poll (a NIC or driver failure).
   void break_all(const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -110,6 +120,7 @@ class HostKvLinkHub final : public KvLinkFactory {
   std::map<std::string, std::shared_ptr<Channel>> channels_;
   uint64_t ids_ = 0;
   int64_t transfers_ = 0;
+  Clock::duration delay_{};
 };
 
 }  // namespace parley::test

@@ -91,6 +91,17 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(metric(d, "parley:prefill_tokens_computed_total") == 0);
   REQUIRE(metric(d, "parley:kv_blocks_transferred_total") == metric(p, "parley:kv_blocks_transferred_total"));
   REQUIRE(metric(d, "parley:kv_transfer_failures_total") == 0);
+  REQUIRE(metric(d, "parley:kv_transfer_latency_seconds_count") == 8);
+
+  // A transfer's latency ends when its KV is in, not when its header is: with every transfer taking 300 ms
+  // on the link, no sample is under that.
+  hub->set_delay(std::chrono::milliseconds(300));
+  REQUIRE(run(*pd.decode, specs("w")) == renamed(expected, "w"));
+  hub->set_delay(std::chrono::milliseconds(0));
+  REQUIRE(hub->transfers() == 16);
+  const std::string dw = metrics_of(*pd.decode);
+  REQUIRE(metric(dw, "parley:kv_transfer_latency_seconds_count") == 16);
+  REQUIRE(metric(dw, "parley:kv_transfer_latency_seconds_sum") - metric(d, "parley:kv_transfer_latency_seconds_sum") >= 8 * 0.3);
 
   // Aborts while the KV is on its way: the decode side still receives every KV the prefill side sends (the
   // link pairs transfers in order), drops the unwanted ones, and the others land where they belong.
@@ -101,10 +112,10 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   for (const auto& [id, tokens] : renamed(expected, "a"))
     if (id != "a0" && id != "a2" && id != "a4" && id != "a6") REQUIRE(sink->total.at(id).token_ids == tokens);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
-  REQUIRE(hub->transfers() == 16);
+  REQUIRE(hub->transfers() == 24);
   REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == 0);
   REQUIRE(run(*pd.decode, specs("z")) == renamed(expected, "z"));
-  REQUIRE(hub->transfers() == 24);
+  REQUIRE(hub->transfers() == 32);
 
   // A second decode instance on the same prefill instance: a link each, both at once, nothing mixed up.
   auto decode2 = pd.start_decode(64);
@@ -112,7 +123,7 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   auto both = std::async(std::launch::async, [&] { return run(*decode2, specs("s")); });
   REQUIRE(run(*pd.decode, specs("y")) == renamed(expected, "y"));
   REQUIRE(both.get() == renamed(expected, "s"));
-  REQUIRE(hub->transfers() == 40);
+  REQUIRE(hub->transfers() == 48);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get(), decode2.get()}) require_idle(*e);
   REQUIRE(hub->open_ends() == 4);
   decode2.reset();
@@ -126,7 +137,7 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   hub->break_all("the link went dark");
   REQUIRE(run(*pd.decode, specs("b")) == renamed(expected, "b"));
   REQUIRE_FALSE(admin_view(*pd.decode).at("kv_transfer").at("peers").at(0).at("device_link").get<bool>());
-  REQUIRE(hub->transfers() == 40);
+  REQUIRE(hub->transfers() == 48);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
   const double computed = metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total");
   REQUIRE(computed > 0);
