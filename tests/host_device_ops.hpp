@@ -3,6 +3,8 @@
 // run it again on replay, with a pretend device size for the memory sizing. This checks the CUDA model's orchestration (buffers, padding, graph inputs, KV
 // layout) and every kernel body against the CPU backend without a GPU; launches and cuBLAS need one.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -100,11 +102,25 @@ class HostOps {
   }
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out) const {
-    const cuda::body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
-    const cuda::body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
-    host_launch(int64_t(meta.num_tokens) * n_heads,
-                [&](int64_t i) { cuda::body::paged_attention_at(q, pkv, rows, n_heads, n_kv_heads, head_dim, out, i); });
+    namespace body = cuda::body;
+    const body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
+    const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
+    const body::AttentionPlan plan = body::plan_attention(meta.max_blocks_per_seq * kv.block_size, n_heads, split_, scratch_rows_);
+    const int64_t rows_used = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens) * n_heads * plan.splits;
+    std::vector<float> acc(size_t(rows_used) * head_dim, NAN), max(size_t(rows_used), NAN), sum(size_t(rows_used), NAN);
+    const body::AttentionPartials parts{acc.data(), max.data(), sum.data(), split_, plan.splits};
+    for (int64_t first = 0; first < meta.num_tokens; first += plan.tokens_per_chunk) {
+      const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
+      host_launch(tokens * n_heads * plan.splits,
+                  [&](int64_t i) { body::attention_split_at(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+      host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i); });
+    }
   }
+  // What CudaBackend sizes; attention_splits changes the split length and the scratch, for the tests.
+  void reserve_attention(int max_tokens, int n_heads, int, int max_positions) {
+    scratch_rows_ = cuda::body::attention_scratch_rows(max_tokens, n_heads, max_positions, split_);
+  }
+  void attention_splits(int split, int64_t scratch_rows) { split_ = split, scratch_rows_ = scratch_rows; }
   void add(float* y, const float* x, int64_t count) const {
     host_launch(count, [&](int64_t i) { cuda::body::add_at(y, x, i); });
   }
@@ -117,6 +133,8 @@ class HostOps {
 
  private:
   int64_t device_bytes_, graph_bytes_;
+  int split_ = cuda::body::kSplitPositions;
+  int64_t scratch_rows_ = cuda::body::kScratchRows;
   Usage usage_ = std::make_shared<int64_t>(0);
 };
 

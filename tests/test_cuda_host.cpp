@@ -121,6 +121,22 @@ TEST_CASE("CUDA paged attention matches the CPU backend on a mixed batch and is 
   std::vector<float> one(size_t(n_heads) * head_dim);
   ops.paged_attention(q.data() + size_t(t) * n_heads * head_dim, kv, alone, n_heads, n_kv_heads, head_dim, one.data());
   REQUIRE(std::equal(one.begin(), one.end(), got.begin() + size_t(t) * n_heads * head_dim));
+
+  // Splits of 4 positions (up to 6 for position 21), combined: still the reference; and the same bits whether
+  // the pass runs at once or one token per chunk (a scratch of one token's partials), alone or batched.
+  HostOps split4;
+  split4.attention_splits(4, int64_t(1) << 20);
+  std::vector<float> whole(q.size()), chunked(q.size()), one4(one.size());
+  split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, whole.data());
+  CHECK(max_rel_error(whole, want) < 1e-4);
+  CHECK(whole != got);  // another summation order: the splits really ran
+  split4.attention_splits(4, int64_t(n_heads) * 6);
+  split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data());
+  REQUIRE(chunked == whole);
+  split4.paged_attention(q.data() + size_t(t) * n_heads * head_dim, kv, alone, n_heads, n_kv_heads, head_dim, one4.data());
+  REQUIRE(std::equal(one4.begin(), one4.end(), whole.begin() + size_t(t) * n_heads * head_dim));
+  split4.attention_splits(4, int64_t(n_heads) * 6 - 1);
+  REQUIRE_THROWS_AS(split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data()), std::logic_error);
 }
 
 TEST_CASE("CUDA sampling body draws the CPU sampler's tokens", "[cuda-host]") {

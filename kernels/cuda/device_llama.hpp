@@ -5,6 +5,7 @@
 //
 // Ops provides: Buffer (get<T>(), bytes()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
+// reserve_attention(tokens, heads, head_dim, positions),
 // activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
 // replay(Graph&), name(), and the kernels of
 // CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
@@ -69,6 +70,7 @@ class DeviceLlama final : public DeviceModel {
     sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
     ops_->reserve_matmul(max_tokens_, std::max(dim, hidden), std::max({c_.vocab_size, dim, hidden, kv}));
+    ops_->reserve_attention(max_tokens_, c_.n_heads, c_.head_dim(), max_blocks_ * o.block_size);
     if (o_.num_blocks == 0) o_.num_blocks = blocks_in_share();
     allocate_kv();
     for (int b : o.graph_batch_sizes) capture(b);

@@ -55,6 +55,9 @@ class CudaBackend {
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   // Slots < 0 (a padded batch's filler tokens) write nothing.
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
+  // The attention's scratch (the splits' partial softmaxes, kernels/cuda/paged_attention.hpp), sized before
+  // any graph capture; a pass whose partials do not fit runs in chunks of tokens.
+  void reserve_attention(int max_tokens, int n_heads, int head_dim, int max_positions);
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out) const;
   // y += x over count values (the residual connection).
@@ -73,6 +76,9 @@ class CudaBackend {
   DeviceBuffer staged_x_;          // x padded to whole chunks, converted for BF16/F16 weights
   DeviceBuffer chunk_out_;         // the last, padded chunk's output
   int max_rows_ = 0, max_k_ = 0, max_n_ = 0;
+  DeviceBuffer attn_acc_, attn_max_, attn_sum_;  // the attention's partials
+  int64_t attn_rows_ = 0;
+  int attn_head_dim_ = 0;
 };
 
 }  // namespace parley::cuda

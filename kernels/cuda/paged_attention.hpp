@@ -1,15 +1,21 @@
-// CUDA paged attention over block tables, for prefill and decode alike: one thread per (token, query head)
-// walks positions [0, position] of its own sequence with an online softmax, so a row never depends on the
-// other rows (batch invariance) and any mix of prefill chunks and decodes runs in one launch.
+// CUDA paged attention over block tables, for prefill and decode alike, split over positions (flash-decoding):
+// one thread per (token, query head, split) runs an online softmax over its split's positions of its own
+// sequence, then one thread per (token, head, dimension) combines the splits. Splits have a fixed length,
+// so a row's result depends only on its own position and KV, never on the other rows or on how the pass is
+// chunked (batch invariance), and any mix of prefill chunks and decodes runs in the same two launches.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/host_device.hpp"
 
 namespace parley::cuda::body {
 
-constexpr int kMaxHeadDim = 256;  // the accumulator lives in registers/local memory
+constexpr int kMaxHeadDim = 256;        // the accumulator lives in registers/local memory
+constexpr int kSplitPositions = 64;     // positions per split
+constexpr int64_t kScratchRows = 1 << 17;  // (token, head, split) partials a pass keeps at once, at most
 
 struct PagedKv {
   const float* keys;    // [num_blocks * block_size][kv_dim]
@@ -24,20 +30,57 @@ struct AttentionRows {
   int max_blocks_per_seq;
 };
 
-// i indexes [num_tokens][n_heads]; q and out are [num_tokens][n_heads * head_dim].
-PARLEY_HD inline void paged_attention_at(const float* q, PagedKv kv, AttentionRows rows, int n_heads, int n_kv_heads,
-                                         int head_dim, float* out, int64_t i) {
-  const int64_t token = i / n_heads;
-  const int head = int(i % n_heads);
+// One chunk's partial softmaxes: per (token of the chunk, head, split) the running maximum, the sum of
+// exponentials against it and the unnormalized output.
+struct AttentionPartials {
+  float* acc;  // [rows][head_dim]
+  float* max;  // [rows]
+  float* sum;  // [rows]
+  int split;   // positions per split
+  int splits;  // splits per (token, head) in this pass: enough for its longest sequence
+};
+
+// How a pass runs: `splits` per (token, head), and chunks of `tokens_per_chunk` tokens so the partials fit
+// in scratch_rows (each chunk is two launches over the same scratch).
+struct AttentionPlan {
+  int splits = 0, tokens_per_chunk = 0;
+};
+
+inline AttentionPlan plan_attention(int max_positions, int n_heads, int split, int64_t scratch_rows) {
+  AttentionPlan p;
+  p.splits = (max_positions + split - 1) / split;
+  p.tokens_per_chunk = int(std::min<int64_t>(scratch_rows / (int64_t(n_heads) * p.splits), 1 << 30));
+  if (p.tokens_per_chunk < 1) throw std::logic_error("paged attention: the scratch holds no token's partials");
+  return p;
+}
+
+// The scratch rows a pass of up to max_tokens tokens over up to max_positions positions wants (capped at
+// kScratchRows, but always one token's worth).
+inline int64_t attention_scratch_rows(int max_tokens, int n_heads, int max_positions, int split) {
+  const int64_t one_token = int64_t(n_heads) * ((max_positions + split - 1) / split);
+  return std::max(one_token, std::min(one_token * max_tokens, kScratchRows));
+}
+
+// i indexes [tokens of the chunk][n_heads][splits]; token `first` + i / (n_heads * splits) of the pass.
+// q is [num_tokens][n_heads * head_dim]. A split past the token's position writes nothing.
+PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRows rows, int n_heads, int n_kv_heads,
+                                         int head_dim, AttentionPartials parts, int64_t first, int64_t i) {
+  const int split = int(i % parts.splits);
+  const int64_t row = i / parts.splits;  // (token, head) within the chunk
+  const int64_t token = first + row / n_heads;
+  const int head = int(row % n_heads);
   const int pos = rows.positions[token];
+  const int begin = split * parts.split;
+  if (begin > pos) return;
+  const int end = pos < begin + parts.split - 1 ? pos : begin + parts.split - 1;
   const int* table = rows.block_tables + int64_t(rows.token_seq[token]) * rows.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
-  const float* qh = q + i * head_dim;
+  const float* qh = q + (token * n_heads + head) * head_dim;
   const float scale = 1.0f / sqrtf(float(head_dim));
   float acc[kMaxHeadDim];
   for (int d = 0; d < head_dim; ++d) acc[d] = 0.0f;
   float max_score = -INFINITY, sum = 0.0f;
-  for (int j = 0; j <= pos; ++j) {
+  for (int j = begin; j <= end; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const float* kj = kv.keys + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
     const float* vj = kv.values + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
@@ -54,8 +97,29 @@ PARLEY_HD inline void paged_attention_at(const float* q, PagedKv kv, AttentionRo
     sum += p;
     for (int d = 0; d < head_dim; ++d) acc[d] += p * vj[d];
   }
-  float* oh = out + i * head_dim;
-  for (int d = 0; d < head_dim; ++d) oh[d] = acc[d] / sum;
+  parts.max[i] = max_score;
+  parts.sum[i] = sum;
+  for (int d = 0; d < head_dim; ++d) parts.acc[i * head_dim + d] = acc[d];
+}
+
+// i indexes [tokens of the chunk][n_heads][head_dim]; out is the pass's [num_tokens][n_heads * head_dim].
+// Only the splits that hold positions of the token are read, in order.
+PARLEY_HD inline void attention_combine_at(AttentionRows rows, int n_heads, int head_dim, AttentionPartials parts,
+                                           int64_t first, float* out, int64_t i) {
+  const int64_t row = i / head_dim;  // (token, head) within the chunk
+  const int d = int(i % head_dim);
+  const int64_t token = first + row / n_heads;
+  const int used = rows.positions[token] / parts.split + 1;
+  const int64_t base = row * parts.splits;
+  float m = -INFINITY;
+  for (int s = 0; s < used; ++s) m = parts.max[base + s] > m ? parts.max[base + s] : m;
+  float total = 0.0f, o = 0.0f;
+  for (int s = 0; s < used; ++s) {
+    const float c = expf(parts.max[base + s] - m);
+    total += parts.sum[base + s] * c;
+    o += parts.acc[(base + s) * head_dim + d] * c;
+  }
+  out[(first * n_heads + row) * head_dim + d] = o / total;
 }
 
 }  // namespace parley::cuda::body

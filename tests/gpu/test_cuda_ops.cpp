@@ -176,10 +176,21 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   DeviceBuffer dout(q.size() * 4);
   const cpu::AttentionMetadata dmeta{T, dpos.get<int>(), dseq.get<int>(), dtables.get<int>(), max_blocks};
   const cpu::AttentionMetadata hmeta{T, positions.data(), token_seq.data(), tables.data(), max_blocks};
+  be.reserve_attention(T, n_heads, head_dim, max_blocks * block_size);
   be.paged_attention(dq.get<float>(), dkv, dmeta, n_heads, n_kv_heads, head_dim, dout.get<float>());
   std::vector<float> want(q.size());
   cpu::reference::paged_attention(q.data(), hkv, hmeta, n_heads, n_kv_heads, head_dim, want.data());
-  CHECK(max_rel_error(to_host<float>(dout, q.size()), want) < 1e-4);
+  const std::vector<float> got = to_host<float>(dout, q.size());
+  CHECK(max_rel_error(got, want) < 1e-4);
+  // The decode token (position 300: 5 splits) alone gives the same bits as inside the batch.
+  const std::vector<int> pos{300}, seq{0};
+  const std::vector<int> table1(tables.begin() + max_blocks, tables.begin() + 2 * max_blocks);
+  auto dpos1 = to_device(pos), dseq1 = to_device(seq), dtable1 = to_device(table1);
+  const cpu::AttentionMetadata alone{1, dpos1.get<int>(), dseq1.get<int>(), dtable1.get<int>(), max_blocks};
+  DeviceBuffer dout1(size_t(n_heads) * head_dim * 4);
+  be.paged_attention(dq.get<float>() + size_t(100) * n_heads * head_dim, dkv, alone, n_heads, n_kv_heads, head_dim, dout1.get<float>());
+  const std::vector<float> one = to_host<float>(dout1, size_t(n_heads) * head_dim);
+  REQUIRE(std::equal(one.begin(), one.end(), got.begin() + size_t(100) * n_heads * head_dim));
 }
 
 TEST_CASE("CUDA sampling draws the CPU sampler's tokens and exact verification counts the drafts that stand", "[gpu]") {
