@@ -96,6 +96,24 @@ void bandwidth_table(const LlamaConfig& c) {
   row("swiglu", 3.0 * n * 4, time_op(be, [&] { be.swiglu(a.get<float>(), b.get<float>(), out.get<float>(), n); }));
   const int rows = int(n / c.dim);
   row("rmsnorm", 2.0 * n * 4, time_op(be, [&] { be.rmsnorm(a.get<float>(), b.get<float>(), out.get<float>(), rows, c.dim, 1e-5f); }));
+  // Decode attention streams each sequence's KV: 256 sequences at position 1023, a and b as the keys and values.
+  {
+    const int S = 256, P = 1024, bs = 16, kv_dim = c.kv_dim();
+    std::vector<int> positions(size_t(S), P - 1), token_seq(size_t(S), 0), tables(size_t(S) * (P / bs), 0);
+    for (int s = 0; s < S; ++s) token_seq[size_t(s)] = s;
+    for (size_t i = 0; i < tables.size(); ++i) tables[i] = int(i);
+    cuda::DeviceBuffer dpos(positions.size() * 4), dseq(token_seq.size() * 4), dtables(tables.size() * 4);
+    PARLEY_CUDA_CHECK(cudaMemcpy(dpos.get(), positions.data(), positions.size() * 4, cudaMemcpyHostToDevice));
+    PARLEY_CUDA_CHECK(cudaMemcpy(dseq.get(), token_seq.data(), token_seq.size() * 4, cudaMemcpyHostToDevice));
+    PARLEY_CUDA_CHECK(cudaMemcpy(dtables.get(), tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+    const cpu::KvLayerView kv{a.get<float>(), b.get<float>(), bs, kv_dim};
+    const cpu::AttentionMetadata meta{S, dpos.get<int>(), dseq.get<int>(), dtables.get<int>(), P / bs};
+    be.reserve_attention(S, c.n_heads, c.head_dim(), P);
+    float* q = out.get<float>();
+    float* o = q + size_t(S) * c.dim;
+    row("paged attention, 256 seqs at 1024 positions", 2.0 * S * P * kv_dim * 4,
+        time_op(be, [&] { be.paged_attention(q, kv, meta, c.n_heads, c.n_kv_heads, c.head_dim(), o); }));
+  }
   // The decode GEMM streams the weights: the head (vocab x dim) at M = 1 and M = 32.
   std::vector<float> w(size_t(c.vocab_size) * c.dim, 0.01f);
   be.reserve_matmul(256, c.dim, c.vocab_size);
