@@ -36,6 +36,7 @@ struct KvState {
   std::vector<bool> connecting;
   std::vector<std::string> links;  // per router peer: its device link's name ("": none)
   std::vector<bool> linked;        // per router peer: that link is up
+  std::vector<double> link_retry_at;  // per router peer: when to open a link again after one failed (0: not due)
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
   // Prefill side.
   std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
@@ -64,6 +65,16 @@ void close_link(Self self, size_t peer) {
   if (!st.links[peer].empty()) self->send(st.worker, msg::link_close_atom::value, st.links[peer]);
   st.links[peer].clear();
   st.linked[peer] = false;
+  st.link_retry_at[peer] = 0;
+}
+
+// Decode side: the peer's link failed to open or broke: its KV comes over TCP, and the tick opens a new
+// link once a transfer timeout has passed (one attempt per timeout: a dead NIC costs no more than that).
+void link_failed(Self self, size_t peer) {
+  auto& st = self->state;
+  st.links[peer].clear();
+  st.linked[peer] = false;
+  st.link_retry_at[peer] = now_seconds() + st.timeout_s;
 }
 
 // Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
@@ -90,11 +101,15 @@ void open_link(Self self, size_t peer) {
                       self->state.linked[peer] = true;
                       spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
-                    [self, name](const caf::error& err) {
+                    [self, peer, name](const caf::error& err) {
                       spdlog::warn("device link {} failed ({}); its KV comes over TCP", name, self->system().render(err));
+                      if (self->state.links[peer] == name) link_failed(self, peer);
                     });
           },
-          [self](const caf::error& err) { spdlog::warn("no device link id: {}", self->system().render(err)); });
+          [self, peer](const caf::error& err) {
+            spdlog::warn("no device link id: {}", self->system().render(err));
+            link_failed(self, peer);
+          });
 }
 
 void connect(Self self, size_t peer) {
@@ -132,8 +147,13 @@ void tick(Self self) {
       st.router->finished(id);
       fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
     }
-    for (size_t p = 0; p < st.router->num_peers(); ++p)
+    for (size_t p = 0; p < st.router->num_peers(); ++p) {
       if (!st.router->is_up(p) && !st.connecting[p]) connect(self, p);
+      if (st.peers[p] && st.link_retry_at[p] > 0 && now >= st.link_retry_at[p]) {
+        spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
+        open_link(self, p);
+      }
+    }
   }
   self->delayed_send(self, kTick, msg::tick_atom::value);
 }
@@ -167,6 +187,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
     st.peers.resize(peers.size());
     st.connecting.assign(peers.size(), false);
     st.linked.assign(peers.size(), false);
+    st.link_retry_at.assign(peers.size(), 0);
     st.links.resize(peers.size());
     st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
   }
@@ -217,7 +238,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         ++st.handled;
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
         for (size_t p = 0; p < st.links.size(); ++p)
-          if (st.links[p] == name) st.links[p].clear(), st.linked[p] = false;
+          if (st.links[p] == name) link_failed(self, p);
       },
       [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;

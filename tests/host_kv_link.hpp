@@ -86,6 +86,7 @@ class HostKvLinkHub final : public KvLinkFactory {
   std::unique_ptr<KvLink> open(const std::string& id, int rank) override {
     std::lock_guard lock(mutex_);
     if (rank != 0 && rank != 1) throw std::invalid_argument("a link has ranks 0 and 1");
+    if (refuse_opens_) throw KvLinkError("no link can be opened now");
     auto& c = channels_[id];
     if (!c) c = std::make_shared<Channel>();
     if (c->joined[rank]) throw KvLinkError("rank " + std::to_string(rank) + " of " + id + " joined twice");
@@ -96,6 +97,11 @@ class HostKvLinkHub final : public KvLinkFactory {
   void set_delay(std::chrono::milliseconds delay) {
     std::lock_guard lock(mutex_);
     delay_ = delay;
+  }
+  // While set, opening a link fails (the NIC is still down).
+  void refuse_opens(bool refuse) {
+    std::lock_guard lock(mutex_);
+    refuse_opens_ = refuse;
   }
   // Both ends of every link see it broken from their next poll (a NIC or driver failure).
   void break_all(const std::string& why) {
@@ -121,6 +127,7 @@ class HostKvLinkHub final : public KvLinkFactory {
   uint64_t ids_ = 0;
   int64_t transfers_ = 0;
   Clock::duration delay_{};
+  bool refuse_opens_ = false;
 };
 
 }  // namespace parley::test

@@ -3,7 +3,7 @@
 // stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
 // link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once
 // (the prefill instance closes the link of one that goes away); a link that breaks fails its transfers,
-// which recompute, and later KV goes over TCP; no block is left.
+// which recompute, later KV goes over TCP, and a new link opens once it can; no block is left.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,8 +35,8 @@ nlohmann::json admin_view(EngineClient& engine) {
 }
 
 // Waits until the decode engine's link to its prefill instance is up (opened through the actors).
-void wait_for_link(EngineClient& decode) {
-  for (int i = 0; i < 500; ++i) {
+void wait_for_link(EngineClient& decode, int seconds = 5) {
+  for (int i = 0; i < seconds * 100; ++i) {
     const auto peers = admin_view(decode).at("kv_transfer").at("peers");
     if (!peers.empty() && peers.at(0).at("device_link").get<bool>()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -133,7 +133,8 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(admin_view(*pd.prefill).at("kv_transfer").at("links_to_decode") == 1);
 
   // A NIC failure: the next transfers fail on both ends and the decode side prefills those itself; later
-  // KV goes over TCP. Every request still gets its tokens.
+  // KV goes over TCP while no link opens. Every request still gets its tokens.
+  hub->refuse_opens(true);
   hub->break_all("the link went dark");
   REQUIRE(run(*pd.decode, specs("b")) == renamed(expected, "b"));
   REQUIRE_FALSE(admin_view(*pd.decode).at("kv_transfer").at("peers").at(0).at("device_link").get<bool>());
@@ -143,6 +144,16 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(computed > 0);
   REQUIRE(run(*pd.decode, specs("t")) == renamed(expected, "t"));
   REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);  // all prefilled remotely
+  REQUIRE(hub->transfers() == 48);
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+
+  // The NIC is back: the decode instance opens a new link (one attempt per transfer timeout), and KV goes on it again.
+  hub->refuse_opens(false);
+  wait_for_link(*pd.decode, 10);
+  REQUIRE(run(*pd.decode, specs("u")) == renamed(expected, "u"));
+  REQUIRE(hub->transfers() == 56);
+  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);
+  REQUIRE(admin_view(*pd.prefill).at("kv_transfer").at("links_to_decode") == 1);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
 }
 
