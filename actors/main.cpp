@@ -80,7 +80,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
                   "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)")
       ->check(CLI::IsMember({"tcp", "nccl"}))->capture_default_str();
   cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
-                  "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent")->capture_default_str();
+                  "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent; "
+                  "with device links, the limit for opening one and for each transfer, and the wait before reopening one")->capture_default_str();
 }
 
 void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
