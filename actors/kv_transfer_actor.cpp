@@ -233,9 +233,10 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.floats(blocks) * int64_t(sizeof(float)) : 0);
         report(self);
       },
-      [self](msg::link_atom, const std::string& name) {  // that link broke (the worker has dropped it)
+      [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         ++st.handled;
+        if (st.worker) self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
         for (size_t p = 0; p < st.links.size(); ++p)
           if (st.links[p] == name) link_failed(self, p);
