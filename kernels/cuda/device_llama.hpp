@@ -20,6 +20,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
+#include "kernels/cuda/graph_batch.hpp"
 #include "kernels/cuda/staging_pool.hpp"
 #include "model/device_model.hpp"
 
@@ -89,7 +90,7 @@ class DeviceLlama final : public DeviceModel {
     check(batch, sampling);
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
     const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
-    const int padded = graph_size(batch, seqs);
+    const int padded = graphs_.empty() ? 0 : graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
     ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
     if (padded > 0) {  // the graph's head covers every token: pick the logits rows out of it
       upload_inputs(batch, seqs, padded);
@@ -285,46 +286,16 @@ class DeviceLlama final : public DeviceModel {
     }
   }
 
-  // A uniform decode batch (every sequence with graph_query_len tokens, in sequence order) runs the graph of
-  // the smallest captured size that holds it: returns that size, or 0 to run eagerly.
-  int graph_size(const ForwardBatch& b, int seqs) const {
-    const int q = o_.graph_query_len;
-    if (graphs_.empty() || seqs < 1 || b.num_tokens() != seqs * q) return 0;
-    for (int i = 0; i < b.num_tokens(); ++i)
-      if (b.token_seq[i] != i / q) return 0;
-    for (int size : o_.graph_batch_sizes)
-      if (size >= seqs) return size;
-    return 0;
-  }
-
-  // Eager: the batch as it is. Graph (padded > 0): padded sequences of graph_query_len tokens, the filler
-  // tokens at position 0 of a filler sequence whose table names block 0, writing no KV (slot -1).
-  void upload_inputs(const ForwardBatch& b, int seqs, int padded) {
-    const int M = b.num_tokens();
-    if (padded == 0) {
-      ops_->upload(token_ids_.get(), b.token_ids.data(), size_t(M) * 4);
-      ops_->upload(positions_.get(), b.positions.data(), size_t(M) * 4);
-      ops_->upload(token_seq_.get(), b.token_seq.data(), size_t(M) * 4);
-      ops_->upload(slots_.get(), b.slot_mapping.data(), size_t(M) * 8);
-      ops_->upload(block_tables_.get(), b.block_tables.data(), b.block_tables.size() * 4);
-      return;
-    }
-    const int q = o_.graph_query_len, Mp = padded * q;
-    staged_ids_.assign(size_t(Mp), 0), staged_pos_.assign(size_t(Mp), 0), staged_seq_.assign(size_t(Mp), 0);
-    staged_slots_.assign(size_t(Mp), -1);
-    staged_tables_.assign(size_t(padded) * max_blocks_, 0);
-    for (int i = 0; i < Mp; ++i) staged_seq_[i] = i / q;
-    std::copy(b.token_ids.begin(), b.token_ids.end(), staged_ids_.begin());
-    std::copy(b.positions.begin(), b.positions.end(), staged_pos_.begin());
-    std::copy(b.slot_mapping.begin(), b.slot_mapping.end(), staged_slots_.begin());
-    for (int s = 0; s < seqs; ++s)
-      std::copy_n(b.block_tables.begin() + int64_t(s) * b.max_blocks_per_seq, b.max_blocks_per_seq,
-                  staged_tables_.begin() + int64_t(s) * max_blocks_);
-    ops_->upload(token_ids_.get(), staged_ids_.data(), size_t(Mp) * 4);
-    ops_->upload(positions_.get(), staged_pos_.data(), size_t(Mp) * 4);
-    ops_->upload(token_seq_.get(), staged_seq_.data(), size_t(Mp) * 4);
-    ops_->upload(slots_.get(), staged_slots_.data(), size_t(Mp) * 8);
-    ops_->upload(block_tables_.get(), staged_tables_.data(), staged_tables_.size() * 4);
+  // Eager: the batch as it is. Graph (padded > 0): padded to that graph's shape (graph_batch.hpp).
+  void upload_inputs(const ForwardBatch& batch, int seqs, int padded) {
+    if (padded > 0) pad_for_graph(batch, seqs, padded, o_.graph_query_len, max_blocks_, padded_);
+    const ForwardBatch& b = padded > 0 ? padded_ : batch;
+    const size_t M = size_t(b.num_tokens());
+    ops_->upload(token_ids_.get(), b.token_ids.data(), M * 4);
+    ops_->upload(positions_.get(), b.positions.data(), M * 4);
+    ops_->upload(token_seq_.get(), b.token_seq.data(), M * 4);
+    ops_->upload(slots_.get(), b.slot_mapping.data(), M * 8);
+    ops_->upload(block_tables_.get(), b.block_tables.data(), b.block_tables.size() * 4);
   }
 
   // Captures the pass of `seqs` padded sequences (everything after the inputs are uploaded, the head over
@@ -396,8 +367,7 @@ class DeviceLlama final : public DeviceModel {
   Buffer pick_rows_, sample_params_, sample_tokens_;  // device sampling
   std::vector<int> host_rows_;
   std::vector<float> staged_logits_;
-  std::vector<int> staged_ids_, staged_pos_, staged_seq_, staged_tables_;
-  std::vector<int64_t> staged_slots_;
+  ForwardBatch padded_;  // a graph's inputs, reused
   std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
   DeviceStats stats_;
   mutable StagingPool<Buffer> staging_{size_t(o_.staging_bytes)};  // KV transfers' buffers, reused
