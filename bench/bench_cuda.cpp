@@ -85,6 +85,7 @@ void bandwidth_table(const LlamaConfig& c) {
   cuda::DeviceBuffer a(size_t(n) * 4), b(size_t(n) * 4), out(size_t(n) * 4);
   PARLEY_CUDA_CHECK(cudaMemset(a.get(), 0, size_t(n) * 4));
   PARLEY_CUDA_CHECK(cudaMemset(b.get(), 0, size_t(n) * 4));
+  PARLEY_CUDA_CHECK(cudaDeviceSynchronize());
   const double peak = 2.0 * n * 4 / time_op(be, [&] {
     PARLEY_CUDA_CHECK(cudaMemcpyAsync(out.get(), a.get(), size_t(n) * 4, cudaMemcpyDeviceToDevice, be.stream()));
   });
@@ -106,6 +107,7 @@ void bandwidth_table(const LlamaConfig& c) {
     PARLEY_CUDA_CHECK(cudaMemcpy(dpos.get(), positions.data(), positions.size() * 4, cudaMemcpyHostToDevice));
     PARLEY_CUDA_CHECK(cudaMemcpy(dseq.get(), token_seq.data(), token_seq.size() * 4, cudaMemcpyHostToDevice));
     PARLEY_CUDA_CHECK(cudaMemcpy(dtables.get(), tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+    PARLEY_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's copies land before the backend's stream reads them
     const cpu::KvLayerView kv{a.get<float>(), b.get<float>(), bs, kv_dim};
     const cpu::AttentionMetadata meta{S, dpos.get<int>(), dseq.get<int>(), dtables.get<int>(), P / bs};
     be.reserve_attention(S, c.n_heads, c.head_dim(), P);

@@ -80,6 +80,7 @@ class HostOps {
   void upload(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
   void copy(void* dst, const void* src, size_t bytes) const { std::memcpy(dst, src, bytes); }
+  void zero(void* dst, size_t bytes) const { std::memset(dst, 0, bytes); }
   Matrix upload_matrix(const float* w, int N, int K) const { return {N, K, std::vector<float>(w, w + size_t(N) * K)}; }
   void reserve_matmul(int, int, int) {}
   Graph capture(const std::function<void()>& pass) { return {pass, charge(usage_, graph_bytes_)}; }

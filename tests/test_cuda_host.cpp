@@ -290,6 +290,8 @@ TEST_CASE("the CUDA model refuses a batch it cannot hold before any kernel runs"
   REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
   bad = b, bad.token_ids = {m.model.config().vocab_size};
   REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
+  bad = b, bad.positions = {c.block_size};  // past its one-block table: attention would read another row's blocks
+  REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
   REQUIRE_THROWS_AS(host_llama(m, c, 0, 0), std::invalid_argument);
 }
 

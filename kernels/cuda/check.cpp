@@ -17,7 +17,7 @@ void check(cublasStatus_t status, const char* what, const char* file, int line) 
 }
 
 void check_launch(const char* kernel, const char* file, int line) {
-  check(cudaPeekAtLastError(), kernel, file, line);
+  check(cudaGetLastError(), kernel, file, line);  // and reset: a launch error that is not sticky reports once
 }
 
 }  // namespace parley::cuda

@@ -15,7 +15,8 @@ struct CudaError : std::runtime_error {
 
 void check(cudaError_t status, const char* what, const char* file, int line);
 void check(cublasStatus_t status, const char* what, const char* file, int line);
-// After a kernel launch: a bad configuration shows up in cudaGetLastError, not in the launch itself.
+// After a kernel launch: a bad configuration shows up in cudaGetLastError, not in the launch itself. Calls
+// whose failure is expected (cudaEventQuery's cudaErrorNotReady) clear it themselves, so none shows up here.
 void check_launch(const char* kernel, const char* file, int line);
 
 }  // namespace parley::cuda

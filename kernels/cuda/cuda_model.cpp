@@ -29,6 +29,7 @@ class CudaOps : private BindDevice, public CudaBackend {
       if (graph_) cudaGraphDestroy(graph_);
     }
     cudaGraphExec_t exec() const { return exec_; }
+    void set_exec(cudaGraphExec_t e) { exec_ = e; }
 
    private:
     cudaGraph_t graph_;
@@ -71,12 +72,17 @@ class CudaOps : private BindDevice, public CudaBackend {
     } catch (...) {
       cudaStreamEndCapture(stream(), &graph);  // leave the stream usable before reporting
       if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();  // the failed capture's error is reported by the exception, not by the next launch
       throw;
     }
     PARLEY_CUDA_CHECK(cudaStreamEndCapture(stream(), &graph));
+    Graph g(graph, nullptr);  // destroys the graph if instantiation fails
     PARLEY_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    return Graph(graph, exec);
+    g.set_exec(exec);
+    return g;
   }
+  // Zeroes device memory on the stream (a KV cache is larger than any host buffer should be).
+  void zero(void* dst, size_t bytes) const { PARLEY_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream())); }
   void replay(const Graph& g) const { PARLEY_CUDA_CHECK(cudaGraphLaunch(g.exec(), stream())); }
 
  private:

@@ -6,12 +6,13 @@
 // Ops provides: Buffer (get<T>(), bytes()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
 // reserve_attention(tokens, heads, head_dim, positions),
-// activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
+// zero(dst, bytes), activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
 // replay(Graph&), name(), and the kernels of
 // CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -183,7 +184,11 @@ class DeviceLlama final : public DeviceModel {
     ops_->upload(b.get(), v.data(), v.size() * 4);
     return b;
   }
-  Buffer zeros(size_t floats) { return upload(std::vector<float>(floats, 0.0f)); }
+  Buffer zeros(size_t floats) {
+    Buffer b = ops_->alloc(floats * 4);
+    ops_->zero(b.get(), floats * 4);
+    return b;
+  }
 
   void allocate_kv() {
     const size_t layer_floats = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim();
@@ -191,20 +196,22 @@ class DeviceLlama final : public DeviceModel {
     for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_floats)), values_.push_back(zeros(layer_floats));
   }
 
-  // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use, what
-  // the graphs will hold (measured by capturing them once over a one-block cache: their memory is allocated
-  // at instantiation, after the KV they point into) and the staging kept for KV transfers.
+  // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use after
+  // one pass over a one-block cache (lazily loaded kernels, the attention's local memory and library state
+  // take theirs then), what the graphs will hold (measured by capturing them once: their memory is
+  // allocated at instantiation, after the KV they point into) and the staging kept for KV transfers.
   int blocks_in_share() {
+    o_.num_blocks = 1;
+    allocate_kv();
+    filler_pass(1)();
     int64_t graph_bytes = 0;
     if (!o_.graph_batch_sizes.empty()) {
-      o_.num_blocks = 1;
-      allocate_kv();
       for (int b : o_.graph_batch_sizes) capture(b);
       const int64_t with_graphs = in_use();
       graphs_.clear();
-      graph_bytes = with_graphs - in_use();  // what lazy library set-up allocated stays in use, counted below
-      keys_.clear(), values_.clear();
+      graph_bytes = with_graphs - in_use();
     }
+    keys_.clear(), values_.clear();
     const DeviceMemory m = ops_->memory();
     const int64_t per_block = floats_per_block() * 4;
     const double budget = o_.gpu_memory_utilization * double(m.total) - double(m.total - m.free) - double(graph_bytes) -
@@ -267,8 +274,8 @@ class DeviceLlama final : public DeviceModel {
     for (int i = 0; i < M; ++i) {
       if (b.token_ids[i] < 0 || b.token_ids[i] >= c_.vocab_size)
         throw std::out_of_range("token id " + std::to_string(b.token_ids[i]) + " outside the vocabulary");
-      if (b.positions[i] < 0 || b.positions[i] >= std::min(c_.max_seq_len, max_blocks_ * o_.block_size))
-        throw std::out_of_range("position " + std::to_string(b.positions[i]) + " outside the context");
+      if (b.positions[i] < 0 || b.positions[i] >= std::min(c_.max_seq_len, b.max_blocks_per_seq * o_.block_size))
+        throw std::out_of_range("position " + std::to_string(b.positions[i]) + " outside the context or its block table");
       if (b.token_seq[i] < 0 || b.token_seq[i] >= seqs) throw std::out_of_range("token of no sequence");
       if (b.slot_mapping[i] < 0 || b.slot_mapping[i] >= int64_t(o_.num_blocks) * o_.block_size)
         throw std::out_of_range("KV slot outside the cache");
@@ -298,19 +305,25 @@ class DeviceLlama final : public DeviceModel {
     ops_->upload(block_tables_.get(), b.block_tables.data(), b.block_tables.size() * 4);
   }
 
-  // Captures the pass of `seqs` padded sequences (everything after the inputs are uploaded, the head over
-  // every token) into a graph; replays read the inputs from the same buffers.
-  void capture(int seqs) {
+  // Uploads `seqs` filler sequences of graph_query_len tokens (position 0, writing no KV) as the graph of that
+  // size reads them, and returns that graph's pass: everything after the upload, the head over every token.
+  std::function<void()> filler_pass(int seqs) {
     const int M = seqs * o_.graph_query_len;
-    ForwardBatch warm;  // filler inputs (no KV written) for one eager run first: lazy library set-up is no capture's business
-    warm.token_ids.assign(size_t(M), 0), warm.positions.assign(size_t(M), 0), warm.slot_mapping.assign(size_t(M), -1);
-    for (int i = 0; i < M; ++i) warm.token_seq.push_back(i / o_.graph_query_len);
-    warm.max_blocks_per_seq = 1, warm.block_tables.assign(size_t(seqs), 0);
-    upload_inputs(warm, seqs, seqs);
-    auto pass = [this, M] {
+    ForwardBatch filler;
+    filler.token_ids.assign(size_t(M), 0), filler.positions.assign(size_t(M), 0), filler.slot_mapping.assign(size_t(M), -1);
+    for (int i = 0; i < M; ++i) filler.token_seq.push_back(i / o_.graph_query_len);
+    filler.max_blocks_per_seq = 1, filler.block_tables.assign(size_t(seqs), 0);
+    upload_inputs(filler, seqs, seqs);
+    return [this, M] {
       run_layers(M, max_blocks_);
       head(x_.template get<float>(), M);
     };
+  }
+
+  // Captures the pass of `seqs` padded sequences into a graph, after one eager run (lazy library set-up is no
+  // capture's business); replays read the inputs from the same buffers.
+  void capture(int seqs) {
+    const std::function<void()> pass = filler_pass(seqs);
     pass();
     graphs_.emplace(seqs, ops_->capture(pass));
   }

@@ -36,20 +36,26 @@ DeviceMatrix CudaBackend::upload_matrix(const float* w, int N, int K, DType dtyp
   DeviceMatrix m;
   m.N = N, m.K = K, m.dtype = dtype;
   const size_t n = size_t(N) * K;
+  // On this backend's stream, then waited for: a plain cudaMemcpy goes on the legacy stream, which a
+  // non-blocking stream's kernels do not wait for, and may return before its last DMA lands.
+  const auto copy = [&](const void* src, size_t bytes) {
+    PARLEY_CUDA_CHECK(cudaMemcpyAsync(m.data.get(), src, bytes, cudaMemcpyHostToDevice, stream_));
+    synchronize();
+  };
   if (dtype == DType::F32) {
     m.data = DeviceBuffer(n * sizeof(float));
-    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), w, n * sizeof(float), cudaMemcpyHostToDevice));
+    copy(w, n * sizeof(float));
     return m;
   }
   m.data = DeviceBuffer(n * 2);
   if (dtype == DType::BF16) {
     std::vector<__nv_bfloat16> h(n);
     for (size_t i = 0; i < n; ++i) h[i] = __float2bfloat16_rn(w[i]);
-    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), h.data(), n * 2, cudaMemcpyHostToDevice));
+    copy(h.data(), n * 2);
   } else {
     std::vector<__half> h(n);
     for (size_t i = 0; i < n; ++i) h[i] = __float2half_rn(w[i]);
-    PARLEY_CUDA_CHECK(cudaMemcpy(m.data.get(), h.data(), n * 2, cudaMemcpyHostToDevice));
+    copy(h.data(), n * 2);
   }
   return m;
 }
@@ -68,7 +74,7 @@ void CudaBackend::matmul(const float* x, const DeviceMatrix& w, float* out, int 
     if (w.dtype == DType::F32) PARLEY_CUDA_CHECK(cudaMemcpyAsync(staged, x, size_t(n) * 4, cudaMemcpyDeviceToDevice, stream_));
     else if (w.dtype == DType::BF16) convert_on_device<__nv_bfloat16>(x, staged, n, stream_);
     else convert_on_device<__half>(x, staged, n, stream_);
-    PARLEY_CUDA_CHECK(cudaMemsetAsync(staged + size_t(n) * elem, 0, size_t(padded - M) * w.K * elem, stream_));
+    if (padded > M) PARLEY_CUDA_CHECK(cudaMemsetAsync(staged + size_t(n) * elem, 0, size_t(padded - M) * w.K * elem, stream_));
     b = staged;
   }
   const float alpha = 1.0f, beta = 0.0f;

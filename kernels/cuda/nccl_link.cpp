@@ -1,12 +1,14 @@
 // NCCL links for KV transfers (model/kv_link.hpp): each link is a nonblocking 2-rank communicator with its
 // own stream, so a transfer waiting for its peer never holds up the passes, and a link never blocks the
-// worker's thread: opening, posting and completion are all polled. Posts made before the peer joined wait
-// in order and go out once the communicator is up. ncclCommAbort stops the link's kernels, so no transfer
-// writes into staging after abort() returns.
+// worker's thread: opening, enqueueing and completion are all polled. Posts wait in order and go out once
+// the communicator is up, one at a time while NCCL finishes an enqueue in the background (it connects a
+// pair lazily on its first transfer, which needs the peer). ncclCommAbort stops the link's kernels, and
+// abort() waits for its stream, so no transfer writes into staging after abort() returns.
 #include <nccl.h>
 
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_model.hpp"
@@ -29,8 +31,10 @@ class NcclLink final : public KvLink {
     config.blocking = 0;  // the init proceeds in the background; poll() asks how far it got
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, 2, id, rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
+      const std::string why = "ncclCommInitRankConfig: " + nccl_error(r, nullptr);
+      abort();  // a communicator may have been allocated
       cudaStreamDestroy(stream_);
-      throw KvLinkError("ncclCommInitRankConfig: " + nccl_error(r, nullptr));
+      throw KvLinkError(why);
     }
   }
   ~NcclLink() override {
@@ -45,18 +49,18 @@ class NcclLink final : public KvLink {
   KvLinkPoll poll() override {
     if (!broken_.empty()) throw KvLinkError(broken_);
     PARLEY_CUDA_CHECK(cudaSetDevice(device_));
-    ncclResult_t state = ncclSuccess;
-    if (const ncclResult_t r = ncclCommGetAsyncError(comm_, &state); r != ncclSuccess) state = r;
+    const ncclResult_t state = comm_state();
     if (state == ncclInProgress && !up_) return {false, {}};
     if (state != ncclSuccess && state != ncclInProgress) fail("the NCCL link failed: " + nccl_error(state, comm_));
-    if (!up_) {
-      up_ = true;
-      while (!waiting_.empty()) issue(waiting_.front()), waiting_.pop_front();
-    }
+    up_ = true;
+    pump();
     KvLinkPoll p{true, {}};
     while (!issued_.empty()) {
       const cudaError_t e = cudaEventQuery(issued_.front().done);
-      if (e == cudaErrorNotReady) break;
+      if (e == cudaErrorNotReady) {
+        cudaGetLastError();  // an expected answer, not an error: the next launch check must not see it
+        break;
+      }
       if (e != cudaSuccess) fail(std::string("a KV transfer on the NCCL link failed: ") + cudaGetErrorString(e));
       cudaEventDestroy(issued_.front().done);
       p.done.push_back(issued_.front().ticket);
@@ -70,6 +74,8 @@ class NcclLink final : public KvLink {
     cudaSetDevice(device_);
     ncclCommAbort(comm_);  // also frees the communicator
     comm_ = nullptr;
+    cudaStreamSynchronize(stream_);  // the staging may be reused (pooled) once this returns
+    cudaGetLastError();
     if (broken_.empty()) broken_ = "the NCCL link was aborted";
   }
 
@@ -84,19 +90,44 @@ class NcclLink final : public KvLink {
 
   uint64_t post(Op op) {
     if (!broken_.empty()) throw KvLinkError(broken_);
-    if (up_) issue(op);
-    else waiting_.push_back(op);
+    PARLEY_CUDA_CHECK(cudaSetDevice(device_));
+    waiting_.push_back(op);
+    pump();
     return op.ticket;
   }
 
-  // Enqueues the op on the link's stream; a nonblocking communicator may finish enqueueing in the background.
-  void issue(Op op) {
-    PARLEY_CUDA_CHECK(cudaSetDevice(device_));
-    const int peer = 1 - rank_;
-    ncclResult_t r = op.send ? ncclSend(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_)
-                             : ncclRecv(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_);
-    while (r == ncclInProgress) ncclCommGetAsyncError(comm_, &r);
-    if (r != ncclSuccess) fail(std::string(op.send ? "ncclSend: " : "ncclRecv: ") + nccl_error(r, comm_));
+  ncclResult_t comm_state() {
+    ncclResult_t state = ncclSuccess;
+    if (const ncclResult_t r = ncclCommGetAsyncError(comm_, &state); r != ncclSuccess) state = r;
+    return state;
+  }
+
+  // Enqueues waiting ops on the link's stream in order. A nonblocking communicator may answer ncclInProgress
+  // and finish the enqueue in the background: until it says ncclSuccess, no other NCCL call or stream work
+  // may touch it, so the op stays in `enqueuing_` and a later poll goes on.
+  void pump() {
+    if (!up_) return;
+    for (;;) {
+      if (enqueuing_) {
+        const ncclResult_t r = comm_state();
+        if (r == ncclInProgress) return;
+        if (r != ncclSuccess) fail(std::string(enqueuing_->send ? "ncclSend: " : "ncclRecv: ") + nccl_error(r, comm_));
+        enqueued(*enqueuing_);
+        enqueuing_.reset();
+      }
+      if (waiting_.empty()) return;
+      const Op op = waiting_.front();
+      waiting_.pop_front();
+      const int peer = 1 - rank_;
+      const ncclResult_t r = op.send ? ncclSend(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_)
+                                     : ncclRecv(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_);
+      if (r == ncclInProgress) enqueuing_ = op;
+      else if (r != ncclSuccess) fail(std::string(op.send ? "ncclSend: " : "ncclRecv: ") + nccl_error(r, comm_));
+      else enqueued(op);
+    }
+  }
+  // The op is on the stream: an event after it tells when it is done.
+  void enqueued(Op op) {
     PARLEY_CUDA_CHECK(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming));
     PARLEY_CUDA_CHECK(cudaEventRecord(op.done, stream_));
     issued_.push_back(op);
@@ -114,7 +145,8 @@ class NcclLink final : public KvLink {
   bool up_ = false;
   std::string broken_;
   uint64_t next_ = 1;
-  std::deque<Op> waiting_, issued_;  // before the peer joined; on the stream, in order
+  std::deque<Op> waiting_, issued_;  // not yet enqueued; on the stream, in order
+  std::optional<Op> enqueuing_;      // enqueued, NCCL still finishing it
 };
 
 class NcclLinkFactory final : public KvLinkFactory {

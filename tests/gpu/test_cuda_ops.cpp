@@ -41,6 +41,7 @@ template <class T>
 DeviceBuffer to_device(const std::vector<T>& v) {
   DeviceBuffer b(v.size() * sizeof(T));
   PARLEY_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  PARLEY_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's copy may still be landing; the kernels run on another
   return b;
 }
 
