@@ -7,3 +7,9 @@
 #else
 #define PARLEY_HD
 #endif
+
+#ifdef __CUDACC__  // a loop with a compile-time trip count, unrolled, keeps its array in registers
+#define PARLEY_UNROLL _Pragma("unroll")
+#else
+#define PARLEY_UNROLL
+#endif

@@ -104,6 +104,7 @@ class HostOps {
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out) const {
     namespace body = cuda::body;
+    if (head_dim > body::kMaxHeadDim) throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
     const body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
     const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
     const body::AttentionPlan plan = body::plan_attention(meta.max_blocks_per_seq * kv.block_size, n_heads, split_, scratch_rows_);
@@ -112,13 +113,19 @@ class HostOps {
     const body::AttentionPartials parts{acc.data(), max.data(), sum.data(), split_, plan.splits};
     for (int64_t first = 0; first < meta.num_tokens; first += plan.tokens_per_chunk) {
       const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
-      host_launch(tokens * n_heads * plan.splits,
-                  [&](int64_t i) { body::attention_split_at(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+      const int64_t n = tokens * n_heads * plan.splits;
+      if (head_dim <= 64)  // CudaBackend's kernels, by accumulator bound
+        host_launch(n, [&](int64_t i) { body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+      else if (head_dim <= 128)
+        host_launch(n, [&](int64_t i) { body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+      else
+        host_launch(n, [&](int64_t i) { body::attention_split_at<256>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
       host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i); });
     }
   }
   // What CudaBackend sizes; attention_splits changes the split length and the scratch, for the tests.
-  void reserve_attention(int max_tokens, int n_heads, int, int max_positions) {
+  void reserve_attention(int max_tokens, int n_heads, int head_dim, int max_positions) {
+    if (head_dim > cuda::body::kMaxHeadDim) throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
     scratch_rows_ = cuda::body::attention_scratch_rows(max_tokens, n_heads, max_positions, split_);
   }
   void attention_splits(int split, int64_t scratch_rows) { split_ = split, scratch_rows_ = scratch_rows; }

@@ -139,6 +139,25 @@ TEST_CASE("CUDA paged attention matches the CPU backend on a mixed batch and is 
   REQUIRE_THROWS_AS(split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data()), std::logic_error);
 }
 
+TEST_CASE("CUDA paged attention holds every head size up to 256, under each accumulator bound", "[cuda-host]") {
+  const HostOps ops;
+  const int n_heads = 2, n_kv_heads = 1, block_size = 4, num_blocks = 12;
+  MixedBatch b;
+  for (int head_dim : {8, 64, 65, 128, 129, 256}) {
+    CAPTURE(head_dim);
+    auto keys = test::random_floats(size_t(num_blocks) * block_size * head_dim, 7), values = test::random_floats(keys.size(), 8);
+    const cpu::KvLayerView kv{keys.data(), values.data(), block_size, n_kv_heads * head_dim};
+    const auto q = test::random_floats(b.positions.size() * n_heads * head_dim, 9);
+    std::vector<float> got(q.size()), want(q.size());
+    ops.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, got.data());
+    cpu::reference::paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, want.data());
+    CHECK(max_rel_error(got, want) < 1e-4);
+  }
+  std::vector<float> big(size_t(257) * n_heads * b.positions.size());
+  const cpu::KvLayerView kv{big.data(), big.data(), block_size, 257};
+  REQUIRE_THROWS_AS(ops.paged_attention(big.data(), kv, b.meta(), n_heads, n_kv_heads, 257, big.data()), std::invalid_argument);
+}
+
 TEST_CASE("CUDA sampling body draws the CPU sampler's tokens", "[cuda-host]") {
   Sampler sampler;
   const int vocab = 64;

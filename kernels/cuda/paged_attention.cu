@@ -25,10 +25,21 @@ void CudaBackend::paged_attention(const float* q, const cpu::KvLayerView& kv, co
                                       body::kSplitPositions, plan.splits};
   for (int64_t first = 0; first < meta.num_tokens; first += plan.tokens_per_chunk) {
     const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
-    // Few threads per block: each keeps a head_dim accumulator.
-    launch_1d("attention_split", tokens * n_heads * plan.splits, stream_, [=] __device__(int64_t i) {
-      body::attention_split_at(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
-    }, 64);
+    // Few threads per block: each keeps a head_dim accumulator. One kernel per accumulator bound, so a small
+    // head keeps its accumulator in registers.
+    const int64_t n = tokens * n_heads * plan.splits;
+    if (head_dim <= 64)
+      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
+        body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+      }, 64);
+    else if (head_dim <= 128)
+      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
+        body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+      }, 64);
+    else
+      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
+        body::attention_split_at<body::kMaxHeadDim>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+      }, 64);
     launch_1d("attention_combine", tokens * n_heads * head_dim, stream_, [=] __device__(int64_t i) {
       body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i);
     });

@@ -13,7 +13,7 @@
 
 namespace parley::cuda::body {
 
-constexpr int kMaxHeadDim = 256;        // the accumulator lives in registers/local memory
+constexpr int kMaxHeadDim = 256;        // the largest head the split kernel holds (its accumulator)
 constexpr int kSplitPositions = 64;     // positions per split
 constexpr int64_t kScratchRows = 1 << 17;  // (token, head, split) partials a pass keeps at once, at most
 
@@ -62,7 +62,10 @@ inline int64_t attention_scratch_rows(int max_tokens, int n_heads, int max_posit
 }
 
 // i indexes [tokens of the chunk][n_heads][splits]; token `first` + i / (n_heads * splits) of the pass.
-// q is [num_tokens][n_heads * head_dim]. A split past the token's position writes nothing.
+// q is [num_tokens][n_heads * head_dim]. A split past the token's position writes nothing. MaxD >= head_dim
+// bounds the accumulator at compile time, so the unrolled loops keep it in registers (launch with the
+// smallest of 64, 128, 256 that holds the head); the arithmetic is the same whatever MaxD.
+template <int MaxD>
 PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRows rows, int n_heads, int n_kv_heads,
                                          int head_dim, AttentionPartials parts, int64_t first, int64_t i) {
   const int split = int(i % parts.splits);
@@ -77,29 +80,37 @@ PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRo
   const int kv_head = head / (n_heads / n_kv_heads);
   const float* qh = q + (token * n_heads + head) * head_dim;
   const float scale = 1.0f / sqrtf(float(head_dim));
-  float acc[kMaxHeadDim];
-  for (int d = 0; d < head_dim; ++d) acc[d] = 0.0f;
+  float acc[MaxD];
+  PARLEY_UNROLL
+  for (int d = 0; d < MaxD; ++d) acc[d] = 0.0f;
   float max_score = -INFINITY, sum = 0.0f;
   for (int j = begin; j <= end; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const float* kj = kv.keys + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
     const float* vj = kv.values + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
     float s = 0.0f;
-    for (int d = 0; d < head_dim; ++d) s += qh[d] * kj[d];
+    PARLEY_UNROLL
+    for (int d = 0; d < MaxD; ++d)
+      if (d < head_dim) s += qh[d] * kj[d];
     s *= scale;
     if (s > max_score) {  // rescale what was summed against the old maximum
       const float c = expf(max_score - s);
       sum *= c;
-      for (int d = 0; d < head_dim; ++d) acc[d] *= c;
+      PARLEY_UNROLL
+      for (int d = 0; d < MaxD; ++d) acc[d] *= c;
       max_score = s;
     }
     const float p = expf(s - max_score);
     sum += p;
-    for (int d = 0; d < head_dim; ++d) acc[d] += p * vj[d];
+    PARLEY_UNROLL
+    for (int d = 0; d < MaxD; ++d)
+      if (d < head_dim) acc[d] += p * vj[d];
   }
   parts.max[i] = max_score;
   parts.sum[i] = sum;
-  for (int d = 0; d < head_dim; ++d) parts.acc[i * head_dim + d] = acc[d];
+  PARLEY_UNROLL
+  for (int d = 0; d < MaxD; ++d)
+    if (d < head_dim) parts.acc[i * head_dim + d] = acc[d];
 }
 
 // i indexes [tokens of the chunk][n_heads][head_dim]; out is the pass's [num_tokens][n_heads * head_dim].
