@@ -30,6 +30,7 @@ case "${1:-}" in
       echo "== bench_cuda"
       .gpu/bin/bench_cuda --seqs 1,32,256 --dtype bfloat16 || echo "bench_cuda: exit $?"
       .gpu/bin/bench_cuda --seqs 32 --dtype float32 --gen-tokens 32 || echo "bench_cuda f32: exit $?"
+      .gpu/bin/bench_cuda --seqs 1,32 --prompt-tokens 1024 --gen-tokens 32 || echo "bench_cuda long context: exit $?"
     } 2>&1 | tee "$out"
     ;;
   *) echo "usage: $0 pack|run" >&2; exit 2 ;;
