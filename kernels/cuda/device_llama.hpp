@@ -78,6 +78,14 @@ class DeviceLlama final : public DeviceModel {
     for (int b : o.graph_batch_sizes) capture(b);
   }
 
+  // Binds this device while the members free their memory (the destroying thread may be on another).
+  ~DeviceLlama() override {
+    try {
+      ops_->activate();
+    } catch (...) {  // a device that fails now has nothing to free into anyway
+    }
+  }
+
   const LlamaConfig& config() const override { return c_; }
   std::string device_name() const override { return ops_->name(); }
   int num_blocks() const override { return o_.num_blocks; }
