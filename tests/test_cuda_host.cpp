@@ -311,6 +311,8 @@ TEST_CASE("the CUDA model refuses a batch it cannot hold before any kernel runs"
   REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
   bad = b, bad.positions = {c.block_size};  // past its one-block table: attention would read another row's blocks
   REQUIRE_THROWS_AS(device->forward(bad, logits), std::out_of_range);
+  bad = b, bad.slot_mapping = {};  // fewer slots than tokens
+  REQUIRE_THROWS_AS(device->forward(bad, logits), std::invalid_argument);
   REQUIRE_THROWS_AS(host_llama(m, c, 0, 0), std::invalid_argument);
 }
 

@@ -21,7 +21,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
-#include "kernels/cuda/graph_batch.hpp"
+#include "kernels/cuda/device_batch.hpp"
 #include "kernels/cuda/staging_pool.hpp"
 #include "model/device_model.hpp"
 
@@ -96,7 +96,7 @@ class DeviceLlama final : public DeviceModel {
 
   bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
     ops_->activate();
-    check(batch, sampling);
+    check_batch(batch, sampling, {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size, c_.max_seq_len});
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
     const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
     const int padded = graphs_.empty() ? 0 : graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
@@ -271,37 +271,7 @@ class DeviceLlama final : public DeviceModel {
       std::copy_n(staged_logits_.begin() + int64_t(j) * V, V, logits.begin() + int64_t(host_rows_[size_t(j)]) * V);
   }
 
-  // Everything the device would read out of bounds is refused here, before any kernel runs.
-  void check(const ForwardBatch& b, const DeviceSampling* sampling) const {
-    const int M = b.num_tokens();
-    if (M < 1 || M > max_tokens_) throw std::invalid_argument("forward: " + std::to_string(M) + " tokens, the device holds " + std::to_string(max_tokens_));
-    if (int(b.logits_indices.size()) > max_logits_) throw std::invalid_argument("forward: more logits rows than the device holds");
-    if (b.max_blocks_per_seq < 1 || b.max_blocks_per_seq > max_blocks_ || int(b.block_tables.size()) > max_seqs_ * b.max_blocks_per_seq)
-      throw std::invalid_argument("forward: block tables larger than the device holds");
-    const int seqs = int(b.block_tables.size()) / b.max_blocks_per_seq;
-    for (int i = 0; i < M; ++i) {
-      if (b.token_ids[i] < 0 || b.token_ids[i] >= c_.vocab_size)
-        throw std::out_of_range("token id " + std::to_string(b.token_ids[i]) + " outside the vocabulary");
-      if (b.positions[i] < 0 || b.positions[i] >= std::min(c_.max_seq_len, b.max_blocks_per_seq * o_.block_size))
-        throw std::out_of_range("position " + std::to_string(b.positions[i]) + " outside the context or its block table");
-      if (b.token_seq[i] < 0 || b.token_seq[i] >= seqs) throw std::out_of_range("token of no sequence");
-      if (b.slot_mapping[i] < 0 || b.slot_mapping[i] >= int64_t(o_.num_blocks) * o_.block_size)
-        throw std::out_of_range("KV slot outside the cache");
-    }
-    for (int id : b.block_tables)
-      if (id < 0 || id >= o_.num_blocks) throw std::out_of_range("block table names a block outside the cache");
-    for (int r : b.logits_indices)
-      if (r < 0 || r >= M) throw std::out_of_range("logits index outside the batch");
-    if (!sampling) return;
-    std::vector<bool> seen(b.logits_indices.size(), false);
-    if (sampling->params.size() != sampling->logits_rows.size()) throw std::invalid_argument("device sampling: one parameter set per row");
-    for (int r : sampling->logits_rows) {
-      if (r < 0 || r >= int(seen.size()) || seen[size_t(r)]) throw std::out_of_range("device sampling: a bad or repeated logits row");
-      seen[size_t(r)] = true;
-    }
-  }
-
-  // Eager: the batch as it is. Graph (padded > 0): padded to that graph's shape (graph_batch.hpp).
+  // Eager: the batch as it is. Graph (padded > 0): padded to that graph's shape (device_batch.hpp).
   void upload_inputs(const ForwardBatch& batch, int seqs, int padded) {
     if (padded > 0) pad_for_graph(batch, seqs, padded, o_.graph_query_len, max_blocks_, padded_);
     const ForwardBatch& b = padded > 0 ? padded_ : batch;
