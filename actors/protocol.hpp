@@ -115,8 +115,8 @@ using kv_transfer_actor = caf::typed_actor<
     // Local, decode side (scheduler): the request's KV came in on its device link (true) or did not: its
     // transfer latency ends.
     caf::reacts_to<kv_recv_atom, std::string, bool>,
-    // Local (scheduler): this device link broke; KV between the two instances goes over TCP from now on (until a
-    // decode instance reconnects and opens a new one).
+    // Local (scheduler): this device link broke (or a send on it failed): it is closed, and KV between the two
+    // instances goes over TCP until a new link is up (the decode instance opens one a transfer timeout later).
     caf::reacts_to<link_atom, std::string>,
     // Local, prefill side (scheduler): the request cannot run here (req id, why).
     caf::reacts_to<refuse_atom, std::string, std::string>,
