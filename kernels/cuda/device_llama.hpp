@@ -40,8 +40,9 @@ class DeviceLlama final : public DeviceModel {
     c_.validate();
     if (o_.num_blocks < 0 || o_.block_size < 1) throw std::invalid_argument("the device KV cache needs a positive block size");
     if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1) throw std::invalid_argument("DeviceLlama: bad batch limits");
-    if (!(o_.gpu_memory_utilization > 0 && o_.gpu_memory_utilization <= 1) || o_.staging_bytes < 0)
+    if (!(o_.gpu_memory_utilization > 0 && o_.gpu_memory_utilization <= 1))
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
+    if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
     ops_->activate();
     const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim;
@@ -99,7 +100,7 @@ class DeviceLlama final : public DeviceModel {
     check_batch(batch, sampling, {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size, c_.max_seq_len});
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
     const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
-    const int padded = graphs_.empty() ? 0 : graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
+    const int padded = graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
     ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
     if (padded > 0) {  // the graph's head covers every token: pick the logits rows out of it
       upload_inputs(batch, seqs, padded);
