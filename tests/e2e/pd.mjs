@@ -201,13 +201,21 @@ main('pd', async (parley, t) => {
   t.check();
 
   // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
-  // the leases (--kv-transfer-timeout) run out.
+  // the leases (--kv-transfer-timeout) run out. It is frozen (SIGSTOP) as soon as prompts reach the prefill
+  // instance, so no acknowledgement comes back, and killed once KV waits for one: a fixed delay before the
+  // kill missed the window on a fast run (every transfer acknowledged already).
   const leased = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--kv-transfer-timeout', '2'], { label: 'prefill C' });
   const doomed = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(leased)}`], { label: 'decode (killed)' });
   await waitPeers(doomed.base, 1, 'decode (killed)');
   const orphans = Array.from({ length: 16 }, (_, i) => stream(doomed.base, '/v1/completions', { ...request(i), prompt: 'Once upon a time '.repeat(20) + i })
     .catch(() => null));
-  await sleep(30);
+  for (let i = 0; i < 5000; ++i) {
+    const kv = (await adminView(leased.base)).kv_transfer;
+    if (kv.awaiting_prefill > 0 || kv.held_for_decode > 0) break;
+    await sleep(1);
+  }
+  doomed.proc.kill('SIGSTOP');
+  for (let i = 0; i < 500 && (await adminView(leased.base)).kv_transfer.held_for_decode === 0; ++i) await sleep(10);
   doomed.proc.kill('SIGKILL');
   t.servers.splice(t.servers.indexOf(doomed), 1);
   await Promise.all(orphans);
