@@ -201,21 +201,23 @@ main('pd', async (parley, t) => {
   t.check();
 
   // A decode instance that dies with transfers on their way: the prefill instance frees their blocks when
-  // the leases (--kv-transfer-timeout) run out. It is frozen (SIGSTOP) as soon as prompts reach the prefill
-  // instance, so no acknowledgement comes back, and killed once KV waits for one: a fixed delay before the
-  // kill missed the window on a fast run (every transfer acknowledged already).
+  // the leases (--kv-transfer-timeout) run out. The order is forced by signals, not delays (a 30 ms sleep, then
+  // a 1 ms poll, both missed the window on fast runs): the prefill instance is frozen while every prompt is
+  // routed to it, then the decode instance is frozen so no acknowledgement comes back, the prefill instance
+  // resumes and pushes its KV, and the decode instance is killed once KV waits for an acknowledgement.
   const leased = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--kv-transfer-timeout', '2'], { label: 'prefill C' });
   const doomed = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(leased)}`], { label: 'decode (killed)' });
   await waitPeers(doomed.base, 1, 'decode (killed)');
+  leased.proc.kill('SIGSTOP');
   const orphans = Array.from({ length: 16 }, (_, i) => stream(doomed.base, '/v1/completions', { ...request(i), prompt: 'Once upon a time '.repeat(20) + i })
     .catch(() => null));
-  for (let i = 0; i < 5000; ++i) {
-    const kv = (await adminView(leased.base)).kv_transfer;
-    if (kv.awaiting_prefill > 0 || kv.held_for_decode > 0) break;
-    await sleep(1);
-  }
+  for (let i = 0; i < 500 && (await adminView(doomed.base)).kv_transfer.transfers_in_flight < 16; ++i) await sleep(10);
+  assert.ok((await adminView(doomed.base)).kv_transfer.transfers_in_flight >= 16, 'the prompts were not all routed to prefill C');
+  await sleep(200);  // the routed prompts leave the decode instance's socket for prefill C's (frozen) one
   doomed.proc.kill('SIGSTOP');
+  leased.proc.kill('SIGCONT');
   for (let i = 0; i < 500 && (await adminView(leased.base)).kv_transfer.held_for_decode === 0; ++i) await sleep(10);
+  assert.ok((await adminView(leased.base)).kv_transfer.held_for_decode > 0, 'prefill C holds no KV for the frozen decode instance');
   doomed.proc.kill('SIGKILL');
   t.servers.splice(t.servers.indexOf(doomed), 1);
   await Promise.all(orphans);
