@@ -237,6 +237,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         auto& st = self->state;
         ++st.handled;
         if (st.worker) self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
+        for (const auto& [decode, link] : st.links_to)  // prefill side: the decode end closes too, and opens a new link later
+          if (link == name)
+            if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_atom::value, name);
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
         for (size_t p = 0; p < st.links.size(); ++p)
           if (st.links[p] == name) link_failed(self, p);

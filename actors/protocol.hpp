@@ -60,6 +60,7 @@ using link_id_atom = caf::atom_constant<caf::atom("kvlinkid")>;
 using link_open_atom = caf::atom_constant<caf::atom("kvlinkopen")>;
 using link_close_atom = caf::atom_constant<caf::atom("kvlinkclos")>;
 using kv_send_atom = caf::atom_constant<caf::atom("kvsend")>;
+using kv_sent_atom = caf::atom_constant<caf::atom("kvsent")>;
 using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
 using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
 using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
@@ -115,8 +116,9 @@ using kv_transfer_actor = caf::typed_actor<
     // Local, decode side (scheduler): the request's KV came in on its device link (true) or did not: its
     // transfer latency ends.
     caf::reacts_to<kv_recv_atom, std::string, bool>,
-    // Local (scheduler): this device link broke (or a send on it failed): it is closed, and KV between the two
-    // instances goes over TCP until a new link is up (the decode instance opens one a transfer timeout later).
+    // Local (scheduler), or prefill -> decode instance: this device link broke (or a send on it failed): it is
+    // closed at both ends, and KV between the two instances goes over TCP until a new link is up (the decode
+    // instance opens one a transfer timeout later).
     caf::reacts_to<link_atom, std::string>,
     // Local, prefill side (scheduler): the request cannot run here (req id, why).
     caf::reacts_to<refuse_atom, std::string, std::string>,
@@ -166,8 +168,11 @@ using worker_actor = caf::typed_actor<
     caf::replies_to<link_open_atom, std::string, std::string, int32_t>::with<bool>,
     // Close a link (replaced, or its peer went down): whatever is in flight on it fails.
     caf::reacts_to<link_close_atom, std::string>,
-    // Prefill side: send these blocks' KV on the link (staged at once: the blocks are free on return); answered when sent.
-    caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<bool>,
+    // Prefill side: post a send of these blocks' KV on the link (staged at once: the blocks are free on return);
+    // answered at once with its tag, 0 if the KV could not be staged (nothing posted, the link is fine).
+    caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<uint64_t>,
+    // Prefill side: answered once that send is done (an error if it failed).
+    caf::replies_to<kv_sent_atom, uint64_t>::with<bool>,
     // Decode side: receive this many floats on the link; answered when they are in, with the tag to land or drop.
     caf::replies_to<kv_recv_atom, std::string, int64_t>::with<uint64_t>,
     // Decode side: write a received KV into these blocks, before any step sent after it reads them.

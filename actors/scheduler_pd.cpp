@@ -13,33 +13,12 @@ void route_remote_prefills(Self self) {
     if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r));
 }
 
-// Prefill side: reads the handed-off request's blocks on the worker (after the step that wrote them) and
-// gives the KV transfer actor the payload to push; the blocks stay held until the decode side releases them.
-// On a device link the worker sends the blocks as it reaches this message (after the step that wrote them) and
-// only the header goes to the KV transfer actor, right away: headers leave in the order the sends were posted.
-void hand_off_kv(Self self, const EngineCoreOutput& handed) {
+namespace {
+
+// Prefill side: reads the blocks on the worker (after the step that wrote them) and gives the KV transfer
+// actor the payload to push; the blocks stay held until the decode side releases them.
+void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tokens, const std::vector<int>& blocks) {
   auto& st = self->state;
-  const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
-  const int num_prompt_tokens = to.num_prompt_tokens;
-  st.handing_off.erase(handed.req_id);
-  std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
-  if (!to.link.empty()) {
-    self->request(st.worker, caf::infinite, msg::kv_send_atom::value, to.link, blocks)
-        .then([self](bool) { ++self->state.handled; },
-              [self, id = handed.req_id, link = to.link](const caf::error& err) {
-                ++self->state.handled;
-                spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, self->system().render(err));
-                auto& st = self->state;
-                st.scheduler->release_held(id);
-                self->send(st.kv, msg::link_atom::value, link);
-                self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
-                maybe_step(self);  // the blocks may admit a waiting request
-              });
-    const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                   st.pd.layout, int(blocks.size()), to.link, {}};
-    self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
-    return;
-  }
   self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
       .then(
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
@@ -53,6 +32,63 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
             self->state.scheduler->release_held(id);
             self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
           });
+}
+
+// Prefill side, a send on the device link failed after its header left: the decode side's receive fails too
+// (and recomputes); the blocks are free now, and the link is closed at both ends.
+void link_send_failed(Self self, const std::string& id, const std::string& link, const std::string& why) {
+  auto& st = self->state;
+  spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, why);
+  st.scheduler->release_held(id);
+  self->send(st.kv, msg::link_atom::value, link);
+  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  maybe_step(self);  // the blocks may admit a waiting request
+}
+
+// Prefill side: the worker posts the send (after the step that wrote the blocks), then the header goes to the
+// KV transfer actor: headers leave in the order the sends were posted, and only for sends that were. KV the
+// link cannot take (no staging memory, or the link is gone) goes over TCP instead: nothing is lost.
+void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_tokens, const std::vector<int>& blocks,
+                  const std::string& link) {
+  auto& st = self->state;
+  self->request(st.worker, caf::infinite, msg::kv_send_atom::value, link, blocks)
+      .then(
+          [self, handed, num_prompt_tokens, blocks, link](uint64_t tag) {
+            auto& st = self->state;
+            ++st.handled;
+            if (tag == 0) {
+              spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", handed.req_id, link);
+              return push_over_tcp(self, handed, num_prompt_tokens, blocks);
+            }
+            const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
+                                           st.pd.layout, int(blocks.size()), link, {}};
+            self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
+            self->request(st.worker, caf::infinite, msg::kv_sent_atom::value, tag)
+                .then([self](bool) { ++self->state.handled; },
+                      [self, id = handed.req_id, link](const caf::error& err) {
+                        ++self->state.handled;
+                        link_send_failed(self, id, link, self->system().render(err));
+                      });
+          },
+          [self, handed, num_prompt_tokens, blocks, link](const caf::error& err) {
+            ++self->state.handled;
+            spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", handed.req_id, link,
+                         self->system().render(err));
+            self->send(self->state.kv, msg::link_atom::value, link);
+            push_over_tcp(self, handed, num_prompt_tokens, blocks);
+          });
+}
+
+}  // namespace
+
+// Prefill side: the handed-off request's KV goes to the decode instance, on its device link if it has one.
+void hand_off_kv(Self self, const EngineCoreOutput& handed) {
+  auto& st = self->state;
+  const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
+  st.handing_off.erase(handed.req_id);
+  const std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
+  if (to.link.empty()) push_over_tcp(self, handed, to.num_prompt_tokens, blocks);
+  else push_on_link(self, handed, to.num_prompt_tokens, blocks, to.link);
 }
 
 // Prefill side: a request routed here by a decode instance.

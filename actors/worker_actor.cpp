@@ -17,6 +17,7 @@ struct WorkerState {
   std::unique_ptr<ModelRunner> runner;
   std::unique_ptr<KvLinks> links;  // null without a link transport
   std::map<uint64_t, std::function<void(const KvLinkEvent&)>> waiting;  // link tag -> its promise
+  std::map<uint64_t, KvLinkEvent> sent;  // sends that finished (or failed) before kv_sent asked
   uint64_t next_tag = 1;
   bool polling = false;
   uint64_t handled = 0;
@@ -57,6 +58,7 @@ caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, st
   try {
     start(tag);
   } catch (const std::exception& e) {
+    keep_polling(self);  // a link the failure broke reports what was in flight on it
     return error<T>(e.what());
   }
   auto promise = self->template make_response_promise<T>();
@@ -117,10 +119,39 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         ++self->state.handled;
         if (self->state.links) self->state.links->close(name), keep_polling(self);
       },
-      [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<bool> {
-        ++self->state.handled;
-        return on_link<bool>(self, [&](uint64_t tag) { self->state.links->send(link, tag, blocks, now_seconds()); },
-                             [](uint64_t) { return true; });
+      [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<uint64_t> {
+        auto& st = self->state;
+        ++st.handled;
+        if (!st.links) return error<uint64_t>(kNoLinks);
+        const uint64_t tag = st.next_tag++;
+        try {
+          st.links->send(link, tag, blocks, now_seconds());
+        } catch (const KvStagingError& e) {
+          return uint64_t(0);  // nothing posted, the link is fine: the scheduler sends this KV over TCP
+        } catch (const std::exception& e) {
+          keep_polling(self);
+          return error<uint64_t>(e.what());
+        }
+        st.waiting[tag] = [self](const KvLinkEvent& e) { self->state.sent[e.tag] = e; };  // until kv_sent asks
+        keep_polling(self);
+        return tag;
+      },
+      [self](msg::kv_sent_atom, uint64_t tag) -> caf::result<bool> {
+        auto& st = self->state;
+        ++st.handled;
+        if (const auto done = st.sent.find(tag); done != st.sent.end()) {
+          const KvLinkEvent e = done->second;
+          st.sent.erase(done);
+          if (e.kind == KvLinkEvent::Kind::Failed) return error<bool>(e.why);
+          return true;
+        }
+        if (!st.waiting.count(tag)) return error<bool>("no KV send " + std::to_string(tag));
+        auto promise = self->make_response_promise<bool>();
+        st.waiting[tag] = [promise](const KvLinkEvent& e) mutable {
+          if (e.kind == KvLinkEvent::Kind::Failed) promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
+          else promise.deliver(true);
+        };
+        return promise;
       },
       [self](msg::kv_recv_atom, const std::string& link, int64_t floats) -> caf::result<uint64_t> {
         ++self->state.handled;

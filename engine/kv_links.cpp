@@ -1,6 +1,7 @@
 #include "engine/kv_links.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace parley {
 
@@ -22,17 +23,38 @@ KvLinks::Link& KvLinks::usable(const std::string& key) {
 
 void KvLinks::send(const std::string& key, uint64_t tag, std::span<const int> blocks, double now) {
   Link& l = usable(key);
-  std::unique_ptr<KvStaging> staged = device_.stage_blocks(blocks);
-  const uint64_t ticket = l.link->post_send(staged->data(), staged->size());
-  l.in_flight.push_back({tag, ticket, std::move(staged), now + timeout_s_, false});
+  std::unique_ptr<KvStaging> staged;
+  try {
+    staged = device_.stage_blocks(blocks);
+  } catch (const std::exception& e) {
+    throw KvStagingError(std::string("staging the KV failed: ") + e.what());
+  }
+  l.in_flight.push_back({tag, post(key, [&] { return l.link->post_send(staged->data(), staged->size()); }), std::move(staged),
+                         now + timeout_s_, false});
 }
 
 void KvLinks::recv(const std::string& key, uint64_t tag, int64_t floats, double now) {
   Link& l = usable(key);
   if (floats <= 0) throw std::invalid_argument("a KV receive needs a positive size");
-  std::unique_ptr<KvStaging> staging = device_.new_staging(floats);
-  const uint64_t ticket = l.link->post_recv(staging->data(), floats);
-  l.in_flight.push_back({tag, ticket, std::move(staging), now + timeout_s_, true});
+  std::unique_ptr<KvStaging> staging;
+  try {
+    staging = device_.new_staging(floats);
+  } catch (const std::exception& e) {
+    // The peer's send is posted (its header came): without this receive, the next one would pair with it.
+    fail(key, std::string("staging a KV receive failed: ") + e.what());
+    throw KvLinkError(std::string("staging a KV receive failed: ") + e.what());
+  }
+  l.in_flight.push_back({tag, post(key, [&] { return l.link->post_recv(staging->data(), floats); }), std::move(staging),
+                         now + timeout_s_, true});
+}
+
+uint64_t KvLinks::post(const std::string& key, const std::function<uint64_t()>& post_on_link) {
+  try {
+    return post_on_link();
+  } catch (const std::exception& e) {
+    fail(key, std::string("posting a KV transfer failed: ") + e.what());  // whether the link took it is unknown
+    throw KvLinkError(std::string("posting a KV transfer failed: ") + e.what());
+  }
 }
 
 void KvLinks::fail(const std::string& key, const std::string& why) {

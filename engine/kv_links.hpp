@@ -5,9 +5,11 @@
 // transfer has a deadline; one that passes breaks its link and fails everything on it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,11 @@
 #include "model/kv_link.hpp"
 
 namespace parley {
+
+// The KV could not be staged for a send (device memory): nothing was posted and the link is still usable.
+struct KvStagingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct KvLinkEvent {
   enum class Kind { Up, Done, Failed };
@@ -29,9 +36,12 @@ class KvLinks {
   std::string new_id() { return factory_->new_id(); }
   // Opens this end of link `id` under `key`; Up (or Failed) for `tag` follows. A link already under `key` is aborted.
   void open(const std::string& key, const std::string& id, int rank, uint64_t tag, double now);
-  // Posts the blocks' KV to the peer. Throws KvLinkError for an unknown or broken link (nothing is posted).
+  // Posts the blocks' KV to the peer. Throws KvStagingError when the blocks cannot be staged (nothing is posted,
+  // the link stays usable: send them another way), KvLinkError for an unknown or broken link, or one that
+  // failed to take the send (then broken).
   void send(const std::string& key, uint64_t tag, std::span<const int> blocks, double now);
-  // Posts a receive of `floats` into staging. Throws KvLinkError for an unknown or broken link.
+  // Posts a receive of `floats` into staging. Throws KvLinkError for an unknown or broken link; failing to
+  // stage or post the receive breaks the link too, since the peer's send is waiting to pair with it.
   void recv(const std::string& key, uint64_t tag, int64_t floats, double now);
   // What finished or failed since the last call.
   std::vector<KvLinkEvent> poll(double now);
@@ -61,6 +71,8 @@ class KvLinks {
     std::vector<Transfer> in_flight;  // posting order
   };
   Link& usable(const std::string& key);
+  // Runs a post on link `key`; one that throws breaks the link (KvLinkError).
+  uint64_t post(const std::string& key, const std::function<uint64_t()>& post_on_link);
   void fail(const std::string& key, const std::string& why);  // aborts the link; its failures go out with the next poll
 
   DeviceModel& device_;

@@ -72,7 +72,15 @@ class HostOps {
   void activate() const {}
   void synchronize() const {}
   std::string name() const { return "host-emulated-cuda"; }
-  Buffer alloc(size_t bytes) const { return Buffer(bytes, usage_); }
+  // Past the pretend device size, an allocation fails as cudaMalloc would.
+  Buffer alloc(size_t bytes) const {
+    if (device_bytes_ > 0 && *usage_ + int64_t(bytes) > device_bytes_)
+      throw std::runtime_error("host emulation: out of device memory (" + std::to_string(bytes) + " bytes asked, " +
+                               std::to_string(device_bytes_ - *usage_) + " free)");
+    return Buffer(bytes, usage_);
+  }
+  // Shrinks (or grows) the pretend device: with `free_bytes` left over what is in use now.
+  void leave_free(int64_t free_bytes) { device_bytes_ = *usage_ + free_bytes; }
   cuda::DeviceMemory memory() const {
     if (device_bytes_ == 0) throw std::invalid_argument("host emulation: give num_blocks");
     return {device_bytes_ - *usage_, device_bytes_};

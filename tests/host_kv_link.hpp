@@ -51,6 +51,7 @@ class HostKvLinkHub final : public KvLinkFactory {
    private:
     uint64_t post(std::deque<Op>& q, float* data, int64_t count) {
       std::lock_guard lock(hub_.mutex_);
+      if (hub_.fail_posts_) throw KvLinkError("the link took no transfer (emulated NIC failure)");
       const uint64_t t = c_->next_ticket++;
       q.push_back({t, data, count, Clock::now()});
       return t;
@@ -103,6 +104,11 @@ class HostKvLinkHub final : public KvLinkFactory {
     std::lock_guard lock(mutex_);
     refuse_opens_ = refuse;
   }
+  // While set, posting a transfer throws (the NIC fails as it is handed one).
+  void fail_posts(bool fail) {
+    std::lock_guard lock(mutex_);
+    fail_posts_ = fail;
+  }
   // Both ends of every link see it broken from their next poll (a NIC or driver failure).
   void break_all(const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -127,7 +133,7 @@ class HostKvLinkHub final : public KvLinkFactory {
   uint64_t ids_ = 0;
   int64_t transfers_ = 0;
   Clock::duration delay_{};
-  bool refuse_opens_ = false;
+  bool refuse_opens_ = false, fail_posts_ = false;
 };
 
 }  // namespace parley::test

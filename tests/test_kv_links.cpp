@@ -46,11 +46,24 @@ struct LinkedPair {
   }
 };
 
-std::unique_ptr<DeviceModel> host_cuda_model(const test::Loaded& m, int num_blocks) {
+// `ops`, if given, gets the emulated device (to fill it up).
+std::unique_ptr<DeviceModel> host_cuda_model(const test::Loaded& m, int num_blocks, test::HostOps** ops = nullptr) {
   SchedulerConfig c = test::model_scheduler_config(m, num_blocks);
   cuda::DeviceLlamaOptions o = test::device_options(c, 0);
   o.staging_bytes = int64_t(256) << 20;  // as a PD instance keeps
-  return std::make_unique<cuda::DeviceLlama<test::HostOps>>(std::make_unique<test::HostOps>(), m.model.config(), m.file.weights, o);
+  auto owned = std::make_unique<test::HostOps>();
+  if (ops) *ops = owned.get();
+  return std::make_unique<cuda::DeviceLlama<test::HostOps>>(std::move(owned), m.model.config(), m.file.weights, o);
+}
+
+// With the device full: takes every staging buffer the model keeps pooled, so the next staging must allocate.
+std::vector<std::unique_ptr<KvStaging>> take_pooled_staging(DeviceModel& d) {
+  std::vector<std::unique_ptr<KvStaging>> taken;
+  for (;;) try {
+      taken.push_back(d.new_staging(1));
+    } catch (const std::runtime_error&) {
+      return taken;
+    }
 }
 
 }  // namespace
@@ -171,4 +184,41 @@ TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device m
   REQUIRE(again->data() == first);
   REQUIRE(again->size() == 2 * int64_t(d->export_blocks(std::vector<int>{0}).size()));
   REQUIRE(std::vector<float>(again->data(), again->data() + again->size()) == d->export_blocks(std::vector<int>{6, 7}));
+}
+
+TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), a receive that cannot be staged breaks the link", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  test::HostOps *prefill_ops = nullptr, *decode_ops = nullptr;
+  std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops), decode = host_cuda_model(m, 12, &decode_ops);
+  fill_random(*prefill, 5), fill_random(*decode, 6);
+  LinkedPair link(*prefill, *decode);
+  const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size());
+
+  // The prefill device is full: the send throws before anything is posted, and the link pairs the next one right.
+  prefill_ops->leave_free(0);
+  std::vector<std::unique_ptr<KvStaging>> pooled = take_pooled_staging(*prefill);
+  REQUIRE_THROWS_AS(link.a.send("to-b", 1, std::vector<int>{3}, 0), KvStagingError);
+  REQUIRE(link.a.num_links() == 1);
+  REQUIRE(link.a.poll(0).empty());
+  pooled.clear();
+  prefill_ops->leave_free(int64_t(64) << 20);
+  link.b.recv("to-a", 10, per_block * 2, 0);
+  link.a.send("to-b", 2, std::vector<int>{3, 1}, 0);
+  REQUIRE(tags_of(link.a.poll(0), Kind::Done) == std::vector<uint64_t>{2});
+  REQUIRE(tags_of(link.b.poll(0), Kind::Done) == std::vector<uint64_t>{10});
+  link.b.land(10, std::vector<int>{5, 6});
+  REQUIRE(decode->export_blocks(std::vector<int>{5, 6}) == prefill->export_blocks(std::vector<int>{3, 1}));
+  REQUIRE(link.hub.transfers() == 1);
+
+  // The decode device is full: a receive it cannot stage breaks the link, since the peer's send for it is
+  // posted and would pair with the next receive; the receive in flight before it fails too.
+  link.b.recv("to-a", 11, per_block, 0);
+  decode_ops->leave_free(0);
+  pooled = take_pooled_staging(*decode);
+  REQUIRE_THROWS_AS(link.b.recv("to-a", 12, per_block * 3, 0), KvLinkError);
+  REQUIRE(link.b.num_links() == 0);
+  const std::vector<KvLinkEvent> broken = link.b.poll(0);
+  REQUIRE(tags_of(broken, Kind::Failed) == std::vector<uint64_t>{11});
+  REQUIRE_THAT(broken.at(0).why, Catch::Contains("staging a KV receive failed") && Catch::Contains("out of device memory"));
+  REQUIRE_FALSE(link.b.busy());
 }

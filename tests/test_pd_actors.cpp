@@ -3,7 +3,8 @@
 // stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
 // link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once
 // (the prefill instance closes the link of one that goes away); a link that breaks fails its transfers,
-// which recompute, later KV goes over TCP, and a new link opens once it can; no block is left.
+// which recompute, later KV goes over TCP, and a new link opens once it can; KV a link fails to take as it
+// is posted goes over TCP (nothing recomputed) and both ends close that link; no block is left.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -140,7 +141,8 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE_FALSE(admin_view(*pd.decode).at("kv_transfer").at("peers").at(0).at("device_link").get<bool>());
   REQUIRE(hub->transfers() == 48);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
-  const double computed = metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total");
+  const std::string d_after_break = metrics_of(*pd.decode);
+  const double computed = metric(d_after_break, "parley:prefill_tokens_computed_total");
   REQUIRE(computed > 0);
   REQUIRE(run(*pd.decode, specs("t")) == renamed(expected, "t"));
   REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);  // all prefilled remotely
@@ -154,6 +156,26 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(hub->transfers() == 56);
   REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);
   REQUIRE(admin_view(*pd.prefill).at("kv_transfer").at("links_to_decode") == 1);
+  for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
+
+  // The link fails as the prefill side posts a send: that KV goes over TCP instead (no header left for it, so
+  // nothing is recomputed), and both ends close the link; the decode instance opens a new one a timeout later.
+  const double blocks_before = metric(metrics_of(*pd.decode), "parley:kv_blocks_transferred_total");
+  hub->fail_posts(true);
+  REQUIRE(run(*pd.decode, specs("v")) == renamed(expected, "v"));
+  REQUIRE(hub->transfers() == 56);
+  const std::string dv = metrics_of(*pd.decode);
+  REQUIRE(metric(dv, "parley:prefill_tokens_computed_total") == computed);
+  REQUIRE(metric(dv, "parley:kv_transfer_failures_total") == metric(d_after_break, "parley:kv_transfer_failures_total"));
+  REQUIRE(metric(dv, "parley:kv_blocks_transferred_total") > blocks_before);
+  for (int i = 0; i < 100 && hub->open_ends() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(hub->open_ends() == 0);  // the decode end too: the prefill instance told it
+  REQUIRE_FALSE(admin_view(*pd.decode).at("kv_transfer").at("peers").at(0).at("device_link").get<bool>());
+  hub->fail_posts(false);
+  wait_for_link(*pd.decode, 10);
+  REQUIRE(run(*pd.decode, specs("x")) == renamed(expected, "x"));
+  REQUIRE(hub->transfers() == 64);
+  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
 }
 
