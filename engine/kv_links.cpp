@@ -29,23 +29,32 @@ void KvLinks::send(const std::string& key, uint64_t tag, std::span<const int> bl
   } catch (const std::exception& e) {
     throw KvStagingError(std::string("staging the KV failed: ") + e.what());
   }
-  l.in_flight.push_back({tag, post(key, [&] { return l.link->post_send(staged->data(), staged->size()); }), std::move(staged),
-                         now + timeout_s_, false});
+  const uint64_t ticket = post(key, [&] { return l.link->post_send(staged->data(), staged->size()); });
+  l.in_flight.push_back({tag, ticket, std::move(staged), now + timeout_s_, false, 0});
 }
 
 void KvLinks::recv(const std::string& key, uint64_t tag, int64_t floats, double now) {
   Link& l = usable(key);
   if (floats <= 0) throw std::invalid_argument("a KV receive needs a positive size");
-  std::unique_ptr<KvStaging> staging;
-  try {
-    staging = device_.new_staging(floats);
-  } catch (const std::exception& e) {
-    // The peer's send is posted (its header came): without this receive, the next one would pair with it.
-    fail(key, std::string("staging a KV receive failed: ") + e.what());
-    throw KvLinkError(std::string("staging a KV receive failed: ") + e.what());
+  l.in_flight.push_back({tag, 0, nullptr, now + timeout_s_, true, floats});
+  if (const std::string why = post_waiting(l); !why.empty()) fail(key, why);
+}
+
+std::string KvLinks::post_waiting(Link& l) {
+  for (Transfer& t : l.in_flight) {
+    if (t.staging) continue;  // posted
+    try {
+      t.staging = device_.new_staging(t.floats);
+    } catch (const std::exception&) {
+      return "";  // no device memory now: it (and every receive after it) waits for KV to land and free some
+    }
+    try {
+      t.ticket = l.link->post_recv(t.staging->data(), t.floats);
+    } catch (const std::exception& e) {
+      return std::string("posting a KV receive failed: ") + e.what();  // whether the link took it is unknown
+    }
   }
-  l.in_flight.push_back({tag, post(key, [&] { return l.link->post_recv(staging->data(), floats); }), std::move(staging),
-                         now + timeout_s_, true});
+  return "";
 }
 
 uint64_t KvLinks::post(const std::string& key, const std::function<uint64_t()>& post_on_link) {
@@ -69,6 +78,10 @@ std::vector<KvLinkEvent> KvLinks::poll(double now) {
   std::vector<KvLinkEvent> events;
   std::vector<std::pair<std::string, std::string>> broken;
   for (auto& [key, l] : links_) {
+    if (std::string why = post_waiting(l); !why.empty()) {
+      broken.emplace_back(key, std::move(why));
+      continue;
+    }
     KvLinkPoll p;
     try {
       p = l.link->poll();
@@ -78,7 +91,7 @@ std::vector<KvLinkEvent> KvLinks::poll(double now) {
     }
     if (p.up && !l.up) l.up = true, events.push_back({KvLinkEvent::Kind::Up, l.open_tag, ""});
     for (uint64_t ticket : p.done) {
-      const auto t = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&](const Transfer& x) { return x.ticket == ticket; });
+      const auto t = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&](const Transfer& x) { return x.staging && x.ticket == ticket; });
       if (t == l.in_flight.end()) continue;
       if (t->is_recv) received_[t->tag] = std::move(t->staging);
       events.push_back({KvLinkEvent::Kind::Done, t->tag, ""});

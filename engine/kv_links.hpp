@@ -40,8 +40,9 @@ class KvLinks {
   // the link stays usable: send them another way), KvLinkError for an unknown or broken link, or one that
   // failed to take the send (then broken).
   void send(const std::string& key, uint64_t tag, std::span<const int> blocks, double now);
-  // Posts a receive of `floats` into staging. Throws KvLinkError for an unknown or broken link; failing to
-  // stage or post the receive breaks the link too, since the peer's send is waiting to pair with it.
+  // Posts a receive of `floats` into staging. Throws KvLinkError for an unknown or broken link. With no device
+  // memory for its staging, it waits (and every receive after it: the link pairs them in posting order) until
+  // landed KV frees some, within its deadline; a post that fails breaks the link (reported by the next poll).
   void recv(const std::string& key, uint64_t tag, int64_t floats, double now);
   // What finished or failed since the last call.
   std::vector<KvLinkEvent> poll(double now);
@@ -59,9 +60,10 @@ class KvLinks {
  private:
   struct Transfer {
     uint64_t tag, ticket;
-    std::unique_ptr<KvStaging> staging;
+    std::unique_ptr<KvStaging> staging;  // null: a receive waiting for staging memory, not posted yet
     double deadline;
     bool is_recv;
+    int64_t floats;  // a receive's size
   };
   struct Link {
     std::unique_ptr<KvLink> link;
@@ -73,6 +75,8 @@ class KvLinks {
   Link& usable(const std::string& key);
   // Runs a post on link `key`; one that throws breaks the link (KvLinkError).
   uint64_t post(const std::string& key, const std::function<uint64_t()>& post_on_link);
+  // Posts the link's waiting receives, in order, as far as staging memory allows; what a failed post threw, else "".
+  std::string post_waiting(Link& l);
   void fail(const std::string& key, const std::string& why);  // aborts the link; its failures go out with the next poll
 
   DeviceModel& device_;

@@ -186,7 +186,7 @@ TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device m
   REQUIRE(std::vector<float>(again->data(), again->data() + again->size()) == d->export_blocks(std::vector<int>{6, 7}));
 }
 
-TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), a receive that cannot be staged breaks the link", "[pd][links]") {
+TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), and a receive waits for staging memory in posting order", "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   test::HostOps *prefill_ops = nullptr, *decode_ops = nullptr;
   std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops), decode = host_cuda_model(m, 12, &decode_ops);
@@ -210,15 +210,50 @@ TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), a re
   REQUIRE(decode->export_blocks(std::vector<int>{5, 6}) == prefill->export_blocks(std::vector<int>{3, 1}));
   REQUIRE(link.hub.transfers() == 1);
 
-  // The decode device is full: a receive it cannot stage breaks the link, since the peer's send for it is
-  // posted and would pair with the next receive; the receive in flight before it fails too.
+  // The decode device is full: a receive it cannot stage waits (and the one after it, in posting order) until
+  // landed KV frees memory; the link stays, and each KV lands where it belongs.
   link.b.recv("to-a", 11, per_block, 0);
   decode_ops->leave_free(0);
   pooled = take_pooled_staging(*decode);
-  REQUIRE_THROWS_AS(link.b.recv("to-a", 12, per_block * 3, 0), KvLinkError);
+  link.b.recv("to-a", 12, per_block * 3, 0);
+  link.b.recv("to-a", 13, per_block, 0);
+  link.a.send("to-b", 3, std::vector<int>{7}, 0);
+  link.a.send("to-b", 4, std::vector<int>{8, 9, 10}, 0);
+  link.a.send("to-b", 5, std::vector<int>{11}, 0);
+  REQUIRE(tags_of(link.b.poll(1), Kind::Done) == std::vector<uint64_t>{11});
+  REQUIRE(tags_of(link.a.poll(1), Kind::Done) == std::vector<uint64_t>{3});
+  REQUIRE(link.b.poll(2).empty());  // 12 and 13 wait for memory
+  REQUIRE(link.b.busy());
+  link.b.land(11, std::vector<int>{0});
+  pooled.clear();  // KV landed elsewhere frees staging
+  REQUIRE(tags_of(link.b.poll(2), Kind::Done) == std::vector<uint64_t>{12, 13});
+  link.b.land(12, std::vector<int>{1, 2, 3});
+  link.b.land(13, std::vector<int>{4});
+  REQUIRE(decode->export_blocks(std::vector<int>{0, 1, 2, 3, 4}) == prefill->export_blocks(std::vector<int>{7, 8, 9, 10, 11}));
+  REQUIRE(tags_of(link.a.poll(2), Kind::Done) == std::vector<uint64_t>{4, 5});
+  REQUIRE(link.hub.transfers() == 4);
+
+  // Memory that never frees: the waiting receive runs into its deadline, which breaks the link.
+  pooled = take_pooled_staging(*decode);
+  link.b.recv("to-a", 14, per_block * 2, 3);
+  REQUIRE(link.b.num_links() == 1);
+  const std::vector<KvLinkEvent> late = link.b.poll(3 + kTimeout + 0.5);
+  REQUIRE(tags_of(late, Kind::Failed) == std::vector<uint64_t>{14});
+  REQUIRE_THAT(late.at(0).why, Catch::Contains("took over"));
   REQUIRE(link.b.num_links() == 0);
-  const std::vector<KvLinkEvent> broken = link.b.poll(0);
-  REQUIRE(tags_of(broken, Kind::Failed) == std::vector<uint64_t>{11});
-  REQUIRE_THAT(broken.at(0).why, Catch::Contains("staging a KV receive failed") && Catch::Contains("out of device memory"));
   REQUIRE_FALSE(link.b.busy());
+}
+
+TEST_CASE("kv links: on a full device the staging pool frees the buffers it keeps before it gives up", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  test::HostOps* ops = nullptr;
+  std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12, &ops);
+  const int64_t per_block = int64_t(d->export_blocks(std::vector<int>{0}).size());  // its staging is kept
+  {
+    std::unique_ptr<KvStaging> a = d->new_staging(per_block), b = d->new_staging(per_block);  // a second one-block buffer
+  }
+  ops->leave_free(0);
+  std::unique_ptr<KvStaging> two = d->new_staging(per_block * 2);  // neither kept buffer holds it: freed, then it fits
+  REQUIRE(two->size() == per_block * 2);
+  REQUIRE_THROWS_AS(d->new_staging(per_block), std::runtime_error);  // nothing kept, nothing free
 }

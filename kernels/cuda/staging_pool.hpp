@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "model/device_model.hpp"
@@ -16,7 +17,8 @@ class StagingPool {
  public:
   explicit StagingPool(size_t keep_bytes) : keep_bytes_(keep_bytes) {}
 
-  // Staging of `floats`, in the smallest free buffer that holds them, else in a new one from alloc(bytes).
+  // Staging of `floats`, in the smallest free buffer that holds them, else in a new one from alloc(bytes)
+  // (if that fails, the free buffers are released and it is tried once more).
   template <class Alloc>
   std::unique_ptr<KvStaging> take(int64_t floats, Alloc&& alloc) {
     const size_t bytes = size_t(floats) * 4;
@@ -25,8 +27,17 @@ class StagingPool {
     for (auto it = free.begin(); it != free.end(); ++it)
       if (it->bytes() >= bytes && (best == free.end() || it->bytes() < best->bytes())) best = it;
     Buffer b;
-    if (best != free.end()) b = std::move(*best), free.erase(best);
-    else b = alloc(bytes);
+    if (best != free.end()) {
+      b = std::move(*best), free.erase(best);
+    } else {
+      try {
+        b = alloc(bytes);
+      } catch (const std::exception&) {
+        if (free.empty()) throw;
+        free.clear();  // the kept buffers are all too small for this one: their memory back, then once more
+        b = alloc(bytes);
+      }
+    }
     return std::make_unique<Staging>(std::move(b), floats, shared_, keep_bytes_);
   }
   size_t num_free() const { return shared_->free.size(); }
