@@ -9,7 +9,11 @@ namespace {
 }  // namespace
 
 void check(cudaError_t status, const char* what, const char* file, int line) {
-  if (status != cudaSuccess) fail(std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")", what, file, line);
+  if (status == cudaSuccess) return;
+  // The runtime also keeps it as the last error: reported here, it must not fail the next launch check (a
+  // failed cudaMalloc for staging is survivable; the next pass is not to blame).
+  cudaGetLastError();
+  fail(std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")", what, file, line);
 }
 
 void check(cublasStatus_t status, const char* what, const char* file, int line) {

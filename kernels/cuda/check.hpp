@@ -15,8 +15,9 @@ struct CudaError : std::runtime_error {
 
 void check(cudaError_t status, const char* what, const char* file, int line);
 void check(cublasStatus_t status, const char* what, const char* file, int line);
-// After a kernel launch: a bad configuration shows up in cudaGetLastError, not in the launch itself. Calls
-// whose failure is expected (cudaEventQuery's cudaErrorNotReady) clear it themselves, so none shows up here.
+// After a kernel launch: a bad configuration shows up in cudaGetLastError, not in the launch itself. A failed
+// call checked above clears it as it throws, and calls whose failure is expected (cudaEventQuery's
+// cudaErrorNotReady) clear it themselves, so only the launch's own error shows up here.
 void check_launch(const char* kernel, const char* file, int line);
 
 }  // namespace parley::cuda
