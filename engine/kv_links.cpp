@@ -15,6 +15,10 @@ void KvLinks::open(const std::string& key, const std::string& id, int rank, uint
   links_.emplace(key, Link{factory_->open(id, rank), tag, now + timeout_s_, false, {}});
 }
 
+KvLinks::~KvLinks() {
+  for (auto& [key, l] : links_) l.link->abort();  // before the staging of what is in flight goes
+}
+
 KvLinks::Link& KvLinks::usable(const std::string& key) {
   const auto it = links_.find(key);
   if (it == links_.end()) throw KvLinkError("no " + factory_->transport() + " link " + key + " (never opened, or broken)");
@@ -85,7 +89,7 @@ std::vector<KvLinkEvent> KvLinks::poll(double now) {
     KvLinkPoll p;
     try {
       p = l.link->poll();
-    } catch (const KvLinkError& e) {
+    } catch (const std::exception& e) {  // KvLinkError, or a device error (CudaError) under it: the link is lost either way
       broken.emplace_back(key, e.what());
       continue;
     }

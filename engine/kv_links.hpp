@@ -33,6 +33,9 @@ struct KvLinkEvent {
 class KvLinks {
  public:
   KvLinks(DeviceModel& device, std::shared_ptr<KvLinkFactory> factory, double timeout_s);
+  ~KvLinks();  // aborts every link first: no transfer touches its staging once that is freed
+  KvLinks(const KvLinks&) = delete;
+  KvLinks& operator=(const KvLinks&) = delete;
   std::string new_id() { return factory_->new_id(); }
   // Opens this end of link `id` under `key`; Up (or Failed) for `tag` follows. A link already under `key` is aborted.
   void open(const std::string& key, const std::string& id, int rank, uint64_t tag, double now);

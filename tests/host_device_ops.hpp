@@ -79,6 +79,7 @@ class HostOps {
                                std::to_string(device_bytes_ - *usage_) + " free)");
     return Buffer(bytes, usage_);
   }
+  Buffer alloc_staging(size_t bytes) const { return alloc(bytes); }
   // Shrinks (or grows) the pretend device: with `free_bytes` left over what is in use now.
   void leave_free(int64_t free_bytes) { device_bytes_ = *usage_ + free_bytes; }
   cuda::DeviceMemory memory() const {

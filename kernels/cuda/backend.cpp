@@ -1,6 +1,7 @@
 #include "kernels/cuda/ops.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace parley::cuda {
 
@@ -21,18 +22,25 @@ DType parse_dtype(const std::string& name) {
 }
 
 CudaBackend::CudaBackend() {
-  PARLEY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  PARLEY_CUDA_CHECK(cublasCreate(&cublas_));
-  PARLEY_CUDA_CHECK(cublasSetStream(cublas_, stream_));
-  // Plain F32 math for F32 weights (no TF32): the CPU reference's precision.
-  PARLEY_CUDA_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
-  cublas_workspace_ = DeviceBuffer(size_t(32) << 20);
-  PARLEY_CUDA_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
+  try {
+    PARLEY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    PARLEY_CUDA_CHECK(cublasCreate(&cublas_));
+    PARLEY_CUDA_CHECK(cublasSetStream(cublas_, stream_));
+    // Plain F32 math for F32 weights (no TF32): the CPU reference's precision.
+    PARLEY_CUDA_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    cublas_workspace_ = DeviceBuffer(size_t(32) << 20);
+    PARLEY_CUDA_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-CudaBackend::~CudaBackend() {
-  if (cublas_) cublasDestroy(cublas_);
-  if (stream_) cudaStreamDestroy(stream_);
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() noexcept {
+  if (cublas_) cublasDestroy(std::exchange(cublas_, nullptr));
+  if (stream_) cudaStreamDestroy(std::exchange(stream_, nullptr));
 }
 
 void CudaBackend::synchronize() const { PARLEY_CUDA_CHECK(cudaStreamSynchronize(stream_)); }

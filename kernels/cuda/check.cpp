@@ -17,7 +17,11 @@ void check(cudaError_t status, const char* what, const char* file, int line) {
 }
 
 void check(cublasStatus_t status, const char* what, const char* file, int line) {
-  if (status != CUBLAS_STATUS_SUCCESS) fail(std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")", what, file, line);
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const cudaError_t launch = cudaGetLastError();  // a kernel cuBLAS failed to launch: reported here, not at the next check
+  fail(std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")" +
+           (launch == cudaSuccess ? "" : std::string(", ") + cudaGetErrorName(launch)),
+       what, file, line);
 }
 
 void check_launch(const char* kernel, const char* file, int line) {

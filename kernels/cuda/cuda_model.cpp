@@ -42,6 +42,8 @@ class CudaOps : private BindDevice, public CudaBackend {
   void activate() const { PARLEY_CUDA_CHECK(cudaSetDevice(device_)); }
   std::string name() const { return "cuda:" + std::to_string(device_); }
   Buffer alloc(size_t bytes) const { return DeviceBuffer(bytes); }
+  // KV transfer staging comes and goes while NCCL kernels run: stream-ordered, so freeing it waits for nothing.
+  Buffer alloc_staging(size_t bytes) const { return DeviceBuffer::stream_ordered(bytes, stream()); }
   void upload(void* dst, const void* src, size_t bytes) const {
     PARLEY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
   }

@@ -152,7 +152,7 @@ class DeviceLlama final : public DeviceModel {
   }
   std::unique_ptr<KvStaging> new_staging(int64_t floats) const override {
     ops_->activate();
-    return staging_.take(floats, [this](size_t bytes) { return ops_->alloc(bytes); });
+    return staging_.take(floats, [this](size_t bytes) { return ops_->alloc_staging(bytes); });
   }
   void unstage_blocks(KvStaging& staged, std::span<const int> ids) override {
     ops_->activate();

@@ -126,10 +126,15 @@ class NcclLink final : public KvLink {
       else enqueued(op);
     }
   }
-  // The op is on the stream: an event after it tells when it is done.
+  // The op is on the stream: an event after it tells when it is done. Without one the op cannot be tracked,
+  // so the link is lost (abort waits for the stream: the op's staging is free after it).
   void enqueued(Op op) {
-    PARLEY_CUDA_CHECK(cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming));
-    PARLEY_CUDA_CHECK(cudaEventRecord(op.done, stream_));
+    if (const cudaError_t e = cudaEventCreateWithFlags(&op.done, cudaEventDisableTiming); e != cudaSuccess)
+      fail(std::string("cudaEventCreate for a KV transfer: ") + cudaGetErrorString(e));
+    if (const cudaError_t e = cudaEventRecord(op.done, stream_); e != cudaSuccess) {
+      cudaEventDestroy(op.done);
+      fail(std::string("cudaEventRecord for a KV transfer: ") + cudaGetErrorString(e));
+    }
     issued_.push_back(op);
   }
 

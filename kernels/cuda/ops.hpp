@@ -70,6 +70,7 @@ class CudaBackend {
   void verify_exact(const int* sampled, const int* drafts, int k, int rows, int* accepted) const;
 
  private:
+  void release() noexcept;  // the cuBLAS handle and the stream
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer cublas_workspace_;  // set once, so cuBLAS never allocates during a graph capture

@@ -1,6 +1,6 @@
 // Device buffers for KV transfers (model/kv_link.hpp, and PD over TCP through the host), kept for reuse up to
-// a budget: freeing device memory (cudaFree) waits for the whole device, which would stall the passes and
-// every link at each transfer.
+// a budget, so a transfer seldom allocates. Ops::alloc_staging's memory is stream-ordered on CUDA: freeing it
+// never waits for the device (cudaFree would, and hang behind an NCCL kernel waiting for its peer).
 // No CUDA header: DeviceLlama uses it over any Ops type's Buffer.
 #pragma once
 #include <cstdint>
