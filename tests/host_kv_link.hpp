@@ -38,6 +38,7 @@ class HostKvLinkHub final : public KvLinkFactory {
     uint64_t post_recv(float* data, int64_t count) override { return post(c_->recvs[rank_], data, count); }
     KvLinkPoll poll() override {
       std::lock_guard lock(hub_.mutex_);
+      if (!hub_.device_error_.empty()) throw std::runtime_error(hub_.device_error_);
       if (!c_->broken.empty()) throw KvLinkError(c_->broken);
       for (int from : {0, 1}) match(from);
       return {c_->joined[0] && c_->joined[1], std::exchange(c_->done[rank_], {})};
@@ -109,6 +110,11 @@ class HostKvLinkHub final : public KvLinkFactory {
     std::lock_guard lock(mutex_);
     fail_posts_ = fail;
   }
+  // While set, polling any end throws this as a device error (not KvLinkError), as a CUDA call under NCCL would.
+  void device_error(const std::string& what) {
+    std::lock_guard lock(mutex_);
+    device_error_ = what;
+  }
   // Both ends of every link see it broken from their next poll (a NIC or driver failure).
   void break_all(const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -134,6 +140,7 @@ class HostKvLinkHub final : public KvLinkFactory {
   int64_t transfers_ = 0;
   Clock::duration delay_{};
   bool refuse_opens_ = false, fail_posts_ = false;
+  std::string device_error_;
 };
 
 }  // namespace parley::test

@@ -144,6 +144,21 @@ TEST_CASE("kv links: closing or reopening a link fails what is in flight on it",
   REQUIRE(link.hub.transfers() == 0);
 }
 
+TEST_CASE("kv links: a device error while polling breaks that link and fails what is on it (nothing escapes)", "[pd][links]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
+  LinkedPair link(prefill, decode);
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  link.b.recv("to-a", 1, per_block, 0);
+  link.hub.device_error("cudaEventQuery: an illegal memory access was encountered");
+  std::vector<KvLinkEvent> events;
+  REQUIRE_NOTHROW(events = link.b.poll(0));
+  REQUIRE(tags_of(events, Kind::Failed) == std::vector<uint64_t>{1});
+  REQUIRE_THAT(events.at(0).why, Catch::Contains("illegal memory access"));
+  REQUIRE(link.b.num_links() == 0);
+  REQUIRE(link.hub.open_ends() == 1);  // this end aborted; the other has not noticed yet
+}
+
 TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, break the link", "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
