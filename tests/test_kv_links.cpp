@@ -46,6 +46,14 @@ struct LinkedPair {
   }
 };
 
+// Two CPU models of 8 blocks joined by one link, up.
+struct CpuLinkedPair {
+  test::Loaded m{test::shared_model("stories260K.bin"), test::shared_model("tok512.bin")};
+  CpuDeviceModel prefill{m.model, 8, 16}, decode{m.model, 8, 16};
+  LinkedPair link{prefill, decode};
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());  // floats
+};
+
 // `ops`, if given, gets the emulated device (to fill it up).
 std::unique_ptr<DeviceModel> host_cuda_model(const test::Loaded& m, int num_blocks, test::HostOps** ops = nullptr) {
   SchedulerConfig c = test::model_scheduler_config(m, num_blocks);
@@ -103,10 +111,9 @@ TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posti
 }
 
 TEST_CASE("kv links: a transfer past its deadline breaks the link and fails everything on it", "[pd][links]") {
-  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
-  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
-  LinkedPair link(prefill, decode);
-  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  CpuLinkedPair cpu;
+  LinkedPair& link = cpu.link;
+  const int64_t per_block = cpu.per_block;
   link.b.recv("to-a", 1, per_block, 0);
   link.b.recv("to-a", 2, per_block * 2, 0);
   REQUIRE(link.b.busy());
@@ -123,10 +130,9 @@ TEST_CASE("kv links: a transfer past its deadline breaks the link and fails ever
 }
 
 TEST_CASE("kv links: closing or reopening a link fails what is in flight on it", "[pd][links]") {
-  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
-  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
-  LinkedPair link(prefill, decode);
-  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  CpuLinkedPair cpu;
+  LinkedPair& link = cpu.link;
+  const int64_t per_block = cpu.per_block;
   link.b.recv("to-a", 1, per_block, 0);
   link.b.close("to-a");
   const std::vector<KvLinkEvent> closed = link.b.poll(0);
@@ -145,10 +151,9 @@ TEST_CASE("kv links: closing or reopening a link fails what is in flight on it",
 }
 
 TEST_CASE("kv links: a device error while polling breaks that link and fails what is on it (nothing escapes)", "[pd][links]") {
-  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
-  CpuDeviceModel prefill(m.model, 8, 16), decode(m.model, 8, 16);
-  LinkedPair link(prefill, decode);
-  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  CpuLinkedPair cpu;
+  LinkedPair& link = cpu.link;
+  const int64_t per_block = cpu.per_block;
   link.b.recv("to-a", 1, per_block, 0);
   link.hub.device_error("cudaEventQuery: an illegal memory access was encountered");
   std::vector<KvLinkEvent> events;
