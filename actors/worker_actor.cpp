@@ -126,7 +126,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         const uint64_t tag = st.next_tag++;
         try {
           st.links->send(link, tag, blocks, now_seconds());
-        } catch (const KvStagingError& e) {
+        } catch (const KvStagingError&) {
           return uint64_t(0);  // nothing posted, the link is fine: the scheduler sends this KV over TCP
         } catch (const std::exception& e) {
           keep_polling(self);

@@ -1,7 +1,6 @@
 #include "engine/kv_links.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace parley {
 
@@ -33,7 +32,14 @@ void KvLinks::send(const std::string& key, uint64_t tag, std::span<const int> bl
   } catch (const std::exception& e) {
     throw KvStagingError(std::string("staging the KV failed: ") + e.what());
   }
-  const uint64_t ticket = post(key, [&] { return l.link->post_send(staged->data(), staged->size()); });
+  uint64_t ticket = 0;
+  try {
+    ticket = l.link->post_send(staged->data(), staged->size());
+  } catch (const std::exception& e) {
+    const std::string why = std::string("posting a KV send failed: ") + e.what();
+    fail(key, why);  // whether the link took it is unknown
+    throw KvLinkError(why);
+  }
   l.in_flight.push_back({tag, ticket, std::move(staged), now + timeout_s_, false, 0});
 }
 
@@ -59,15 +65,6 @@ std::string KvLinks::post_waiting(Link& l) {
     }
   }
   return "";
-}
-
-uint64_t KvLinks::post(const std::string& key, const std::function<uint64_t()>& post_on_link) {
-  try {
-    return post_on_link();
-  } catch (const std::exception& e) {
-    fail(key, std::string("posting a KV transfer failed: ") + e.what());  // whether the link took it is unknown
-    throw KvLinkError(std::string("posting a KV transfer failed: ") + e.what());
-  }
 }
 
 void KvLinks::fail(const std::string& key, const std::string& why) {

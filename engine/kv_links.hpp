@@ -5,7 +5,6 @@
 // transfer has a deadline; one that passes breaks its link and fails everything on it.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -76,8 +75,6 @@ class KvLinks {
     std::vector<Transfer> in_flight;  // posting order
   };
   Link& usable(const std::string& key);
-  // Runs a post on link `key`; one that throws breaks the link (KvLinkError).
-  uint64_t post(const std::string& key, const std::function<uint64_t()>& post_on_link);
   // Posts the link's waiting receives, in order, as far as staging memory allows; what a failed post threw, else "".
   std::string post_waiting(Link& l);
   void fail(const std::string& key, const std::string& why);  // aborts the link; its failures go out with the next poll
