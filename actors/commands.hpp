@@ -34,6 +34,8 @@ struct GenModelOptions {
   std::string shape = "110m", out, dtype = "f32";
   uint64_t seed = 1;
   bool with_mtp = false;  // --mtp: add a multi-token-prediction head
+  std::string hf_tokenizer;  // --hf-tokenizer DIR: a Hugging Face tokenizer.json vocabulary instead of the synthetic one
+  std::string pre;           // --pre NAME: its pre-tokenizer type when it is not recognised
 };
 int run_gen_model(const GenModelOptions& o);
 

@@ -149,6 +149,11 @@ int main(int argc, char** argv) {
   gen->add_option("--out", gen_model.out, "Output .gguf path")->required();
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();
   gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
+  gen->add_option("--hf-tokenizer", gen_model.hf_tokenizer,
+                  "A folder with a Hugging Face tokenizer.json and tokenizer_config.json: its byte-level BPE "
+                  "vocabulary and chat template replace the synthetic vocabulary")
+      ->check(CLI::ExistingDirectory);
+  gen->add_option("--pre", gen_model.pre, "The tokenizer.ggml.pre type of --hf-tokenizer (default: recognised)");
   dtype_option(gen, gen_model.dtype);
 
   CLI11_PARSE(app, argc, argv);

@@ -1,11 +1,13 @@
 // `parley convert` and `parley gen-model`: write GGUF files for Parley and other engines.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "actors/commands.hpp"
 #include "model/convert.hpp"
+#include "model/hf_tokenizer.hpp"
 #include "model/random_model.hpp"
 
 namespace parley {
@@ -29,10 +31,19 @@ int run_convert(const ConvertOptions& o) {
 
 int run_gen_model(const GenModelOptions& o) {
   if (o.shape != "110m" && o.shape != "builtin") throw std::invalid_argument("unknown shape '" + o.shape + "'");
-  const LlamaConfig cfg = o.shape == "110m" ? bench_110m_config() : builtin_model_config();
-  write_model_gguf(make_random_model(cfg, o.seed, o.with_mtp), o.out, parse_dtype(o.dtype));
-  std::printf("wrote %s (%s, dim %d, %d layers%s, vocab %d)\n", o.out.c_str(), o.dtype.c_str(), cfg.dim, cfg.n_layers,
-              o.with_mtp ? " and an MTP head" : "", cfg.vocab_size);
+  if (!o.pre.empty() && o.hf_tokenizer.empty()) throw std::invalid_argument("--pre names the pre-tokenizer of --hf-tokenizer");
+  LlamaConfig cfg = o.shape == "110m" ? bench_110m_config() : builtin_model_config();
+  std::optional<HfTokenizer> hf;
+  if (!o.hf_tokenizer.empty()) {
+    hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);
+    cfg.vocab_size = hf->vocab.size();
+  }
+  ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt);
+  if (hf) model.chat_template = hf->chat_template;
+  write_model_gguf(model, o.out, parse_dtype(o.dtype));
+  std::printf("wrote %s (%s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), o.dtype.c_str(), cfg.dim, cfg.n_layers,
+              o.with_mtp ? " and an MTP head" : "", cfg.vocab_size,
+              hf ? (", pre-tokenizer " + hf->vocab.pre + (hf->chat_template.empty() ? "" : ", chat template")).c_str() : "");
   return 0;
 }
 

@@ -115,8 +115,9 @@ OutputProcessor::Processed OutputProcessor::process_outputs(const std::vector<En
       if (!eco.finished()) result.reqs_to_abort.push_back(eco.req_id);
     } else if (eco.finished()) {
       out.finish_reason = eco.finish_reason;
-      // vLLM reports no stop_reason for EOS, the token id for a stop_token_ids hit.
-      const bool eos = eco.stop_token && *eco.stop_token == tokenizer_->eos_id() && !s.ignore_eos;
+      // vLLM reports no stop_reason for EOS (here: any end-of-generation token), the token id for a
+      // stop_token_ids hit.
+      const bool eos = eco.stop_token && tokenizer_->is_end_of_generation(*eco.stop_token) && !s.ignore_eos;
       if (eco.finish_reason == FinishReason::Stop && eco.stop_token && !eos) out.stop_reason = *eco.stop_token;
     }
 

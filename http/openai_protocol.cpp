@@ -75,7 +75,8 @@ std::variant<std::string, ApiError> detokenize_response(std::string_view body, c
     const json* tokens = field(j, "tokens");
     if (!tokens) fail("Missing required parameter: 'tokens'.", "tokens");
     const std::vector<int> ids = token_ids(*tokens, ctx.tokenizer->vocab().size(), "tokens");
-    return dump({{"prompt", ctx.tokenizer->decode(ids)}});
+    // vLLM decodes with skip_special_tokens=False: a control token comes back as its own text.
+    return dump({{"prompt", ctx.tokenizer->decode(ids, -1, /*special_text=*/true)}});
   } catch (const RequestError& e) {
     return e.error;
   }

@@ -78,12 +78,22 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     g.set("tokenizer.ggml.tokens", GgufValue::strings(tokens));
     g.set("tokenizer.ggml.scores", GgufValue::floats(v.scores));
     g.set("tokenizer.ggml.token_type", GgufValue::int32s(types));
-    g.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
-    g.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
-    g.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
+    if (!spm) {
+      g.set_string("tokenizer.ggml.pre", v.pre);
+      g.set("tokenizer.ggml.merges", GgufValue::strings(v.merges));
+    }
+    auto set_id = [&](const char* key, int32_t id) {  // a token the vocabulary lacks has no key
+      if (id >= 0) g.set_u32(key, static_cast<uint32_t>(id));
+    };
+    set_id("tokenizer.ggml.bos_token_id", v.bos_id);
+    set_id("tokenizer.ggml.eos_token_id", v.eos_id);
+    set_id("tokenizer.ggml.unknown_token_id", v.unk_id);
+    set_id("tokenizer.ggml.eot_token_id", v.eot_id);
+    set_id("tokenizer.ggml.eom_token_id", v.eom_id);
     g.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
-    g.set_bool("tokenizer.ggml.add_eos_token", false);
+    g.set_bool("tokenizer.ggml.add_eos_token", v.add_eos);
     g.set_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+    if (!m.chat_template.empty()) g.set_string("tokenizer.chat_template", m.chat_template);
   }
 
   const uint64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;

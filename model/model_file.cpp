@@ -10,6 +10,7 @@
 
 #include "model/gguf.hpp"
 #include "model/llama2c.hpp"
+#include "model/pretokenizer.hpp"
 
 namespace parley {
 
@@ -97,16 +98,30 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
       v.types[i] = static_cast<TokenType>(types[i]);
     }
   }
+  const bool spm = v.kind == TokenizerKind::SentencePiece;
   auto id = [&](const char* key, int32_t fallback) {
-    int64_t x = f.get_int(key, fallback);
+    if (!f.has(key)) return fallback;
+    int64_t x = f.get_int(key);
     if (x < 0 || x >= static_cast<int64_t>(n))
       f.fail(std::string("key '") + key + "' = " + std::to_string(x) + " is not a token id");
     return static_cast<int32_t>(x);
   };
-  v.bos_id = id("tokenizer.ggml.bos_token_id", v.bos_id);
-  v.eos_id = id("tokenizer.ggml.eos_token_id", v.eos_id);
-  v.unk_id = id("tokenizer.ggml.unknown_token_id", v.unk_id);
-  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", true);
+  // SentencePiece files without the keys mean llama2's <unk>, <s>, </s>; a byte-level one has none.
+  v.bos_id = id("tokenizer.ggml.bos_token_id", spm ? v.bos_id : -1);
+  v.eos_id = id("tokenizer.ggml.eos_token_id", spm ? v.eos_id : -1);
+  v.unk_id = id("tokenizer.ggml.unknown_token_id", spm ? v.unk_id : -1);
+  v.eot_id = id("tokenizer.ggml.eot_token_id", -1);
+  v.eom_id = id("tokenizer.ggml.eom_token_id", -1);
+  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm);
+  v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
+  if (v.add_bos && v.bos_id < 0) f.fail("tokenizer.ggml.add_bos_token is set but the vocabulary has no BOS token");
+  if (!spm) {
+    if (f.has("tokenizer.ggml.merges")) v.merges = f.get_string_array("tokenizer.ggml.merges");
+    if (v.merges.empty()) f.fail("a gpt2 (byte-level BPE) vocabulary needs tokenizer.ggml.merges, which is missing or empty");
+    v.pre = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "default";
+    if (!find_pretokenizer(v.pre))
+      f.fail("unknown pre-tokenizer type '" + v.pre + "' (tokenizer.ggml.pre; known: " + known_pretokenizers() + ")");
+  }
   // The dummy-prefix space is a SentencePiece convention; byte-level BPE has no such default.
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", v.kind == TokenizerKind::SentencePiece);
   return v;

@@ -1,5 +1,6 @@
 #include "model/model_source.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "model/random_model.hpp"
@@ -28,8 +29,9 @@ ModelFile load_model_with_vocab(const std::string& model_path, const std::string
 }
 
 std::vector<int> default_stop_token_ids(const Vocab& vocab) {
-  std::vector<int> ids{vocab.eos_id};
-  if (vocab.bos_id != vocab.eos_id && vocab.bos_id >= 0) ids.push_back(vocab.bos_id);
+  std::vector<int> ids = end_of_generation_ids(vocab);
+  const bool spm = vocab.kind == TokenizerKind::SentencePiece;
+  if (spm && vocab.bos_id >= 0 && std::find(ids.begin(), ids.end(), vocab.bos_id) == ids.end()) ids.push_back(vocab.bos_id);
   return ids;
 }
 

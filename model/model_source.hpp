@@ -11,7 +11,8 @@ namespace parley {
 // Throws std::runtime_error when no vocabulary is found or its size differs from the model's.
 ModelFile load_model_with_vocab(const std::string& model_path, const std::string& tokenizer_path = "");
 
-// Token ids that end generation: EOS, and BOS (a llama2.c model starts a new story with BOS; run.c stops there).
+// Token ids that end generation: the vocabulary's end-of-generation set (EOS, EOT, EOM, <|im_end|>...),
+// and for SentencePiece vocabularies BOS (a llama2.c model starts a new story with BOS; run.c stops there).
 std::vector<int> default_stop_token_ids(const Vocab& vocab);
 
 }  // namespace parley

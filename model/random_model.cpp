@@ -125,12 +125,15 @@ Vocab make_synthetic_vocab(int vocab_size) {
   return v;
 }
 
-ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp) {
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp, std::optional<Vocab> given_vocab) {
   cfg.validate();
+  if (given_vocab && given_vocab->size() != cfg.vocab_size)
+    throw std::invalid_argument("make_random_model: the vocabulary has " + std::to_string(given_vocab->size()) +
+                                " tokens, the config " + std::to_string(cfg.vocab_size));
   ModelFile m;
   m.name = "random-" + std::to_string(seed);
   m.config = cfg;
-  m.vocab = make_synthetic_vocab(cfg.vocab_size);
+  m.vocab = given_vocab ? std::move(*given_vocab) : make_synthetic_vocab(cfg.vocab_size);
 
   SplitMix64 rng{seed};
   const size_t dim = cfg.dim, hidden = cfg.hidden_dim, kv = cfg.kv_dim(), vocab = cfg.vocab_size;

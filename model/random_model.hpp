@@ -1,6 +1,7 @@
 // Deterministic random Llama models and a synthetic SentencePiece vocabulary, for tests and benches.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "model/model_file.hpp"
 
@@ -16,10 +17,11 @@ LlamaConfig bench_110m_config();
 // Weights from a hand-written splitmix64 stream (identical on every platform and standard library):
 // matrices uniform in +-1/sqrt(in_features) so each matmul roughly keeps the activation scale
 // (the embedding uses dim as its in_features, as it doubles as the tied output head); norms 1.0.
-// vocab is make_synthetic_vocab(cfg.vocab_size); name is "random-<seed>".
-// with_mtp adds a multi-token-prediction head (drawn after every other tensor).
+// vocab is the one given (its size must be cfg.vocab_size) or make_synthetic_vocab(cfg.vocab_size);
+// name is "random-<seed>". with_mtp adds a multi-token-prediction head (drawn after every other tensor).
 // Throws std::invalid_argument for an invalid config or a vocab_size below 354.
-ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp = false);
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp = false,
+                            std::optional<Vocab> vocab = std::nullopt);
 
 // <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, the 95 printable ASCII characters, then
 // unique multi-character pieces (" "+letter, common English words and pieces, letter pairs and

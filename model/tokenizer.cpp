@@ -1,6 +1,8 @@
-// SentencePiece-style BPE (llama2.c run.c semantics) and the llama2.c tokenizer.bin reader.
+// Special-token splitting, SentencePiece-style BPE (llama2.c run.c semantics), the byte-level BPE
+// hand-off, and the llama2.c tokenizer.bin reader.
 #include "model/tokenizer.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -97,9 +99,7 @@ Vocab read_llama2c_tokenizer(const std::string& path, int vocab_size) {
   return v;
 }
 
-Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
-  if (vocab_.kind == TokenizerKind::Gpt2Bpe)
-    throw std::invalid_argument("byte-level BPE (gpt2) tokenizers are not supported yet");
+Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) {
   const int n = vocab_.size();
   if (n == 0) throw std::invalid_argument("tokenizer vocab is empty");
   if (static_cast<int>(vocab_.scores.size()) != n || static_cast<int>(vocab_.types.size()) != n)
@@ -115,6 +115,10 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   check_id(vocab_.bos_id, "bos");
   check_id(vocab_.eos_id, "eos");
   check_id(vocab_.unk_id, "unk");
+  check_id(vocab_.eot_id, "eot");
+  check_id(vocab_.eom_id, "eom");
+  if (vocab_.kind == TokenizerKind::Gpt2Bpe) bpe_ = std::make_unique<const ByteLevelBpe>(vocab_);
+  eog_ids_ = end_of_generation_ids(vocab_);
 
   byte_to_id_.fill(-1);
   bytes_.resize(n);
@@ -133,25 +137,46 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
       }
       case TokenType::Control:
       case TokenType::Unused:
-        break;  // decode to nothing
+        break;  // decode to nothing (a control token's text only when asked)
       case TokenType::Unknown:
         bytes_[id] = "\xEF\xBF\xBD";  // U+FFFD: the text it stood for is lost
         break;
       default:
-        bytes_[id] = piece;
+        // A byte-level piece spells its bytes; an added (user-defined) token is its own text.
+        bytes_[id] = bpe_ && vocab_.types[id] != TokenType::UserDefined ? ByteLevelBpe::piece_bytes(piece) : piece;
         // First id wins for duplicate pieces.
         if (text_matchable(vocab_.types[id])) piece_to_id_.try_emplace(piece, id);
     }
   }
 }
 
-std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int> Tokenizer::encode(std::string_view text, bool add_special) const {
   std::vector<int> out;
-  if (add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
-  // The single seam for other vocabulary kinds (gpt2 byte-level BPE would dispatch here).
-  std::vector<int> body = encode_spm(text);
-  out.insert(out.end(), body.begin(), body.end());
+  if (add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+  bool after_special = true;  // llama.cpp's is_prev_special: the text start counts as one
+  for (const TextSegment& segment : specials_.split(text)) {
+    if (segment.token >= 0) {
+      out.push_back(segment.token);
+      after_special = true;
+      continue;
+    }
+    if (bpe_) {
+      // Hugging Face's ByteLevel(add_prefix_space): a space before each run that does not start with one.
+      const bool prefix = vocab_.add_space_prefix && segment.text.front() != ' ';
+      if (prefix) bpe_->encode(" " + std::string(segment.text), out);
+      else bpe_->encode(segment.text, out);
+    } else {
+      std::vector<int> body = encode_spm(segment.text, vocab_.add_space_prefix && after_special);
+      out.insert(out.end(), body.begin(), body.end());
+    }
+    after_special = false;
+  }
+  if (add_special && vocab_.add_eos && vocab_.eos_id >= 0) out.push_back(vocab_.eos_id);
   return out;
+}
+
+bool Tokenizer::is_end_of_generation(int token) const {
+  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), token);
 }
 
 int Tokenizer::lookup(std::string_view piece) const {
@@ -159,7 +184,7 @@ int Tokenizer::lookup(std::string_view piece) const {
   return it == piece_to_id_.end() ? -1 : it->second;
 }
 
-std::vector<int> Tokenizer::encode_spm(std::string_view text) const {
+std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix) const {
   if (text.empty()) return {};
   // Symbols form a linked list in text order; index order is position order (used for ties).
   struct Symbol {
@@ -190,7 +215,7 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text) const {
 
   // The dummy prefix is its own unit (run.c looks up " " alone), so leading continuation bytes
   // of the text never group with it; a vocab without " " gets its byte token.
-  if (vocab_.add_space_prefix) add_char(" ");
+  if (space_prefix) add_char(" ");
   // run.c groups a byte with up to 3 following continuation bytes, whatever the lead byte says.
   for (std::size_t i = 0; i < text.size();) {
     std::size_t len = 1;
@@ -250,23 +275,24 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text) const {
   return out;
 }
 
-std::string Tokenizer::token_bytes(int prev_token, int token) const {
+std::string Tokenizer::token_bytes(int prev_token, int token, bool special_text) const {
   if (token < 0 || token >= vocab_.size())
     throw std::out_of_range("token id " + std::to_string(token) + " is outside the vocab of " +
                             std::to_string(vocab_.size()));
+  if (special_text && vocab_.types[token] == TokenType::Control) return vocab_.pieces[token];
   const std::string& b = bytes_[token];
   // SentencePiece drops the dummy-prefix space after BOS; run.c checks the piece text, so a
   // <0x20> byte token keeps its space.
-  if (prev_token == vocab_.bos_id && prev_token >= 0 &&
+  if (!bpe_ && prev_token == vocab_.bos_id && prev_token >= 0 &&
       vocab_.types[token] != TokenType::Byte && !b.empty() && b[0] == ' ')
     return b.substr(1);
   return b;
 }
 
-std::string Tokenizer::decode(const std::vector<int>& tokens, int prev_token) const {
+std::string Tokenizer::decode(const std::vector<int>& tokens, int prev_token, bool special_text) const {
   std::string out;
   for (int t : tokens) {
-    out += token_bytes(prev_token, t);
+    out += token_bytes(prev_token, t, special_text);
     prev_token = t;
   }
   return out;

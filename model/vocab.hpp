@@ -13,21 +13,28 @@ enum class TokenType : int32_t {
 
 enum class TokenizerKind {
   SentencePiece,  // GGUF tokenizer.ggml.model = "llama": score-ordered merges with byte fallback
-  Gpt2Bpe,        // GGUF "gpt2": byte-level BPE (not implemented yet; rejected with a clear error)
+  Gpt2Bpe,        // GGUF "gpt2": byte-level BPE with a pre-tokenizer and ranked merges
 };
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::SentencePiece;
-  // Piece text with real spaces (GGUF's U+2581 is mapped to ' ' on load and back on write).
-  // Byte tokens keep their "<0xAB>" spelling; control tokens their "<s>" / "</s>" names.
+  // SentencePiece: piece text with real spaces (GGUF's U+2581 is mapped to ' ' on load and back on
+  // write); byte tokens keep their "<0xAB>" spelling. Byte-level BPE: pieces as the file spells them
+  // (GPT-2's byte-to-unicode mapping, "Ġhi"). Control and user-defined tokens: their own text.
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<TokenType> types;
   int32_t bos_id = 1;
   int32_t eos_id = 2;
   int32_t unk_id = 0;
+  int32_t eot_id = -1;  // end of turn (tokenizer.ggml.eot_token_id), -1 when none
+  int32_t eom_id = -1;  // end of message (tokenizer.ggml.eom_token_id), -1 when none
   bool add_bos = true;
+  bool add_eos = false;
   bool add_space_prefix = true;  // SentencePiece's dummy prefix ' ' before non-empty text
+  // Byte-level BPE only: "left right" pairs, highest priority first, and the pre-tokenizer type.
+  std::vector<std::string> merges;
+  std::string pre = "default";
 
   int size() const { return static_cast<int>(pieces.size()); }
 };

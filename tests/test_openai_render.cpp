@@ -205,7 +205,9 @@ TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[
 
 TEST_CASE("/detokenize turns ids to text and refuses unknown ids and wrong types", "[openai]") {
   const ServingContext ctx = context();
-  CHECK(body_of(detokenize_response(R"({"tokens": [1, 317, 286]})", ctx)) == R"({"prompt": "Lily was"})"_json);
+  // Special tokens come back as their text (vLLM: skip_special_tokens=False).
+  CHECK(body_of(detokenize_response(R"({"tokens": [1, 317, 286]})", ctx)) == R"({"prompt": "<s>Lily was"})"_json);
+  CHECK(body_of(detokenize_response(R"({"tokens": [317, 286]})", ctx)) == R"({"prompt": " Lily was"})"_json);
   // A lone UTF-8 lead byte becomes U+FFFD instead of breaking the JSON.
   CHECK(body_of(detokenize_response(R"({"tokens": [198]})", ctx)) == R"({"prompt": "\ufffd"})"_json);
   auto error = [&](const std::string& body) {

@@ -284,13 +284,6 @@ TEST_CASE("inconsistent vocabularies are rejected", "[tokenizer]") {
   CHECK_THROWS_AS(Tokenizer(x), std::invalid_argument);
 }
 
-TEST_CASE("gpt2 vocabularies are rejected clearly", "[tokenizer]") {
-  Vocab v = tiny_vocab({{"a", 0}});
-  v.kind = TokenizerKind::Gpt2Bpe;
-  CHECK_THROWS_AS(Tokenizer(v), std::invalid_argument);
-  CHECK_THROWS_WITH(Tokenizer(v), "byte-level BPE (gpt2) tokenizers are not supported yet");
-}
-
 TEST_CASE("incremental detokenizer holds back split characters", "[tokenizer]") {
   const Tokenizer tok = tok512();
   IncrementalDetokenizer d(tok, 1);

@@ -48,13 +48,16 @@ class Tail {
  * The port comes from the log line "serving <model> on http://127.0.0.1:PORT ...", which spdlog prints at
  * info level (on stdout or stderr: both are read).
  */
-export async function startServer(parley, flags = [], { timeoutMs = 60000, label = 'server' } = {}) {
+export async function startServer(parley, flags = [], { timeoutMs = 60000, label = 'server', model = null } = {}) {
   assert.ok(parley, 'usage: node <test>.mjs <path-to-parley>');
   assert.ok(fs.existsSync(parley), `parley binary not found: ${parley}`);
-  for (const f of [MODEL_PATH, TOKENIZER_PATH]) assert.ok(fs.existsSync(f), `model file not found: ${f}`);
+  // model: another GGUF to serve (with its own vocabulary) instead of stories260K.
+  const files = model ? [model] : [MODEL_PATH, TOKENIZER_PATH];
+  for (const f of files) assert.ok(fs.existsSync(f), `model file not found: ${f}`);
+  const modelArgs = model ? ['--model', model] : ['--model', MODEL_PATH, '--tokenizer', TOKENIZER_PATH];
   // PARLEY_E2E_FLAGS: extra `parley serve` flags for every server (e.g. "--threads 1 --isa generic").
   const common = (process.env.PARLEY_E2E_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  const args = ['serve', '--model', MODEL_PATH, '--tokenizer', TOKENIZER_PATH, '--port', '0', '--log-level', 'info', ...common, ...flags];
+  const args = ['serve', ...modelArgs, '--port', '0', '--log-level', 'info', ...common, ...flags];
   const proc = spawn(parley, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = new Tail();
   let exited = null;

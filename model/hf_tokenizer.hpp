@@ -1,0 +1,21 @@
+// Hugging Face tokenizer import: a byte-level BPE tokenizer.json (+ tokenizer_config.json) as a
+// GGUF vocabulary, in the layout llama.cpp's converter writes (tokens, token types, merges, pre type,
+// BOS/EOS ids, add_bos, chat template). Tests and benchmarks get real vocabularies this way.
+#pragma once
+#include <string>
+
+#include "model/vocab.hpp"
+
+namespace parley {
+
+struct HfTokenizer {
+  Vocab vocab;
+  std::string chat_template;  // tokenizer_config.json's chat_template ("default" of a list), "" if none
+};
+
+// dir holds tokenizer.json and tokenizer_config.json. pre: a tokenizer.ggml.pre name, or "" to
+// recognise it from the tokenizer.json's pre-tokenizer patterns. Throws std::runtime_error naming
+// the file and what it cannot import (not byte-level BPE, an unknown pre-tokenizer, ...).
+HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre = "");
+
+}  // namespace parley
