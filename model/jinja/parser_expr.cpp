@@ -1,0 +1,467 @@
+// Expressions, as Jinja2's parser reads them: inline if < or < and < not < comparisons < + - < ~ < * / // %
+// < ** (left-associative, as in Jinja2) < unary - + < postfix . [] () < filters and tests.
+#include "model/jinja/builtins.hpp"
+#include "model/jinja/jinja.hpp"
+#include "model/jinja/parser.hpp"
+
+namespace parley::jinja::ast {
+
+namespace {
+
+ExprPtr new_node(ExprKind kind, int line) {
+  auto node = std::make_unique<Expr>();
+  node->kind = kind;
+  node->line = line;
+  return node;
+}
+
+int height_of(const ExprPtr& e) { return e ? e->height : 0; }
+
+bool is_compare_operator(const Token& t) {
+  if (t.type != TokenType::Operator) return false;
+  return t.value == "==" || t.value == "!=" || t.value == "<" || t.value == "<=" || t.value == ">" || t.value == ">=";
+}
+
+}  // namespace
+
+Parser::NestingGuard::NestingGuard(Parser& p) : parser(p) {
+  if (++parser.nesting_ > kMaxNesting) parser.fail("nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
+}
+
+const Token& Parser::next() {
+  const Token& token = tokens_[pos_];
+  if (pos_ + 1 < tokens_.size()) ++pos_;
+  return token;
+}
+
+bool Parser::at_operator(std::string_view op) const {
+  return current().type == TokenType::Operator && current().value == op;
+}
+bool Parser::at_name(std::string_view name) const { return current().type == TokenType::Name && current().value == name; }
+bool Parser::skip_operator(std::string_view op) {
+  if (!at_operator(op)) return false;
+  next();
+  return true;
+}
+bool Parser::skip_name(std::string_view name) {
+  if (!at_name(name)) return false;
+  next();
+  return true;
+}
+void Parser::expect_operator(std::string_view op) {
+  if (!skip_operator(op)) fail("expected '" + std::string(op) + "', got " + describe(current()));
+}
+void Parser::expect(TokenType type) {
+  if (current().type != type) fail("expected " + describe(Token{type, ""}) + ", got " + describe(current()));
+  next();
+}
+std::string Parser::expect_name() {
+  if (current().type != TokenType::Name) fail("expected a name, got " + describe(current()));
+  return next().value;
+}
+void Parser::fail(const std::string& message, int line) const { throw ParseError(line ? line : current().line, message); }
+
+ExprPtr Parser::finish(ExprPtr node) {
+  int height = 0;
+  for (const auto& operand : node->operands) height = std::max(height, height_of(operand));
+  for (const auto& arg : node->arguments.positional) height = std::max(height, height_of(arg));
+  for (const auto& [name, arg] : node->arguments.keywords) height = std::max(height, height_of(arg));
+  height = std::max({height, height_of(node->arguments.star_args), height_of(node->arguments.star_kwargs)});
+  node->height = height + 1;
+  if (node->height > kMaxExprHeight) fail("expression nested too deeply", node->line);
+  return node;
+}
+
+ExprPtr Parser::make(ExprKind kind, int line, std::vector<ExprPtr> operands) {
+  auto node = new_node(kind, line);
+  node->operands = std::move(operands);
+  return finish(std::move(node));
+}
+
+ExprPtr Parser::parse_expression(bool with_condition) {
+  NestingGuard guard(*this);
+  return with_condition ? parse_condition() : parse_or();
+}
+
+ExprPtr Parser::parse_condition() {
+  int line = current().line;
+  ExprPtr expr = parse_or();
+  while (skip_name("if")) {
+    ExprPtr test = parse_or();
+    ExprPtr otherwise = skip_name("else") ? parse_condition() : nullptr;
+    std::vector<ExprPtr> operands;
+    operands.push_back(std::move(test));
+    operands.push_back(std::move(expr));
+    operands.push_back(std::move(otherwise));
+    expr = make(ExprKind::Condition, line, std::move(operands));
+    line = current().line;
+  }
+  return expr;
+}
+
+ExprPtr Parser::parse_or() {
+  ExprPtr left = parse_and();
+  while (at_name("or")) {
+    const int line = next().line;
+    std::vector<ExprPtr> operands;
+    operands.push_back(std::move(left));
+    operands.push_back(parse_and());
+    left = make(ExprKind::Or, line, std::move(operands));
+  }
+  return left;
+}
+
+ExprPtr Parser::parse_and() {
+  ExprPtr left = parse_not();
+  while (at_name("and")) {
+    const int line = next().line;
+    std::vector<ExprPtr> operands;
+    operands.push_back(std::move(left));
+    operands.push_back(parse_not());
+    left = make(ExprKind::And, line, std::move(operands));
+  }
+  return left;
+}
+
+ExprPtr Parser::parse_not() {
+  NestingGuard guard(*this);
+  if (!at_name("not")) return parse_compare();
+  const int line = next().line;
+  std::vector<ExprPtr> operands;
+  operands.push_back(parse_not());
+  return make(ExprKind::Not, line, std::move(operands));
+}
+
+ExprPtr Parser::parse_compare() {
+  const int line = current().line;
+  ExprPtr first = parse_math1();
+  auto node = new_node(ExprKind::Compare, line);
+  while (true) {
+    if (is_compare_operator(current())) {
+      node->compare_ops.push_back(next().value);
+    } else if (skip_name("in")) {
+      node->compare_ops.push_back("in");
+    } else if (at_name("not") && peek().type == TokenType::Name && peek().value == "in") {
+      next();
+      next();
+      node->compare_ops.push_back("notin");
+    } else {
+      break;
+    }
+    if (node->operands.empty()) node->operands.push_back(std::move(first));
+    node->operands.push_back(parse_math1());
+  }
+  if (node->compare_ops.empty()) return first;
+  return finish(std::move(node));
+}
+
+ExprPtr Parser::parse_math1() {
+  ExprPtr left = parse_concat();
+  while (at_operator("+") || at_operator("-")) {
+    const Token& op = next();
+    auto node = new_node(ExprKind::Binary, op.line);
+    node->op = op.value == "+" ? BinaryOp::Add : BinaryOp::Sub;
+    node->operands.push_back(std::move(left));
+    node->operands.push_back(parse_concat());
+    left = finish(std::move(node));
+  }
+  return left;
+}
+
+ExprPtr Parser::parse_concat() {
+  const int line = current().line;
+  std::vector<ExprPtr> items;
+  items.push_back(parse_math2());
+  while (skip_operator("~")) items.push_back(parse_math2());
+  if (items.size() == 1) return std::move(items[0]);
+  return make(ExprKind::Concat, line, std::move(items));
+}
+
+ExprPtr Parser::parse_math2() {
+  ExprPtr left = parse_pow();
+  while (at_operator("*") || at_operator("/") || at_operator("//") || at_operator("%")) {
+    const Token& op = next();
+    auto node = new_node(ExprKind::Binary, op.line);
+    node->op = op.value == "*"    ? BinaryOp::Mul
+               : op.value == "/"  ? BinaryOp::Div
+               : op.value == "//" ? BinaryOp::FloorDiv
+                                  : BinaryOp::Mod;
+    node->operands.push_back(std::move(left));
+    node->operands.push_back(parse_pow());
+    left = finish(std::move(node));
+  }
+  return left;
+}
+
+ExprPtr Parser::parse_pow() {
+  ExprPtr left = parse_unary();
+  while (at_operator("**")) {
+    auto node = new_node(ExprKind::Binary, next().line);
+    node->op = BinaryOp::Pow;
+    node->operands.push_back(std::move(left));
+    node->operands.push_back(parse_unary());
+    left = finish(std::move(node));
+  }
+  return left;
+}
+
+ExprPtr Parser::parse_unary(bool with_filter) {
+  NestingGuard guard(*this);
+  ExprPtr node;
+  if (at_operator("-") || at_operator("+")) {
+    const Token& op = next();
+    std::vector<ExprPtr> operands;
+    operands.push_back(parse_unary(false));
+    node = make(op.value == "-" ? ExprKind::Negate : ExprKind::Plus, op.line, std::move(operands));
+  } else {
+    node = parse_primary();
+  }
+  node = parse_postfix(std::move(node));
+  if (with_filter) node = parse_filter_expr(std::move(node));
+  return node;
+}
+
+ExprPtr Parser::parse_primary() {
+  const Token& token = current();
+  auto node = new_node(ExprKind::Constant, token.line);
+  switch (token.type) {
+    case TokenType::Name:
+      if (token.value == "true" || token.value == "True") node->constant = Value::boolean(true);
+      else if (token.value == "false" || token.value == "False") node->constant = Value::boolean(false);
+      else if (token.value == "none" || token.value == "None") node->constant = Value::none();
+      else node->kind = ExprKind::Name, node->name = token.value;
+      next();
+      return finish(std::move(node));
+    case TokenType::String: {
+      std::string text;
+      while (current().type == TokenType::String) text += next().value;  // adjacent literals join, as in Python
+      node->constant = Value::string(std::move(text));
+      return finish(std::move(node));
+    }
+    case TokenType::Integer: node->constant = Value::of_int(next().integer); return finish(std::move(node));
+    case TokenType::Float: node->constant = Value::of_float(next().real); return finish(std::move(node));
+    default: break;
+  }
+  if (skip_operator("(")) {
+    ExprPtr inner = parse_tuple(false, true, {}, true);
+    expect_operator(")");
+    return inner;
+  }
+  if (at_operator("[")) return parse_list();
+  if (at_operator("{")) return parse_dict();
+  fail("unexpected " + describe(token));
+}
+
+bool Parser::is_tuple_end(const std::vector<std::string_view>& extra_end_names) const {
+  const Token& t = current();
+  if (t.type == TokenType::VariableEnd || t.type == TokenType::BlockEnd || t.type == TokenType::Eof ||
+      at_operator(")"))
+    return true;
+  for (std::string_view name : extra_end_names)
+    if (at_name(name)) return true;
+  return false;
+}
+
+ExprPtr Parser::parse_tuple(bool simplified, bool with_condition, std::vector<std::string_view> extra_end_names,
+                            bool explicit_parentheses) {
+  const int line = current().line;
+  std::vector<ExprPtr> items;
+  bool is_tuple = false;
+  while (true) {
+    if (!items.empty()) expect_operator(",");
+    if (is_tuple_end(extra_end_names)) break;
+    items.push_back(simplified ? parse_primary() : parse_expression(with_condition));
+    if (!at_operator(",")) break;
+    is_tuple = true;
+  }
+  if (!is_tuple) {
+    if (!items.empty()) return std::move(items[0]);
+    if (!explicit_parentheses) fail("expected an expression, got " + describe(current()));
+  }
+  return make(ExprKind::Tuple, line, std::move(items));
+}
+
+ExprPtr Parser::parse_list() {
+  const int line = current().line;
+  expect_operator("[");
+  std::vector<ExprPtr> items;
+  while (!at_operator("]")) {
+    if (!items.empty()) expect_operator(",");
+    if (at_operator("]")) break;
+    items.push_back(parse_expression());
+  }
+  expect_operator("]");
+  return make(ExprKind::List, line, std::move(items));
+}
+
+ExprPtr Parser::parse_dict() {
+  const int line = current().line;
+  expect_operator("{");
+  std::vector<ExprPtr> items;
+  while (!at_operator("}")) {
+    if (!items.empty()) expect_operator(",");
+    if (at_operator("}")) break;
+    items.push_back(parse_expression());
+    expect_operator(":");
+    items.push_back(parse_expression());
+  }
+  expect_operator("}");
+  return make(ExprKind::Dict, line, std::move(items));
+}
+
+ExprPtr Parser::parse_postfix(ExprPtr node) {
+  while (true) {
+    if (at_operator(".") || at_operator("[")) {
+      node = parse_subscript(std::move(node));
+    } else if (at_operator("(")) {
+      auto call = new_node(ExprKind::Call, current().line);
+      call->operands.push_back(std::move(node));
+      call->arguments = parse_call_args();
+      node = finish(std::move(call));
+    } else {
+      return node;
+    }
+  }
+}
+
+ExprPtr Parser::parse_filter_expr(ExprPtr node) {
+  while (true) {
+    if (at_operator("|")) {
+      node = parse_filter(std::move(node), false);
+    } else if (at_name("is")) {
+      node = parse_test(std::move(node));
+    } else if (at_operator("(")) {
+      auto call = new_node(ExprKind::Call, current().line);
+      call->operands.push_back(std::move(node));
+      call->arguments = parse_call_args();
+      node = finish(std::move(call));
+    } else {
+      return node;
+    }
+  }
+}
+
+ExprPtr Parser::parse_subscript(ExprPtr node) {
+  const Token& token = next();
+  if (token.value == ".") {
+    const Token& attribute = next();
+    if (attribute.type == TokenType::Name) {
+      auto get = new_node(ExprKind::GetAttr, token.line);
+      get->name = attribute.value;
+      get->operands.push_back(std::move(node));
+      return finish(std::move(get));
+    }
+    if (attribute.type != TokenType::Integer) fail("expected name or number after '.'", attribute.line);
+    std::vector<ExprPtr> operands;
+    operands.push_back(std::move(node));
+    auto index = new_node(ExprKind::Constant, attribute.line);
+    index->constant = Value::of_int(attribute.integer);
+    operands.push_back(finish(std::move(index)));
+    return make(ExprKind::GetItem, token.line, std::move(operands));
+  }
+  std::vector<ExprPtr> indices;
+  while (!at_operator("]")) {
+    if (!indices.empty()) expect_operator(",");
+    indices.push_back(parse_subscribed());
+  }
+  expect_operator("]");
+  std::vector<ExprPtr> operands;
+  operands.push_back(std::move(node));
+  operands.push_back(indices.size() == 1 ? std::move(indices[0]) : make(ExprKind::Tuple, token.line, std::move(indices)));
+  return make(ExprKind::GetItem, token.line, std::move(operands));
+}
+
+// a[i], or a slice a[start:stop:step] with any part left out.
+ExprPtr Parser::parse_subscribed() {
+  const int line = current().line;
+  std::vector<ExprPtr> parts;
+  if (skip_operator(":")) {
+    parts.push_back(nullptr);
+  } else {
+    ExprPtr index = parse_expression();
+    if (!skip_operator(":")) return index;
+    parts.push_back(std::move(index));
+  }
+  const auto part_ends = [this] { return at_operator("]") || at_operator(","); };
+  if (at_operator(":") || part_ends()) parts.push_back(nullptr);
+  else parts.push_back(parse_expression());
+  if (skip_operator(":")) parts.push_back(part_ends() ? nullptr : parse_expression());
+  else parts.push_back(nullptr);
+  return make(ExprKind::Slice, line, std::move(parts));
+}
+
+Arguments Parser::parse_call_args() {
+  const int line = current().line;
+  expect_operator("(");
+  Arguments args;
+  const auto ensure = [&](bool ok) {
+    if (!ok) fail("invalid syntax for function call expression", line);
+  };
+  bool require_comma = false;
+  while (!at_operator(")")) {
+    if (require_comma) {
+      expect_operator(",");
+      if (at_operator(")")) break;
+    }
+    if (skip_operator("*")) {
+      ensure(!args.star_args && !args.star_kwargs);
+      args.star_args = parse_expression();
+    } else if (skip_operator("**")) {
+      ensure(!args.star_kwargs);
+      args.star_kwargs = parse_expression();
+    } else if (current().type == TokenType::Name && peek().type == TokenType::Operator && peek().value == "=") {
+      ensure(!args.star_kwargs);
+      std::string key = next().value;
+      next();
+      args.keywords.emplace_back(std::move(key), parse_expression());
+    } else {
+      ensure(!args.star_args && !args.star_kwargs && args.keywords.empty());
+      args.positional.push_back(parse_expression());
+    }
+    require_comma = true;
+  }
+  expect_operator(")");
+  return args;
+}
+
+ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
+  while (at_operator("|") || start_inline) {
+    if (!start_inline) next();
+    start_inline = false;
+    auto filter = new_node(ExprKind::Filter, current().line);
+    filter->name = expect_name();
+    while (skip_operator(".")) filter->name += "." + expect_name();
+    if (at_operator("(")) filter->arguments = parse_call_args();
+    if (node) filter->operands.push_back(std::move(node));
+    filter->filter = find_filter(filter->name);
+    node = finish(std::move(filter));
+  }
+  return node;
+}
+
+ExprPtr Parser::parse_test(ExprPtr node) {
+  const int line = next().line;  // "is"
+  const bool negated = skip_name("not");
+  auto test = new_node(ExprKind::Test, line);
+  test->name = expect_name();
+  while (skip_operator(".")) test->name += "." + expect_name();
+  const Token& t = current();
+  const bool argument_follows = t.type == TokenType::Name || t.type == TokenType::String ||
+                                t.type == TokenType::Integer || t.type == TokenType::Float || at_operator("[") ||
+                                at_operator("{");
+  if (at_operator("(")) {
+    test->arguments = parse_call_args();
+  } else if (argument_follows && !at_name("else") && !at_name("or") && !at_name("and")) {
+    if (at_name("is")) fail("you cannot chain multiple tests with 'is'");
+    test->arguments.positional.push_back(parse_postfix(parse_primary()));
+  }
+  test->operands.push_back(std::move(node));
+  test->test = find_test(test->name);
+  ExprPtr result = finish(std::move(test));
+  if (!negated) return result;
+  std::vector<ExprPtr> operands;
+  operands.push_back(std::move(result));
+  return make(ExprKind::Not, line, std::move(operands));
+}
+
+}  // namespace parley::jinja::ast

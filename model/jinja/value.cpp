@@ -1,0 +1,396 @@
+#include "model/jinja/value.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "model/jinja/jinja.hpp"
+#include "model/jinja/utf8.hpp"
+
+namespace parley::jinja {
+
+namespace {
+
+// Python prints a self-containing namespace as {...}; this engine refuses to go that deep instead.
+constexpr int kMaxReprDepth = 200;
+
+const std::vector<Value> kNoItems;
+
+bool non_printable(char32_t c) {
+  const auto in = [c](char32_t a, char32_t b) { return c >= a && c <= b; };
+  return in(0x80, 0xA0) || c == 0xAD || in(0x600, 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x1680 ||
+         c == 0x180E || in(0x2000, 0x200F) || in(0x2028, 0x202F) || in(0x205F, 0x2064) || in(0x2066, 0x206F) ||
+         c == 0x3000 || in(0xD800, 0xF8FF) || c == 0xFEFF || in(0xFFF9, 0xFFFB) || c == 0xFFFE || c == 0xFFFF;
+}
+
+void append_hex(std::string& out, const char* prefix, char32_t c, int digits) {
+  static const char* kHex = "0123456789abcdef";
+  out += prefix;
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out.push_back(kHex[(c >> shift) & 0xF]);
+}
+
+std::string repr_at(const Value& v, int depth);
+
+std::string join_repr(const std::vector<Value>& items, int depth) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += repr_at(items[i], depth + 1);
+  }
+  return out;
+}
+
+std::string list_repr(const ListData& list, int depth) {
+  const std::string inner = join_repr(list.items, depth);
+  switch (list.seq_kind) {
+    case SeqKind::List: return "[" + inner + "]";
+    case SeqKind::Tuple: return "(" + inner + (list.items.size() == 1 ? ",)" : ")");
+    case SeqKind::Iterator: return "<generator object>";
+    case SeqKind::ItemsView: return "dict_items([" + inner + "])";
+    case SeqKind::KeysView: return "dict_keys([" + inner + "])";
+    case SeqKind::ValuesView: return "dict_values([" + inner + "])";
+  }
+  return inner;
+}
+
+std::string str_at(const Value& v, int depth) {
+  if (depth > kMaxReprDepth) fail("maximum recursion depth exceeded while getting the repr of an object");
+  switch (v.kind) {
+    case Kind::Undefined: return "";
+    case Kind::None: return "None";
+    case Kind::Bool: return v.integer ? "True" : "False";
+    case Kind::Int: return std::to_string(v.integer);
+    case Kind::Float: return format_float(v.real);
+    case Kind::String: return v.text;
+    case Kind::List: return list_repr(*v.list, depth);
+    case Kind::Dict: {
+      std::string out = "{";
+      for (std::size_t i = 0; i < v.dict->items.size(); ++i) {
+        if (i) out += ", ";
+        out += repr_at(v.dict->items[i].first, depth + 1) + ": " + repr_at(v.dict->items[i].second, depth + 1);
+      }
+      return out + "}";
+    }
+    case Kind::Object: return v.object->repr();
+  }
+  return "";
+}
+
+std::string repr_at(const Value& v, int depth) {
+  if (v.kind == Kind::Undefined) return "Undefined";
+  if (v.kind == Kind::String) return v.markup ? "Markup(" + repr_string(v.text) + ")" : repr_string(v.text);
+  return str_at(v, depth);
+}
+
+bool sequence_equals(const ListData& a, const ListData& b) {
+  if (&a == &b) return true;
+  if (a.seq_kind != b.seq_kind || a.seq_kind == SeqKind::Iterator) return false;
+  if (a.items.size() != b.items.size()) return false;
+  for (std::size_t i = 0; i < a.items.size(); ++i)
+    if (!equals(a.items[i], b.items[i])) return false;
+  return true;
+}
+
+bool dict_equals(const DictData& a, const DictData& b) {
+  if (a.items.size() != b.items.size()) return false;
+  for (const auto& [key, value] : a.items) {
+    const Value* other = b.find(key);
+    if (!other || !equals(value, *other)) return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool apply_order(const T& a, const T& b, std::string_view op) {
+  if (op == "<") return a < b;
+  if (op == "<=") return a <= b;
+  if (op == ">") return a > b;
+  return a >= b;
+}
+
+}  // namespace
+
+Value Value::undefined(std::string message) {
+  Value v;
+  v.text = std::move(message);
+  return v;
+}
+Value Value::none() {
+  Value v;
+  v.kind = Kind::None;
+  return v;
+}
+Value Value::boolean(bool b) {
+  Value v;
+  v.kind = Kind::Bool;
+  v.integer = b;
+  return v;
+}
+Value Value::of_int(std::int64_t i) {
+  Value v;
+  v.kind = Kind::Int;
+  v.integer = i;
+  return v;
+}
+Value Value::of_float(double d) {
+  Value v;
+  v.kind = Kind::Float;
+  v.real = d;
+  return v;
+}
+Value Value::string(std::string s, bool markup) {
+  Value v;
+  v.kind = Kind::String;
+  v.text = std::move(s);
+  v.markup = markup;
+  return v;
+}
+Value Value::sequence(std::vector<Value> items, SeqKind seq_kind) {
+  Value v;
+  v.kind = Kind::List;
+  v.list = std::make_shared<ListData>(ListData{std::move(items), seq_kind});
+  return v;
+}
+Value Value::mapping(std::vector<std::pair<Value, Value>> items) {
+  Value v;
+  v.kind = Kind::Dict;
+  v.dict = std::make_shared<DictData>(DictData{std::move(items)});
+  return v;
+}
+Value Value::of_object(std::shared_ptr<Object> o) {
+  Value v;
+  v.kind = Kind::Object;
+  v.object = std::move(o);
+  return v;
+}
+
+SeqKind Value::seq_kind() const { return list ? list->seq_kind : SeqKind::List; }
+const std::vector<Value>& Value::items() const { return list ? list->items : kNoItems; }
+
+const Value* DictData::find(const Value& key) const {
+  if (key.kind == Kind::String) return find(std::string_view(key.text));
+  for (const auto& [k, v] : items)
+    if (equals(k, key)) return &v;
+  return nullptr;
+}
+
+const Value* DictData::find(std::string_view key) const {
+  for (const auto& [k, v] : items)
+    if (k.kind == Kind::String && k.text == key) return &v;
+  return nullptr;
+}
+
+void DictData::set(Value key, Value value) {
+  for (auto& [k, v] : items)
+    if (equals(k, key)) {
+      v = std::move(value);
+      return;
+    }
+  items.emplace_back(std::move(key), std::move(value));
+}
+
+Value Object::call(Renderer&, CallArgs&) const { fail("'" + type_name() + "' object is not callable"); }
+
+void fail(std::string message) { throw RenderError(message); }
+void fail_undefined(const Value& v) { fail(v.text.empty() ? "undefined value" : v.text); }
+
+bool truthy(const Value& v) {
+  switch (v.kind) {
+    case Kind::Undefined:
+    case Kind::None: return false;
+    case Kind::Bool:
+    case Kind::Int: return v.integer != 0;
+    case Kind::Float: return v.real != 0;
+    case Kind::String: return !v.text.empty();
+    case Kind::List: return v.list->seq_kind == SeqKind::Iterator || !v.list->items.empty();
+    case Kind::Dict: return !v.dict->items.empty();
+    case Kind::Object: return v.object->size().value_or(1) != 0;
+  }
+  return false;
+}
+
+std::string format_float(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, std::fabs(d), std::chars_format::scientific);
+  const std::string_view scientific(buffer, result.ptr - buffer);  // D[.DDD]e(+|-)XX
+  const std::size_t e = scientific.find('e');
+  std::string digits;
+  for (char c : scientific.substr(0, e))
+    if (c != '.') digits.push_back(c);
+  int exponent = 0;
+  std::from_chars(scientific.data() + e + 2, scientific.data() + scientific.size(), exponent);
+  if (scientific[e + 1] == '-') exponent = -exponent;
+  const int point = exponent + 1;  // digits are 0.DDD x 10^point
+  std::string out = d < 0 ? "-" : "";
+  if (point > -4 && point <= 16) {
+    const int n = static_cast<int>(digits.size());
+    if (point <= 0) out += "0." + std::string(-point, '0') + digits;
+    else if (point >= n) out += digits + std::string(point - n, '0') + ".0";
+    else out += digits.substr(0, point) + "." + digits.substr(point);
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  out += exponent < 0 ? "e-" : "e+";
+  if (std::abs(exponent) < 10) out += "0";
+  return out + std::to_string(std::abs(exponent));
+}
+
+std::string repr_string(std::string_view s) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const char quote = has_single && s.find('"') == std::string_view::npos ? '"' : '\'';
+  std::string out(1, quote);
+  for (char32_t c : utf8::decode(s)) {
+    if (c == static_cast<char32_t>(quote) || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c < 0x20 || c == 0x7F) append_hex(out, "\\x", c, 2);
+    else if (c >= 0x80 && non_printable(c)) append_hex(out, c < 0x100 ? "\\x" : "\\u", c, c < 0x100 ? 2 : 4);
+    else utf8::append(out, c);
+  }
+  return out + quote;
+}
+
+std::string to_str(const Value& v) { return str_at(v, 0); }
+std::string repr(const Value& v) { return repr_at(v, 0); }
+
+std::string type_name(const Value& v) {
+  switch (v.kind) {
+    case Kind::Undefined: return "Undefined";
+    case Kind::None: return "NoneType";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::String: return v.markup ? "Markup" : "str";
+    case Kind::Dict: return "dict";
+    case Kind::Object: return v.object->type_name();
+    case Kind::List: break;
+  }
+  switch (v.list->seq_kind) {
+    case SeqKind::List: return "list";
+    case SeqKind::Tuple: return "tuple";
+    case SeqKind::Iterator: return "generator";
+    case SeqKind::ItemsView: return "dict_items";
+    case SeqKind::KeysView: return "dict_keys";
+    case SeqKind::ValuesView: return "dict_values";
+  }
+  return "object";
+}
+
+std::string object_type_repr(const Value& v) {
+  if (v.is_none()) return "None";
+  return type_name(v) + " object";
+}
+
+bool equals(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.kind == Kind::Float || b.kind == Kind::Float) return a.as_double() == b.as_double();
+    return a.integer == b.integer;
+  }
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Kind::Undefined:
+    case Kind::None: return true;
+    case Kind::String: return a.text == b.text;
+    case Kind::List: return sequence_equals(*a.list, *b.list);
+    case Kind::Dict: return a.dict == b.dict || dict_equals(*a.dict, *b.dict);
+    case Kind::Object: return a.object == b.object;
+    default: return false;
+  }
+}
+
+bool is_hashable(const Value& v) {
+  if (v.kind == Kind::Dict) return false;
+  if (v.kind != Kind::List) return true;
+  if (v.list->seq_kind == SeqKind::Iterator) return true;
+  if (v.list->seq_kind != SeqKind::Tuple) return false;
+  for (const Value& item : v.list->items)
+    if (!is_hashable(item)) return false;
+  return true;
+}
+
+bool compare(const Value& a, const Value& b, std::string_view op) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  if (a.is_number() && b.is_number()) {
+    if (a.kind == Kind::Float || b.kind == Kind::Float) return apply_order(a.as_double(), b.as_double(), op);
+    return apply_order(a.integer, b.integer, op);
+  }
+  if (a.is_string() && b.is_string()) return apply_order(a.text, b.text, op);  // UTF-8 order is code point order
+  const bool ordered_sequences = a.is_list() && b.is_list() && a.seq_kind() == b.seq_kind() &&
+                                 (a.seq_kind() == SeqKind::List || a.seq_kind() == SeqKind::Tuple);
+  if (!ordered_sequences)
+    fail("'" + std::string(op) + "' not supported between instances of '" + type_name(a) + "' and '" +
+         type_name(b) + "'");
+  const auto& x = a.items();
+  const auto& y = b.items();
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
+    if (!equals(x[i], y[i])) return compare(x[i], y[i], op);
+  return apply_order(x.size(), y.size(), op);
+}
+
+std::vector<Value> iterate(const Value& v) {
+  switch (v.kind) {
+    case Kind::Undefined: return {};
+    case Kind::List:
+      if (v.list->seq_kind == SeqKind::Iterator) {
+        if (v.list->consumed) return {};
+        v.list->consumed = true;
+      }
+      return v.list->items;
+    case Kind::Dict: {
+      std::vector<Value> keys;
+      keys.reserve(v.dict->items.size());
+      for (const auto& item : v.dict->items) keys.push_back(item.first);
+      return keys;
+    }
+    case Kind::String: {
+      std::vector<Value> chars;
+      for (char32_t c : utf8::decode(v.text)) {
+        std::string one;
+        utf8::append(one, c);
+        chars.push_back(Value::string(std::move(one), v.markup));
+      }
+      return chars;
+    }
+    default: fail("'" + type_name(v) + "' object is not iterable");
+  }
+}
+
+std::int64_t length(const Value& v) {
+  switch (v.kind) {
+    case Kind::Undefined: return 0;
+    case Kind::String: return static_cast<std::int64_t>(utf8::length(v.text));
+    case Kind::Dict: return static_cast<std::int64_t>(v.dict->items.size());
+    case Kind::List:
+      if (v.list->seq_kind != SeqKind::Iterator) return static_cast<std::int64_t>(v.list->items.size());
+      break;
+    case Kind::Object:
+      if (auto n = v.object->size()) return *n;
+      break;
+    default: break;
+  }
+  fail("object of type '" + type_name(v) + "' has no len()");
+}
+
+bool contains(const Value& container, const Value& item) {
+  switch (container.kind) {
+    case Kind::String:
+      if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + type_name(item));
+      return container.text.find(item.text) != std::string::npos;
+    case Kind::Dict:
+      if (!is_hashable(item)) fail("unhashable type: '" + type_name(item) + "'");
+      return container.dict->find(item) != nullptr;
+    case Kind::List:
+    case Kind::Undefined:
+      for (const Value& element : iterate(container))
+        if (equals(element, item)) return true;
+      return false;
+    default: fail("argument of type '" + type_name(container) + "' is not iterable");
+  }
+}
+
+}  // namespace parley::jinja
