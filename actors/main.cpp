@@ -114,6 +114,9 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str();
   cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str();
   cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str();
+  cmd->add_option("--chat-template", s.chat_template_file,
+                  "A Jinja chat template file rendered instead of the model's tokenizer.chat_template")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--shutdown-grace", s.shutdown_grace_s, "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
       ->capture_default_str();
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical, off")

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <optional>
 #include <thread>
 
 #include "actors/commands.hpp"
@@ -20,7 +21,14 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto engine = EngineClient::start(o.engine);
-  http::HttpServer server(*engine, o.server);
+  std::optional<http::HttpServer> server_or_none;
+  try {
+    server_or_none.emplace(*engine, o.server);  // parses the chat template: a broken one stops here
+  } catch (...) {
+    engine->shutdown();
+    throw;
+  }
+  http::HttpServer& server = *server_or_none;
   server.start();
   spdlog::info("serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; websocket /v1/ws)",
                engine->model_name(), o.server.host, server.port());

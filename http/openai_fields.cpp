@@ -149,58 +149,6 @@ std::vector<int> token_ids(const json& v, int vocab_size, const std::string& par
   return ids;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body) {
-  const json* msgs = field(body, "messages");
-  if (!msgs) fail("Missing required parameter: 'messages'.", "messages");
-  if (!msgs->is_array()) wrong_type("messages", "an array", *msgs);
-  if (msgs->empty())
-    fail("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
-         "messages");
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < msgs->size(); ++i) {
-    const json& m = (*msgs)[i];
-    const std::string at = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) wrong_type(at, "an object", m);
-    for (const auto& [key, value] : m.items())
-      if (key != "role" && key != "content") fail("Unrecognized request argument supplied: " + at + "." + key, at + "." + key);
-    ChatMessage msg;
-    const json* role = field(m, "role");
-    if (!role) fail("Missing required parameter: '" + at + ".role'.", at + ".role");
-    if (!role->is_string()) wrong_type(at + ".role", "a string", *role);
-    msg.role = *role == "developer" ? "system" : role->get<std::string>();  // OpenAI's newer name for system
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      fail("Invalid value for '" + at + ".role': '" + role->get<std::string>() +
-               "' is not supported; expected 'system', 'user' or 'assistant'.", at + ".role");
-    const json* content = field(m, "content");
-    if (!content) fail("Missing required parameter: '" + at + ".content'.", at + ".content");
-    if (content->is_string()) {
-      msg.content = content->get<std::string>();
-    } else if (content->is_array()) {
-      // vLLM joins the text parts of one message with newlines.
-      for (size_t p = 0; p < content->size(); ++p) {
-        const json& part = (*content)[p];
-        const std::string pat = at + ".content[" + std::to_string(p) + "]";
-        if (!part.is_object()) wrong_type(pat, "an object", part);
-        for (const auto& [key, value] : part.items())
-          if (key != "type" && key != "text") fail("Unrecognized request argument supplied: " + pat + "." + key, pat + "." + key);
-        const json* type = field(part, "type");
-        if (!type || !type->is_string() || *type != "text")
-          fail("Invalid value for '" + pat + ".type': content parts of type " + (type ? type->dump() : "null") +
-                   " are not supported; only \"text\" is.", pat + ".type");
-        const json* text = field(part, "text");
-        if (!text) fail("Missing required parameter: '" + pat + ".text'.", pat + ".text");
-        if (!text->is_string()) wrong_type(pat + ".text", "a string", *text);
-        if (p > 0) msg.content += "\n";
-        msg.content += text->get<std::string>();
-      }
-    } else {
-      wrong_type(at + ".content", "a string or an array of content parts", *content);
-    }
-    out.push_back(std::move(msg));
-  }
-  return out;
-}
-
 std::string py_float(double v) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);

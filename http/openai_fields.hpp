@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "http/chat_template.hpp"
 #include "http/openai_protocol.hpp"
 
 namespace parley::http::detail {
@@ -42,8 +41,6 @@ std::optional<std::string> get_string(const json& obj, std::string_view key);
 // A token id at `param`: an integer in [0, vocab_size); else 400 "Token id X is out of vocabulary".
 int token_id(const json& v, int vocab_size, const std::string& param);
 std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
-// OpenAI messages (roles system/developer/user/assistant, content a string or text parts).
-std::vector<ChatMessage> parse_messages(const json& body);
 
 std::string py_float(double v);        // Python's repr, as vLLM's messages print floats
 std::string dump(const ojson& j);      // compact; invalid UTF-8 becomes U+FFFD instead of throwing

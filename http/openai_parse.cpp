@@ -4,6 +4,7 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "http/chat_prompt.hpp"
 #include "http/openai_fields.hpp"
 
 namespace parley::http {
@@ -21,7 +22,8 @@ constexpr std::string_view kChatFields[] = {
     "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
     "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
     "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
-    "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt"};
+    "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
+    "chat_template", "chat_template_kwargs", "tools"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -242,9 +244,10 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     check_ranges(j, req.params, ctx.max_n);
     read_logprobs(j, endpoint, vocab, req);
     if (chat) {
-      const std::string text = render_chat(parse_messages(j), ctx.chat_template,
-                                           get_bool(j, "add_generation_prompt").value_or(true));
-      req.prompts.push_back(ctx.tokenizer->encode(text, ctx.tokenizer->vocab().add_bos));
+      const ChatRequest chat_request = read_chat_request(body, j, /*allow_tools=*/false);
+      const std::string text = render_chat_prompt(chat_request, ctx.chat_template.get(), *ctx.tokenizer);
+      // vLLM: the template writes BOS, so chat adds no special tokens unless asked.
+      req.prompts.push_back(ctx.tokenizer->encode(text, get_bool(j, "add_special_tokens").value_or(false)));
       req.prompt_texts.push_back(text);
     } else {
       req.echo = get_bool(j, "echo").value_or(false);

@@ -2,6 +2,7 @@
 // rendering in openai_render.cpp, field readers in openai_fields.cpp.
 #include "http/openai_protocol.hpp"
 
+#include "http/chat_prompt.hpp"
 #include "http/openai_fields.hpp"
 
 namespace parley::http {
@@ -20,7 +21,10 @@ ojson error_json(const ApiError& e) {
 }
 
 constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "messages", "add_special_tokens",
-                                                "add_generation_prompt", "return_token_strs"};
+                                                "add_generation_prompt", "return_token_strs", "tools",
+                                                "chat_template", "chat_template_kwargs"};
+constexpr std::string_view kApplyTemplateFields[] = {"model", "messages", "add_generation_prompt", "tools",
+                                                     "chat_template", "chat_template_kwargs"};
 constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 
 }  // namespace
@@ -43,17 +47,19 @@ std::variant<std::string, ApiError> tokenize_response(std::string_view body, con
     reject_unknown_fields(j, kTokenizeFields);
     check_model(j, ctx);
     const Tokenizer& tok = *ctx.tokenizer;
-    const bool add_special = get_bool(j, "add_special_tokens").value_or(true);
     const bool has_prompt = field(j, "prompt") != nullptr, has_messages = field(j, "messages") != nullptr;
     if (has_prompt == has_messages) fail("Exactly one of 'prompt' and 'messages' must be given.", has_prompt ? "messages" : "prompt");
+    // vLLM's defaults: a prompt gets BOS, chat messages do not (their template writes it).
+    const bool add_special = get_bool(j, "add_special_tokens").value_or(has_prompt);
     std::string text;
     if (has_prompt) {
       text = *get_string(j, "prompt");
-      if (field(j, "add_generation_prompt")) fail("`add_generation_prompt` applies to 'messages' only.", "add_generation_prompt");
+      for (const char* chat_only : {"add_generation_prompt", "tools", "chat_template", "chat_template_kwargs"})
+        if (field(j, chat_only)) fail(std::string("`") + chat_only + "` applies to 'messages' only.", chat_only);
     } else {
-      text = render_chat(parse_messages(j), ctx.chat_template, get_bool(j, "add_generation_prompt").value_or(true));
+      text = render_chat_prompt(read_chat_request(body, j, /*allow_tools=*/true), ctx.chat_template.get(), tok);
     }
-    const std::vector<int> ids = tok.encode(text, tok.vocab().add_bos && add_special);
+    const std::vector<int> ids = tok.encode(text, add_special);
     ojson out = {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids}};
     if (get_bool(j, "return_token_strs").value_or(false)) {
       ojson strs = ojson::array();
@@ -62,6 +68,18 @@ std::variant<std::string, ApiError> tokenize_response(std::string_view body, con
       out["token_strs"] = std::move(strs);
     }
     return dump(out);
+  } catch (const RequestError& e) {
+    return e.error;
+  }
+}
+
+std::variant<std::string, ApiError> apply_template_response(std::string_view body, const ServingContext& ctx) {
+  try {
+    const json j = parse_object(body);
+    reject_unknown_fields(j, kApplyTemplateFields);
+    check_model(j, ctx);
+    const ChatRequest request = read_chat_request(body, j, /*allow_tools=*/true);
+    return dump({{"prompt", render_chat_prompt(request, ctx.chat_template.get(), *ctx.tokenizer)}});
   } catch (const RequestError& e) {
     return e.error;
   }

@@ -2,6 +2,7 @@
 // /v1/completions and /v1/chat/completions bodies into engine requests, and rendering responses,
 // stream chunks and errors in OpenAI's exact shapes with vLLM's messages.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
+#include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley::http {
@@ -29,7 +31,7 @@ struct ServingContext {
   const Tokenizer* tokenizer = nullptr;
   std::string model_name;           // the only accepted "model" (404 otherwise)
   int max_model_len = 0;            // prompt + max_tokens must fit
-  std::string chat_template;        // the model file's tokenizer.chat_template, "" if none
+  std::shared_ptr<const ChatTemplate> chat_template;  // the served chat template; nullptr: the plain fallback
   int max_n = 64;                   // the largest n a request may ask for (--max-n)
 };
 
@@ -96,5 +98,8 @@ std::string models_response(const ServingContext& ctx, long created);
 // POST /tokenize and /detokenize (vLLM's shapes).
 std::variant<std::string, ApiError> tokenize_response(std::string_view body, const ServingContext& ctx);
 std::variant<std::string, ApiError> detokenize_response(std::string_view body, const ServingContext& ctx);
+// llama.cpp's /apply-template: {messages, tools, add_generation_prompt (default true), chat_template_kwargs,
+// chat_template} -> {"prompt": the rendered text}, exactly what /v1/chat/completions would tokenize.
+std::variant<std::string, ApiError> apply_template_response(std::string_view body, const ServingContext& ctx);
 
 }  // namespace parley::http

@@ -87,9 +87,11 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
     return r;
   }
-  if (path == "/tokenize" || path == "/detokenize") {
+  if (path == "/tokenize" || path == "/detokenize" || path == "/apply-template") {
     if (auto e = only(post)) return *e;
-    auto out = path == "/tokenize" ? tokenize_response(req.body, ctx) : detokenize_response(req.body, ctx);
+    auto out = path == "/tokenize"     ? tokenize_response(req.body, ctx)
+               : path == "/detokenize" ? detokenize_response(req.body, ctx)
+                                       : apply_template_response(req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&out)) return respond(e->status, error_body(*e));
     return respond(200, std::get<std::string>(out));
   }

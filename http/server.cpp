@@ -5,6 +5,7 @@
 #include <deque>
 #include <thread>
 
+#include "http/chat_prompt.hpp"
 #include "http/session_common.hpp"
 
 namespace parley::http {
@@ -263,7 +264,8 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.tokenizer = &engine.tokenizer();
   impl_->ctx.serving.model_name = engine.model_name();
   impl_->ctx.serving.max_model_len = engine.max_model_len();
-  impl_->ctx.serving.chat_template = engine.chat_template();
+  impl_->ctx.serving.chat_template =
+      served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
   impl_->ctx.serving.max_n = engine.max_n();
 }
 

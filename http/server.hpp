@@ -18,6 +18,7 @@ struct ServerOptions {
   int idle_timeout_s = 60;              // a keep-alive connection with no request is closed
   int io_threads = 1;
   int shutdown_grace_s = 10;            // on SIGTERM, live requests get this long to finish, then abort
+  std::string chat_template_file;       // --chat-template: a Jinja file served instead of the model's template
 };
 
 class HttpServer {

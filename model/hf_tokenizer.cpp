@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <unordered_map>
 #include <stdexcept>
 
 #include "model/pretokenizer.hpp"
@@ -64,6 +66,81 @@ bool has_byte_level(const json& pre) {
   return false;
 }
 
+
+// SentencePiece-style BPE (byte_fallback, "▁" for space: Llama 2, Mistral, Gemma): a normalizer that
+// replaces ' ' with '▁' (after prepending one: the dummy prefix), and no pre-tokenizer that splits.
+bool read_sentencepiece_normalizer(const json& normalizer, const std::string& file) {
+  auto is_replace = [](const json& n) {
+    return n.value("type", "") == "Replace" && n.at("pattern").value("String", "") == " " &&
+           n.value("content", "") == "\xE2\x96\x81";
+  };
+  if (is_replace(normalizer)) return false;
+  if (normalizer.value("type", "") == "Sequence") {
+    const json& steps = normalizer.at("normalizers");
+    if (steps.size() == 2 && steps[0].value("type", "") == "Prepend" && steps[0].value("prepend", "") == "\xE2\x96\x81" &&
+        is_replace(steps[1]))
+      return true;
+  }
+  throw std::runtime_error("'" + file + "': a SentencePiece-style normalizer other than Replace(' ', '▁') with an "
+                           "optional Prepend('▁') is not supported");
+}
+
+void read_sentencepiece(const json& tok, const std::string& file, Vocab& v) {
+  v.kind = TokenizerKind::SentencePiece;
+  v.add_space_prefix = read_sentencepiece_normalizer(tok.value("normalizer", json()), file);
+  const json pre = tok.value("pre_tokenizer", json());
+  const bool no_op_split = !pre.is_null() && pre.value("type", "") == "Split" && pre.at("pattern").value("String", "") == " ";
+  if (!pre.is_null() && !no_op_split)  // after the normalizer there are no spaces left to split on
+    throw std::runtime_error("'" + file + "': pre-tokenizer '" + pre.value("type", "?") +
+                             "' is not supported for a SentencePiece-style vocabulary");
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";
+  std::unordered_map<std::string, int> id_of;
+  for (int id = 0; id < v.size(); ++id) id_of.emplace(v.pieces[id], id);
+  // A merged piece scores minus its merge's rank, so SentencePiece's highest-score-first order is the
+  // merges' order; a piece no merge makes never forms from a pair (scored below run.c's floor).
+  std::fill(v.scores.begin(), v.scores.end(), -1e30f);
+  int rank = 0;
+  for (const json& m : tok.at("model").at("merges")) {
+    const std::string joined = m.is_string() ? std::string(m.get<std::string>()).erase(m.get<std::string>().find(' '), 1)
+                                             : m.at(0).get<std::string>() + m.at(1).get<std::string>();
+    if (auto it = id_of.find(joined); it != id_of.end() && v.scores[it->second] < -1e29f)
+      v.scores[it->second] = -static_cast<float>(rank);
+    ++rank;
+  }
+  for (int id = 0; id < v.size(); ++id) {
+    std::string& p = v.pieces[id];
+    if (v.types[id] == TokenType::Normal && p.size() == 6 && p.starts_with("<0x") && p.back() == '>') v.types[id] = TokenType::Byte;
+    if (v.types[id] == TokenType::Normal)
+      for (size_t at = p.find(kSpace); at != std::string::npos; at = p.find(kSpace, at + 1)) p.replace(at, kSpace.size(), " ");
+  }
+}
+
+void read_byte_level(const json& tok, const std::string& file, const std::string& pre, Vocab& v) {
+  v.kind = TokenizerKind::Gpt2Bpe;
+  const json pre_tokenizer = tok.value("pre_tokenizer", json());
+  const json normalizer = tok.value("normalizer", json());
+  if (!normalizer.is_null() && normalizer.value("type", "") != "NFC")
+    throw std::runtime_error("'" + file + "': normalizer '" + normalizer.value("type", "?") + "' is not supported");
+  if (!pre.empty()) {
+    if (!find_pretokenizer(pre)) throw std::runtime_error("unknown --pre '" + pre + "' (known: " + known_pretokenizers() + ")");
+    v.pre = pre;
+  } else {
+    std::vector<std::string> patterns;
+    collect_patterns(pre_tokenizer, file, patterns);
+    const PreTokenizerSpec* spec = pretokenizer_with_patterns(patterns);
+    if (!spec) throw std::runtime_error("'" + file + "': its pre-tokenizer patterns match no known type; name one with --pre");
+    if (spec->nfc != !normalizer.is_null())
+      throw std::runtime_error("'" + file + "': the pre-tokenizer is '" + std::string(spec->names[0]) +
+                               "' but the NFC normalizer does not match it; name the type with --pre");
+    v.pre = spec->names[0];
+  }
+  for (const json& m : tok.at("model").at("merges")) {
+    if (m.is_string()) v.merges.push_back(m.get<std::string>());
+    else v.merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());  // ["a", "b"] form
+  }
+  v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
+}
+
 }  // namespace
 
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) {
@@ -71,31 +148,15 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   const json tok = read_json(tok_path);
   const json config = read_json(config_path);
   const json& model = tok.at("model");
-  const json pre_tokenizer = tok.value("pre_tokenizer", json());
-  if (model.value("type", "") != "BPE" || !has_byte_level(pre_tokenizer))
-    throw std::runtime_error("'" + tok_path + "' is not a byte-level BPE tokenizer (model " + model.value("type", "?") +
-                             "); SentencePiece vocabularies come from the model's own GGUF");
-  const json normalizer = tok.value("normalizer", json());
-  if (!normalizer.is_null() && normalizer.value("type", "") != "NFC")
-    throw std::runtime_error("'" + tok_path + "': normalizer '" + normalizer.value("type", "?") + "' is not supported");
+  const bool byte_level = has_byte_level(tok.value("pre_tokenizer", json()));
+  const bool sentencepiece = !byte_level && model.value("byte_fallback", false);
+  if (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece))
+    throw std::runtime_error("'" + tok_path + "' is neither a byte-level nor a SentencePiece-style BPE tokenizer (model " +
+                             model.value("type", "?") + ")");
+  if (sentencepiece && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
 
   HfTokenizer out;
   Vocab& v = out.vocab;
-  v.kind = TokenizerKind::Gpt2Bpe;
-  if (!pre.empty()) {
-    if (!find_pretokenizer(pre)) throw std::runtime_error("unknown --pre '" + pre + "' (known: " + known_pretokenizers() + ")");
-    v.pre = pre;
-  } else {
-    std::vector<std::string> patterns;
-    collect_patterns(pre_tokenizer, tok_path, patterns);
-    const PreTokenizerSpec* spec = pretokenizer_with_patterns(patterns);
-    if (!spec) throw std::runtime_error("'" + tok_path + "': its pre-tokenizer patterns match no known type; name one with --pre");
-    if (spec->nfc != !normalizer.is_null())
-      throw std::runtime_error("'" + tok_path + "': the pre-tokenizer is '" + std::string(spec->names[0]) +
-                               "' but the NFC normalizer does not match it; name the type with --pre");
-    v.pre = spec->names[0];
-  }
-
   // Ids: the model's vocab, then added tokens (special ones are control tokens); gaps are unused.
   int n = 0;
   for (const auto& [piece, id] : model.at("vocab").items()) n = std::max(n, id.get<int>() + 1);
@@ -109,16 +170,18 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   }
   for (const json& t : tok.value("added_tokens", json::array())) {
     const int id = t.at("id").get<int>();
-    v.pieces[id] = t.at("content").get<std::string>();
-    v.types[id] = t.value("special", false) ? TokenType::Control : TokenType::UserDefined;
+    const std::string content = t.at("content").get<std::string>();
+    const bool special = t.value("special", false);
+    // Added tokens match the raw text (normalized: false), where no '▁' occurs: one spelled with it that is
+    // also the model's own piece (Gemma's "▁▁") stays a piece only merges make.
+    if (!special && v.types[id] == TokenType::Normal && v.pieces[id] == content &&
+        content.find("\xE2\x96\x81") != std::string::npos)
+      continue;
+    v.pieces[id] = content;
+    v.types[id] = special ? TokenType::Control : TokenType::UserDefined;
   }
   for (int id = 0; id < n; ++id)
     if (v.types[id] == TokenType::Unused) v.pieces[id] = "[PAD" + std::to_string(id) + "]";  // llama.cpp's filler
-
-  for (const json& m : model.at("merges")) {
-    if (m.is_string()) v.merges.push_back(m.get<std::string>());
-    else v.merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());  // ["a", "b"] form
-  }
 
   auto id_of = [&](const std::string& text) {
     if (text.empty()) return -1;
@@ -129,6 +192,7 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   v.bos_id = id_of(token_text(config, "bos_token"));
   v.eos_id = id_of(token_text(config, "eos_token"));
   v.unk_id = model.contains("unk_token") && model["unk_token"].is_string() ? id_of(model["unk_token"]) : -1;
+  if (v.unk_id >= 0) v.types[v.unk_id] = TokenType::Unknown;
   // add_bos as the config says, else as the post-processor does (a template that starts with BOS).
   bool post_adds_bos = false;
   const json post = tok.value("post_processor", json());
@@ -137,7 +201,9 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
                                                                                          : post_adds_bos;
   v.add_eos = config.value("add_eos_token", false);
   if (v.add_bos && v.bos_id < 0) throw std::runtime_error("'" + config_path + "' adds a BOS token but names none");
-  v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
+
+  if (sentencepiece) read_sentencepiece(tok, tok_path, v);
+  else read_byte_level(tok, tok_path, pre, v);
 
   if (config.contains("chat_template")) {
     const json& t = config["chat_template"];

@@ -1,6 +1,8 @@
-// Hugging Face tokenizer import: a byte-level BPE tokenizer.json (+ tokenizer_config.json) as a
-// GGUF vocabulary, in the layout llama.cpp's converter writes (tokens, token types, merges, pre type,
-// BOS/EOS ids, add_bos, chat template). Tests and benchmarks get real vocabularies this way.
+// Hugging Face tokenizer import: a tokenizer.json (+ tokenizer_config.json) as a GGUF vocabulary, in
+// the layout llama.cpp's converter writes (tokens, token types, BOS/EOS ids, add_bos, chat template;
+// merges and pre type for byte-level BPE). A SentencePiece-style BPE (byte_fallback, '▁' for space, as
+// Gemma's) becomes a "llama" vocabulary whose scores follow the merge ranks. Tests and benchmarks get
+// real vocabularies this way.
 #pragma once
 #include <string>
 
@@ -15,7 +17,7 @@ struct HfTokenizer {
 
 // dir holds tokenizer.json and tokenizer_config.json. pre: a tokenizer.ggml.pre name, or "" to
 // recognise it from the tokenizer.json's pre-tokenizer patterns. Throws std::runtime_error naming
-// the file and what it cannot import (not byte-level BPE, an unknown pre-tokenizer, ...).
+// the file and what it cannot import (another model type or normalizer, an unknown pre-tokenizer, ...).
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre = "");
 
 }  // namespace parley

@@ -20,7 +20,7 @@ inline const Tokenizer& tok512() {
 }
 
 // stories260K's vocabulary with a short context, so over-context cases stay small.
-inline ServingContext context() { return ServingContext{&tok512(), "stories260K", 64, ""}; }
+inline ServingContext context() { return ServingContext{&tok512(), "stories260K", 64, nullptr}; }
 
 inline GenerateRequest parse_ok(Endpoint ep, const std::string& body) {
   INFO(body);

@@ -127,7 +127,7 @@ TEST_CASE("broken byte-level vocabularies are refused naming the problem", "[bpe
   CHECK_THROWS_WITH(Tokenizer(bad), Catch::Contains("'zz' is not a token of the vocabulary"));
 }
 
-TEST_CASE("a byte-level GGUF keeps merges, pre type and special ids; a broken one is refused on load", "[bpe][gguf]") {
+TEST_CASE("a byte-level GGUF keeps merges, pre type and special ids, and a broken one is refused on load", "[bpe][gguf]") {
   TempDir tmp;
   Vocab v = byte_level_vocab({"a b", "\xC4\xA0 ab"}, "qwen2", {{"<|im_end|>", TokenType::Control}});
   v.eos_id = 258;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "http/chat_prompt.hpp"
 #include "http/openai_protocol.hpp"
 #include "tests/openai_test_util.hpp"
 
@@ -218,20 +219,28 @@ TEST_CASE("completions: defaults as vLLM's CompletionRequest", "[openai]") {
   CHECK(parse_ok(Endpoint::Completions, R"({"prompt": )" + ids_prompt(60) + R"(, "max_tokens": 4})").params.max_tokens == 4);
 }
 
-TEST_CASE("chat: messages are rendered by the template and tokenized with BOS", "[openai]") {
+TEST_CASE("chat: messages are rendered by the template and tokenized with the BOS it writes", "[openai]") {
   const Tokenizer& tok = tok512();
   const GenerateRequest r = parse_ok(Endpoint::ChatCompletions,
                                      R"({"messages": [{"role": "developer", "content": "Be kind."},
                                                       {"role": "user", "content": [{"type": "text", "text": "Lily"},
                                                                                    {"type": "text", "text": "was"}]}]})");
-  const std::string text = "System: Be kind.\nUser: Lily\nwas\nAssistant:";
+  // No template: the fallback transcript, after BOS's text (the tokenizer turns it into the BOS token).
+  const std::string text = "<s>System: Be kind.\nUser: Lily\nwas\nAssistant:";
   CHECK(r.prompt_texts == std::vector<std::string>{text});
-  CHECK(r.prompts == std::vector<std::vector<int>>{tok.encode(text, true)});
+  CHECK(r.prompts == std::vector<std::vector<int>>{tok.encode(text, false)});
+  CHECK(r.prompts[0] == tok.encode("System: Be kind.\nUser: Lily\nwas\nAssistant:", true));
   CHECK(r.params.max_tokens == 64 - int(r.prompts[0].size()));  // chat default: what the context leaves
   CHECK(r.top_logprobs == -1);
+  // add_special_tokens adds BOS again, as vLLM does.
+  CHECK(parse_ok(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}], "add_special_tokens": true})")
+            .prompts[0][1] == tok.bos_id());
 
   ServingContext chatml = context();
-  chatml.chat_template = "<|im_start|>";
+  chatml.chat_template = make_chat_template(
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+      tok);
   const auto c = parse_generate_request(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}],
                                         "add_generation_prompt": false})", chatml);
   REQUIRE(std::holds_alternative<GenerateRequest>(c));
@@ -257,14 +266,24 @@ TEST_CASE("chat: invalid messages and chat-only fields give their errors", "[ope
       {R"({"messages": "Hi"})", "messages", "Invalid type for 'messages': expected an array, but got a string instead."},
       {R"({"messages": []})", "messages",
        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."},
-      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role",
-       "Invalid value for 'messages[0].role': 'tool' is not supported; expected 'system', 'user' or 'assistant'."},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role",
+       "Invalid value for 'messages[0].role': 'robot' is not supported; expected 'system', 'developer', 'user', "
+       "'assistant' or 'tool'."},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+       "Missing required parameter: 'messages[0].tool_call_id'."},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "messages[0].tool_calls",
+       "'messages[0].tool_calls' is only allowed on assistant messages."},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments",
+       "Missing required parameter: 'messages[0].tool_calls[0].function.arguments'."},
       {R"({"messages": [{"content": "x"}]})", "messages[0].role", "Missing required parameter: 'messages[0].role'."},
       {R"({"messages": [{"role": "user"}]})", "messages[0].content", "Missing required parameter: 'messages[0].content'."},
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
        "Invalid type for 'messages[0].content': expected a string or an array of content parts, but got an integer instead."},
-      {R"({"messages": [{"role": "user", "content": "a", "name": "bob"}]})", "messages[0].name",
-       "Unrecognized request argument supplied: messages[0].name"},
+      {R"({"messages": [{"role": "user", "content": "a", "nick": "bob"}]})", "messages[0].nick",
+       "Unrecognized request argument supplied: messages[0].nick"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": 1})", "chat_template_kwargs",
+       "Invalid type for 'chat_template_kwargs': expected an object, but got an integer instead."},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})",
        "messages[0].content[0].image_url", "Unrecognized request argument supplied: messages[0].content[0].image_url"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0].type",
@@ -278,7 +297,9 @@ TEST_CASE("chat: invalid messages and chat-only fields give their errors", "[ope
       {"{" + msgs + R"(, "max_completion_tokens": 0})", "max_completion_tokens", "max_completion_tokens must be at least 1, got 0."},
       {"{" + msgs + R"(, "echo": true})", "echo", "Unrecognized request argument supplied: echo"},
       {"{" + msgs + R"(, "prompt": "x"})", "prompt", "Unrecognized request argument supplied: prompt"},
-      {"{" + msgs + R"(, "tools": []})", "tools", "Unrecognized request argument supplied: tools"},
+      {"{" + msgs + R"(, "tools": []})", "tools",
+       "'tools' is not supported on this endpoint yet: Parley does not parse tool calls from the output "
+       "(/apply-template renders them)."},
       {"{" + msgs + R"(, "temperature": -1})", "temperature", "temperature must be non-negative, got -1.0."},
   });
   // Over the context: with max_completion_tokens it is named, without it the messages are.

