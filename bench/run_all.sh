@@ -16,6 +16,7 @@ model110=bench/out/parley-110m-f32.gguf
 echo "## Kernels"; "$BUILD/bench_kernels" --threads "$threads"; echo
 echo "## Sampler"; "$BUILD/bench_sampler"; echo
 echo "## Tokenization: Llama 3 and Qwen3 vocabularies"; tests/e2e/install.sh >/dev/null; node bench/bench_tokenize.mjs "$BUILD"; echo
+echo "## Chat templates: parse and render time, 10 messages (Jinja2 beside)"; "$BUILD/bench_templates"; echo
 echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260K.gguf --threads "$threads" --peer; echo
 echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer
 echo; echo "## Persistent batch: sampling metadata per step"; "$BUILD/bench_persistent_batch"
