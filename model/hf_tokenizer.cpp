@@ -42,7 +42,12 @@ void collect_patterns(const json& pre, const std::string& file, std::vector<std:
     for (const json& p : pre.at("pretokenizers")) collect_patterns(p, file, out);
   } else if (type == "Split") {
     const json& pattern = pre.at("pattern");
-    if (!pattern.contains("Regex") || pre.value("behavior", "") != "Isolated" || pre.value("invert", false))
+    // Removed + invert keeps the matches and drops the rest: Isolated for a pattern that matches every
+    // character, as gpt-4o's does (the pattern must then be a known type's, which is checked below).
+    const std::string behavior = pre.value("behavior", "");
+    const bool isolated = behavior == "Isolated" && !pre.value("invert", false);
+    const bool kept_matches = behavior == "Removed" && pre.value("invert", false);
+    if (!pattern.contains("Regex") || !(isolated || kept_matches))
       throw std::runtime_error("'" + file + "': only Split pre-tokenizers with an isolated Regex are supported");
     out.push_back(pattern["Regex"].get<std::string>());
   } else if (type == "Digits") {
@@ -118,7 +123,9 @@ void read_sentencepiece(const json& tok, const std::string& file, Vocab& v) {
 void read_byte_level(const json& tok, const std::string& file, const std::string& pre, Vocab& v) {
   v.kind = TokenizerKind::Gpt2Bpe;
   const json pre_tokenizer = tok.value("pre_tokenizer", json());
-  const json normalizer = tok.value("normalizer", json());
+  json normalizer = tok.value("normalizer", json());
+  if (normalizer.is_object() && normalizer.value("type", "") == "Sequence" && normalizer.at("normalizers").empty())
+    normalizer = json();  // a no-op
   if (!normalizer.is_null() && normalizer.value("type", "") != "NFC")
     throw std::runtime_error("'" + file + "': normalizer '" + normalizer.value("type", "?") + "' is not supported");
   if (!pre.empty()) {
