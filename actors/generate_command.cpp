@@ -58,7 +58,7 @@ int run_generate(const GenerateOptions& o) {
   auto engine = EngineClient::start(o.engine);
   const Tokenizer& tokenizer = engine->tokenizer();
   o.params.validate(tokenizer.vocab().size());
-  const std::vector<int> prompt = tokenizer.encode(o.prompt, tokenizer.vocab().add_bos);
+  const std::vector<int> prompt = tokenizer.encode(o.prompt, /*add_special=*/true);
   // n samples of one prompt, prefilled once: sample i uses seed + i; unseeded, each draws its own seed.
   std::vector<EngineRequestSpec> specs(1);
   specs[0] = {"gen-0", prompt, o.params, {}};

@@ -147,11 +147,11 @@ void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& re
 void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {
   const Tokenizer& tok = *ctx.tokenizer;
   const int vocab = tok.vocab().size();
-  const bool add_bos = tok.vocab().add_bos && get_bool(body, "add_special_tokens").value_or(true);
+  const bool add_special = get_bool(body, "add_special_tokens").value_or(true);  // BOS/EOS as the vocabulary says
   auto empty = [] { fail("The prompt cannot be empty.", "prompt"); };
   auto add_text = [&](const std::string& text) {
     if (text.empty()) empty();
-    req.prompts.push_back(tok.encode(text, add_bos));
+    req.prompts.push_back(tok.encode(text, add_special));
     req.prompt_texts.push_back(text);
   };
   auto add_ids = [&](const json& ids) {
