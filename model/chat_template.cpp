@@ -16,7 +16,7 @@ bool truthy(const Json& j) {
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
     case Json::value_t::number_float: return j.get<double>() != 0;
-    case Json::value_t::string:
+    case Json::value_t::string: return !j.get_ref<const std::string&>().empty();
     case Json::value_t::array:
     case Json::value_t::object: return !j.empty();
     default: return true;

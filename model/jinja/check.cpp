@@ -16,10 +16,10 @@ struct Frame {
 void check_expr(const Expr* expr, bool soft);
 
 void check_arguments(const Arguments& args, bool soft) {
-  for (const auto& arg : args.positional) check_expr(arg.get(), soft);
-  for (const auto& [name, arg] : args.keywords) check_expr(arg.get(), soft);
-  check_expr(args.star_args.get(), soft);
-  check_expr(args.star_kwargs.get(), soft);
+  for (const auto& arg : args.positional) check_expr(arg, soft);
+  for (const auto& [name, arg] : args.keywords) check_expr(arg, soft);
+  check_expr(args.star_args, soft);
+  check_expr(args.star_kwargs, soft);
 }
 
 void check_expr(const Expr* expr, bool soft) {
@@ -29,7 +29,7 @@ void check_expr(const Expr* expr, bool soft) {
     throw ParseError(expr->line, "no filter named '" + expr->name + "'");
   if (expr->kind == ExprKind::Test && !expr->test && !soft)
     throw ParseError(expr->line, "no test named '" + expr->name + "'");
-  for (const auto& operand : expr->operands) check_expr(operand.get(), soft);
+  for (const auto& operand : expr->operands) check_expr(operand, soft);
   check_arguments(expr->arguments, soft);
 }
 
@@ -40,7 +40,7 @@ void check_loop_target(const Target& target) {
 }
 
 void check_defaults(const Signature& signature) {
-  for (const auto& expr : signature.defaults) check_expr(expr.get(), false);
+  for (const auto& expr : signature.defaults) check_expr(expr, false);
 }
 
 void check_body(const Body& body, Frame frame) {
@@ -48,24 +48,28 @@ void check_body(const Body& body, Frame frame) {
     switch (stmt->kind) {
       case StmtKind::Text: break;
       case StmtKind::Output:
-      case StmtKind::Set: check_expr(stmt->expr.get(), frame.soft); break;
+      case StmtKind::Set: check_expr(stmt->expr, frame.soft); break;
       case StmtKind::If:
         for (const Branch& branch : stmt->branches) {
-          check_expr(branch.test.get(), true);
+          check_expr(branch.test, true);
           check_body(branch.body, {true, frame.in_loop});
         }
         check_body(stmt->else_body, {true, frame.in_loop});
         break;
       case StmtKind::For:
-        check_expr(stmt->expr.get(), frame.soft);
+        check_expr(stmt->expr, frame.soft);
         check_loop_target(stmt->target);
-        check_expr(stmt->condition.get(), false);
+        check_expr(stmt->condition, false);
         check_body(stmt->body, {false, true});
         check_body(stmt->else_body, {false, frame.in_loop});
         break;
+      case StmtKind::With:
+        for (const auto& [target, value] : stmt->assignments) check_expr(value, frame.soft);
+        check_body(stmt->body, {false, frame.in_loop});
+        break;
       case StmtKind::SetBlock:
       case StmtKind::FilterBlock:
-        check_expr(stmt->expr.get(), false);
+        check_expr(stmt->expr, false);
         check_body(stmt->body, {false, frame.in_loop});
         break;
       case StmtKind::Macro:
@@ -73,7 +77,7 @@ void check_body(const Body& body, Frame frame) {
         check_body(stmt->body, {false, false});
         break;
       case StmtKind::CallBlock:
-        check_expr(stmt->expr.get(), frame.soft);
+        check_expr(stmt->expr, frame.soft);
         check_defaults(stmt->signature);
         check_body(stmt->body, {false, false});
         break;
@@ -92,13 +96,13 @@ bool expr_refers_to(const Expr* expr, std::string_view name) {
   if (!expr) return false;
   if (expr->kind == ExprKind::Name && expr->name == name) return true;
   for (const auto& operand : expr->operands)
-    if (expr_refers_to(operand.get(), name)) return true;
+    if (expr_refers_to(operand, name)) return true;
   const Arguments& args = expr->arguments;
   for (const auto& arg : args.positional)
-    if (expr_refers_to(arg.get(), name)) return true;
+    if (expr_refers_to(arg, name)) return true;
   for (const auto& [key, arg] : args.keywords)
-    if (expr_refers_to(arg.get(), name)) return true;
-  return expr_refers_to(args.star_args.get(), name) || expr_refers_to(args.star_kwargs.get(), name);
+    if (expr_refers_to(arg, name)) return true;
+  return expr_refers_to(args.star_args, name) || expr_refers_to(args.star_kwargs, name);
 }
 
 }  // namespace
@@ -107,11 +111,13 @@ void check_program(const Program& program) { check_body(program.body, {false, fa
 
 bool refers_to(const Body& body, std::string_view name) {
   for (const auto& stmt : body) {
-    if (expr_refers_to(stmt->expr.get(), name) || expr_refers_to(stmt->condition.get(), name)) return true;
+    if (expr_refers_to(stmt->expr, name) || expr_refers_to(stmt->condition, name)) return true;
     for (const Branch& branch : stmt->branches)
-      if (expr_refers_to(branch.test.get(), name) || refers_to(branch.body, name)) return true;
+      if (expr_refers_to(branch.test, name) || refers_to(branch.body, name)) return true;
+    for (const auto& [target, value] : stmt->assignments)
+      if (expr_refers_to(value, name)) return true;
     for (const auto& expr : stmt->signature.defaults)
-      if (expr_refers_to(expr.get(), name)) return true;
+      if (expr_refers_to(expr, name)) return true;
     if (refers_to(stmt->body, name) || refers_to(stmt->else_body, name)) return true;
   }
   return false;

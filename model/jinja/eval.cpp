@@ -158,10 +158,13 @@ Value Renderer::eval_slice(const Value& object, const ast::Expr& slice_expr) {
   Value parts[3] = {Value::none(), Value::none(), Value::none()};
   for (int i = 0; i < 3; ++i)
     if (slice_expr.operands[i]) parts[i] = eval(*slice_expr.operands[i]);
+  // Jinja2 compiles a slice to Python's own obj[a:b:c], without the getitem fallback: failures raise.
   if (object.is_undefined()) fail_undefined(object);
   if (auto sliced = slice(object, parts[0], parts[1], parts[2])) return *sliced;
-  return Value::undefined(object_type_repr(object) + " has no element slice(" + repr(parts[0]) + ", " +
-                          repr(parts[1]) + ", " + repr(parts[2]) + ")");
+  if (object.is_dict()) fail("unhashable type: 'slice'");
+  if (object.is_string() || (object.is_list() && (object.seq_kind() == SeqKind::List || object.seq_kind() == SeqKind::Tuple)))
+    fail("slice indices must be integers or None or have an __index__ method");
+  fail("'" + type_name(object) + "' object is not subscriptable");
 }
 
 CallArgs Renderer::eval_arguments(const ast::Arguments& arguments) {

@@ -58,13 +58,13 @@ Value make_dict(Renderer&, CallArgs& args) {
   return dict;
 }
 
-Value make_namespace(Renderer&, CallArgs& args) {
+Value make_namespace(Renderer& renderer, CallArgs& args) {
   auto ns = std::make_shared<Namespace>();
   for (auto& [key, value] : dict_arguments(args, "namespace")) {
     if (!key.is_string()) fail("namespace() keys must be strings");
     ns->set(key.text, std::move(value));
   }
-  return Value::of_object(ns);
+  return renderer.track(ns);
 }
 
 Value raise_exception(Renderer&, CallArgs& args) {

@@ -41,8 +41,8 @@ std::size_t trailing_space_start(std::string_view text) {
   while (end > 0) {
     std::size_t start = end - 1;
     while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80 && end - start < 4) --start;
-    const std::u32string c = utf8::decode(text.substr(start, end - start));
-    if (c.size() != 1 || !utf8::is_space(c[0])) break;
+    char32_t c = 0;
+    if (utf8::decode_one(text, start, c) != end - start || !utf8::is_space(c)) break;
     end = start;
   }
   return end;
@@ -50,17 +50,10 @@ std::size_t trailing_space_start(std::string_view text) {
 
 // The offset after the whitespace starting `text` at pos.
 std::size_t skip_space(std::string_view text, std::size_t pos) {
+  char32_t c = 0;
   while (pos < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[pos]);
-    if (byte < 0x80) {
-      if (!utf8::is_space(byte)) break;
-      ++pos;
-      continue;
-    }
-    std::size_t n = 1;
-    while (pos + n < text.size() && n < 4 && (static_cast<unsigned char>(text[pos + n]) & 0xC0) == 0x80) ++n;
-    const std::u32string c = utf8::decode(text.substr(pos, n));
-    if (c.size() != 1 || !utf8::is_space(c[0])) break;
+    const std::size_t n = utf8::decode_one(text, pos, c);
+    if (!utf8::is_space(c)) break;
     pos += n;
   }
   return pos;
@@ -131,6 +124,7 @@ class Lexer {
   Lexer(std::string source, const Options& options) : src_(std::move(source)), options_(options) {}
 
   std::vector<Token> run() {
+    tokens_.reserve(src_.size() / 4 + 16);
     while (pos_ < src_.size()) lex_root();
     push(TokenType::Eof, "");
     return std::move(tokens_);
@@ -263,9 +257,11 @@ class Lexer {
     push(tag == Tag::Variable ? TokenType::VariableBegin : TokenType::BlockBegin, "");
     std::vector<char> brackets;  // the closers expected, innermost last
     while (pos_ < src_.size()) {
-      if (brackets.empty() && lex_tag_end(tag)) return;
-      const std::size_t space_end = skip_space(src_, pos_);
-      if (space_end > pos_) {
+      const char c = src_[pos_];
+      const bool may_end = c == '-' || c == '+' || c == '%' || c == '}';
+      if (brackets.empty() && may_end && lex_tag_end(tag)) return;
+      const bool may_be_space = static_cast<unsigned char>(c) >= 0x80 || utf8::is_space(static_cast<unsigned char>(c));
+      if (const std::size_t space_end = may_be_space ? skip_space(src_, pos_) : pos_; space_end > pos_) {
         advance_to(space_end);
         continue;
       }
@@ -365,7 +361,7 @@ class Lexer {
 
   void lex_operator(std::vector<char>& brackets) {
     for (std::string_view op : kOperators) {
-      if (!at(pos_, op)) continue;
+      if (op[0] != src_[pos_] || !at(pos_, op)) continue;
       const char c = op[0];
       if (op.size() == 1 && (c == '(' || c == '[' || c == '{')) brackets.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
       if (op.size() == 1 && (c == ')' || c == ']' || c == '}')) {

@@ -165,7 +165,8 @@ Value call_str_method(Renderer& renderer, const Value& self, std::string_view na
     return Value::string(text::pad(s, width, fill[0], name == "center" ? '^' : name == "ljust" ? '<' : '>'), m);
   }
   if (name == "removeprefix" || name == "removesuffix") {
-    const std::string& affix = text_arg(bind({"affix"}).get(0), name);
+    const BoundArgs a = bind({"affix"});
+    const std::string& affix = text_arg(a.get(0), name);
     const bool prefix = name == "removeprefix";
     if (s.size() >= affix.size() && (prefix ? s.compare(0, affix.size(), affix) == 0
                                             : s.compare(s.size() - affix.size(), affix.size(), affix) == 0))
@@ -174,7 +175,8 @@ Value call_str_method(Renderer& renderer, const Value& self, std::string_view na
   }
   if (name == "splitlines") return strings(text::split_lines(s, truthy(bind({"keepends"}).get(0))), m);
   if (name == "partition" || name == "rpartition") {
-    const std::string& sep = text_arg(bind({"sep"}).get(0), name);
+    const BoundArgs a = bind({"sep"});
+    const std::string& sep = text_arg(a.get(0), name);
     if (sep.empty()) fail("empty separator");
     const std::size_t found = name == "partition" ? s.find(sep) : s.rfind(sep);
     std::vector<Value> parts;

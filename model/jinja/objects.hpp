@@ -20,6 +20,7 @@ class Namespace : public Object {
   std::string repr() const override;
   std::optional<Value> attribute(std::string_view name) const override;
   void set(std::string_view name, Value value) { attributes_.set(Value::string(std::string(name)), std::move(value)); }
+  void release() override { attributes_.items.clear(); }
 
  private:
   DictData attributes_;
@@ -34,6 +35,7 @@ class Macro : public Object {
   std::string repr() const override { return "<Macro " + repr_string(name) + ">"; }
   bool is_callable() const override { return true; }
   Value call(Renderer& renderer, CallArgs& args) const override;
+  void release() override { closure.reset(); }
 
   std::string name;
   const ast::Signature& signature;

@@ -98,7 +98,7 @@ Value add(Renderer& renderer, const Value& a, const Value& b) {
     items.insert(items.end(), b.items().begin(), b.items().end());
     return Value::sequence(std::move(items), a.seq_kind());
   }
-  if (a.is_list() && b.is_list())
+  if (a.is_list() && (a.seq_kind() == SeqKind::List || a.seq_kind() == SeqKind::Tuple))
     fail("can only concatenate " + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
   if (a.is_string() && !b.is_string()) fail("can only concatenate str (not \"" + type_name(b) + "\") to str");
   unsupported(ast::BinaryOp::Add, a, b);
@@ -140,7 +140,7 @@ Value binary_op(Renderer& renderer, ast::BinaryOp op, const Value& a, const Valu
     case BinaryOp::FloorDiv:
     case BinaryOp::Mod:
       if (integers) {
-        if (y == 0) fail("integer division or modulo by zero");
+        if (y == 0) fail(op == BinaryOp::FloorDiv ? "integer division or modulo by zero" : "integer modulo by zero");
         if (x == INT64_MIN && y == -1) overflow();
         std::int64_t quotient = x / y, remainder = x % y;
         if (remainder != 0 && ((remainder < 0) != (y < 0))) quotient -= 1, remainder += y;

@@ -15,7 +15,7 @@ inline constexpr int kMaxExprHeight = 256;  // an expression tree's height (long
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+  Parser(std::vector<Token> tokens, Program& program) : tokens_(std::move(tokens)), program_(program) {}
   Body parse_template();
 
  private:
@@ -45,7 +45,9 @@ class Parser {
   [[noreturn]] void fail(const std::string& message, int line = 0) const;
 
   // Expressions, lowest precedence first.
-  ExprPtr make(ExprKind kind, int line, std::vector<ExprPtr> operands = {});
+  ExprPtr new_node(ExprKind kind, int line);
+  ExprPtr make(ExprKind kind, int line, std::initializer_list<ExprPtr> operands);
+  ExprPtr make(ExprKind kind, int line, const std::vector<ExprPtr>& operands);
   ExprPtr finish(ExprPtr node);  // sets the height, refusing deep trees
   ExprPtr parse_expression(bool with_condition = true);
   ExprPtr parse_condition();
@@ -59,7 +61,7 @@ class Parser {
   ExprPtr parse_pow();
   ExprPtr parse_unary(bool with_filter = true);
   ExprPtr parse_primary();
-  ExprPtr parse_tuple(bool simplified, bool with_condition, std::vector<std::string_view> extra_end_names,
+  ExprPtr parse_tuple(bool simplified, bool with_condition, const std::vector<std::string_view>& extra_end_names,
                       bool explicit_parentheses);
   ExprPtr parse_list();
   ExprPtr parse_dict();
@@ -75,19 +77,22 @@ class Parser {
   // Statements.
   Body subparse(const std::vector<std::string_view>& end_tags);
   Body parse_statements(std::vector<std::string_view> end_tags, bool drop_end_tag);
-  std::unique_ptr<Stmt> parse_statement();
-  std::unique_ptr<Stmt> parse_for();
-  std::unique_ptr<Stmt> parse_if();
-  std::unique_ptr<Stmt> parse_set();
-  std::unique_ptr<Stmt> parse_macro();
-  std::unique_ptr<Stmt> parse_call_block();
-  std::unique_ptr<Stmt> parse_block_body(StmtKind kind, std::string_view end_tag);  // filter, generation
+  Stmt* new_stmt(StmtKind kind, int line);
+  Stmt* parse_statement();
+  Stmt* parse_for();
+  Stmt* parse_if();
+  Stmt* parse_set();
+  Stmt* parse_with();
+  Stmt* parse_macro();
+  Stmt* parse_call_block();
+  Stmt* parse_block_body(StmtKind kind, std::string_view end_tag);  // filter, generation
   Target parse_assign_target(bool name_only, std::vector<std::string_view> extra_end_names, bool with_namespace);
   Target to_target(const Expr& expr) const;
   Signature parse_signature();
   [[noreturn]] void fail_unclosed(const std::string& found) const;
 
   std::vector<Token> tokens_;
+  Program& program_;
   std::size_t pos_ = 0;
   int nesting_ = 0;
   std::vector<OpenBlock> open_blocks_;

@@ -8,14 +8,7 @@ namespace parley::jinja::ast {
 
 namespace {
 
-ExprPtr new_node(ExprKind kind, int line) {
-  auto node = std::make_unique<Expr>();
-  node->kind = kind;
-  node->line = line;
-  return node;
-}
-
-int height_of(const ExprPtr& e) { return e ? e->height : 0; }
+int height_of(const Expr* e) { return e ? e->height : 0; }
 
 bool is_compare_operator(const Token& t) {
   if (t.type != TokenType::Operator) return false;
@@ -72,10 +65,23 @@ ExprPtr Parser::finish(ExprPtr node) {
   return node;
 }
 
-ExprPtr Parser::make(ExprKind kind, int line, std::vector<ExprPtr> operands) {
-  auto node = new_node(kind, line);
-  node->operands = std::move(operands);
-  return finish(std::move(node));
+ExprPtr Parser::new_node(ExprKind kind, int line) {
+  Expr* node = program_.exprs.make();
+  node->kind = kind;
+  node->line = line;
+  return node;
+}
+
+ExprPtr Parser::make(ExprKind kind, int line, std::initializer_list<ExprPtr> operands) {
+  ExprPtr node = new_node(kind, line);
+  for (ExprPtr operand : operands) node->operands.push_back(operand);
+  return finish(node);
+}
+
+ExprPtr Parser::make(ExprKind kind, int line, const std::vector<ExprPtr>& operands) {
+  ExprPtr node = new_node(kind, line);
+  for (ExprPtr operand : operands) node->operands.push_back(operand);
+  return finish(node);
 }
 
 ExprPtr Parser::parse_expression(bool with_condition) {
@@ -89,11 +95,7 @@ ExprPtr Parser::parse_condition() {
   while (skip_name("if")) {
     ExprPtr test = parse_or();
     ExprPtr otherwise = skip_name("else") ? parse_condition() : nullptr;
-    std::vector<ExprPtr> operands;
-    operands.push_back(std::move(test));
-    operands.push_back(std::move(expr));
-    operands.push_back(std::move(otherwise));
-    expr = make(ExprKind::Condition, line, std::move(operands));
+    expr = make(ExprKind::Condition, line, {test, expr, otherwise});
     line = current().line;
   }
   return expr;
@@ -103,10 +105,7 @@ ExprPtr Parser::parse_or() {
   ExprPtr left = parse_and();
   while (at_name("or")) {
     const int line = next().line;
-    std::vector<ExprPtr> operands;
-    operands.push_back(std::move(left));
-    operands.push_back(parse_and());
-    left = make(ExprKind::Or, line, std::move(operands));
+    left = make(ExprKind::Or, line, {left, parse_and()});
   }
   return left;
 }
@@ -115,10 +114,7 @@ ExprPtr Parser::parse_and() {
   ExprPtr left = parse_not();
   while (at_name("and")) {
     const int line = next().line;
-    std::vector<ExprPtr> operands;
-    operands.push_back(std::move(left));
-    operands.push_back(parse_not());
-    left = make(ExprKind::And, line, std::move(operands));
+    left = make(ExprKind::And, line, {left, parse_not()});
   }
   return left;
 }
@@ -127,32 +123,34 @@ ExprPtr Parser::parse_not() {
   NestingGuard guard(*this);
   if (!at_name("not")) return parse_compare();
   const int line = next().line;
-  std::vector<ExprPtr> operands;
-  operands.push_back(parse_not());
-  return make(ExprKind::Not, line, std::move(operands));
+  return make(ExprKind::Not, line, {parse_not()});
 }
 
 ExprPtr Parser::parse_compare() {
   const int line = current().line;
   ExprPtr first = parse_math1();
-  auto node = new_node(ExprKind::Compare, line);
+  ExprPtr node = nullptr;
   while (true) {
+    std::string op;
     if (is_compare_operator(current())) {
-      node->compare_ops.push_back(next().value);
+      op = next().value;
     } else if (skip_name("in")) {
-      node->compare_ops.push_back("in");
+      op = "in";
     } else if (at_name("not") && peek().type == TokenType::Name && peek().value == "in") {
       next();
       next();
-      node->compare_ops.push_back("notin");
+      op = "notin";
     } else {
       break;
     }
-    if (node->operands.empty()) node->operands.push_back(std::move(first));
+    if (!node) {
+      node = new_node(ExprKind::Compare, line);
+      node->operands.push_back(first);
+    }
+    node->compare_ops.push_back(std::move(op));
     node->operands.push_back(parse_math1());
   }
-  if (node->compare_ops.empty()) return first;
-  return finish(std::move(node));
+  return node ? finish(node) : first;
 }
 
 ExprPtr Parser::parse_math1() {
@@ -161,9 +159,9 @@ ExprPtr Parser::parse_math1() {
     const Token& op = next();
     auto node = new_node(ExprKind::Binary, op.line);
     node->op = op.value == "+" ? BinaryOp::Add : BinaryOp::Sub;
-    node->operands.push_back(std::move(left));
+    node->operands.push_back(left);
     node->operands.push_back(parse_concat());
-    left = finish(std::move(node));
+    left = finish(node);
   }
   return left;
 }
@@ -173,8 +171,8 @@ ExprPtr Parser::parse_concat() {
   std::vector<ExprPtr> items;
   items.push_back(parse_math2());
   while (skip_operator("~")) items.push_back(parse_math2());
-  if (items.size() == 1) return std::move(items[0]);
-  return make(ExprKind::Concat, line, std::move(items));
+  if (items.size() == 1) return items[0];
+  return make(ExprKind::Concat, line, items);
 }
 
 ExprPtr Parser::parse_math2() {
@@ -186,9 +184,9 @@ ExprPtr Parser::parse_math2() {
                : op.value == "/"  ? BinaryOp::Div
                : op.value == "//" ? BinaryOp::FloorDiv
                                   : BinaryOp::Mod;
-    node->operands.push_back(std::move(left));
+    node->operands.push_back(left);
     node->operands.push_back(parse_pow());
-    left = finish(std::move(node));
+    left = finish(node);
   }
   return left;
 }
@@ -198,32 +196,30 @@ ExprPtr Parser::parse_pow() {
   while (at_operator("**")) {
     auto node = new_node(ExprKind::Binary, next().line);
     node->op = BinaryOp::Pow;
-    node->operands.push_back(std::move(left));
+    node->operands.push_back(left);
     node->operands.push_back(parse_unary());
-    left = finish(std::move(node));
+    left = finish(node);
   }
   return left;
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
   NestingGuard guard(*this);
-  ExprPtr node;
+  ExprPtr node = nullptr;
   if (at_operator("-") || at_operator("+")) {
     const Token& op = next();
-    std::vector<ExprPtr> operands;
-    operands.push_back(parse_unary(false));
-    node = make(op.value == "-" ? ExprKind::Negate : ExprKind::Plus, op.line, std::move(operands));
+    node = make(op.value == "-" ? ExprKind::Negate : ExprKind::Plus, op.line, {parse_unary(false)});
   } else {
     node = parse_primary();
   }
-  node = parse_postfix(std::move(node));
-  if (with_filter) node = parse_filter_expr(std::move(node));
+  node = parse_postfix(node);
+  if (with_filter) node = parse_filter_expr(node);
   return node;
 }
 
 ExprPtr Parser::parse_primary() {
   const Token& token = current();
-  auto node = new_node(ExprKind::Constant, token.line);
+  ExprPtr node = new_node(ExprKind::Constant, token.line);
   switch (token.type) {
     case TokenType::Name:
       if (token.value == "true" || token.value == "True") node->constant = Value::boolean(true);
@@ -231,15 +227,15 @@ ExprPtr Parser::parse_primary() {
       else if (token.value == "none" || token.value == "None") node->constant = Value::none();
       else node->kind = ExprKind::Name, node->name = token.value;
       next();
-      return finish(std::move(node));
+      return finish(node);
     case TokenType::String: {
       std::string text;
       while (current().type == TokenType::String) text += next().value;  // adjacent literals join, as in Python
       node->constant = Value::string(std::move(text));
-      return finish(std::move(node));
+      return finish(node);
     }
-    case TokenType::Integer: node->constant = Value::of_int(next().integer); return finish(std::move(node));
-    case TokenType::Float: node->constant = Value::of_float(next().real); return finish(std::move(node));
+    case TokenType::Integer: node->constant = Value::of_int(next().integer); return finish(node);
+    case TokenType::Float: node->constant = Value::of_float(next().real); return finish(node);
     default: break;
   }
   if (skip_operator("(")) {
@@ -262,7 +258,7 @@ bool Parser::is_tuple_end(const std::vector<std::string_view>& extra_end_names) 
   return false;
 }
 
-ExprPtr Parser::parse_tuple(bool simplified, bool with_condition, std::vector<std::string_view> extra_end_names,
+ExprPtr Parser::parse_tuple(bool simplified, bool with_condition, const std::vector<std::string_view>& extra_end_names,
                             bool explicit_parentheses) {
   const int line = current().line;
   std::vector<ExprPtr> items;
@@ -275,10 +271,10 @@ ExprPtr Parser::parse_tuple(bool simplified, bool with_condition, std::vector<st
     is_tuple = true;
   }
   if (!is_tuple) {
-    if (!items.empty()) return std::move(items[0]);
+    if (!items.empty()) return items[0];
     if (!explicit_parentheses) fail("expected an expression, got " + describe(current()));
   }
-  return make(ExprKind::Tuple, line, std::move(items));
+  return make(ExprKind::Tuple, line, items);
 }
 
 ExprPtr Parser::parse_list() {
@@ -291,7 +287,7 @@ ExprPtr Parser::parse_list() {
     items.push_back(parse_expression());
   }
   expect_operator("]");
-  return make(ExprKind::List, line, std::move(items));
+  return make(ExprKind::List, line, items);
 }
 
 ExprPtr Parser::parse_dict() {
@@ -306,18 +302,18 @@ ExprPtr Parser::parse_dict() {
     items.push_back(parse_expression());
   }
   expect_operator("}");
-  return make(ExprKind::Dict, line, std::move(items));
+  return make(ExprKind::Dict, line, items);
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr node) {
   while (true) {
     if (at_operator(".") || at_operator("[")) {
-      node = parse_subscript(std::move(node));
+      node = parse_subscript(node);
     } else if (at_operator("(")) {
-      auto call = new_node(ExprKind::Call, current().line);
-      call->operands.push_back(std::move(node));
+      ExprPtr call = new_node(ExprKind::Call, current().line);
+      call->operands.push_back(node);
       call->arguments = parse_call_args();
-      node = finish(std::move(call));
+      node = finish(call);
     } else {
       return node;
     }
@@ -327,14 +323,14 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
 ExprPtr Parser::parse_filter_expr(ExprPtr node) {
   while (true) {
     if (at_operator("|")) {
-      node = parse_filter(std::move(node), false);
+      node = parse_filter(node, false);
     } else if (at_name("is")) {
-      node = parse_test(std::move(node));
+      node = parse_test(node);
     } else if (at_operator("(")) {
-      auto call = new_node(ExprKind::Call, current().line);
-      call->operands.push_back(std::move(node));
+      ExprPtr call = new_node(ExprKind::Call, current().line);
+      call->operands.push_back(node);
       call->arguments = parse_call_args();
-      node = finish(std::move(call));
+      node = finish(call);
     } else {
       return node;
     }
@@ -346,18 +342,15 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
   if (token.value == ".") {
     const Token& attribute = next();
     if (attribute.type == TokenType::Name) {
-      auto get = new_node(ExprKind::GetAttr, token.line);
+      ExprPtr get = new_node(ExprKind::GetAttr, token.line);
       get->name = attribute.value;
-      get->operands.push_back(std::move(node));
-      return finish(std::move(get));
+      get->operands.push_back(node);
+      return finish(get);
     }
     if (attribute.type != TokenType::Integer) fail("expected name or number after '.'", attribute.line);
-    std::vector<ExprPtr> operands;
-    operands.push_back(std::move(node));
-    auto index = new_node(ExprKind::Constant, attribute.line);
+    ExprPtr index = new_node(ExprKind::Constant, attribute.line);
     index->constant = Value::of_int(attribute.integer);
-    operands.push_back(finish(std::move(index)));
-    return make(ExprKind::GetItem, token.line, std::move(operands));
+    return make(ExprKind::GetItem, token.line, {node, finish(index)});
   }
   std::vector<ExprPtr> indices;
   while (!at_operator("]")) {
@@ -365,10 +358,8 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
     indices.push_back(parse_subscribed());
   }
   expect_operator("]");
-  std::vector<ExprPtr> operands;
-  operands.push_back(std::move(node));
-  operands.push_back(indices.size() == 1 ? std::move(indices[0]) : make(ExprKind::Tuple, token.line, std::move(indices)));
-  return make(ExprKind::GetItem, token.line, std::move(operands));
+  ExprPtr index = indices.size() == 1 ? indices[0] : make(ExprKind::Tuple, token.line, indices);
+  return make(ExprKind::GetItem, token.line, {node, index});
 }
 
 // a[i], or a slice a[start:stop:step] with any part left out.
@@ -380,14 +371,14 @@ ExprPtr Parser::parse_subscribed() {
   } else {
     ExprPtr index = parse_expression();
     if (!skip_operator(":")) return index;
-    parts.push_back(std::move(index));
+    parts.push_back(index);
   }
   const auto part_ends = [this] { return at_operator("]") || at_operator(","); };
   if (at_operator(":") || part_ends()) parts.push_back(nullptr);
   else parts.push_back(parse_expression());
   if (skip_operator(":")) parts.push_back(part_ends() ? nullptr : parse_expression());
   else parts.push_back(nullptr);
-  return make(ExprKind::Slice, line, std::move(parts));
+  return make(ExprKind::Slice, line, parts);
 }
 
 Arguments Parser::parse_call_args() {
@@ -428,13 +419,13 @@ ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
   while (at_operator("|") || start_inline) {
     if (!start_inline) next();
     start_inline = false;
-    auto filter = new_node(ExprKind::Filter, current().line);
+    ExprPtr filter = new_node(ExprKind::Filter, current().line);
     filter->name = expect_name();
     while (skip_operator(".")) filter->name += "." + expect_name();
     if (at_operator("(")) filter->arguments = parse_call_args();
-    if (node) filter->operands.push_back(std::move(node));
+    if (node) filter->operands.push_back(node);
     filter->filter = find_filter(filter->name);
-    node = finish(std::move(filter));
+    node = finish(filter);
   }
   return node;
 }
@@ -442,7 +433,7 @@ ExprPtr Parser::parse_filter(ExprPtr node, bool start_inline) {
 ExprPtr Parser::parse_test(ExprPtr node) {
   const int line = next().line;  // "is"
   const bool negated = skip_name("not");
-  auto test = new_node(ExprKind::Test, line);
+  ExprPtr test = new_node(ExprKind::Test, line);
   test->name = expect_name();
   while (skip_operator(".")) test->name += "." + expect_name();
   const Token& t = current();
@@ -455,13 +446,10 @@ ExprPtr Parser::parse_test(ExprPtr node) {
     if (at_name("is")) fail("you cannot chain multiple tests with 'is'");
     test->arguments.positional.push_back(parse_postfix(parse_primary()));
   }
-  test->operands.push_back(std::move(node));
+  test->operands.push_back(node);
   test->test = find_test(test->name);
-  ExprPtr result = finish(std::move(test));
-  if (!negated) return result;
-  std::vector<ExprPtr> operands;
-  operands.push_back(std::move(result));
-  return make(ExprKind::Not, line, std::move(operands));
+  ExprPtr result = finish(test);
+  return negated ? make(ExprKind::Not, line, {result}) : result;
 }
 
 }  // namespace parley::jinja::ast

@@ -1,5 +1,5 @@
-// Statements: if/elif/else, for (with else and a filter), set (and block set, ns.attribute), macro, call,
-// filter, break/continue (the loopcontrols extension) and transformers' generation block.
+// Statements: if/elif/else, for (with else and a filter), set (and block set, ns.attribute), with, macro, call,
+// filter, print, break/continue (the loopcontrols extension) and transformers' generation block.
 #include "model/jinja/jinja.hpp"
 #include "model/jinja/parser.hpp"
 
@@ -13,20 +13,20 @@ std::string quoted_list(const std::vector<std::string_view>& names) {
   return out;
 }
 
-std::unique_ptr<Stmt> new_stmt(StmtKind kind, int line) {
-  auto stmt = std::make_unique<Stmt>();
+// Tags Jinja2 knows that this engine does not: templates load nothing, so these have nothing to work on.
+bool is_unsupported_jinja_tag(std::string_view tag) {
+  return tag == "block" || tag == "extends" || tag == "include" || tag == "import" || tag == "from" ||
+         tag == "autoescape";
+}
+
+}  // namespace
+
+Stmt* Parser::new_stmt(StmtKind kind, int line) {
+  Stmt* stmt = program_.stmts.make();
   stmt->kind = kind;
   stmt->line = line;
   return stmt;
 }
-
-// Tags Jinja2 knows that this engine does not: templates load nothing, so these have nothing to work on.
-bool is_unsupported_jinja_tag(std::string_view tag) {
-  return tag == "block" || tag == "extends" || tag == "include" || tag == "import" || tag == "from" ||
-         tag == "with" || tag == "autoescape";
-}
-
-}  // namespace
 
 Body Parser::parse_template() {
   Body body = subparse({});
@@ -44,14 +44,14 @@ Body Parser::subparse(const std::vector<std::string_view>& end_tags) {
   while (true) {
     const Token& token = current();
     if (token.type == TokenType::Data) {
-      auto text = new_stmt(StmtKind::Text, token.line);
+      Stmt* text = new_stmt(StmtKind::Text, token.line);
       text->text = next().value;
-      body.push_back(std::move(text));
+      body.push_back(text);
     } else if (token.type == TokenType::VariableBegin) {
-      auto output = new_stmt(StmtKind::Output, next().line);
+      Stmt* output = new_stmt(StmtKind::Output, next().line);
       output->expr = parse_tuple(false, true, {}, false);
       expect(TokenType::VariableEnd);
-      body.push_back(std::move(output));
+      body.push_back(output);
     } else if (token.type == TokenType::BlockBegin) {
       next();
       for (std::string_view end : end_tags)
@@ -74,16 +74,17 @@ Body Parser::parse_statements(std::vector<std::string_view> end_tags, bool drop_
   return body;
 }
 
-std::unique_ptr<Stmt> Parser::parse_statement() {
+Stmt* Parser::parse_statement() {
   NestingGuard guard(*this);
   const Token& token = current();
   if (token.type != TokenType::Name) fail("expected a tag name, got " + describe(token));
   const std::string tag = token.value;
   open_blocks_.push_back({tag, token.line, {}});
-  std::unique_ptr<Stmt> stmt;
+  Stmt* stmt = nullptr;
   if (tag == "for") stmt = parse_for();
   else if (tag == "if") stmt = parse_if();
   else if (tag == "set") stmt = parse_set();
+  else if (tag == "with") stmt = parse_with();
   else if (tag == "macro") stmt = parse_macro();
   else if (tag == "call") stmt = parse_call_block();
   else if (tag == "filter") stmt = parse_block_body(StmtKind::FilterBlock, "endfilter");
@@ -102,8 +103,8 @@ std::unique_ptr<Stmt> Parser::parse_statement() {
   fail(found);
 }
 
-std::unique_ptr<Stmt> Parser::parse_for() {
-  auto stmt = new_stmt(StmtKind::For, next().line);
+Stmt* Parser::parse_for() {
+  Stmt* stmt = new_stmt(StmtKind::For, next().line);
   stmt->target = parse_assign_target(false, {"in"}, false);
   if (!skip_name("in")) fail("expected 'in' in the for loop, got " + describe(current()));
   stmt->expr = parse_tuple(false, false, {"recursive"}, false);
@@ -114,8 +115,8 @@ std::unique_ptr<Stmt> Parser::parse_for() {
   return stmt;
 }
 
-std::unique_ptr<Stmt> Parser::parse_if() {
-  auto stmt = new_stmt(StmtKind::If, next().line);
+Stmt* Parser::parse_if() {
+  Stmt* stmt = new_stmt(StmtKind::If, next().line);
   while (true) {
     Branch branch;
     branch.test = parse_tuple(false, false, {}, false);
@@ -128,24 +129,36 @@ std::unique_ptr<Stmt> Parser::parse_if() {
   }
 }
 
-std::unique_ptr<Stmt> Parser::parse_set() {
+Stmt* Parser::parse_set() {
   const int line = next().line;
   Target target = parse_assign_target(false, {}, true);
   if (skip_operator("=")) {
-    auto stmt = new_stmt(StmtKind::Set, line);
+    Stmt* stmt = new_stmt(StmtKind::Set, line);
     stmt->target = std::move(target);
     stmt->expr = parse_tuple(false, true, {}, false);
     return stmt;
   }
-  auto stmt = new_stmt(StmtKind::SetBlock, line);
+  Stmt* stmt = new_stmt(StmtKind::SetBlock, line);
   stmt->target = std::move(target);
   stmt->expr = parse_filter(nullptr, false);
   stmt->body = parse_statements({"endset"}, true);
   return stmt;
 }
 
-std::unique_ptr<Stmt> Parser::parse_macro() {
-  auto stmt = new_stmt(StmtKind::Macro, next().line);
+Stmt* Parser::parse_with() {
+  Stmt* stmt = new_stmt(StmtKind::With, next().line);
+  while (current().type != TokenType::BlockEnd) {
+    if (!stmt->assignments.empty()) expect_operator(",");
+    Target target = parse_assign_target(false, {}, false);
+    expect_operator("=");
+    stmt->assignments.emplace_back(std::move(target), parse_expression());
+  }
+  stmt->body = parse_statements({"endwith"}, true);
+  return stmt;
+}
+
+Stmt* Parser::parse_macro() {
+  Stmt* stmt = new_stmt(StmtKind::Macro, next().line);
   stmt->text = parse_assign_target(true, {}, false).name;
   stmt->signature = parse_signature();
   stmt->body = parse_statements({"endmacro"}, true);
@@ -155,8 +168,8 @@ std::unique_ptr<Stmt> Parser::parse_macro() {
   return stmt;
 }
 
-std::unique_ptr<Stmt> Parser::parse_call_block() {
-  auto stmt = new_stmt(StmtKind::CallBlock, next().line);
+Stmt* Parser::parse_call_block() {
+  Stmt* stmt = new_stmt(StmtKind::CallBlock, next().line);
   if (at_operator("(")) stmt->signature = parse_signature();
   stmt->expr = parse_expression();
   if (stmt->expr->kind != ExprKind::Call) fail("expected a call after 'call'", stmt->line);
@@ -167,8 +180,8 @@ std::unique_ptr<Stmt> Parser::parse_call_block() {
   return stmt;
 }
 
-std::unique_ptr<Stmt> Parser::parse_block_body(StmtKind kind, std::string_view end_tag) {
-  auto stmt = new_stmt(kind, next().line);
+Stmt* Parser::parse_block_body(StmtKind kind, std::string_view end_tag) {
+  Stmt* stmt = new_stmt(kind, next().line);
   if (kind == StmtKind::FilterBlock) stmt->expr = parse_filter(nullptr, true);
   stmt->body = parse_statements({end_tag}, true);
   return stmt;
@@ -204,7 +217,7 @@ Target Parser::parse_assign_target(bool name_only, std::vector<std::string_view>
       if (target.name == constant) fail("can't assign to '" + target.name + "'", target.line);
     return target;
   }
-  return to_target(*parse_tuple(true, true, std::move(extra_end_names), false));
+  return to_target(*parse_tuple(true, true, extra_end_names, false));
 }
 
 Target Parser::to_target(const Expr& expr) const {
@@ -222,7 +235,7 @@ Target Parser::to_target(const Expr& expr) const {
 
 std::unique_ptr<Program> parse(std::string_view source, const Options& options) {
   auto program = std::make_unique<Program>();
-  program->body = Parser(tokenize(source, options)).parse_template();
+  program->body = Parser(tokenize(source, options), *program).parse_template();
   check_program(*program);
   return program;
 }

@@ -34,6 +34,16 @@ Renderer::DepthGuard::DepthGuard(Renderer& r) : renderer(r) {
   if (++renderer.depth_ > kMaxRenderDepth) fail("the template nests too deeply (a macro calling itself without end?)");
 }
 
+Renderer::~Renderer() {
+  for (const auto& made : made_)
+    if (const auto object = made.lock()) object->release();
+}
+
+Value Renderer::track(std::shared_ptr<Object> object) {
+  made_.push_back(object);
+  return Value::of_object(std::move(object));
+}
+
 void Renderer::count_steps(long steps) {
   steps_ += steps;
   if (steps_ > options_.max_steps)
@@ -82,8 +92,9 @@ Renderer::Flow Renderer::exec_statement(const ast::Stmt& stmt) {
     case ast::StmtKind::For: return exec_for(stmt);
     case ast::StmtKind::Set:
     case ast::StmtKind::SetBlock: exec_set(stmt); break;
+    case ast::StmtKind::With: return exec_with(stmt);
     case ast::StmtKind::Macro:
-      scope_->set(stmt.text, Value::of_object(std::make_shared<Macro>(stmt.text, stmt.signature, stmt.body, scope_)));
+      scope_->set(stmt.text, track(std::make_shared<Macro>(stmt.text, stmt.signature, stmt.body, scope_)));
       break;
     case ast::StmtKind::CallBlock: exec_call_block(stmt); break;
     case ast::StmtKind::FilterBlock: {
@@ -152,6 +163,8 @@ void Renderer::assign(const ast::Target& target, Value value) {
       return;
     }
     case ast::Target::Kind::Tuple: {
+      const bool iterable = value.is_list() || value.is_string() || value.is_dict() || value.is_undefined();
+      if (!iterable) fail("cannot unpack non-iterable " + type_name(value) + " object");
       const std::vector<Value> items = iterate(value);
       const std::size_t expected = target.items.size();
       if (items.size() > expected) fail("too many values to unpack (expected " + std::to_string(expected) + ")");
@@ -179,11 +192,22 @@ void Renderer::exec_set(const ast::Stmt& stmt) {
   assign(stmt.target, std::move(body));
 }
 
+// {% with a = x %}: the values are evaluated outside, the names bound in a scope of the body's own.
+Renderer::Flow Renderer::exec_with(const ast::Stmt& stmt) {
+  std::vector<Value> values;
+  for (const auto& [target, value] : stmt.assignments) values.push_back(eval(*value));
+  std::shared_ptr<Scope> outer = std::exchange(scope_, std::make_shared<Scope>(scope_));
+  for (std::size_t i = 0; i < values.size(); ++i) assign(stmt.assignments[i].first, std::move(values[i]));
+  const Flow flow = exec(stmt.body);
+  scope_ = std::move(outer);
+  return flow;
+}
+
 void Renderer::exec_call_block(const ast::Stmt& stmt) {
   const ast::Expr& call = *stmt.expr;
   const Value callee = eval(*call.operands[0]);
   CallArgs args = eval_arguments(call.arguments);
-  args.keywords.emplace_back("caller", Value::of_object(std::make_shared<Macro>("caller", stmt.signature, stmt.body, scope_)));
+  args.keywords.emplace_back("caller", track(std::make_shared<Macro>("caller", stmt.signature, stmt.body, scope_)));
   append_output(to_str(this->call(callee, args)));
 }
 

@@ -27,6 +27,9 @@ class Macro;
 class Renderer {
  public:
   Renderer(const Options& options, std::shared_ptr<Scope> root) : options_(options), scope_(std::move(root)) {}
+  ~Renderer();  // releases the namespaces and macros it made
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   std::string render(const ast::Body& body);
   const Options& options() const { return options_; }
@@ -38,6 +41,8 @@ class Renderer {
   Value apply_filter(std::string_view name, const Value& input, CallArgs& args);
   bool apply_test(std::string_view name, const Value& input, CallArgs& args);
   std::string invoke_macro(const Macro& macro, CallArgs& args);
+  // A namespace or macro made in this render, released when it ends (Object::release).
+  Value track(std::shared_ptr<Object> object);
 
   // The step limit: loop iterations, output appends and calls count one each; building long strings counts
   // their length / 64, so that doubling a string in a loop stops too.
@@ -57,6 +62,7 @@ class Renderer {
   Flow exec_statement(const ast::Stmt& stmt);
   Flow exec_for(const ast::Stmt& stmt);
   void exec_set(const ast::Stmt& stmt);
+  Flow exec_with(const ast::Stmt& stmt);
   void exec_call_block(const ast::Stmt& stmt);
   std::string render_scoped(const ast::Body& body);  // the body's output, rendered in a child scope
   void assign(const ast::Target& target, Value value);
@@ -80,6 +86,7 @@ class Renderer {
   const Value* block_input_ = nullptr;  // a filter block's or block set's body, for its innermost filter
   long steps_ = 0;
   int depth_ = 0;
+  std::vector<std::weak_ptr<Object>> made_;
 };
 
 }  // namespace parley::jinja

@@ -136,8 +136,7 @@ std::string format_string(Renderer& renderer, std::string_view format, CallArgs&
       if (name.empty() ? manual : automatic) fail("cannot switch between automatic and manual field numbering");
       (name.empty() ? automatic : manual) = true;
       const std::size_t index = name.empty() ? next_auto++ : std::stoul(std::string(name.substr(0, 9)));
-      if (index >= args.positional.size())
-        fail("Replacement index " + std::to_string(index) + " out of range for positional args tuple");
+      if (index >= args.positional.size()) fail("tuple index out of range");
       value = args.positional[index];
     } else {
       const auto found = std::find_if(args.keywords.begin(), args.keywords.end(),

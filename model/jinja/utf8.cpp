@@ -37,25 +37,24 @@ bool in_even_pair_block(char32_t c) {
 
 }  // namespace
 
+std::size_t decode_one(std::string_view text, std::size_t pos, char32_t& code_point) {
+  const auto lead = static_cast<unsigned char>(text[pos]);
+  if (lead < 0x80) {
+    code_point = lead;
+    return 1;
+  }
+  const std::size_t n = sequence_length(text, pos, code_point);
+  if (n == 0) code_point = kEscapedByteBase + lead;
+  return n == 0 ? 1 : n;
+}
+
 std::u32string decode(std::string_view text) {
   std::u32string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      out.push_back(lead);
-      ++i;
-      continue;
-    }
     char32_t c = 0;
-    const std::size_t n = sequence_length(text, i, c);
-    if (n == 0) {
-      out.push_back(kEscapedByteBase + lead);
-      ++i;
-    } else {
-      out.push_back(c);
-      i += n;
-    }
+    i += decode_one(text, i, c);
+    out.push_back(c);
   }
   return out;
 }

@@ -8,6 +8,8 @@ namespace parley::jinja::utf8 {
 // Invalid bytes decode to U+DC80..U+DCFF (Python's surrogateescape) and encode back to the same byte,
 // so text that is not UTF-8 survives a round trip unchanged.
 std::u32string decode(std::string_view text);
+// The code point at text[pos] and the bytes it takes (an invalid byte: its escape, 1 byte); pos < text.size().
+std::size_t decode_one(std::string_view text, std::size_t pos, char32_t& code_point);
 std::string encode(std::u32string_view code_points);
 void append(std::string& out, char32_t code_point);
 

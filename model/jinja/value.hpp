@@ -84,6 +84,9 @@ class Object {
   virtual bool is_callable() const { return false; }
   virtual Value call(Renderer& renderer, CallArgs& args) const;
   virtual std::optional<std::int64_t> size() const { return std::nullopt; }  // len(x), where Python has one
+  // Drops what the object holds: a namespace holding itself, or a macro held by the scope it closes over, are
+  // reference cycles, broken when the render that made them ends.
+  virtual void release() {}
 };
 
 // Python semantics over values. Misuse throws RenderError as Python raises TypeError and friends.
