@@ -57,14 +57,15 @@ const Json kTools = Json::parse(R"j([
 ])j");
 
 // An assistant turn calling a tool (arguments as a JSON string, as OpenAI clients send them), its result, the answer.
+// The id has Mistral's nine alphanumerics, which its templates insist on.
 Json tool_round_trip(const Json& assistant_content) {
   return Json::array({
       {{"role", "user"}, {"content", "What is the weather in Paris?"}},
       {{"role", "assistant"},
        {"content", assistant_content},
-       {"tool_calls", Json::parse(R"j([{"id": "call_abc123", "type": "function",
+       {"tool_calls", Json::parse(R"j([{"id": "a1b2c3d4e", "type": "function",
           "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"celsius\"}"}}])j")}},
-      {{"role", "tool"}, {"tool_call_id", "call_abc123"}, {"content", "{\"temperature\": 18, \"sky\": \"clear\"}"}},
+      {{"role", "tool"}, {"tool_call_id", "a1b2c3d4e"}, {"content", "{\"temperature\": 18, \"sky\": \"clear\"}"}},
       {{"role", "assistant"}, {"content", "It is 18°C and clear in Paris."}},
   });
 }
@@ -77,7 +78,8 @@ struct Conversation {
 std::vector<Conversation> conversations() {
   const auto chat = [](std::string name, Json messages, Json tools = nullptr, bool add_generation_prompt = true,
                        Json kwargs = Json::object()) {
-    return Conversation{std::move(name), ChatInputs{std::move(messages), std::move(tools), add_generation_prompt, std::move(kwargs)}};
+    return Conversation{std::move(name),
+                        ChatInputs{std::move(messages), std::move(tools), add_generation_prompt, std::move(kwargs)}};
   };
   const Json multi_turn = Json::parse(R"j([
     {"role": "user", "content": "Hi! Can you help me plan a trip?"},
@@ -95,11 +97,13 @@ std::vector<Conversation> conversations() {
         {"role": "user", "content": "Ёжик в тумане? ✨"}])j")),
       chat("content parts", Json::parse(R"j([
         {"role": "system", "content": [{"type": "text", "text": "You describe things."}]},
-        {"role": "user", "content": [{"type": "text", "text": "Describe a sunset"}, {"type": "text", "text": "in one line."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Describe a sunset"},
+                                     {"type": "text", "text": "in one line."}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Gold melting into the sea."}]},
         {"role": "user", "content": [{"type": "text", "text": "Now a sunrise."}]}])j")),
       chat("tools offered", Json::parse(R"j([{"role": "system", "content": "You can call tools."},
-        {"role": "user", "content": "Find vegan restaurants in Berlin."}])j"), kTools),
+        {"role": "user", "content": "Find vegan restaurants in Berlin."}])j"),
+           kTools),
       chat("tool call and result, content null", tool_round_trip(nullptr), kTools),
       chat("tool call and result, content empty", tool_round_trip(""), kTools),
       chat("whitespace at the edges", Json::parse(R"j([{"role": "system", "content": "  \n spaced system \n"},
@@ -107,7 +111,8 @@ std::vector<Conversation> conversations() {
         {"role": "assistant", "content": "  answer with spaces \n\n"},
         {"role": "user", "content": "\tlast one\t"}])j")),
       chat("enable_thinking false", Json::parse(R"j([{"role": "system", "content": "Think carefully."},
-        {"role": "user", "content": "Is 91 prime?"}])j"), nullptr, true, Json{{"enable_thinking", false}}),
+        {"role": "user", "content": "Is 91 prime?"}])j"),
+           nullptr, true, Json{{"enable_thinking", false}}),
   };
 }
 
@@ -170,9 +175,10 @@ TEST_CASE("Every chat template renders every conversation as Jinja2 does, or bot
       }
     }
   }
-  std::printf("chat templates: %zu templates x %zu conversations: %d render equal to Jinja2, %d raise in both; "
-              "%d templates take content parts\n",
-              templates.size(), table.size(), equal, both_raised, openai_format);
+  std::printf(
+      "chat templates: %zu templates x %zu conversations: %d render equal to Jinja2, %d raise in both; "
+      "%d templates take content parts\n",
+      templates.size(), table.size(), equal, both_raised, openai_format);
 }
 
 TEST_CASE("Tool call arguments given as a JSON string reach the template parsed; unparseable ones stay strings",
@@ -201,20 +207,24 @@ TEST_CASE("Content parts become their texts joined by newlines, unless the templ
   const ChatTemplate as_string("{% for m in messages %}[{{ m.content }}]{% endfor %}", "", "");
   CHECK_FALSE(as_string.takes_content_parts());
   CHECK(as_string.apply({messages, nullptr, false, Json::object()}) == "[one\ntwo]");
-  const ChatTemplate as_parts("{% for m in messages %}{% for p in m['content'] %}<{{ p.type }}>{% endfor %}{% endfor %}",
-                              "", "");
+  const ChatTemplate as_parts(
+      "{% for m in messages %}{% for p in m['content'] %}<{{ p.type }}>{% endfor %}{% endfor %}", "", "");
   CHECK(as_parts.takes_content_parts());
   CHECK(as_parts.apply({messages, nullptr, false, Json::object()}) == "<text><image_url><text>");
   // vLLM follows variables set from messages, through filters and slices.
-  const ChatTemplate via_set("{% set loop_messages = messages[1:] | list %}{% for m in loop_messages %}"
-                             "{% for p in m.content | default([]) %}{% endfor %}{% endfor %}", "", "");
+  const ChatTemplate via_set(
+      "{% set loop_messages = messages[1:] | list %}{% for m in loop_messages %}"
+      "{% for p in m.content | default([]) %}{% endfor %}{% endfor %}",
+      "", "");
   CHECK(via_set.takes_content_parts());
 }
 
 TEST_CASE("The context holds messages, tools when given, add_generation_prompt, the special tokens, then the kwargs",
           "[chat_template]") {
-  const ChatTemplate t("{{ bos_token }}|{{ eos_token }}|{{ tools is defined }}|{{ add_generation_prompt }}|"
-                       "{{ enable_thinking }}|{{ messages | length }}", "<s>", "</s>");
+  const ChatTemplate t(
+      "{{ bos_token }}|{{ eos_token }}|{{ tools is defined }}|{{ add_generation_prompt }}|"
+      "{{ enable_thinking }}|{{ messages | length }}",
+      "<s>", "</s>");
   const Json one = Json::parse(R"j([{"role": "user", "content": "hi"}])j");
   CHECK(t.apply({one, nullptr, true, Json::object()}) == "<s>|</s>|False|True||1");
   CHECK(t.apply({one, Json::array(), false, {{"enable_thinking", false}}}) == "<s>|</s>|True|False|False|1");
@@ -224,5 +234,6 @@ TEST_CASE("The context holds messages, tools when given, add_generation_prompt, 
   const Json context = t.render_context({one, nullptr, true, {{"enable_thinking", true}}});
   std::vector<std::string> keys;
   for (const auto& [key, value] : context.items()) keys.push_back(key);
-  CHECK(keys == std::vector<std::string>{"messages", "add_generation_prompt", "bos_token", "eos_token", "enable_thinking"});
+  CHECK(keys ==
+        std::vector<std::string>{"messages", "add_generation_prompt", "bos_token", "eos_token", "enable_thinking"});
 }

@@ -2,7 +2,8 @@
 
 namespace parley::jinja {
 
-BoundArgs::BoundArgs(std::string_view function, const CallArgs& args, std::initializer_list<std::string_view> parameters)
+BoundArgs::BoundArgs(std::string_view function, const CallArgs& args,
+                     std::initializer_list<std::string_view> parameters)
     : values_(parameters.size()) {
   const std::string name(function);
   if (args.positional.size() > parameters.size())

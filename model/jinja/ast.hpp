@@ -17,8 +17,26 @@ using TestFunction = bool (*)(Renderer&, const Value& input, CallArgs& args);
 namespace parley::jinja::ast {
 
 enum class ExprKind : std::uint8_t {
-  Constant, Name, List, Tuple, Dict, GetAttr, GetItem, Slice, Call, Filter, Test,
-  Negate, Plus, Not, Binary, Compare, And, Or, Condition, Concat
+  Constant,
+  Name,
+  List,
+  Tuple,
+  Dict,
+  GetAttr,
+  GetItem,
+  Slice,
+  Call,
+  Filter,
+  Test,
+  Negate,
+  Plus,
+  Not,
+  Binary,
+  Compare,
+  And,
+  Or,
+  Condition,
+  Concat
 };
 enum class BinaryOp : std::uint8_t { Add, Sub, Mul, Div, FloorDiv, Mod, Pow };
 
@@ -30,8 +48,10 @@ using ExprPtr = Expr*;  // nodes live in their Program's pools, freed with it
 class Operands {
  public:
   void push_back(Expr* operand) {
-    if (size_ < kInline) inline_[size_] = operand;
-    else spill_.push_back(operand);
+    if (size_ < kInline)
+      inline_[size_] = operand;
+    else
+      spill_.push_back(operand);
     ++size_;
   }
   std::size_t size() const { return size_; }
@@ -110,7 +130,19 @@ struct Target {
 };
 
 enum class StmtKind : std::uint8_t {
-  Text, Output, If, For, Set, SetBlock, With, Macro, CallBlock, FilterBlock, Generation, Break, Continue
+  Text,
+  Output,
+  If,
+  For,
+  Set,
+  SetBlock,
+  With,
+  Macro,
+  CallBlock,
+  FilterBlock,
+  Generation,
+  Break,
+  Continue
 };
 
 using Body = std::vector<Stmt*>;
@@ -130,15 +162,15 @@ struct Signature {
 struct Stmt {
   StmtKind kind = StmtKind::Text;
   int line = 0;
-  std::string text;               // Text; Macro's name
-  ExprPtr expr = nullptr;         // Output; Set's value; For's iterable; CallBlock's call; the filters of
-                                  // SetBlock and FilterBlock (a Filter chain whose innermost has no input)
-  ExprPtr condition = nullptr;    // For's `if`
-  Target target;                  // Set, SetBlock, For
-  std::vector<Branch> branches;   // If: the if and each elif
+  std::string text;              // Text; Macro's name
+  ExprPtr expr = nullptr;        // Output; Set's value; For's iterable; CallBlock's call; the filters of
+                                 // SetBlock and FilterBlock (a Filter chain whose innermost has no input)
+  ExprPtr condition = nullptr;   // For's `if`
+  Target target;                 // Set, SetBlock, For
+  std::vector<Branch> branches;  // If: the if and each elif
   std::vector<std::pair<Target, ExprPtr>> assignments;  // With
-  Body body, else_body;           // If's else, For's else
-  Signature signature;            // Macro, CallBlock
+  Body body, else_body;                                 // If's else, For's else
+  Signature signature;                                  // Macro, CallBlock
 };
 
 struct Program {

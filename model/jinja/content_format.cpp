@@ -75,7 +75,8 @@ bool loops_over_message_content(const ast::Program& program) {
     std::vector<std::string> message_names;
     for_each_stmt(program.body, [&](const Stmt& stmt) {
       if (stmt.kind != StmtKind::For) return;
-      if (std::any_of(message_lists.begin(), message_lists.end(), [&](const std::string& n) { return accesses(*stmt.expr, n); }))
+      if (std::any_of(message_lists.begin(), message_lists.end(),
+                      [&](const std::string& n) { return accesses(*stmt.expr, n); }))
         message_names.push_back(target_name(stmt));
     });
     const std::string content = "content";

@@ -9,11 +9,15 @@ namespace parley::jinja {
 
 namespace {
 
-bool is_dunder(std::string_view name) { return name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__"; }
+bool is_dunder(std::string_view name) {
+  return name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__";
+}
 
 // Python's attribute of `object`: a method, the sandbox's unsafe marker, or an object's own attribute.
 std::optional<Value> python_attribute(const Value& object, std::string_view name) {
-  if (is_dunder(name)) return Value::undefined("access to attribute '" + std::string(name) + "' of '" + type_name(object) + "' object is unsafe.");
+  if (is_dunder(name))
+    return Value::undefined("access to attribute '" + std::string(name) + "' of '" + type_name(object) +
+                            "' object is unsafe.");
   if (object.kind == Kind::Object) return object.object->attribute(name);
   return builtin_attribute(object, name);
 }
@@ -55,7 +59,8 @@ Value Renderer::getattr(const Value& object, std::string_view name) {
   if (auto attribute = python_attribute(object, name)) return *attribute;
   if (object.kind == Kind::Dict)
     if (const Value* item = object.dict->find(name)) return *item;
-  return Value::undefined(repr_string(object_type_repr(object)) + " has no attribute " + repr_string(std::string(name)));
+  return Value::undefined(repr_string(object_type_repr(object)) + " has no attribute " +
+                          repr_string(std::string(name)));
 }
 
 Value Renderer::getitem(const Value& object, const Value& key) {
@@ -71,7 +76,8 @@ Value Renderer::getitem(const Value& object, const Value& key) {
 Value Renderer::call(const Value& callee, CallArgs& args) {
   count_steps(1);
   if (callee.is_undefined()) fail_undefined(callee);
-  if (callee.kind != Kind::Object || !callee.object->is_callable()) fail("'" + type_name(callee) + "' object is not callable");
+  if (callee.kind != Kind::Object || !callee.object->is_callable())
+    fail("'" + type_name(callee) + "' object is not callable");
   DepthGuard guard(*this);
   return callee.object->call(*this, args);
 }
@@ -162,7 +168,8 @@ Value Renderer::eval_slice(const Value& object, const ast::Expr& slice_expr) {
   if (object.is_undefined()) fail_undefined(object);
   if (auto sliced = slice(object, parts[0], parts[1], parts[2])) return *sliced;
   if (object.is_dict()) fail("unhashable type: 'slice'");
-  if (object.is_string() || (object.is_list() && (object.seq_kind() == SeqKind::List || object.seq_kind() == SeqKind::Tuple)))
+  if (object.is_string() ||
+      (object.is_list() && (object.seq_kind() == SeqKind::List || object.seq_kind() == SeqKind::Tuple)))
     fail("slice indices must be integers or None or have an __index__ method");
   fail("'" + type_name(object) + "' object is not subscriptable");
 }
@@ -192,8 +199,10 @@ Value Renderer::eval_call(const ast::Expr& expr) {
 
 Value Renderer::eval_filter(const ast::Expr& expr) {
   Value input;
-  if (!expr.operands.empty()) input = eval(*expr.operands[0]);
-  else if (block_input_) input = *block_input_;
+  if (!expr.operands.empty())
+    input = eval(*expr.operands[0]);
+  else if (block_input_)
+    input = *block_input_;
   CallArgs args = eval_arguments(expr.arguments);
   if (!expr.filter) fail("No filter named '" + expr.name + "' found.");
   count_steps(1);
@@ -214,11 +223,16 @@ Value Renderer::eval_compare(const ast::Expr& expr) {
     Value right = eval(*expr.operands[i + 1]);
     const std::string& op = expr.compare_ops[i];
     bool result;
-    if (op == "==") result = equals(left, right);
-    else if (op == "!=") result = !equals(left, right);
-    else if (op == "in") result = contains(right, left);
-    else if (op == "notin") result = !contains(right, left);
-    else result = compare(left, right, op);
+    if (op == "==")
+      result = equals(left, right);
+    else if (op == "!=")
+      result = !equals(left, right);
+    else if (op == "in")
+      result = contains(right, left);
+    else if (op == "notin")
+      result = !contains(right, left);
+    else
+      result = compare(left, right, op);
     if (!result) return Value::boolean(false);
     left = std::move(right);
   }

@@ -33,7 +33,9 @@ std::optional<std::int64_t> parse_int(const std::string& text, int base) {
   std::string digits;
   for (; i < s.size(); ++i) {
     const char c = s[i];
-    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10 : -1;
+    const int d = std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
+                  : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
+                                                                : -1;
     if (c == '_' && !digits.empty() && i + 1 < s.size() && s[i + 1] != '_') continue;
     if (d < 0 || d >= base) return std::nullopt;
     digits.push_back(c);
@@ -56,13 +58,18 @@ std::optional<double> parse_float(const std::string& text) {
   if (word == "nan") return std::nan("");
   std::string clean;
   std::size_t i = 0;
-  const auto is_digit = [&](std::size_t k) { return k < body.size() && std::isdigit(static_cast<unsigned char>(body[k])); };
+  const auto is_digit = [&](std::size_t k) {
+    return k < body.size() && std::isdigit(static_cast<unsigned char>(body[k]));
+  };
   const auto digits = [&] {
     bool any = false;
     while (i < body.size()) {
-      if (is_digit(i)) clean.push_back(body[i++]), any = true;
-      else if (body[i] == '_' && any && is_digit(i + 1)) ++i;
-      else break;
+      if (is_digit(i))
+        clean.push_back(body[i++]), any = true;
+      else if (body[i] == '_' && any && is_digit(i + 1))
+        ++i;
+      else
+        break;
     }
     return any;
   };
@@ -84,7 +91,8 @@ std::optional<double> parse_float(const std::string& text) {
 
 std::int64_t float_to_int(double d) {
   if (std::isinf(d)) fail("cannot convert float infinity to integer");
-  if (d >= 9.2233720368547758e18 || d < -9.2233720368547758e18) fail("integer overflow: the value does not fit in 64 bits");
+  if (d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
+    fail("integer overflow: the value does not fit in 64 bits");
   return static_cast<std::int64_t>(d);
 }
 
@@ -95,7 +103,8 @@ Value filter_int(Renderer&, const Value& v, CallArgs& args) {
   if (v.is_integral()) return Value::of_int(v.integer);
   if (v.kind == Kind::Float && !std::isnan(v.real)) return Value::of_int(float_to_int(v.real));
   if (v.is_string()) {
-    if (base != 2 && base != 8 && base != 10 && base != 16) fail("int() base other than 2, 8, 10 or 16 is not supported");
+    if (base != 2 && base != 8 && base != 10 && base != 16)
+      fail("int() base other than 2, 8, 10 or 16 is not supported");
     if (auto i = parse_int(v.text, base)) return Value::of_int(*i);
     if (auto d = parse_float(v.text); d && !std::isnan(*d)) return Value::of_int(float_to_int(*d));
   }
@@ -239,8 +248,10 @@ Value filter_indent(Renderer& renderer, const Value& v, CallArgs& args) {
   if (!v.is_string()) fail("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
   std::string indention;
   const Value width = a.get_or(0, Value::of_int(4));
-  if (width.is_string()) indention = width.text;
-  else indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(width, "width"))), ' ');
+  if (width.is_string())
+    indention = width.text;
+  else
+    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(width, "width"))), ' ');
   renderer.charge_for_size(indention.size() * (1 + std::count(v.text.begin(), v.text.end(), '\n')));
   const std::vector<std::string> lines = text::split_lines(v.text + "\n", false);
   std::string out;
@@ -274,8 +285,10 @@ Value filter_tojson(Renderer& renderer, const Value& v, CallArgs& args) {
   style.sort_keys = truthy(a.get(3));
   const Value& indent = a.get(1);
   if (a.given(1) && !indent.is_none()) {
-    if (indent.is_string()) style.indent = indent.text;
-    else style.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(indent, "indent"))), ' ');
+    if (indent.is_string())
+      style.indent = indent.text;
+    else
+      style.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(indent, "indent"))), ' ');
     style.item_separator = ",";
   }
   if (a.given(2) && !a.get(2).is_none()) {
@@ -305,14 +318,17 @@ Value not_supported(Renderer&, const Value&, CallArgs&) {
   fail(std::string("the filter '") + kName + "' is not supported");
 }
 
+// clang-format off
 constexpr char kFileSizeFormat[] = "filesizeformat", kFormat[] = "format", kGroupBy[] = "groupby",
                kPprint[] = "pprint", kRandom[] = "random", kStripTags[] = "striptags", kTruncate[] = "truncate",
                kUrlEncode[] = "urlencode", kUrlize[] = "urlize", kWordWrap[] = "wordwrap", kXmlAttr[] = "xmlattr";
+// clang-format on
 
 }  // namespace
 
 FilterFunction find_filter(std::string_view name) {
   using namespace filters;
+  // clang-format off
   static const std::unordered_map<std::string_view, FilterFunction> kFilters = {
       {"abs", filter_abs}, {"attr", filter_attr}, {"batch", batch}, {"capitalize", filter_capitalize},
       {"center", filter_center}, {"count", filter_length}, {"d", filter_default}, {"default", filter_default},
@@ -329,6 +345,7 @@ FilterFunction find_filter(std::string_view name) {
       {"striptags", not_supported<kStripTags>}, {"truncate", not_supported<kTruncate>},
       {"urlencode", not_supported<kUrlEncode>}, {"urlize", not_supported<kUrlize>},
       {"wordwrap", not_supported<kWordWrap>}, {"xmlattr", not_supported<kXmlAttr>}};
+  // clang-format on
   const auto found = kFilters.find(name);
   return found == kFilters.end() ? nullptr : found->second;
 }

@@ -108,7 +108,8 @@ Value batch(Renderer&, const Value& v, CallArgs& args) {
   const std::int64_t line_count = to_index(a.get(0), "linecount");
   std::vector<Value> batches, current;
   for (const Value& item : iterate(v)) {
-    if (static_cast<std::int64_t>(current.size()) == line_count) batches.push_back(Value::sequence(std::exchange(current, {})));
+    if (static_cast<std::int64_t>(current.size()) == line_count)
+      batches.push_back(Value::sequence(std::exchange(current, {})));
     current.push_back(item);
   }
   if (!current.empty()) {
@@ -259,7 +260,8 @@ Value sum(Renderer& renderer, const Value& v, CallArgs& args) {
   Value total = a.get_or(1, Value::of_int(0));
   if (total.is_string()) fail("sum() can't sum strings [use ''.join(seq) instead]");
   for (const Value& item : iterate(v))
-    total = binary_op(renderer, ast::BinaryOp::Add, total, get_attribute_path(renderer, item, a.get_or(0, Value::none())));
+    total =
+        binary_op(renderer, ast::BinaryOp::Add, total, get_attribute_path(renderer, item, a.get_or(0, Value::none())));
   return total;
 }
 

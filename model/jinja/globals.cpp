@@ -21,7 +21,9 @@ Value range(Renderer&, CallArgs& args) {
   const std::int64_t step = p.size() == 3 ? to_index(p[2], "range") : 1;
   if (step == 0) fail("range() arg 3 must not be zero");
   const long double span = step > 0 ? static_cast<long double>(stop) - start : static_cast<long double>(start) - stop;
-  const long double count = span <= 0 ? 0 : (span + (std::abs(static_cast<long double>(step)) - 1)) / std::abs(static_cast<long double>(step));
+  const long double count =
+      span <= 0 ? 0
+                : (span + (std::abs(static_cast<long double>(step)) - 1)) / std::abs(static_cast<long double>(step));
   if (count > kMaxRange) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   std::vector<Value> items;
   items.reserve(static_cast<std::size_t>(count));
@@ -31,7 +33,8 @@ Value range(Renderer&, CallArgs& args) {
 
 // dict(mapping or pairs, **kwargs), as namespace() and dict() take their arguments.
 std::vector<std::pair<Value, Value>> dict_arguments(const CallArgs& args, std::string_view function) {
-  if (args.positional.size() > 1) fail(std::string(function) + " expected at most 1 argument, got " + std::to_string(args.positional.size()));
+  if (args.positional.size() > 1)
+    fail(std::string(function) + " expected at most 1 argument, got " + std::to_string(args.positional.size()));
   std::vector<std::pair<Value, Value>> entries;
   if (!args.positional.empty()) {
     const Value& source = args.positional[0];
@@ -40,7 +43,8 @@ std::vector<std::pair<Value, Value>> dict_arguments(const CallArgs& args, std::s
     } else {
       for (const Value& pair : iterate(source)) {
         const std::vector<Value> parts = iterate(pair);
-        if (parts.size() != 2) fail("dictionary update sequence element has length " + std::to_string(parts.size()) + "; 2 is required");
+        if (parts.size() != 2)
+          fail("dictionary update sequence element has length " + std::to_string(parts.size()) + "; 2 is required");
         entries.emplace_back(parts[0], parts[1]);
       }
     }
@@ -93,9 +97,10 @@ Value strftime_now(const Options& options, CallArgs& args) {
 }
 
 Value not_supported(std::string_view name) {
-  return Value::of_object(std::make_shared<Function>(std::string(name), [name = std::string(name)](Renderer&, CallArgs&) -> Value {
-    fail("the global '" + name + "' is not supported");
-  }));
+  return Value::of_object(
+      std::make_shared<Function>(std::string(name), [name = std::string(name)](Renderer&, CallArgs&) -> Value {
+        fail("the global '" + name + "' is not supported");
+      }));
 }
 
 }  // namespace
@@ -106,8 +111,9 @@ std::shared_ptr<Scope> make_globals(const Options& options) {
   globals->set("dict", Value::of_object(std::make_shared<Function>("dict", make_dict)));
   globals->set("namespace", Value::of_object(std::make_shared<Function>("namespace", make_namespace)));
   globals->set("raise_exception", Value::of_object(std::make_shared<Function>("raise_exception", raise_exception)));
-  globals->set("strftime_now", Value::of_object(std::make_shared<Function>(
-                                   "strftime_now", [&options](Renderer&, CallArgs& args) { return strftime_now(options, args); })));
+  globals->set("strftime_now",
+               Value::of_object(std::make_shared<Function>(
+                   "strftime_now", [&options](Renderer&, CallArgs& args) { return strftime_now(options, args); })));
   for (std::string_view name : {"lipsum", "cycler", "joiner"}) globals->set(name, not_supported(name));
   return globals;
 }

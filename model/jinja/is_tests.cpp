@@ -29,14 +29,20 @@ bool test_defined(Renderer&, const Value& v, CallArgs& a) { return no_arguments(
 bool test_undefined(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "undefined"), v.is_undefined(); }
 bool test_none(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "none"), v.is_none(); }
 bool test_boolean(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "boolean"), v.kind == Kind::Bool; }
-bool test_true(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "true"), v.kind == Kind::Bool && v.integer; }
-bool test_false(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "false"), v.kind == Kind::Bool && !v.integer; }
+bool test_true(Renderer&, const Value& v, CallArgs& a) {
+  return no_arguments(a, "true"), v.kind == Kind::Bool && v.integer;
+}
+bool test_false(Renderer&, const Value& v, CallArgs& a) {
+  return no_arguments(a, "false"), v.kind == Kind::Bool && !v.integer;
+}
 bool test_integer(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "integer"), v.kind == Kind::Int; }
 bool test_float(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "float"), v.kind == Kind::Float; }
 bool test_number(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "number"), v.is_number(); }
 bool test_string(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "string"), v.is_string(); }
 bool test_mapping(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "mapping"), v.is_dict(); }
-bool test_escaped(Renderer&, const Value& v, CallArgs& a) { return no_arguments(a, "escaped"), v.is_string() && v.markup; }
+bool test_escaped(Renderer&, const Value& v, CallArgs& a) {
+  return no_arguments(a, "escaped"), v.is_string() && v.markup;
+}
 
 bool test_sequence(Renderer&, const Value& v, CallArgs& a) {
   no_arguments(a, "sequence");
@@ -120,6 +126,7 @@ bool test_test(Renderer&, const Value& v, CallArgs& a) {
 }  // namespace
 
 TestFunction find_test(std::string_view name) {
+  // clang-format off
   static const std::unordered_map<std::string_view, TestFunction> kTests = {
       {"odd", test_odd}, {"even", test_even}, {"divisibleby", test_divisibleby}, {"defined", test_defined},
       {"undefined", test_undefined}, {"filter", test_filter}, {"test", test_test}, {"none", test_none},
@@ -130,6 +137,7 @@ TestFunction find_test(std::string_view name) {
       {"==", test_eq}, {"eq", test_eq}, {"equalto", test_eq}, {"!=", test_ne}, {"ne", test_ne},
       {">", test_gt}, {"gt", test_gt}, {"greaterthan", test_gt}, {"ge", test_ge}, {">=", test_ge},
       {"<", test_lt}, {"lt", test_lt}, {"lessthan", test_lt}, {"<=", test_le}, {"le", test_le}};
+  // clang-format on
   const auto found = kTests.find(name);
   return found == kTests.end() ? nullptr : found->second;
 }

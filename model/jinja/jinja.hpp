@@ -41,8 +41,8 @@ struct RenderError : std::runtime_error {
 class Template {
  public:
   explicit Template(std::string_view source, Options options = {});  // throws ParseError
-  std::string render(const nlohmann::ordered_json& context) const;    // throws RenderError
-  const ast::Program& program() const { return *program_; }           // the parsed tree, for inspection
+  std::string render(const nlohmann::ordered_json& context) const;   // throws RenderError
+  const ast::Program& program() const { return *program_; }          // the parsed tree, for inspection
 
  private:
   std::shared_ptr<const ast::Program> program_;

@@ -155,7 +155,8 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
     case Type::object: {
       std::vector<std::pair<Value, Value>> items;
       items.reserve(json.size());
-      for (const auto& [key, value] : json.items()) items.emplace_back(Value::string(key), from_json_at(value, depth + 1));
+      for (const auto& [key, value] : json.items())
+        items.emplace_back(Value::string(key), from_json_at(value, depth + 1));
       return Value::mapping(std::move(items));
     }
     default: fail("the context holds a JSON value of a type templates cannot use");

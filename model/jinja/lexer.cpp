@@ -13,8 +13,10 @@ namespace parley::jinja {
 namespace {
 
 // Longest first, as Jinja2 sorts them: "**" before "*".
+// clang-format off
 constexpr std::string_view kOperators[] = {"**", "//", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
                                            "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
+// clang-format on
 
 bool is_name_start(unsigned char c) { return std::isalpha(c) || c == '_' || c >= 0x80; }
 bool is_name_char(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
@@ -153,8 +155,7 @@ class Lexer {
     } else if (sign != '+' && options_.lstrip_blocks && lstrip_allowed) {
       const std::size_t newline = text.rfind('\n');
       const std::size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
-      if ((line_start > 0 || line_starting_) && line_start < text.size() &&
-          skip_space(text, line_start) == text.size())
+      if ((line_start > 0 || line_starting_) && line_start < text.size() && skip_space(text, line_start) == text.size())
         keep = line_start;
     }
     if (keep > 0) push(TokenType::Data, std::string(text.substr(0, keep)));
@@ -164,8 +165,10 @@ class Lexer {
   // After a closing tag: `-` eats all whitespace, trim_blocks one newline (block and comment tags only).
   void consume_tag_end(std::size_t end, char sign, bool trims) {
     advance_to(end);
-    if (sign == '-') advance_to(skip_space(src_, pos_));
-    else if (sign != '+' && trims && options_.trim_blocks && pos_ < src_.size() && src_[pos_] == '\n') advance_to(pos_ + 1);
+    if (sign == '-')
+      advance_to(skip_space(src_, pos_));
+    else if (sign != '+' && trims && options_.trim_blocks && pos_ < src_.size() && src_[pos_] == '\n')
+      advance_to(pos_ + 1);
     line_starting_ = pos_ > 0 && src_[pos_ - 1] == '\n';
   }
 
@@ -212,8 +215,10 @@ class Lexer {
     emit_text(tag, sign, kind != '{');
     advance_to(after);
     line_starting_ = false;
-    if (kind == '#') lex_comment();
-    else lex_tag(kind == '{' ? Tag::Variable : Tag::Block);
+    if (kind == '#')
+      lex_comment();
+    else
+      lex_tag(kind == '{' ? Tag::Variable : Tag::Block);
   }
 
   void lex_comment() {
@@ -274,9 +279,12 @@ class Lexer {
     if (p >= s.size() || !is_digit(s[p])) return std::string::npos;
     ++p;
     while (p < s.size()) {
-      if (is_digit(s[p])) ++p;
-      else if (s[p] == '_' && p + 1 < s.size() && is_digit(s[p + 1])) p += 2;
-      else break;
+      if (is_digit(s[p]))
+        ++p;
+      else if (s[p] == '_' && p + 1 < s.size() && is_digit(s[p + 1]))
+        p += 2;
+      else
+        break;
     }
     return p;
   }
@@ -297,8 +305,10 @@ class Lexer {
         std::size_t q = p + 1;
         if (q < s.size() && (s[q] == '+' || s[q] == '-')) ++q;
         const std::size_t exponent_end = digits_end(s, q, decimal);
-        if (exponent_end != std::string::npos) float_end = exponent_end;
-        else if (fraction) float_end = p;
+        if (exponent_end != std::string::npos)
+          float_end = exponent_end;
+        else if (fraction)
+          float_end = p;
       } else if (fraction) {
         float_end = p;
       }
@@ -320,8 +330,10 @@ class Lexer {
       std::size_t p = pos_ + 2;
       const auto digit_ok = [&](char c) { return hex_value(c) >= 0 && hex_value(c) < base; };
       while (p < s.size() && (digit_ok(s[p]) || (s[p] == '_' && p + 1 < s.size() && digit_ok(s[p + 1])))) ++p;
-      if (p == pos_ + 2) base = 10;  // "0x" alone: the integer 0, then a name
-      else end = p;
+      if (p == pos_ + 2)
+        base = 10;  // "0x" alone: the integer 0, then a name
+      else
+        end = p;
     } else if (s[pos_] != '0') {
       end = int_end;
     } else {
@@ -332,7 +344,8 @@ class Lexer {
       if (c != '_') digits.push_back(c);
     errno = 0;
     const long long value = std::strtoll(digits.c_str(), nullptr, base);
-    if (errno == ERANGE) throw ParseError(line_, "integer literal too large: " + std::string(s.substr(pos_, end - pos_)));
+    if (errno == ERANGE)
+      throw ParseError(line_, "integer literal too large: " + std::string(s.substr(pos_, end - pos_)));
     push(TokenType::Integer, std::string(s.substr(pos_, end - pos_)));
     tokens_.back().integer = value;
     advance_to(end);
@@ -363,7 +376,8 @@ class Lexer {
     for (std::string_view op : kOperators) {
       if (op[0] != src_[pos_] || !at(pos_, op)) continue;
       const char c = op[0];
-      if (op.size() == 1 && (c == '(' || c == '[' || c == '{')) brackets.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
+      if (op.size() == 1 && (c == '(' || c == '[' || c == '{'))
+        brackets.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
       if (op.size() == 1 && (c == ')' || c == ']' || c == '}')) {
         if (brackets.empty()) throw ParseError(line_, "unexpected '" + std::string(op) + "'");
         if (brackets.back() != c)

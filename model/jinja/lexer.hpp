@@ -10,7 +10,19 @@ namespace parley::jinja {
 
 struct Options;
 
-enum class TokenType { Data, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, Eof };
+enum class TokenType {
+  Data,
+  VariableBegin,
+  VariableEnd,
+  BlockBegin,
+  BlockEnd,
+  Name,
+  String,
+  Integer,
+  Float,
+  Operator,
+  Eof
+};
 
 struct Token {
   TokenType type;

@@ -12,6 +12,7 @@ namespace parley::jinja {
 
 namespace {
 
+// clang-format off
 constexpr std::string_view kStrMethods[] = {
     "capitalize", "casefold", "center",   "count",     "encode",    "endswith",     "expandtabs", "find",
     "format",     "format_map", "index",  "isalnum",   "isalpha",   "isascii",      "isdecimal",  "isdigit",
@@ -26,6 +27,7 @@ constexpr std::string_view kListMethods[] = {"append", "clear", "copy", "count",
                                 "insert", "pop", "remove", "reverse", "sort"};
 constexpr std::string_view kListUnsafe[] = {"append", "reverse", "insert", "sort", "extend", "remove"};
 constexpr std::string_view kTupleMethods[] = {"count", "index"};
+// clang-format on
 
 template <std::size_t N>
 bool has(const std::string_view (&names)[N], std::string_view name) {
@@ -53,8 +55,9 @@ Value strings(const std::vector<std::string>& parts, bool markup) {
 // s[start:end] for startswith/find/count's optional bounds.
 std::string bounded(const Value& self, const BoundArgs& a, std::size_t start_index) {
   const long start = a.given(start_index) && !a.get(start_index).is_none() ? to_index(a.get(start_index), "start") : 0;
-  const long end = a.given(start_index + 1) && !a.get(start_index + 1).is_none() ? to_index(a.get(start_index + 1), "end")
-                                                                               : static_cast<long>(utf8::length(self.text)) + 1;
+  const long end = a.given(start_index + 1) && !a.get(start_index + 1).is_none()
+                       ? to_index(a.get(start_index + 1), "end")
+                       : static_cast<long>(utf8::length(self.text)) + 1;
   return text::slice_code_points(self.text, start, end);
 }
 
@@ -62,7 +65,8 @@ bool affix_matches(const Value& self, const BoundArgs& a, bool prefix) {
   const std::string s = bounded(self, a, 1);
   const auto matches = [&](const Value& affix) {
     const std::string& t = text_arg(affix, prefix ? "startswith first arg" : "endswith first arg");
-    return s.size() >= t.size() && (prefix ? s.compare(0, t.size(), t) == 0 : s.compare(s.size() - t.size(), t.size(), t) == 0);
+    return s.size() >= t.size() &&
+           (prefix ? s.compare(0, t.size(), t) == 0 : s.compare(s.size() - t.size(), t.size(), t) == 0);
   };
   const Value& affix = a.get(0);
   if (affix.is_list() && affix.seq_kind() == SeqKind::Tuple)
@@ -100,7 +104,9 @@ bool cased_as(const std::string& s, bool lower) {
 Value call_str_method(Renderer& renderer, const Value& self, std::string_view name, CallArgs& args) {
   const std::string& s = self.text;
   const bool m = self.markup;
-  const auto bind = [&](std::initializer_list<std::string_view> parameters) { return BoundArgs(name, args, parameters); };
+  const auto bind = [&](std::initializer_list<std::string_view> parameters) {
+    return BoundArgs(name, args, parameters);
+  };
   if (name == "format") return Value::string(format_string(renderer, s, args), m);
   if (name == "upper" || name == "lower" || name == "casefold" || name == "title" || name == "capitalize" ||
       name == "isdigit" || name == "isdecimal" || name == "isnumeric" || name == "isalpha" || name == "isalnum" ||
@@ -110,9 +116,11 @@ Value call_str_method(Renderer& renderer, const Value& self, std::string_view na
     if (name == "lower" || name == "casefold") return Value::string(utf8::lower(s), m);
     if (name == "title") return Value::string(text::python_title(s), m);
     if (name == "capitalize") return Value::string(text::capitalize(s), m);
-    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") return Value::boolean(all_chars(s, utf8::is_digit));
+    if (name == "isdigit" || name == "isdecimal" || name == "isnumeric")
+      return Value::boolean(all_chars(s, utf8::is_digit));
     if (name == "isalpha") return Value::boolean(all_chars(s, utf8::is_alpha));
-    if (name == "isalnum") return Value::boolean(all_chars(s, [](char32_t c) { return utf8::is_alpha(c) || utf8::is_digit(c); }));
+    if (name == "isalnum")
+      return Value::boolean(all_chars(s, [](char32_t c) { return utf8::is_alpha(c) || utf8::is_digit(c); }));
     if (name == "isspace") return Value::boolean(all_chars(s, utf8::is_space));
     return Value::boolean(cased_as(s, name == "islower"));
   }
@@ -184,7 +192,8 @@ Value call_str_method(Renderer& renderer, const Value& self, std::string_view na
       const bool left = name == "partition";
       parts = {Value::string(left ? s : "", m), Value::string("", m), Value::string(left ? "" : s, m)};
     } else {
-      parts = {Value::string(s.substr(0, found), m), Value::string(sep, m), Value::string(s.substr(found + sep.size()), m)};
+      parts = {Value::string(s.substr(0, found), m), Value::string(sep, m),
+               Value::string(s.substr(found + sep.size()), m)};
     }
     return Value::tuple(std::move(parts));
   }
@@ -203,13 +212,18 @@ Value call_dict_method(const Value& self, std::string_view name, CallArgs& args)
   if (name == "copy") return Value::mapping(entries);
   std::vector<Value> out;
   for (const auto& [key, value] : entries) {
-    if (name == "keys") out.push_back(key);
-    else if (name == "values") out.push_back(value);
-    else if (name == "items") out.push_back(Value::tuple({key, value}));
-    else fail("dict." + std::string(name) + "() is not supported");
+    if (name == "keys")
+      out.push_back(key);
+    else if (name == "values")
+      out.push_back(value);
+    else if (name == "items")
+      out.push_back(Value::tuple({key, value}));
+    else
+      fail("dict." + std::string(name) + "() is not supported");
   }
-  return Value::sequence(std::move(out), name == "keys" ? SeqKind::KeysView : name == "values" ? SeqKind::ValuesView
-                                                                                              : SeqKind::ItemsView);
+  return Value::sequence(std::move(out), name == "keys"     ? SeqKind::KeysView
+                                         : name == "values" ? SeqKind::ValuesView
+                                                            : SeqKind::ItemsView);
 }
 
 Value call_list_method(const Value& self, std::string_view name, CallArgs& args) {
@@ -232,7 +246,8 @@ Value call_list_method(const Value& self, std::string_view name, CallArgs& args)
       if (it == items.end()) fail(repr(a.get(0)) + " is not in " + type_name(self));
       return Value::of_int(it - items.begin());
     }
-    return Value::of_int(std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, a.get(0)); }));
+    return Value::of_int(
+        std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, a.get(0)); }));
   }
   BoundArgs(name, args, {});
   if (name == "copy") return Value::sequence(items);
@@ -247,7 +262,8 @@ Value call_list_method(const Value& self, std::string_view name, CallArgs& args)
 
 std::optional<Value> builtin_attribute(const Value& self, std::string_view name) {
   const auto unsafe = [&] {
-    return Value::undefined("access to attribute '" + std::string(name) + "' of '" + type_name(self) + "' object is unsafe.");
+    return Value::undefined("access to attribute '" + std::string(name) + "' of '" + type_name(self) +
+                            "' object is unsafe.");
   };
   switch (self.kind) {
     case Kind::String:

@@ -7,9 +7,7 @@
 
 namespace parley::jinja {
 
-std::string Namespace::repr() const {
-  return "<Namespace " + jinja::repr(Value::mapping(attributes_.items)) + ">";
-}
+std::string Namespace::repr() const { return "<Namespace " + jinja::repr(Value::mapping(attributes_.items)) + ">"; }
 
 std::optional<Value> Namespace::attribute(std::string_view name) const {
   if (const Value* value = attributes_.find(name)) return *value;

@@ -188,7 +188,8 @@ std::string escape_html(std::string_view text) {
   return out;
 }
 
-std::optional<Value> slice(const Value& object, const Value& start_value, const Value& stop_value, const Value& step_value) {
+std::optional<Value> slice(const Value& object, const Value& start_value, const Value& stop_value,
+                           const Value& step_value) {
   const bool sequence = object.is_list() && (object.seq_kind() == SeqKind::List || object.seq_kind() == SeqKind::Tuple);
   if (!object.is_string() && !sequence) return std::nullopt;
   for (const Value* part : {&start_value, &stop_value, &step_value})
@@ -229,7 +230,8 @@ std::optional<Value> slice(const Value& object, const Value& start_value, const 
 
 std::int64_t to_index(const Value& v, std::string_view what) {
   if (v.is_undefined()) fail_undefined(v);
-  if (!v.is_integral()) fail("'" + type_name(v) + "' object cannot be interpreted as an integer (" + std::string(what) + ")");
+  if (!v.is_integral())
+    fail("'" + type_name(v) + "' object cannot be interpreted as an integer (" + std::string(what) + ")");
   return v.integer;
 }
 

@@ -18,7 +18,8 @@ bool is_compare_operator(const Token& t) {
 }  // namespace
 
 Parser::NestingGuard::NestingGuard(Parser& p) : parser(p) {
-  if (++parser.nesting_ > kMaxNesting) parser.fail("nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
+  if (++parser.nesting_ > kMaxNesting)
+    parser.fail("nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
 }
 
 const Token& Parser::next() {
@@ -30,7 +31,9 @@ const Token& Parser::next() {
 bool Parser::at_operator(std::string_view op) const {
   return current().type == TokenType::Operator && current().value == op;
 }
-bool Parser::at_name(std::string_view name) const { return current().type == TokenType::Name && current().value == name; }
+bool Parser::at_name(std::string_view name) const {
+  return current().type == TokenType::Name && current().value == name;
+}
 bool Parser::skip_operator(std::string_view op) {
   if (!at_operator(op)) return false;
   next();
@@ -52,7 +55,9 @@ std::string Parser::expect_name() {
   if (current().type != TokenType::Name) fail("expected a name, got " + describe(current()));
   return next().value;
 }
-void Parser::fail(const std::string& message, int line) const { throw ParseError(line ? line : current().line, message); }
+void Parser::fail(const std::string& message, int line) const {
+  throw ParseError(line ? line : current().line, message);
+}
 
 ExprPtr Parser::finish(ExprPtr node) {
   int height = 0;
@@ -222,10 +227,14 @@ ExprPtr Parser::parse_primary() {
   ExprPtr node = new_node(ExprKind::Constant, token.line);
   switch (token.type) {
     case TokenType::Name:
-      if (token.value == "true" || token.value == "True") node->constant = Value::boolean(true);
-      else if (token.value == "false" || token.value == "False") node->constant = Value::boolean(false);
-      else if (token.value == "none" || token.value == "None") node->constant = Value::none();
-      else node->kind = ExprKind::Name, node->name = token.value;
+      if (token.value == "true" || token.value == "True")
+        node->constant = Value::boolean(true);
+      else if (token.value == "false" || token.value == "False")
+        node->constant = Value::boolean(false);
+      else if (token.value == "none" || token.value == "None")
+        node->constant = Value::none();
+      else
+        node->kind = ExprKind::Name, node->name = token.value;
       next();
       return finish(node);
     case TokenType::String: {
@@ -250,8 +259,7 @@ ExprPtr Parser::parse_primary() {
 
 bool Parser::is_tuple_end(const std::vector<std::string_view>& extra_end_names) const {
   const Token& t = current();
-  if (t.type == TokenType::VariableEnd || t.type == TokenType::BlockEnd || t.type == TokenType::Eof ||
-      at_operator(")"))
+  if (t.type == TokenType::VariableEnd || t.type == TokenType::BlockEnd || t.type == TokenType::Eof || at_operator(")"))
     return true;
   for (std::string_view name : extra_end_names)
     if (at_name(name)) return true;
@@ -374,10 +382,14 @@ ExprPtr Parser::parse_subscribed() {
     parts.push_back(index);
   }
   const auto part_ends = [this] { return at_operator("]") || at_operator(","); };
-  if (at_operator(":") || part_ends()) parts.push_back(nullptr);
-  else parts.push_back(parse_expression());
-  if (skip_operator(":")) parts.push_back(part_ends() ? nullptr : parse_expression());
-  else parts.push_back(nullptr);
+  if (at_operator(":") || part_ends())
+    parts.push_back(nullptr);
+  else
+    parts.push_back(parse_expression());
+  if (skip_operator(":"))
+    parts.push_back(part_ends() ? nullptr : parse_expression());
+  else
+    parts.push_back(nullptr);
   return make(ExprKind::Slice, line, parts);
 }
 

@@ -81,15 +81,24 @@ Stmt* Parser::parse_statement() {
   const std::string tag = token.value;
   open_blocks_.push_back({tag, token.line, {}});
   Stmt* stmt = nullptr;
-  if (tag == "for") stmt = parse_for();
-  else if (tag == "if") stmt = parse_if();
-  else if (tag == "set") stmt = parse_set();
-  else if (tag == "with") stmt = parse_with();
-  else if (tag == "macro") stmt = parse_macro();
-  else if (tag == "call") stmt = parse_call_block();
-  else if (tag == "filter") stmt = parse_block_body(StmtKind::FilterBlock, "endfilter");
-  else if (tag == "generation") stmt = parse_block_body(StmtKind::Generation, "endgeneration");
-  else if (tag == "break" || tag == "continue") stmt = new_stmt(tag == "break" ? StmtKind::Break : StmtKind::Continue, next().line);
+  if (tag == "for")
+    stmt = parse_for();
+  else if (tag == "if")
+    stmt = parse_if();
+  else if (tag == "set")
+    stmt = parse_set();
+  else if (tag == "with")
+    stmt = parse_with();
+  else if (tag == "macro")
+    stmt = parse_macro();
+  else if (tag == "call")
+    stmt = parse_call_block();
+  else if (tag == "filter")
+    stmt = parse_block_body(StmtKind::FilterBlock, "endfilter");
+  else if (tag == "generation")
+    stmt = parse_block_body(StmtKind::Generation, "endgeneration");
+  else if (tag == "break" || tag == "continue")
+    stmt = new_stmt(tag == "break" ? StmtKind::Break : StmtKind::Continue, next().line);
   else if (tag == "print") {
     stmt = new_stmt(StmtKind::Output, next().line);
     stmt->expr = parse_tuple(false, true, {}, false);
@@ -193,9 +202,12 @@ Signature Parser::parse_signature() {
   while (!at_operator(")")) {
     if (!signature.parameters.empty()) expect_operator(",");
     signature.parameters.push_back(parse_assign_target(true, {}, false).name);
-    if (skip_operator("=")) signature.defaults.push_back(parse_expression());
-    else if (!signature.defaults.empty() && signature.defaults.back()) fail("non-default argument follows default argument");
-    else signature.defaults.push_back(nullptr);
+    if (skip_operator("="))
+      signature.defaults.push_back(parse_expression());
+    else if (!signature.defaults.empty() && signature.defaults.back())
+      fail("non-default argument follows default argument");
+    else
+      signature.defaults.push_back(nullptr);
   }
   expect_operator(")");
   return signature;
@@ -204,7 +216,8 @@ Signature Parser::parse_signature() {
 Target Parser::parse_assign_target(bool name_only, std::vector<std::string_view> extra_end_names, bool with_namespace) {
   Target target;
   target.line = current().line;
-  if (with_namespace && current().type == TokenType::Name && peek().type == TokenType::Operator && peek().value == ".") {
+  if (with_namespace && current().type == TokenType::Name && peek().type == TokenType::Operator &&
+      peek().value == ".") {
     target.kind = Target::Kind::Attribute;
     target.name = next().value;
     next();

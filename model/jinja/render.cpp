@@ -229,7 +229,8 @@ std::string Renderer::invoke_macro(const Macro& macro, CallArgs& args) {
   };
   std::vector<std::optional<Value>> bound(parameter_count);
   for (std::size_t i = 0; i < parameter_count && i < args.positional.size(); ++i) bound[i] = args.positional[i];
-  for (std::size_t i = args.positional.size(); i < parameter_count; ++i) bound[i] = take_keyword(signature.parameters[i]);
+  for (std::size_t i = args.positional.size(); i < parameter_count; ++i)
+    bound[i] = take_keyword(signature.parameters[i]);
   if (signature.uses_caller) {
     std::optional<Value> caller = take_keyword("caller");
     scope->set("caller", caller ? std::move(*caller) : Value::undefined("No caller defined"));
@@ -257,9 +258,12 @@ std::string Renderer::invoke_macro(const Macro& macro, CallArgs& args) {
   const Value* saved_input = std::exchange(block_input_, nullptr);
   for (std::size_t i = 0; i < parameter_count; ++i) {  // defaults see the parameters before them
     const std::string& name = signature.parameters[i];
-    if (bound[i]) scope->set(name, std::move(*bound[i]));
-    else if (signature.defaults[i]) scope->set(name, eval(*signature.defaults[i]));
-    else scope->set(name, Value::undefined("parameter '" + name + "' was not provided"));
+    if (bound[i])
+      scope->set(name, std::move(*bound[i]));
+    else if (signature.defaults[i])
+      scope->set(name, eval(*signature.defaults[i]));
+    else
+      scope->set(name, Value::undefined("parameter '" + name + "' was not provided"));
   }
   exec(macro.body);
   out_ = saved_out;
@@ -268,6 +272,8 @@ std::string Renderer::invoke_macro(const Macro& macro, CallArgs& args) {
   return out;
 }
 
-Value Macro::call(Renderer& renderer, CallArgs& args) const { return Value::string(renderer.invoke_macro(*this, args)); }
+Value Macro::call(Renderer& renderer, CallArgs& args) const {
+  return Value::string(renderer.invoke_macro(*this, args));
+}
 
 }  // namespace parley::jinja

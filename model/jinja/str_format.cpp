@@ -27,8 +27,10 @@ Spec parse_spec(std::string_view spec_text) {
   const std::u32string s = utf8::decode(spec_text);
   Spec spec;
   std::size_t i = 0;
-  if (s.size() >= 2 && is_align(s[1])) spec.fill = s[0], spec.align = static_cast<char>(s[1]), i = 2;
-  else if (!s.empty() && is_align(s[0])) spec.align = static_cast<char>(s[0]), i = 1;
+  if (s.size() >= 2 && is_align(s[1]))
+    spec.fill = s[0], spec.align = static_cast<char>(s[1]), i = 2;
+  else if (!s.empty() && is_align(s[0]))
+    spec.align = static_cast<char>(s[0]), i = 1;
   if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) spec.sign = static_cast<char>(s[i++]);
   if (i < s.size() && s[i] == '0') {
     if (!spec.align) spec.fill = '0', spec.align = '=';
@@ -64,7 +66,8 @@ std::string format_number(const Value& v, const Spec& spec) {
     const double d = std::fabs(v.as_double()) * (type == '%' ? 100 : 1);
     const char conversion = type == '%' ? 'f' : type;
     const char format[] = {'%', '.', '*', conversion, '\0'};
-    std::snprintf(buffer, sizeof buffer, format, static_cast<int>(std::min(spec.precision < 0 ? 6L : spec.precision, 100L)), d);
+    std::snprintf(buffer, sizeof buffer, format,
+                  static_cast<int>(std::min(spec.precision < 0 ? 6L : spec.precision, 100L)), d);
     digits = buffer;
     if (type == '%') digits += "%";
   } else {
@@ -101,8 +104,10 @@ std::string format_string(Renderer& renderer, std::string_view format, CallArgs&
   for (std::size_t i = 0; i < format.size(); ++i) {
     const char c = format[i];
     if (c == '}') {
-      if (i + 1 < format.size() && format[i + 1] == '}') ++i;
-      else fail("Single '}' encountered in format string");
+      if (i + 1 < format.size() && format[i + 1] == '}')
+        ++i;
+      else
+        fail("Single '}' encountered in format string");
       out.push_back('}');
       continue;
     }
@@ -153,14 +158,18 @@ std::string format_string(Renderer& renderer, std::string_view format, CallArgs&
         const std::size_t end = field.find(']', p);
         if (end == std::string_view::npos) fail("Missing ']' in format string");
         const std::string key(field.substr(p + 1, end - p - 1));
-        const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos && key.size() < 18;
+        const bool numeric =
+            !key.empty() && key.find_first_not_of("0123456789") == std::string::npos && key.size() < 18;
         value = renderer.getitem(value, numeric ? Value::of_int(std::stoll(key)) : Value::string(key));
         p = end + 1;
       }
     }
-    if (conversion == "r" || conversion == "a") value = Value::string(repr(value));
-    else if (conversion == "s") value = Value::string(to_str(value));
-    else if (!conversion.empty()) fail("Unknown conversion specifier " + std::string(conversion));
+    if (conversion == "r" || conversion == "a")
+      value = Value::string(repr(value));
+    else if (conversion == "s")
+      value = Value::string(to_str(value));
+    else if (!conversion.empty())
+      fail("Unknown conversion specifier " + std::string(conversion));
     out += format_value(value, spec);
   }
   renderer.charge_for_size(out.size());

@@ -9,9 +9,7 @@ namespace parley::jinja::text {
 std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
   const std::u32string code_points = utf8::decode(s);
   const std::u32string strip_set = chars ? utf8::decode(*chars) : std::u32string();
-  const auto strips = [&](char32_t c) {
-    return chars ? strip_set.find(c) != std::u32string::npos : utf8::is_space(c);
-  };
+  const auto strips = [&](char32_t c) { return chars ? strip_set.find(c) != std::u32string::npos : utf8::is_space(c); };
   std::size_t begin = 0, end = code_points.size();
   if (left)
     while (begin < end && strips(code_points[begin])) ++begin;

@@ -12,10 +12,14 @@ std::size_t sequence_length(std::string_view text, std::size_t i, char32_t& code
   const unsigned char lead = byte(0);
   std::size_t n = 0;
   char32_t c = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) n = 2, c = lead & 0x1F;
-  else if (lead >= 0xE0 && lead <= 0xEF) n = 3, c = lead & 0x0F;
-  else if (lead >= 0xF0 && lead <= 0xF4) n = 4, c = lead & 0x07;
-  else return 0;
+  if (lead >= 0xC2 && lead <= 0xDF)
+    n = 2, c = lead & 0x1F;
+  else if (lead >= 0xE0 && lead <= 0xEF)
+    n = 3, c = lead & 0x0F;
+  else if (lead >= 0xF0 && lead <= 0xF4)
+    n = 4, c = lead & 0x07;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   for (std::size_t k = 1; k < n; ++k) {
     if ((byte(k) & 0xC0) != 0x80) return 0;
@@ -165,8 +169,10 @@ std::string upper(std::string_view text) {
     return out;
   }
   for (char32_t c : decode(text)) {
-    if (c == 0xDF) out += "SS";  // Python's full mapping: 'ß'.upper() == 'SS'
-    else append(out, to_upper(c));
+    if (c == 0xDF)
+      out += "SS";  // Python's full mapping: 'ß'.upper() == 'SS'
+    else
+      append(out, to_upper(c));
   }
   return out;
 }

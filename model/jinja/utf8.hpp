@@ -16,7 +16,7 @@ void append(std::string& out, char32_t code_point);
 bool is_ascii(std::string_view text);
 std::size_t length(std::string_view text);  // in code points
 
-bool is_space(char32_t c);  // Python's str.isspace (also re's \s)
+bool is_space(char32_t c);       // Python's str.isspace (also re's \s)
 bool is_line_break(char32_t c);  // Python's str.splitlines boundaries
 bool is_digit(char32_t c);
 bool is_alpha(char32_t c);  // letters of the scripts upper/lower know, and any other non-ASCII letter-like code point

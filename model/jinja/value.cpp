@@ -226,9 +226,12 @@ std::string format_float(double d) {
   std::string out = d < 0 ? "-" : "";
   if (point > -4 && point <= 16) {
     const int n = static_cast<int>(digits.size());
-    if (point <= 0) out += "0." + std::string(-point, '0') + digits;
-    else if (point >= n) out += digits + std::string(point - n, '0') + ".0";
-    else out += digits.substr(0, point) + "." + digits.substr(point);
+    if (point <= 0)
+      out += "0." + std::string(-point, '0') + digits;
+    else if (point >= n)
+      out += digits + std::string(point - n, '0') + ".0";
+    else
+      out += digits.substr(0, point) + "." + digits.substr(point);
     return out;
   }
   out += digits.substr(0, 1);
@@ -243,13 +246,20 @@ std::string repr_string(std::string_view s) {
   const char quote = has_single && s.find('"') == std::string_view::npos ? '"' : '\'';
   std::string out(1, quote);
   for (char32_t c : utf8::decode(s)) {
-    if (c == static_cast<char32_t>(quote) || c == '\\') out += '\\', out += static_cast<char>(c);
-    else if (c == '\t') out += "\\t";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c < 0x20 || c == 0x7F) append_hex(out, "\\x", c, 2);
-    else if (c >= 0x80 && non_printable(c)) append_hex(out, c < 0x100 ? "\\x" : "\\u", c, c < 0x100 ? 2 : 4);
-    else utf8::append(out, c);
+    if (c == static_cast<char32_t>(quote) || c == '\\')
+      out += '\\', out += static_cast<char>(c);
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 0x20 || c == 0x7F)
+      append_hex(out, "\\x", c, 2);
+    else if (c >= 0x80 && non_printable(c))
+      append_hex(out, c < 0x100 ? "\\x" : "\\u", c, c < 0x100 ? 2 : 4);
+    else
+      utf8::append(out, c);
   }
   return out + quote;
 }
@@ -323,8 +333,8 @@ bool compare(const Value& a, const Value& b, std::string_view op) {
   const bool ordered_sequences = a.is_list() && b.is_list() && a.seq_kind() == b.seq_kind() &&
                                  (a.seq_kind() == SeqKind::List || a.seq_kind() == SeqKind::Tuple);
   if (!ordered_sequences)
-    fail("'" + std::string(op) + "' not supported between instances of '" + type_name(a) + "' and '" +
-         type_name(b) + "'");
+    fail("'" + std::string(op) + "' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
+         "'");
   const auto& x = a.items();
   const auto& y = b.items();
   for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)

@@ -94,8 +94,8 @@ bool truthy(const Value& v);
 std::string to_str(const Value& v);  // str(v)
 std::string repr(const Value& v);    // repr(v)
 std::string repr_string(std::string_view s);
-std::string format_float(double d);  // repr(float): shortest round trip, Python's layout (1.0, 1e-05, 1e+16)
-std::string type_name(const Value& v);       // type(v).__name__
+std::string format_float(double d);            // repr(float): shortest round trip, Python's layout (1.0, 1e-05, 1e+16)
+std::string type_name(const Value& v);         // type(v).__name__
 std::string object_type_repr(const Value& v);  // Jinja2's "'dict object'" wording in undefined messages
 bool equals(const Value& a, const Value& b);
 bool is_hashable(const Value& v);
@@ -103,9 +103,9 @@ bool is_hashable(const Value& v);
 bool compare(const Value& a, const Value& b, std::string_view op);
 // Python's iter(v) drained: list items, dict keys, a string's characters; an Undefined is empty.
 std::vector<Value> iterate(const Value& v);
-std::int64_t length(const Value& v);  // len(v)
+std::int64_t length(const Value& v);                       // len(v)
 bool contains(const Value& container, const Value& item);  // item in container
-[[noreturn]] void fail(std::string message);  // throws RenderError without a line yet
+[[noreturn]] void fail(std::string message);               // throws RenderError without a line yet
 // Raises the UndefinedError an undefined value carries.
 [[noreturn]] void fail_undefined(const Value& v);
 
