@@ -11,8 +11,11 @@
 
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
-#include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
+
+namespace parley {
+class ChatTemplate;  // model/chat_template.hpp: only the chat files need the Jinja engine
+}  // namespace parley
 
 namespace parley::http {
 
