@@ -645,6 +645,106 @@ TEST_CASE("Templates that Jinja2 refuses or fails to render fail here too", "[ji
       R"j({{ none_value.a.b }})j",
   });
 }
+TEST_CASE("Combinations chat templates use (callers with arguments, namespaces in macros, tool schemas, "
+          "splitting reasoning out of content) render as in Jinja2",
+          "[jinja][oracle]") {
+  check_against_jinja2({
+      R"j({% macro m(a, b=2) %}{{ caller(a, b) }}{% endmacro %}{% call(x, y=5) m(1) %}{{ x }}-{{ y }}{% endcall %})j",
+      R"j({% macro m() %}{{ caller() }}{{ caller() }}{% endmacro %}{% set ns = namespace(i=0) %}{% call m() )j"
+          R"j(%}{% set ns.i = ns.i + 1 %}{{ ns.i }}{% endcall %})j",
+      R"j({% macro m(x) %}{{ x ~ kwargs.get('sep', '|') }}{% endmacro %}{{ m(1, sep='!') }}{{ m(2) }})j",
+      R"j({% for a, b in [(1, 2), (3, 4)] %}{% if loop.changed(a, b) %}{{ a }}{{ b }}{% endif %}{% endfor %})j",
+      R"j({% set ns = namespace(items=[]) %}{% for x in l %}{% set ns.items = ns.items + [x * 2] %}{% endfor )j"
+          R"j(%}{{ ns.items }})j",
+      R"j({% macro add(ns, v) %}{% set ns.total = ns.total + v %}{% endmacro %}{% set ns = namespace(total=0) )j"
+          R"j(%}{{ add(ns, 2) }}{{ add(ns, 3) }}{{ ns.total }})j",
+      R"j(a
+  {#- comment #}
+b)j",
+      R"j(a
+  {# comment -#}
+  b)j",
+      R"j({{- ' x ' -}}
+
+{%- if true %}
+  y
+{% endif -%}
+
+z)j",
+      R"j(  {% if true %}a{% endif %}{% if true %}b{% endif %}
+  {% if true %}c{% endif %})j",
+      "{% if true %}\r\n  x\r\n{% endif %}\r\n",
+      R"j(x{{ 'a' }}
+  {%- if true %} y{% endif %})j",
+      R"j({% for i in l -%}
+  {{- i -}}
+{%- endfor %})j",
+      R"j({%- raw %}  {{ a }}
+  {% endraw -%}
+  z)j",
+      R"j(  {%+ if true %}k{% endif %})j",
+      R"j({% if true +%}
+kept{% endif %})j",
+      R"j({{ '\u00e9\U0001F600\101\7' }})j",
+      R"j({{ 'élève ÉCOLE'.title() }} {{ 'éa'.center(6, '·') }} {{ 'ÉCOLE'.lower() }} {{ 'Ωμέγα'.upper() }} {{ )j"
+          R"j('привет мир' | title }})j",
+      R"j({{ people | sort(attribute='age,name') | map(attribute='name') | list }} {{ people | )j"
+          R"j(sort(attribute='name', reverse=true) | map(attribute='name') | join }})j",
+      R"j({{ ['a', 'b'] | map('replace', 'a', 'z') | list }} {{ [none, 1] | map('default', 'x') | list }} {{ l )j"
+          R"j(| map('abs') | list }})j",
+      R"j({{ people | selectattr('name', 'defined') | list | length }} {{ [1, none, 2] | reject('none') | list )j"
+          R"j(}} {{ l | select('in', [1, 2]) | list }} {{ range(10) | select('divisibleby', 3) | list }})j",
+      R"j({{ people | rejectattr('nick') | list | length }} {{ people | selectattr('age', 'ge', 30) | first }})j",
+      R"j({{ '1_000' | int }} {{ '12abc' | int }} {{ '-5' | int }} {{ '+7' | int }} {{ '0b101' | int(base=2) }} )j"
+          R"j({{ '1e2' | int }} {{ 1e18 | int }})j",
+      R"j({{ [1.5, 1e-7, 10000000000000000.0, 1234567890123456789] | tojson }} {{ {'a': [1, {'b': []}]} | )j"
+          R"j(tojson(indent=2) }})j",
+      R"j({{ msgs[-1].content }} {{ msgs[1:-1] | map(attribute='role') | join(',') }} {{ msgs | length }} {{ )j"
+          R"j((msgs | last).role }})j",
+      R"j({{ 'a' in d.keys() }} {{ 1 in d.values() }} {{ ('b', 1) in d.items() }} {{ d.items() | list | first }})j",
+      R"j({{ l is sameas l }} {{ [1] is sameas [1] }} {{ none is sameas none }})j",
+      R"j({% set ns = namespace(a=[]) %}{% set ns.a = ns.a + [1] %}{% set ns.a = ns.a + [2] %}{{ ns.a | length )j"
+          R"j(}}{{ ns.a }})j",
+      R"j({% set s2 = s %}{% set s2 = s2 ~ '!' %}{{ s }}{{ s2 }})j",
+      R"j({% set x = [1, 2] %}{% set y = x %}{{ y.pop() }}{{ x }})j",
+      R"j({{ '%' }} {{ '{{' }} {{ '}}' }} {{ '{%' }})j",
+      R"j({{ "{{ not a tag }}" }})j",
+      R"j({% set x = '{% raw %}' %}{{ x }})j",
+      R"j({{ 'x' ~ 1.0 ~ 2.50 ~ -0.0 }} {{ [0.1 + 0.2] }} {{ 1e-4 }} {{ 5e-324 }} {{ 1.7976931348623157e308 }})j",
+      R"j({{ 3 // 2.0 }} {{ -3 // 2.0 }} {{ 3 % -2.0 }} {{ 2 ** 0.5 }} {{ 4 ** 0.5 }} {{ 10 ** -2 }} {{ (2 ** )j"
+          R"j(62) - 1 + (2 ** 62) }})j",
+      R"j({{ 'abc' * 2 + 'd' }} {{ [1, 2] * 2 }} {{ (1,) * 3 }} {{ (1, 2) + (3,) }})j",
+      R"j({{ {'a': 1}.get('a', 5) }} {{ {}.get('x') is none }} {{ {'a': {'b': 2}}['a']['b'] }} {{ {'x': 1}.x }})j",
+      R"j({% for k, v in {'b': 2, 'a': 1} | dictsort %}{{ k }}{{ v }}{% endfor %} {% for k, v in {'b': 2, 'a': )j"
+          R"j(1} | items %}{{ k }}{{ v }}{% endfor %})j",
+      R"j({% for item in nested.a.list %}{{ item }}{% if item is mapping %}M{% endif %};{% endfor %})j",
+      R"j({% if msgs[0]['role'] == 'system' %}{% set sys = msgs[0]['content'] %}{% set rest = msgs[1:] %}{% )j"
+          R"j(else %}{% set sys = '' %}{% set rest = msgs %}{% endif %}{{ sys }}|{{ rest | length }})j",
+      R"j({% for m in msgs %}{% if loop.index0 % 2 == 0 %}E{% else %}O{% endif %}{{ m.role[0] | upper }}{% endfor %})j",
+      R"j({{ tools[0].function.parameters.properties | list }} {% for name, p in )j"
+          R"j(tools[0].function.parameters.properties.items() %}{{ name }}:{{ p.type }}{{ ',' if not loop.last }}{% )j"
+          R"j(endfor %})j",
+      R"j({{ tools | map(attribute='function.name') | list }} {{ tools | map(attribute='function') | )j"
+          R"j(map(attribute='name') | first }})j",
+      R"j({% set content = '<think>\nreason\n</think>\n\nanswer' %}{{ )j"
+          R"j(content.split('</think>')[-1].lstrip('\n') }}|{{ )j"
+          R"j(content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') }})j",
+      R"j({{ '  a  '.strip() == 'a' }} {{ 'A-B'.lower().replace('-', '_') }} {{ 'x'.join(['1', '2', '3']) }} {{ )j"
+          R"j('a b'.split(' ') | length }})j",
+      R"j({{ strftime_now('%B %d, %Y') }} {{ strftime_now('%j %U %w %a %p %I') }})j",
+      R"j({{ l | unique | list | length }} {{ 'aAbB' | list | unique | join }} {{ ['a', 'A'] | )j"
+          R"j(unique(case_sensitive=true) | list }})j",
+      R"j({{ d | dictsort(case_sensitive=true) }} {{ {'a': 'B', 'b': 'a'} | dictsort(by='value') }})j",
+      R"j({% for x in l %}{{ loop.cycle(*['a', 'b']) }}{% endfor %} {{ dict(**{'k': 1}) }} {{ namespace(**{'z': )j"
+          R"j(2}).z }})j",
+      R"j({{ [1, 2, 3] | batch(2) | map('list') | list }} {{ [1, 2, 3] | batch(2) | map('sum') | list }})j",
+      R"j({{ 'Hello' is upper }} {{ 'HELLO' is upper }} {{ 'hello world' is lower }} {{ 'x1' is lower }})j",
+      R"j({% set t = (1, 'a') %}{{ t[0] }}{{ t[-1] }}{{ t | length }}{{ t | list }}{{ t.count(1) }}{{ t.index('a') }})j",
+      R"j({{ none_value | string | upper }} {{ t | string ~ '!' }} {{ [t] | join }} {{ (1, 2) | join('-') }})j",
+      R"j({{ l | sum / l | length }} {{ (l | sum) / (l | length) }} {{ l | length * 2 }})j",
+      R"j({{ -l[0] }} {{ not l }} {{ not empty }} {{ -(n) ** 2 }} {{ (-n) ** 2 }})j",
+  });
+}
 // clang-format on
 
 // Exact messages: the construct and the line.

@@ -37,4 +37,9 @@ std::vector<Token> tokenize(std::string_view source, const Options& options);
 
 std::string describe(const Token& token);  // for messages: "end of print statement", "'foo'"
 
+// A string literal's body with its escapes decoded (\n, \x41, \u00e9, octal...); throws ParseError
+// (string_literal.cpp).
+std::string decode_string_literal(std::string_view body, int line);
+int hex_digit_value(char c);  // -1 for a non-hex character
+
 }  // namespace parley::jinja
