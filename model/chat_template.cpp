@@ -24,7 +24,8 @@ bool truthy(const Json& j) {
 }
 
 void parse_tool_call_arguments(Json& message) {
-  if (message.value("role", Json()) != "assistant" || !message.contains("tool_calls") || !message["tool_calls"].is_array())
+  if (message.value("role", Json()) != "assistant" || !message.contains("tool_calls") ||
+      !message["tool_calls"].is_array())
     return;
   for (Json& call : message["tool_calls"]) {
     if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
