@@ -821,6 +821,17 @@ TEST_CASE("Nested range(100000) loops stop at the step limit, quickly", "[jinja]
       Catch::Contains("step limit of 5000000 steps"));
 }
 
+TEST_CASE("Huge strings and lists stop at the step limit before they are allocated", "[jinja]") {
+  for (const char* source : {"{% set big = 'b' * 1000000 %}{{ ('a' * 1000).replace('a', big) }}",
+                             "{% set big = 'b' * 1000000 %}{{ ('a' * 1000) | replace('a', big) }}",
+                             "{{ 'x' | indent(10 ** 12) }}", "{{ 'x'.center(10 ** 12) }}", "{{ 'x' | center(10 ** 12) }}",
+                             "{{ [1] | tojson(indent=10 ** 12) }}", "{{ [1] | batch(10 ** 12, 0) | list }}",
+                             "{{ [1] | slice(10 ** 12) | list }}", "{{ 'ab' * 10 ** 12 }}", "{{ [1, 2] * 10 ** 12 }}"}) {
+    INFO(source);
+    CHECK_THROWS_WITH(jinja::Template(source).render(Json::object()), Catch::Contains("step limit"));
+  }
+}
+
 TEST_CASE("Runaway recursion and deep nesting fail as errors, not crashes", "[jinja]") {
   CHECK_THROWS_WITH(jinja::Template("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").render(Json::object()),
                     Catch::Contains("nests too deeply"));
@@ -833,6 +844,21 @@ TEST_CASE("Runaway recursion and deep nesting fail as errors, not crashes", "[ji
   std::string blocks;
   for (int i = 0; i < 5000; ++i) blocks += "{% if true %}";
   CHECK_THROWS_AS(jinja::Template(blocks), jinja::ParseError);
+}
+
+TEST_CASE("Values nested 100,000 deep fail to print or compare as Python fails, and free without recursing",
+          "[jinja]") {
+  const std::string build =
+      "{% set ns = namespace(a=[], b=[], n=none) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}"
+      "{% set ns.b = [ns.b] %}{% set ns.n = namespace(next=ns.n) %}{% endfor %}";
+  CHECK(jinja::Template(build + "{{ ns.a | length }}{{ ns.n.next.next is defined }}").render(Json::object()) == "1True");
+  CHECK_THROWS_WITH(jinja::Template(build + "{{ ns.a }}").render(Json::object()),
+                    "line 1: maximum recursion depth exceeded while getting the repr of an object");
+  CHECK_THROWS_WITH(jinja::Template(build + "{{ ns.a == ns.b }}").render(Json::object()),
+                    "line 1: maximum recursion depth exceeded in comparison");
+  CHECK_THROWS_WITH(jinja::Template(build + "{{ ns.n }}").render(Json::object()),
+                    Catch::Contains("maximum recursion depth exceeded"));
+  CHECK_THROWS_AS(jinja::Template(build + "{{ ns.a | tojson }}").render(Json::object()), jinja::RenderError);
 }
 
 TEST_CASE("A template renders the same twice: the tree is parsed once and rendering keeps no state", "[jinja]") {

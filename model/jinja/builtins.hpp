@@ -29,6 +29,8 @@ std::shared_ptr<Scope> make_globals(const Options& options);  // range, namespac
 std::optional<Value> builtin_attribute(const Value& self, std::string_view name);
 Value call_method(Renderer& renderer, const Value& self, std::string_view name, CallArgs& args);
 std::string format_string(Renderer& renderer, std::string_view format, CallArgs& args);  // str.format
+// Charges the longest text s.replace(old, new) can make, before it is made.
+void charge_for_replace(Renderer& renderer, std::string_view s, std::string_view old_text, std::string_view new_text);
 
 // Python's operators (operators.cpp).
 Value binary_op(Renderer& renderer, ast::BinaryOp op, const Value& a, const Value& b);

@@ -18,6 +18,13 @@ namespace {
 
 Value soft_string(const Value& v) { return v.is_string() ? v : Value::string(to_str(v)); }
 
+// `width` spaces, charged before they are made: indent(10**12) stops at the step limit, not in the allocator.
+std::string spaces(Renderer& renderer, std::int64_t width) {
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, width));
+  renderer.charge_for_size(n);
+  return std::string(n, ' ');
+}
+
 // Python's int(text, base) for bases 2, 8, 10, 16: whitespace, a sign, a matching prefix, digits with single
 // underscores between them.
 std::optional<std::int64_t> parse_int(const std::string& text, int base) {
@@ -229,9 +236,9 @@ Value filter_trim(Renderer&, const Value& v, CallArgs& args) {
 Value filter_replace(Renderer& renderer, const Value& v, CallArgs& args) {
   const BoundArgs a("replace", args, {"old", "new", "count"});
   const long count = a.given(2) && !a.get(2).is_none() ? to_index(a.get(2), "count") : -1;
-  std::string out = text::replace(to_str(v), to_str(a.get(0)), to_str(a.get(1)), count);
-  renderer.charge_for_size(out.size());
-  return Value::string(std::move(out));
+  const std::string s = to_str(v), old_text = to_str(a.get(0)), new_text = to_str(a.get(1));
+  charge_for_replace(renderer, s, old_text, new_text);
+  return Value::string(text::replace(s, old_text, new_text, count));
 }
 
 Value filter_center(Renderer& renderer, const Value& v, CallArgs& args) {
@@ -251,7 +258,7 @@ Value filter_indent(Renderer& renderer, const Value& v, CallArgs& args) {
   if (width.is_string())
     indention = width.text;
   else
-    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(width, "width"))), ' ');
+    indention = spaces(renderer, to_index(width, "width"));
   renderer.charge_for_size(indention.size() * (1 + std::count(v.text.begin(), v.text.end(), '\n')));
   const std::vector<std::string> lines = text::split_lines(v.text + "\n", false);
   std::string out;
@@ -288,7 +295,7 @@ Value filter_tojson(Renderer& renderer, const Value& v, CallArgs& args) {
     if (indent.is_string())
       style.indent = indent.text;
     else
-      style.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, to_index(indent, "indent"))), ' ');
+      style.indent = spaces(renderer, to_index(indent, "indent"));
     style.item_separator = ",";
   }
   if (a.given(2) && !a.get(2).is_none()) {

@@ -103,7 +103,7 @@ Value get_attribute_path(Renderer& renderer, const Value& item, const Value& pat
 
 Value lower_if_string(const Value& v) { return v.is_string() ? Value::string(utf8::lower(v.text), v.markup) : v; }
 
-Value batch(Renderer&, const Value& v, CallArgs& args) {
+Value batch(Renderer& renderer, const Value& v, CallArgs& args) {
   const BoundArgs a("batch", args, {"linecount", "fill_with"});
   const std::int64_t line_count = to_index(a.get(0), "linecount");
   std::vector<Value> batches, current;
@@ -113,8 +113,10 @@ Value batch(Renderer&, const Value& v, CallArgs& args) {
     current.push_back(item);
   }
   if (!current.empty()) {
-    if (a.given(1) && !a.get(1).is_none())
+    if (a.given(1) && !a.get(1).is_none()) {
+      renderer.count_steps(static_cast<long>(std::min<std::int64_t>(line_count, INT32_MAX)));
       while (static_cast<std::int64_t>(current.size()) < line_count) current.push_back(a.get(1));
+    }
     batches.push_back(Value::sequence(std::move(current)));
   }
   return iterator(std::move(batches));
@@ -225,16 +227,17 @@ Value reverse(Renderer&, const Value& v, CallArgs& args) {
   return generator ? Value::sequence(std::move(items)) : iterator(std::move(items));  // reversed() vs list.reverse()
 }
 
-Value slice(Renderer&, const Value& v, CallArgs& args) {
+Value slice(Renderer& renderer, const Value& v, CallArgs& args) {
   const BoundArgs a("slice", args, {"slices", "fill_with"});
   const std::int64_t slices = to_index(a.get(0), "slices");
   const std::vector<Value> seq = iterate(v);
   if (slices <= 0) fail(slices == 0 ? "integer division or modulo by zero" : "slice count must be positive");
+  renderer.count_steps(static_cast<long>(std::min<std::int64_t>(slices, INT32_MAX)));
   const auto length = static_cast<std::int64_t>(seq.size());
   const std::int64_t per_slice = length / slices, with_extra = length % slices;
   std::vector<Value> out;
   std::int64_t offset = 0;
-  for (std::int64_t n = 0; n < slices && n < 100'000; ++n) {
+  for (std::int64_t n = 0; n < slices; ++n) {
     const std::int64_t start = offset + n * per_slice;
     if (n < with_extra) ++offset;
     const std::int64_t end = offset + (n + 1) * per_slice;

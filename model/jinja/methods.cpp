@@ -149,7 +149,10 @@ Value call_str_method(Renderer& renderer, const Value& self, std::string_view na
   if (name == "replace") {
     const BoundArgs a = bind({"old", "new", "count"});
     const long count = a.given(2) ? to_index(a.get(2), "count") : -1;
-    return Value::string(text::replace(s, text_arg(a.get(0), "replace"), text_arg(a.get(1), "replace"), count), m);
+    const std::string& old_text = text_arg(a.get(0), "replace");
+    const std::string& new_text = text_arg(a.get(1), "replace");
+    charge_for_replace(renderer, s, old_text, new_text);
+    return Value::string(text::replace(s, old_text, new_text, count), m);
   }
   if (name == "join") {
     const BoundArgs a = bind({"iterable"});
@@ -259,6 +262,11 @@ Value call_list_method(const Value& self, std::string_view name, CallArgs& args)
 }
 
 }  // namespace
+
+void charge_for_replace(Renderer& renderer, std::string_view s, std::string_view old_text, std::string_view new_text) {
+  const std::size_t matches = old_text.empty() ? s.size() + 1 : s.size() / old_text.size();
+  renderer.charge_for_size(s.size() + matches * new_text.size());
+}
 
 std::optional<Value> builtin_attribute(const Value& self, std::string_view name) {
   const auto unsafe = [&] {

@@ -31,6 +31,7 @@ class Macro : public Object {
  public:
   Macro(std::string name, const ast::Signature& signature, const ast::Body& body, std::shared_ptr<Scope> closure)
       : name(std::move(name)), signature(signature), body(body), closure(std::move(closure)) {}
+  ~Macro() override { release_later(std::move(closure)); }
   std::string type_name() const override { return "Macro"; }
   std::string repr() const override { return "<Macro " + repr_string(name) + ">"; }
   bool is_callable() const override { return true; }
@@ -47,6 +48,9 @@ class Macro : public Object {
 class Loop : public Object, public std::enable_shared_from_this<Loop> {
  public:
   explicit Loop(std::vector<Value> items) : items(std::move(items)) {}
+  ~Loop() override {
+    for (Value& item : items) release_later(item);
+  }
   std::string type_name() const override { return "LoopContext"; }
   std::string repr() const override;
   std::optional<Value> attribute(std::string_view name) const override;
@@ -75,6 +79,7 @@ class Function : public Object {
 class BoundMethod : public Object {
  public:
   BoundMethod(Value self, std::string name) : self_(std::move(self)), name_(std::move(name)) {}
+  ~BoundMethod() override { release_later(self_); }
   std::string type_name() const override { return "builtin_function_or_method"; }
   std::string repr() const override;
   bool is_callable() const override { return true; }

@@ -1,6 +1,7 @@
 // Python's arithmetic on the engine's values: int stays int (an overflow past 64 bits is an error here, where
 // Python would grow), / gives a float, // and % round toward negative infinity, + and * also join and repeat
 // strings and lists, and a Markup operand HTML-escapes the plain one.
+#include <climits>
 #include <cmath>
 
 #include "model/jinja/builtins.hpp"
@@ -64,21 +65,23 @@ Value integer_power(std::int64_t base, std::int64_t exponent) {
   return Value::of_int(result);
 }
 
+// s * n and list * n, charged by the size they would have before they are made.
 Value repeat(Renderer& renderer, const Value& sequence, std::int64_t count) {
   const std::size_t times = count > 0 ? static_cast<std::size_t>(count) : 0;
+  const std::size_t unit = sequence.is_string() ? sequence.text.size() : sequence.items().size();
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(unit, times, &total)) renderer.count_steps(LONG_MAX / 2);
   if (sequence.is_string()) {
-    if (times > 0 && sequence.text.size() > (std::size_t{1} << 40) / times) overflow();
-    renderer.charge_for_size(sequence.text.size() * times);
+    renderer.charge_for_size(total);
     std::string out;
-    out.reserve(sequence.text.size() * times);
+    out.reserve(total);
     for (std::size_t i = 0; i < times; ++i) out += sequence.text;
     return Value::string(std::move(out), sequence.markup);
   }
-  const auto& items = sequence.items();
-  if (times > 0 && items.size() > (std::size_t{1} << 32) / times) overflow();
-  renderer.count_steps(static_cast<long>(items.size() * times));
+  renderer.count_steps(static_cast<long>(std::min<std::size_t>(total, LONG_MAX / 2)));
   std::vector<Value> out;
-  for (std::size_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
+  out.reserve(total);
+  for (std::size_t i = 0; i < times; ++i) out.insert(out.end(), sequence.items().begin(), sequence.items().end());
   return Value::sequence(std::move(out), sequence.seq_kind());
 }
 

@@ -14,6 +14,11 @@ constexpr int kMaxRenderDepth = 600;
 
 }  // namespace
 
+Scope::~Scope() {
+  for (auto& [name, value] : variables) release_later(value);
+  release_later(std::move(parent));
+}
+
 const Value* Scope::find(std::string_view name) const {
   for (const Scope* scope = this; scope; scope = scope->parent.get())
     for (const auto& [key, value] : scope->variables)

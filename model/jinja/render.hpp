@@ -16,6 +16,7 @@ namespace parley::jinja {
 // macro call one whose parent is where the macro was defined; `if` bodies share their enclosing scope.
 struct Scope {
   explicit Scope(std::shared_ptr<Scope> parent_scope = nullptr) : parent(std::move(parent_scope)) {}
+  ~Scope();
   const Value* find(std::string_view name) const;  // here or in a parent
   void set(std::string_view name, Value value);    // here
   std::shared_ptr<Scope> parent;

@@ -7,24 +7,34 @@ namespace parley::jinja {
 
 namespace {
 
-// Python prints a self-containing namespace as {...}; this engine refuses to go that deep instead.
-constexpr int kMaxReprDepth = 200;
+// Python raises RecursionError past about this depth when printing or comparing nested values; so does this
+// engine, counting across nested namespaces' reprs too (per thread: renders on other threads are apart).
+constexpr int kMaxRecursion = 200;
+thread_local int recursion_depth = 0;
+
+struct RecursionGuard {
+  explicit RecursionGuard(const char* what) {
+    if (++recursion_depth > kMaxRecursion) {
+      --recursion_depth;
+      fail(std::string("maximum recursion depth exceeded ") + what);
+    }
+  }
+  ~RecursionGuard() { --recursion_depth; }
+};
 
 const std::vector<Value> kNoItems;
 
-std::string repr_at(const Value& v, int depth);
-
-std::string join_repr(const std::vector<Value>& items, int depth) {
+std::string repr_of_items(const std::vector<Value>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
-    out += repr_at(items[i], depth + 1);
+    out += repr(items[i]);
   }
   return out;
 }
 
-std::string list_repr(const ListData& list, int depth) {
-  const std::string inner = join_repr(list.items, depth);
+std::string list_repr(const ListData& list) {
+  const std::string inner = repr_of_items(list.items);
   switch (list.seq_kind) {
     case SeqKind::List: return "[" + inner + "]";
     case SeqKind::Tuple: return "(" + inner + (list.items.size() == 1 ? ",)" : ")");
@@ -34,35 +44,6 @@ std::string list_repr(const ListData& list, int depth) {
     case SeqKind::ValuesView: return "dict_values([" + inner + "])";
   }
   return inner;
-}
-
-std::string str_at(const Value& v, int depth) {
-  if (depth > kMaxReprDepth) fail("maximum recursion depth exceeded while getting the repr of an object");
-  switch (v.kind) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return v.integer ? "True" : "False";
-    case Kind::Int: return std::to_string(v.integer);
-    case Kind::Float: return format_float(v.real);
-    case Kind::String: return v.text;
-    case Kind::List: return list_repr(*v.list, depth);
-    case Kind::Dict: {
-      std::string out = "{";
-      for (std::size_t i = 0; i < v.dict->items.size(); ++i) {
-        if (i) out += ", ";
-        out += repr_at(v.dict->items[i].first, depth + 1) + ": " + repr_at(v.dict->items[i].second, depth + 1);
-      }
-      return out + "}";
-    }
-    case Kind::Object: return v.object->repr();
-  }
-  return "";
-}
-
-std::string repr_at(const Value& v, int depth) {
-  if (v.kind == Kind::Undefined) return "Undefined";
-  if (v.kind == Kind::String) return v.markup ? "Markup(" + repr_string(v.text) + ")" : repr_string(v.text);
-  return str_at(v, depth);
 }
 
 bool sequence_equals(const ListData& a, const ListData& b) {
@@ -131,13 +112,16 @@ Value Value::string(std::string s, bool markup) {
 Value Value::sequence(std::vector<Value> items, SeqKind seq_kind) {
   Value v;
   v.kind = Kind::List;
-  v.list = std::make_shared<ListData>(ListData{std::move(items), seq_kind});
+  v.list = std::make_shared<ListData>();
+  v.list->items = std::move(items);
+  v.list->seq_kind = seq_kind;
   return v;
 }
 Value Value::mapping(std::vector<std::pair<Value, Value>> items) {
   Value v;
   v.kind = Kind::Dict;
-  v.dict = std::make_shared<DictData>(DictData{std::move(items)});
+  v.dict = std::make_shared<DictData>();
+  v.dict->items = std::move(items);
   return v;
 }
 Value Value::of_object(std::shared_ptr<Object> o) {
@@ -149,6 +133,44 @@ Value Value::of_object(std::shared_ptr<Object> o) {
 
 SeqKind Value::seq_kind() const { return list ? list->seq_kind : SeqKind::List; }
 const std::vector<Value>& Value::items() const { return list ? list->items : kNoItems; }
+
+namespace {
+thread_local std::vector<std::shared_ptr<void>>* release_queue = nullptr;  // set while one is being drained
+}  // namespace
+
+void release_later(std::shared_ptr<void> held) {
+  if (!held) return;
+  if (release_queue) {
+    release_queue->push_back(std::move(held));
+    return;
+  }
+  std::vector<std::shared_ptr<void>> queue;
+  release_queue = &queue;
+  queue.push_back(std::move(held));
+  while (!queue.empty()) {
+    std::shared_ptr<void> next = std::move(queue.back());
+    queue.pop_back();
+    next.reset();  // a destructor run here queues what its object held
+  }
+  release_queue = nullptr;
+}
+
+void release_later(Value& v) {
+  if (v.list) release_later(std::shared_ptr<void>(std::move(v.list)));
+  if (v.dict) release_later(std::shared_ptr<void>(std::move(v.dict)));
+  if (v.object) release_later(std::shared_ptr<void>(std::move(v.object)));
+}
+
+ListData::~ListData() {
+  for (Value& item : items) release_later(item);
+}
+
+DictData::~DictData() {
+  for (auto& [key, value] : items) {
+    release_later(key);
+    release_later(value);
+  }
+}
 
 const Value* DictData::find(const Value& key) const {
   if (key.kind == Kind::String) return find(std::string_view(key.text));
@@ -192,8 +214,32 @@ bool truthy(const Value& v) {
   return false;
 }
 
-std::string to_str(const Value& v) { return str_at(v, 0); }
-std::string repr(const Value& v) { return repr_at(v, 0); }
+std::string to_str(const Value& v) {
+  switch (v.kind) {
+    case Kind::Undefined: return "";
+    case Kind::None: return "None";
+    case Kind::Bool: return v.integer ? "True" : "False";
+    case Kind::Int: return std::to_string(v.integer);
+    case Kind::Float: return format_float(v.real);
+    case Kind::String: return v.text;
+    default: break;
+  }
+  RecursionGuard guard("while getting the repr of an object");
+  if (v.kind == Kind::List) return list_repr(*v.list);
+  if (v.kind == Kind::Object) return v.object->repr();
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.dict->items.size(); ++i) {
+    if (i) out += ", ";
+    out += repr(v.dict->items[i].first) + ": " + repr(v.dict->items[i].second);
+  }
+  return out + "}";
+}
+
+std::string repr(const Value& v) {
+  if (v.kind == Kind::Undefined) return "Undefined";
+  if (v.kind == Kind::String) return v.markup ? "Markup(" + repr_string(v.text) + ")" : repr_string(v.text);
+  return to_str(v);
+}
 
 std::string type_name(const Value& v) {
   switch (v.kind) {
@@ -233,8 +279,14 @@ bool equals(const Value& a, const Value& b) {
     case Kind::Undefined:
     case Kind::None: return true;
     case Kind::String: return a.text == b.text;
-    case Kind::List: return sequence_equals(*a.list, *b.list);
-    case Kind::Dict: return a.dict == b.dict || dict_equals(*a.dict, *b.dict);
+    case Kind::List: {
+      RecursionGuard guard("in comparison");
+      return sequence_equals(*a.list, *b.list);
+    }
+    case Kind::Dict: {
+      RecursionGuard guard("in comparison");
+      return a.dict == b.dict || dict_equals(*a.dict, *b.dict);
+    }
     case Kind::Object: return a.object == b.object;
     default: return false;
   }
@@ -245,6 +297,7 @@ bool is_hashable(const Value& v) {
   if (v.kind != Kind::List) return true;
   if (v.list->seq_kind == SeqKind::Iterator) return true;
   if (v.list->seq_kind != SeqKind::Tuple) return false;
+  RecursionGuard guard("while hashing");
   for (const Value& item : v.list->items)
     if (!is_hashable(item)) return false;
   return true;
@@ -263,6 +316,7 @@ bool compare(const Value& a, const Value& b, std::string_view op) {
   if (!ordered_sequences)
     fail("'" + std::string(op) + "' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
          "'");
+  RecursionGuard guard("in comparison");
   const auto& x = a.items();
   const auto& y = b.items();
   for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
