@@ -181,7 +181,7 @@ TEST_CASE("Every chat template renders every conversation as Jinja2 does, or bot
       templates.size(), table.size(), equal, both_raised, openai_format);
 }
 
-TEST_CASE("Tool call arguments given as a JSON string reach the template parsed; unparseable ones stay strings",
+TEST_CASE("Tool call arguments given as a JSON string reach the template parsed, and unparseable ones stay strings",
           "[chat_template]") {
   const Json messages = Json::parse(R"j([{"role": "assistant", "content": null, "tool_calls": [
       {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"x\": 1, \"y\": [true, null]}"}},
