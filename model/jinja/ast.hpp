@@ -62,7 +62,10 @@ class Operands {
    public:
     Iterator(const Operands& operands, std::size_t i) : operands_(&operands), i_(i) {}
     Expr* operator*() const { return (*operands_)[i_]; }
-    Iterator& operator++() { return ++i_, *this; }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
     bool operator!=(const Iterator& other) const { return i_ != other.i_; }
 
    private:

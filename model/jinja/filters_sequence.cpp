@@ -52,7 +52,10 @@ Value min_or_max(Renderer& renderer, const Value& v, CallArgs& args, bool want_m
   for (std::size_t i = 0; i < items.size(); ++i) {
     Value key = get_attribute_path(renderer, items[i], a.get_or(1, Value::none()));
     if (!truthy(a.get(0))) key = lower_if_string(key);
-    if (i == 0 || compare(key, best_key, want_max ? ">" : "<")) best = i, best_key = std::move(key);
+    if (i == 0 || compare(key, best_key, want_max ? ">" : "<")) {  // the first of equals wins, as in Python
+      best = i;
+      best_key = std::move(key);
+    }
   }
   return items[best];
 }

@@ -146,7 +146,10 @@ Value binary_op(Renderer& renderer, ast::BinaryOp op, const Value& a, const Valu
         if (y == 0) fail(op == BinaryOp::FloorDiv ? "integer division or modulo by zero" : "integer modulo by zero");
         if (x == INT64_MIN && y == -1) overflow();
         std::int64_t quotient = x / y, remainder = x % y;
-        if (remainder != 0 && ((remainder < 0) != (y < 0))) quotient -= 1, remainder += y;
+        if (remainder != 0 && ((remainder < 0) != (y < 0))) {  // Python rounds toward negative infinity
+          quotient -= 1;
+          remainder += y;
+        }
         return Value::of_int(op == BinaryOp::FloorDiv ? quotient : remainder);
       }
       if (fy == 0) fail(op == BinaryOp::FloorDiv ? "float floor division by zero" : "float modulo");

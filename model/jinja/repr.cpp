@@ -63,7 +63,7 @@ std::string repr_string(std::string_view s) {
   std::string out(1, quote);
   for (char32_t c : utf8::decode(s)) {
     if (c == static_cast<char32_t>(quote) || c == '\\')
-      out += '\\', out += static_cast<char>(c);
+      out += {'\\', static_cast<char>(c)};
     else if (c == '\t')
       out += "\\t";
     else if (c == '\n')

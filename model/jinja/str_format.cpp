@@ -27,13 +27,20 @@ Spec parse_spec(std::string_view spec_text) {
   const std::u32string s = utf8::decode(spec_text);
   Spec spec;
   std::size_t i = 0;
-  if (s.size() >= 2 && is_align(s[1]))
-    spec.fill = s[0], spec.align = static_cast<char>(s[1]), i = 2;
-  else if (!s.empty() && is_align(s[0]))
-    spec.align = static_cast<char>(s[0]), i = 1;
+  if (s.size() >= 2 && is_align(s[1])) {  // a fill character, then the alignment
+    spec.fill = s[0];
+    spec.align = static_cast<char>(s[1]);
+    i = 2;
+  } else if (!s.empty() && is_align(s[0])) {
+    spec.align = static_cast<char>(s[0]);
+    i = 1;
+  }
   if (i < s.size() && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) spec.sign = static_cast<char>(s[i++]);
   if (i < s.size() && s[i] == '0') {
-    if (!spec.align) spec.fill = '0', spec.align = '=';
+    if (!spec.align) {  // zero padding goes after the sign
+      spec.fill = '0';
+      spec.align = '=';
+    }
     ++i;
   }
   const auto number = [&] {

@@ -82,7 +82,10 @@ std::string replace(std::string_view s, std::string_view old_text, std::string_v
   if (old_text.empty()) {  // Python inserts the new text before every character and at the end
     const std::u32string cps = utf8::decode(s);
     for (char32_t c : cps) {
-      if (may_replace()) out += new_text, ++replaced;
+      if (may_replace()) {
+        out += new_text;
+        ++replaced;
+      }
       utf8::append(out, c);
     }
     if (may_replace()) out += new_text;
