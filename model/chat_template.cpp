@@ -60,6 +60,9 @@ Json prepare_messages(const Json& messages, bool content_as_parts) {
   for (Json& message : prepared) {
     if (!message.is_object()) continue;
     parse_tool_call_arguments(message);
+    // vLLM: null or missing content is empty (no parts), so an assistant turn that only calls tools renders.
+    if (!message.contains("content") || message["content"].is_null())
+      message["content"] = content_as_parts ? Json::array() : Json("");
     if (!content_as_parts && message.contains("content") && message["content"].is_array())
       message["content"] = joined_text(message["content"]);
   }

@@ -18,8 +18,9 @@ struct ChatInputs {
 
 // vLLM's preparation of messages: an assistant's tool_calls[].function.arguments given as a JSON string
 // becomes the parsed value (a string that does not parse stays; an empty or missing one becomes {}, as in
-// vLLM); content given as parts stays as it is for a template that takes parts (`content_as_parts`), else
-// becomes the parts' text joined with "\n".
+// vLLM); null or missing content becomes "" ([] for a template that takes parts); content given as parts
+// stays as it is for a template that takes parts (`content_as_parts`), else becomes the parts' text joined
+// with "\n".
 nlohmann::ordered_json prepare_messages(const nlohmann::ordered_json& messages, bool content_as_parts);
 
 class ChatTemplate {

@@ -78,6 +78,9 @@ TEST_CASE("tool-call arguments reach templates as objects, content parts as the 
       "{% for m in messages %}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments.city }}"
       "{% else %}{{ m.content }}{% endif %};{% endfor %}");
   CHECK(prompt_of(ctx, "{" + call + "}") == "Weather?;Oslo;cold;");
+  // The client's null content on the tool-calling turn is empty, as vLLM makes it (Jinja2 would print None).
+  CHECK(prompt_of(with_template("{% for m in messages %}[{{ m.content }}]{% endfor %}"), "{" + call + "}") ==
+        "[Weather?][][cold]");
   const std::string parts = R"("messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])";
   // A template that iterates over content gets the parts; one that prints it gets the texts joined by newlines.
   CHECK(prompt_of(with_template("{% for m in messages %}{% for p in m.content %}<{{ p.text }}>{% endfor %}{% endfor %}"),
