@@ -32,6 +32,7 @@ int run_convert(const ConvertOptions& o);
 
 struct GenModelOptions {
   std::string shape = "110m", out, dtype = "f32";
+  std::string arch;  // --arch ARCH: a tiny model exercising every feature of the architecture (instead of --shape)
   uint64_t seed = 1;
   bool with_mtp = false;  // --mtp: add a multi-token-prediction head
   std::string hf_tokenizer;  // --hf-tokenizer DIR: a Hugging Face tokenizer.json vocabulary instead of the synthetic one

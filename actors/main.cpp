@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "actors/commands.hpp"
+#include "model/model_shapes.hpp"
 
 namespace {
 
@@ -146,8 +147,10 @@ int main(int argc, char** argv) {
 
   parley::GenModelOptions gen_model;
   CLI::App* gen = app.add_subcommand("gen-model", "Write a random-weight GGUF of a benchmark shape");
-  gen->add_option("--shape", gen_model.shape, "builtin (dim 64, 4 layers) or 110m (dim 768, 12 layers, vocab 32000)")
-      ->check(CLI::IsMember({"builtin", "110m"}))
+  CLI::Option* gen_arch = gen->add_option("--arch", gen_model.arch,
+      "A tiny model exercising every feature of: " + parley::known_tiny_archs());
+  gen->add_option("--shape", gen_model.shape, "A real shape for benchmarks: " + parley::known_shapes())
+      ->excludes(gen_arch)
       ->capture_default_str();
   gen->add_option("--out", gen_model.out, "Output .gguf path")->required();
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();

@@ -8,6 +8,7 @@
 #include "actors/commands.hpp"
 #include "model/convert.hpp"
 #include "model/hf_tokenizer.hpp"
+#include "model/model_shapes.hpp"
 #include "model/random_model.hpp"
 
 namespace parley {
@@ -30,18 +31,20 @@ int run_convert(const ConvertOptions& o) {
 }
 
 int run_gen_model(const GenModelOptions& o) {
-  if (o.shape != "110m" && o.shape != "builtin") throw std::invalid_argument("unknown shape '" + o.shape + "'");
   if (!o.pre.empty() && o.hf_tokenizer.empty()) throw std::invalid_argument("--pre names the pre-tokenizer of --hf-tokenizer");
-  LlamaConfig cfg = o.shape == "110m" ? bench_110m_config() : builtin_model_config();
+  const ModelShape shape = o.arch.empty() ? named_shape(o.shape) : tiny_arch_shape(o.arch);
+  LlamaConfig cfg = shape.config;
   std::optional<HfTokenizer> hf;
   if (!o.hf_tokenizer.empty()) {
     hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);
     cfg.vocab_size = hf->vocab.size();
   }
-  ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt);
+  ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt,
+                                      shape.rope_factors);
   if (hf) model.chat_template = hf->chat_template;
   write_model_gguf(model, o.out, parse_dtype(o.dtype));
-  std::printf("wrote %s (%s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), o.dtype.c_str(), cfg.dim, cfg.n_layers,
+  std::printf("wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(), o.dtype.c_str(),
+              cfg.dim, cfg.n_layers,
               o.with_mtp ? " and an MTP head" : "", cfg.vocab_size,
               hf ? (", pre-tokenizer " + hf->vocab.pre + (hf->chat_template.empty() ? "" : ", chat template")).c_str() : "");
   return 0;

@@ -1,8 +1,10 @@
 #include "model/convert.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include "model/architecture.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/llama2c.hpp"
 #include "model/tokenizer.hpp"
@@ -36,6 +38,54 @@ std::vector<float> neox_to_adjacent(const std::vector<float>& w, int n_heads, in
   return out;
 }
 
+// The keys of the config's architecture, as llama.cpp reads them back (model/architecture.cpp).
+void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bool has_mtp) {
+  auto fail = [&](const std::string& what) { throw std::invalid_argument("write_model_gguf: " + c.arch + " " + what); };
+  if (c.qk_norm != arch.qk_norm || c.post_norms != arch.post_norms || c.scale_embeddings != arch.scale_embeddings ||
+      c.activation != arch.activation)
+    fail("files fix QK-norm, post-norms, embedding scale and activation; the config differs");
+  const float rule_scale = c.n_layers == arch.big_model_layers ? 1.0f / std::sqrt(float(c.dim / c.n_heads))
+                                                               : 1.0f / std::sqrt(float(c.head_dim()));
+  if (c.query_scale != 0.0f && c.query_scale != rule_scale) fail("files cannot carry this query scale");
+  if ((arch.attn_softcap > 0) != (c.attn_softcap > 0)) fail("files cannot turn attention soft-capping on or off");
+  const std::string p = c.arch + ".";
+  g.set_u32(p + "vocab_size", c.vocab_size);
+  g.set_u32(p + "context_length", c.max_seq_len);
+  g.set_u32(p + "embedding_length", c.dim);
+  g.set_u32(p + "block_count", c.n_layers + (has_mtp ? 1 : 0));
+  if (has_mtp) g.set_u32(p + "nextn_predict_layers", 1);
+  g.set_u32(p + "feed_forward_length", c.hidden_dim);
+  g.set_u32(p + "rope.dimension_count", c.rotary_dims());
+  g.set_f32(p + "rope.freq_base", c.rope_theta);
+  g.set_u32(p + "attention.head_count", c.n_heads);
+  g.set_u32(p + "attention.head_count_kv", c.n_kv_heads);
+  if (c.head_size > 0) {
+    g.set_u32(p + "attention.key_length", c.head_size);
+    g.set_u32(p + "attention.value_length", c.head_size);
+  }
+  g.set_f32(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  if (c.rope_freq_scale != 1.0f) {
+    g.set_string(p + "rope.scaling.type", "linear");
+    g.set_f32(p + "rope.scaling.factor", 1.0f / c.rope_freq_scale);
+  }
+  if (c.rope_attn_factor != 1.0f) g.set_f32(p + "rope.scaling.attn_factor", c.rope_attn_factor);
+  if (c.rope_original_context > 0 && c.rope_original_context != c.max_seq_len) g.set_u32(p + "rope.scaling.original_context_length", c.rope_original_context);
+  if (c.sliding_window > 0) {
+    if (arch.windows == SlidingWindows::None || arch.windows == SlidingWindows::Ignored)
+      fail("files have no sliding-window layers");
+    g.set_u32(p + "attention.sliding_window", c.sliding_window);
+    g.set_u32(p + "attention.sliding_window_pattern", c.sliding_window_period);
+    g.set_f32(p + "rope.freq_base_swa", c.local_rope.theta);
+    const float local_scale = arch.local_rope_unscaled ? 1.0f : c.rope_freq_scale;
+    if (c.local_rope.freq_scale != local_scale) fail("files fix the sliding layers' RoPE scaling");
+  } else if (arch.windows == SlidingWindows::Default) {
+    fail("files always have sliding-window layers");
+  }
+  if (c.attn_softcap > 0) g.set_f32(p + "attn_logit_softcapping", c.attn_softcap);
+  if (c.final_softcap > 0) g.set_f32(p + "final_logit_softcapping", c.final_softcap);
+  else if (arch.final_softcap > 0) fail("files always cap the final logits");
+}
+
 }  // namespace
 
 void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtype) {
@@ -45,23 +95,15 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
   if (w.layers.size() != static_cast<size_t>(c.n_layers))
     throw std::invalid_argument("write_model_gguf: " + std::to_string(w.layers.size()) + " layers for n_layers " +
                                 std::to_string(c.n_layers));
+  const ArchSpec* arch = find_arch(c.arch);
+  if (!arch) throw std::invalid_argument("write_model_gguf: unknown architecture '" + c.arch + "'");
 
   GgufWriter g;
-  g.set_string("general.architecture", "llama");
+  g.set_string("general.architecture", c.arch);
   g.set_string("general.name", m.name);
   g.set_u32("general.file_type", file_type(dtype));
   g.set_u32("general.alignment", static_cast<uint32_t>(kGgufDefaultAlignment));
-  g.set_u32("llama.vocab_size", c.vocab_size);
-  g.set_u32("llama.context_length", c.max_seq_len);
-  g.set_u32("llama.embedding_length", c.dim);
-  g.set_u32("llama.block_count", c.n_layers + (w.mtp ? 1 : 0));
-  if (w.mtp) g.set_u32("llama.nextn_predict_layers", 1);
-  g.set_u32("llama.feed_forward_length", c.hidden_dim);
-  g.set_u32("llama.rope.dimension_count", c.head_dim());
-  g.set_f32("llama.rope.freq_base", c.rope_theta);
-  g.set_u32("llama.attention.head_count", c.n_heads);
-  g.set_u32("llama.attention.head_count_kv", c.n_kv_heads);
-  g.set_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+  set_arch_keys(g, c, *arch, w.mtp.has_value());
 
   if (m.vocab) {
     const Vocab& v = *m.vocab;
@@ -96,7 +138,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     if (!m.chat_template.empty()) g.set_string("tokenizer.chat_template", m.chat_template);
   }
 
-  const uint64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;
+  const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
+                 hd = c.head_dim();
   auto add = [&](const std::string& name, const std::vector<float>& data, std::vector<uint64_t> ne) {
     uint64_t n = 1;
     for (uint64_t d : ne) n *= d;
@@ -104,26 +147,58 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
       throw std::invalid_argument("write_model_gguf: tensor '" + name + "' has " + std::to_string(data.size()) +
                                   " values, its shape needs " + std::to_string(n));
     GgmlType t = dtype;
-    if (ne.size() == 1) t = GgmlType::F32;  // norms stay F32, as llama.cpp keeps them
+    if (ne.size() == 1) t = GgmlType::F32;  // norms, biases and factors stay F32, as llama.cpp keeps them
     // Q8_0 blocks run along rows of 32; other rows keep F16 (llama.cpp's quantizer also falls back).
     else if (t == GgmlType::Q8_0 && ne[0] % kQ8Block != 0) t = GgmlType::F16;
     g.add_tensor(name, std::move(ne), t, data.data());
   };
-  const bool neox = c.rope_layout == RopeLayout::NeoX;
+  // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.
+  const bool permute = c.rope_layout != arch->rope;
+  if (permute && !(c.arch == "llama" && c.rope_layout == RopeLayout::NeoX))
+    throw std::invalid_argument("write_model_gguf: " + c.arch + " files have " +
+                                (arch->rope == RopeLayout::NeoX ? "NeoX" : "adjacent") + " RoPE");
+  const bool fused = c.arch == "phi3";  // Phi-3 files fuse Q/K/V and gate/up
+  auto cat = [](std::initializer_list<const std::vector<float>*> parts) {
+    std::vector<float> out;
+    for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+    return out;
+  };
   add("token_embd.weight", w.token_embedding, {dim, vocab});
   auto add_layer = [&](int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
     add(b + "attn_norm.weight", L.attn_norm, {dim});
-    if (neox && (L.wq.size() != dim * dim || L.wk.size() != kv * dim))
+    if (L.wq.size() != qd * dim || L.wk.size() != kv * dim)
       throw std::invalid_argument("write_model_gguf: layer " + std::to_string(l) + " wq/wk have the wrong size");
-    add(b + "attn_q.weight", neox ? neox_to_adjacent(L.wq, c.n_heads, c.head_dim(), c.dim) : L.wq, {dim, dim});
-    add(b + "attn_k.weight", neox ? neox_to_adjacent(L.wk, c.n_kv_heads, c.head_dim(), c.dim) : L.wk, {dim, kv});
-    add(b + "attn_v.weight", L.wv, {dim, kv});
-    add(b + "attn_output.weight", L.wo, {dim, dim});
+    const auto wq = permute ? neox_to_adjacent(L.wq, c.n_heads, c.head_dim(), c.dim) : L.wq;
+    const auto wk = permute ? neox_to_adjacent(L.wk, c.n_kv_heads, c.head_dim(), c.dim) : L.wk;
+    if (fused) {
+      add(b + "attn_qkv.weight", cat({&wq, &wk, &L.wv}), {dim, qd + 2 * kv});
+      if (c.qkv_bias) add(b + "attn_qkv.bias", cat({&L.bq, &L.bk, &L.bv}), {qd + 2 * kv});
+    } else {
+      add(b + "attn_q.weight", wq, {dim, qd});
+      add(b + "attn_k.weight", wk, {dim, kv});
+      add(b + "attn_v.weight", L.wv, {dim, kv});
+      if (c.qkv_bias) {
+        if (permute) throw std::invalid_argument("write_model_gguf: biases of a NeoX-ordered llama are not permuted");
+        add(b + "attn_q.bias", L.bq, {qd});
+        add(b + "attn_k.bias", L.bk, {kv});
+        add(b + "attn_v.bias", L.bv, {kv});
+      }
+    }
+    if (c.qk_norm) {
+      add(b + "attn_q_norm.weight", L.q_norm, {hd});
+      add(b + "attn_k_norm.weight", L.k_norm, {hd});
+    }
+    add(b + "attn_output.weight", L.wo, {qd, dim});
     add(b + "ffn_norm.weight", L.ffn_norm, {dim});
-    add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
-    add(b + "ffn_down.weight", L.w_down, {hidden, dim});
-    add(b + "ffn_up.weight", L.w_up, {dim, hidden});
+    if (fused) add(b + "ffn_up.weight", cat({&L.w_gate, &L.w_up}), {dim, 2 * hidden});
+    else add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
+    add(b + "ffn_down.weight", L.w_down, {hidden, dim});  // llama.cpp's order: gate, down, up
+    if (!fused) add(b + "ffn_up.weight", L.w_up, {dim, hidden});
+    if (c.post_norms) {
+      add(b + "post_attention_norm.weight", L.post_attn_norm, {dim});
+      add(b + "post_ffw_norm.weight", L.post_ffn_norm, {dim});
+    }
   };
   for (int l = 0; l < c.n_layers; ++l) add_layer(l, w.layers[size_t(l)]);
   if (w.mtp) {  // llama.cpp's nextn layout: the block after the main layers, plus its projection and norms
@@ -134,8 +209,23 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     add(b + "eh_proj.weight", w.mtp->eh_proj, {2 * dim, dim});
     add(b + "shared_head_norm.weight", w.mtp->shared_head_norm, {dim});
   }
+  if (!w.rope_freq_factors.empty()) {
+    const uint64_t half = uint64_t(c.rotary_dims()) / 2;
+    if (arch->longrope_factors && c.arch != "llama") {
+      // LongRoPE: the factors given serve beyond the original context; within it, none (all 1).
+      if (c.max_seq_len <= c.rope_original_context)
+        throw std::invalid_argument("write_model_gguf: LongRoPE factors need a context beyond the original one");
+      add("rope_factors_long.weight", w.rope_freq_factors, {half});
+      add("rope_factors_short.weight", std::vector<float>(half, 1.0f), {half});
+    } else {
+      add("rope_freqs.weight", w.rope_freq_factors, {half});
+    }
+  }
   add("output_norm.weight", w.output_norm, {dim});
-  if (!c.tied_output) add("output.weight", w.output, {dim, vocab});
+  if (!c.tied_output) {
+    if (c.arch == "gemma2") throw std::invalid_argument("write_model_gguf: gemma2 files tie the output to the embedding");
+    add("output.weight", w.output, {dim, vocab});
+  }
   g.write(path);
 }
 

@@ -1,6 +1,9 @@
 #include "model/llama.hpp"
 
+#include "kernels/cpu/reference.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -18,20 +21,43 @@ cpu::PackedMatrix pack_rows(int in, std::vector<float>& a, std::vector<float>* b
   return packed;
 }
 
-void add_into(std::vector<float>& x, const std::vector<float>& y, int64_t n) {
+void add_into(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
 }  // namespace
 
-LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, int dim, int hidden) {
+LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
+  const auto& c = config_;
+  auto need = [&](const std::vector<float>& v, size_t n, const char* what) {
+    if (v.size() != n) throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
+  };
   Layer l;
+  l.sliding = sliding;
   l.attn_norm = std::move(w.attn_norm);
-  l.wqkv = pack_rows(dim, w.wq, &w.wk, &w.wv);
-  l.wo = pack_rows(dim, w.wo);
+  l.wqkv = pack_rows(c.dim, w.wq, &w.wk, &w.wv);
+  l.wo = pack_rows(c.q_dim(), w.wo);
   l.ffn_norm = std::move(w.ffn_norm);
-  l.w_gate_up = pack_rows(dim, w.w_gate, &w.w_up);
-  l.w_down = pack_rows(hidden, w.w_down);
+  l.w_gate_up = pack_rows(c.dim, w.w_gate, &w.w_up);
+  l.w_down = pack_rows(c.hidden_dim, w.w_down);
+  if (c.qkv_bias) {
+    need(w.bq, size_t(c.q_dim()), "bq");
+    need(w.bk, size_t(c.kv_dim()), "bk");
+    need(w.bv, size_t(c.kv_dim()), "bv");
+    for (auto* b : {&w.bq, &w.bk, &w.bv}) l.bqkv.insert(l.bqkv.end(), b->begin(), b->end());
+  }
+  if (c.qk_norm) {
+    need(w.q_norm, size_t(c.head_dim()), "q_norm");
+    need(w.k_norm, size_t(c.head_dim()), "k_norm");
+    l.q_norm = std::move(w.q_norm);
+    l.k_norm = std::move(w.k_norm);
+  }
+  if (c.post_norms) {
+    need(w.post_attn_norm, size_t(c.dim), "post_attn_norm");
+    need(w.post_ffn_norm, size_t(c.dim), "post_ffn_norm");
+    l.post_attn_norm = std::move(w.post_attn_norm);
+    l.post_ffn_norm = std::move(w.post_ffn_norm);
+  }
   return l;
 }
 
@@ -39,12 +65,16 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     : config_(config), backend_(&backend) {
   config_.validate();
   if (int(weights.layers.size()) != config.n_layers) throw std::invalid_argument("weights have the wrong layer count");
-  const int dim = config.dim, hidden = config.hidden_dim;
+  if (!weights.rope_freq_factors.empty() && weights.rope_freq_factors.size() != size_t(config_.rotary_dims() / 2))
+    throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
+  const int dim = config.dim;
   token_embedding_.assign(weights.token_embedding.begin(), weights.token_embedding.end());
   output_ = pack_rows(dim, weights.output.empty() ? weights.token_embedding : weights.output);
   weights.token_embedding = {};
   output_norm_ = std::move(weights.output_norm);
-  for (auto& w : weights.layers) layers_.push_back(pack_layer(w, dim, hidden));
+  rope_freq_factors_ = std::move(weights.rope_freq_factors);
+  for (int l = 0; l < config.n_layers; ++l)
+    layers_.push_back(pack_layer(weights.layers[size_t(l)], config_.is_sliding_layer(l)));
   if (weights.mtp) {
     MtpWeights& w = *weights.mtp;
     mtp_.emplace();
@@ -52,14 +82,14 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     mtp_->hnorm = std::move(w.hnorm);
     mtp_->shared_head_norm = std::move(w.shared_head_norm);
     mtp_->eh_proj = pack_rows(2 * dim, w.eh_proj);
-    mtp_->layer = pack_layer(w.layer, dim, hidden);
+    mtp_->layer = pack_layer(w.layer, false);
   }
 }
 
 cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   const auto& c = config_;
   const int M = batch.num_tokens();
-  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+  const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   for (int i = 0; i < M; ++i) {
     if (batch.token_ids[i] < 0 || batch.token_ids[i] >= c.vocab_size)
       throw std::out_of_range("token id " + std::to_string(batch.token_ids[i]) + " outside the vocabulary");
@@ -68,11 +98,11 @@ cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   }
   x_.resize(size_t(M) * dim);
   xb_.resize(size_t(M) * dim);
-  qkv_.resize(size_t(M) * (dim + 2 * kv_dim));
-  q_.resize(size_t(M) * dim);
+  qkv_.resize(size_t(M) * (qd + 2 * kv_dim));
+  q_.resize(size_t(M) * qd);
   k_.resize(size_t(M) * kv_dim);
   v_.resize(size_t(M) * kv_dim);
-  attn_.resize(size_t(M) * dim);
+  attn_.resize(size_t(M) * qd);
   hb_.resize(size_t(M) * 2 * hidden);
   hidden_.resize(size_t(M) * hidden);
   last_num_tokens_ = M;
@@ -85,36 +115,56 @@ cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   return meta;
 }
 
+void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
+  const auto& c = config_;
+  const int M = batch.num_tokens(), hd = c.head_dim();
+  if (c.qk_norm) {  // per head: rows of head_dim
+    backend_->rmsnorm(q_.data(), L.q_norm.data(), q_.data(), M * c.n_heads, hd, c.norm_eps);
+    backend_->rmsnorm(k_.data(), L.k_norm.data(), k_.data(), M * c.n_kv_heads, hd, c.norm_eps);
+  }
+  const RopeConfig rope = L.sliding ? c.local_rope : RopeConfig{c.rope_theta, c.rope_freq_scale};
+  const cpu::RopeSpec spec{rope.theta, c.rope_layout, c.rope_dims, rope.freq_scale, c.rope_attn_factor,
+                           rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data()};
+  backend_->rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, spec);
+  backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
+}
+
 void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const ForwardBatch& batch,
                            const cpu::AttentionMetadata& meta) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
-  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
-  const int qkv_w = dim + 2 * kv_dim;
+  const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int qkv_w = qd + 2 * kv_dim;
   be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   be.matmul(xb_.data(), L.wqkv, qkv_.data(), M);
+  if (!L.bqkv.empty())
+    for (int i = 0; i < M; ++i) add_into(qkv_.data() + size_t(i) * qkv_w, L.bqkv.data(), qkv_w);
   for (int i = 0; i < M; ++i) {
     const float* row = qkv_.data() + size_t(i) * qkv_w;
-    std::copy_n(row, dim, q_.data() + size_t(i) * dim);
-    std::copy_n(row + dim, kv_dim, k_.data() + size_t(i) * kv_dim);
-    std::copy_n(row + dim + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
+    std::copy_n(row, qd, q_.data() + size_t(i) * qd);
+    std::copy_n(row + qd, kv_dim, k_.data() + size_t(i) * kv_dim);
+    std::copy_n(row + qd + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
   }
-  be.rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, c.rope_theta, c.rope_layout);
-  be.rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, c.rope_theta, c.rope_layout);
+  rotate(L, batch);
   be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
-  be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data());
+  const cpu::AttentionSpec attention{c.query_scale, c.attn_softcap, L.sliding ? c.sliding_window : 0};
+  be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
   be.matmul(attn_.data(), L.wo, xb_.data(), M);
-  add_into(x_, xb_, int64_t(M) * dim);
+  if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   be.matmul(xb_.data(), L.w_gate_up, hb_.data(), M);
   for (int i = 0; i < M; ++i) {
     const float* row = hb_.data() + size_t(i) * 2 * hidden;
-    be.swiglu(row, row + hidden, hidden_.data() + size_t(i) * hidden, hidden);
+    float* out = hidden_.data() + size_t(i) * hidden;
+    if (c.activation == FfnActivation::GeluTanh) be.geglu(row, row + hidden, out, hidden);
+    else be.swiglu(row, row + hidden, out, hidden);
   }
   be.matmul(hidden_.data(), L.w_down, xb_.data(), M);
-  add_into(x_, xb_, int64_t(M) * dim);
+  if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 }
 
 void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits) {
@@ -128,6 +178,17 @@ void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm,
   backend_->rmsnorm(selected_.data(), norm.data(), xb_.data(), S, dim, c.norm_eps);
   logits.resize(size_t(S) * c.vocab_size);
   backend_->matmul(xb_.data(), output_, logits.data(), S);
+  if (c.final_softcap > 0.0f)
+    for (float& z : logits) z = cpu::reference::softcap(z, c.final_softcap);
+}
+
+void LlamaModel::embed(const ForwardBatch& batch) {
+  const int M = batch.num_tokens(), dim = config_.dim;
+  backend_->embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  if (config_.scale_embeddings) {
+    const float scale = std::sqrt(float(dim));
+    for (int64_t i = 0; i < int64_t(M) * dim; ++i) x_[size_t(i)] *= scale;
+  }
 }
 
 void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {
@@ -135,7 +196,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   if (num_layers < 1 || num_layers > config_.n_layers)
     throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(config_.n_layers));
   const cpu::AttentionMetadata meta = prepare(batch);
-  backend_->embedding(token_embedding_.data(), batch.token_ids.data(), batch.num_tokens(), config_.dim, x_.data());
+  embed(batch);
   for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], kv.layer(l), batch, meta);
   head(batch, output_norm_, logits);
 }
@@ -149,7 +210,7 @@ void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> p
   const auto& be = *backend_;
   // concat(enorm(embedding of the token), hnorm(hidden state at its position)), projected back to dim.
   concat_.resize(size_t(M) * 2 * dim);
-  be.embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  embed(batch);
   be.rmsnorm(x_.data(), mtp_->enorm.data(), xb_.data(), M, dim, config_.norm_eps);
   for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim);
   be.rmsnorm(prev_hidden.data(), mtp_->hnorm.data(), xb_.data(), M, dim, config_.norm_eps);

@@ -52,17 +52,25 @@ class LlamaModel {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
     cpu::PackedMatrix wqkv, wo, w_gate_up, w_down;
+    std::vector<float> bqkv;                           // [q_dim + 2 kv_dim] when the config has biases
+    std::vector<float> q_norm, k_norm;                 // [head_dim] when the config has QK-norm
+    std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] when the config has post-norms
+    bool sliding = false;                              // attends only to the sliding window, with the local RoPE
   };
   struct Mtp {
     std::vector<float> enorm, hnorm, shared_head_norm;
     cpu::PackedMatrix eh_proj;
     Layer layer;
   };
-  static Layer pack_layer(LayerWeights& w, int dim, int hidden);
+  Layer pack_layer(LayerWeights& w, bool sliding) const;
   // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.
   cpu::AttentionMetadata prepare(const ForwardBatch& batch);
   // One transformer block over x_ in place, writing its KV.
   void run_layer(const Layer& layer, const cpu::KvLayerView& kv, const ForwardBatch& batch, const cpu::AttentionMetadata& meta);
+  // The token embeddings of the batch into x_ (scaled where the architecture scales them).
+  void embed(const ForwardBatch& batch);
+  // Q and K of one layer rotated in place by the layer's RoPE.
+  void rotate(const Layer& layer, const ForwardBatch& batch);
   // The final norm and head over the rows of x_ named by logits_indices.
   void head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits);
   LlamaConfig config_;
@@ -70,6 +78,7 @@ class LlamaModel {
   cpu::WeightBuffer token_embedding_;  // rows looked up by token id
   cpu::PackedMatrix output_;           // the head, packed (a copy of the embedding when tied)
   std::vector<float> output_norm_;
+  std::vector<float> rope_freq_factors_;  // [rotary_dims / 2], or empty
   std::vector<Layer> layers_;
   std::optional<Mtp> mtp_;
   // Scratch reused across steps; grows to the largest batch seen.

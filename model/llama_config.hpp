@@ -10,39 +10,81 @@ namespace parley {
 // How RoPE pairs the dimensions of a head.
 enum class RopeLayout {
   Adjacent,  // pairs (2i, 2i+1): llama2.c, llama.cpp's LLAMA_ROPE_TYPE_NORM
-  NeoX,      // pairs (i, i + head_dim/2): GPT-NeoX, HF Llama, Qwen2
+  NeoX,      // pairs (i, i + rot_dims/2): GPT-NeoX, HF Llama, Qwen2
 };
 
+// The FFN's gate activation: out = act(gate) * up.
+enum class FfnActivation {
+  Silu,      // SwiGLU: Llama, Qwen, Phi-3
+  GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma
+};
+
+// The rotary embedding of one kind of layer.
+struct RopeConfig {
+  float theta = 10000.0f;    // frequency base
+  float freq_scale = 1.0f;   // linear position scaling (1 / rope.scaling.factor)
+};
+
+// The shape and the per-architecture math of a model; model/architecture.cpp fills it from a GGUF's keys.
+// The defaults are Llama 2's, so a llama2.c checkpoint needs only the sizes.
 struct LlamaConfig {
   int dim = 0;          // embedding width
-  int hidden_dim = 0;   // SwiGLU inner width
+  int hidden_dim = 0;   // FFN inner width
   int n_layers = 0;
   int n_heads = 0;
   int n_kv_heads = 0;   // < n_heads means grouped-query attention
   int vocab_size = 0;
   int max_seq_len = 0;  // context length
-  float rope_theta = 10000.0f;
+  float rope_theta = 10000.0f;  // global layers' RoPE base
   float norm_eps = 1e-5f;
   RopeLayout rope_layout = RopeLayout::Adjacent;
   bool tied_output = true;  // the output head reuses the token embedding
 
-  int head_dim() const { return dim / n_heads; }
+  std::string arch = "llama";    // general.architecture
+  int head_size = 0;             // attention.key_length; 0 means dim / n_heads
+
+  int rope_dims = 0;             // rotated dimensions of a head (partial rotary); 0 means all
+  float rope_freq_scale = 1.0f;  // global layers' linear position scaling
+  float rope_attn_factor = 1.0f; // multiplies RoPE's cos and sin (LongRoPE's attention factor)
+  int rope_original_context = 0; // LongRoPE: the context its short factors serve (the long ones serve beyond)
+  RopeConfig local_rope;         // the RoPE of sliding-window layers
+  int sliding_window = 0;        // tokens a sliding-window layer sees, itself included; 0: no such layers
+  int sliding_window_period = 0; // layer l slides when l % period < period - 1 (llama.cpp's swa pattern)
+  float query_scale = 0.0f;      // attention score scale; 0 means 1/sqrt(head_dim)
+  float attn_softcap = 0.0f;     // score = cap * tanh(score / cap) when > 0 (Gemma 2)
+  float final_softcap = 0.0f;    // the same on the output logits
+  bool scale_embeddings = false; // embeddings times sqrt(dim) (Gemma)
+  bool qkv_bias = false;         // Q, K and V projections carry biases (Qwen2)
+  bool qk_norm = false;          // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
+  bool post_norms = false;       // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
+  FfnActivation activation = FfnActivation::Silu;
+
+  int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
+  int q_dim() const { return head_dim() * n_heads; }
   int kv_dim() const { return head_dim() * n_kv_heads; }
+  int rotary_dims() const { return rope_dims > 0 ? rope_dims : head_dim(); }
+  bool is_sliding_layer(int layer) const {
+    return sliding_window > 0 && sliding_window_period > 0 && layer % sliding_window_period < sliding_window_period - 1;
+  }
   // Throws std::invalid_argument naming the inconsistent field.
   void validate() const;
 };
 
 // Every matrix is row-major [out][in], as GGUF and llama2.c store them, in F32.
+// The optional tensors are empty unless the config's flag asks for them.
 struct LayerWeights {
   std::vector<float> attn_norm;  // [dim]
-  std::vector<float> wq;         // [dim][dim]
+  std::vector<float> wq;         // [q_dim][dim]
   std::vector<float> wk;         // [kv_dim][dim]
   std::vector<float> wv;         // [kv_dim][dim]
-  std::vector<float> wo;         // [dim][dim]
+  std::vector<float> wo;         // [dim][q_dim]
   std::vector<float> ffn_norm;   // [dim]
   std::vector<float> w_gate;     // [hidden][dim]  (llama2.c w1)
   std::vector<float> w_down;     // [dim][hidden]  (llama2.c w2)
   std::vector<float> w_up;       // [hidden][dim]  (llama2.c w3)
+  std::vector<float> bq, bk, bv;             // [q_dim], [kv_dim], [kv_dim] when qkv_bias
+  std::vector<float> q_norm, k_norm;         // [head_dim] each when qk_norm
+  std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] each when post_norms
 };
 
 // A multi-token-prediction module in DeepSeek-V3's form (GGUF: the "nextn" block after the main layers,
@@ -61,6 +103,7 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   std::vector<float> output;       // [vocab][dim]; empty when tied to token_embedding
+  std::vector<float> rope_freq_factors;  // [rotary_dims / 2] divisors of each RoPE frequency (Llama 3.1, LongRoPE), or empty
   std::optional<MtpWeights> mtp;   // present when the file has a multi-token-prediction head
 
   const std::vector<float>& output_head() const { return output.empty() ? token_embedding : output; }

@@ -8,62 +8,19 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "model/architecture.hpp"
 #include "model/gguf.hpp"
 #include "model/llama2c.hpp"
 #include "model/pretokenizer.hpp"
 
 namespace parley {
 
-void LlamaConfig::validate() const {
-  auto positive = [](const char* field, long long v) {
-    if (v <= 0)
-      throw std::invalid_argument(std::string("LlamaConfig: ") + field + " must be positive (got " +
-                                  std::to_string(v) + ")");
-  };
-  positive("dim", dim);
-  positive("hidden_dim", hidden_dim);
-  positive("n_layers", n_layers);
-  positive("n_heads", n_heads);
-  positive("n_kv_heads", n_kv_heads);
-  positive("vocab_size", vocab_size);
-  positive("max_seq_len", max_seq_len);
-  if (dim % n_heads != 0)
-    throw std::invalid_argument("LlamaConfig: dim (" + std::to_string(dim) + ") is not a multiple of n_heads (" +
-                                std::to_string(n_heads) + ")");
-  if (n_heads % n_kv_heads != 0)
-    throw std::invalid_argument("LlamaConfig: n_heads (" + std::to_string(n_heads) +
-                                ") is not a multiple of n_kv_heads (" + std::to_string(n_kv_heads) + ")");
-  if (head_dim() % 2 != 0)
-    throw std::invalid_argument("LlamaConfig: head_dim (dim / n_heads = " + std::to_string(head_dim()) +
-                                ") must be even for RoPE");
-  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))
-    throw std::invalid_argument("LlamaConfig: rope_theta must be positive and finite");
-  if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps))
-    throw std::invalid_argument("LlamaConfig: norm_eps must be positive and finite");
-}
-
 namespace {
-
-// One row per supported GGUF architecture: the rest of the loader is shared.
-struct ArchSpec {
-  std::string_view name;
-  RopeLayout rope;
-};
-constexpr ArchSpec kArchs[] = {
-    {"llama", RopeLayout::Adjacent},  // llama.cpp's NORM rope; converters store Q/K permuted for it
-    {"qwen2", RopeLayout::NeoX},      // llama.cpp's NEOX rope; Q/K are stored as in HF
-};
 
 std::string shape_str(const std::vector<uint64_t>& ne) {
   std::string s = "[";
   for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
   return s + "]";
-}
-
-int get_size(const GgufFile& f, const std::string& key) {
-  int64_t v = f.get_int(key);
-  if (v <= 0 || v > INT_MAX) f.fail("key '" + key + "' = " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
 }
 
 std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
@@ -127,64 +84,24 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   return v;
 }
 
-// The model's shape from the metadata, refusing keys that change the math Parley does not implement.
-LlamaConfig config_from_gguf(const GgufFile& f) {
-  const std::string& arch_name = f.get_string("general.architecture");
-  const ArchSpec* arch = nullptr;
-  for (const auto& a : kArchs)
-    if (a.name == arch_name) arch = &a;
-  if (!arch) f.fail("unsupported architecture '" + arch_name + "' (supported: llama, qwen2)");
-  const std::string p = arch_name + ".";
-
-  // Biases would silently change the output if ignored; refuse them before reading any weights.
-  for (const auto& t : f.tensors())
-    if (t.name.ends_with(".bias"))
-      f.fail("tensor '" + t.name + "': biases (as in " + arch_name + " attention) are not supported yet");
-
-  LlamaConfig c;
-  c.dim = get_size(f, p + "embedding_length");
-  c.hidden_dim = get_size(f, p + "feed_forward_length");
-  c.n_layers = get_size(f, p + "block_count");
-  // A multi-token-prediction block (llama.cpp's "nextn") follows the main layers and is counted with them.
-  const int64_t nextn = f.get_int(p + "nextn_predict_layers", 0);
-  if (nextn < 0 || nextn > 1 || nextn >= c.n_layers)
-    f.fail("key '" + p + "nextn_predict_layers' is " + std::to_string(nextn) + " (Parley runs at most one MTP block)");
-  c.n_layers -= int(nextn);
-  c.n_heads = get_size(f, p + "attention.head_count");
-  c.n_kv_heads = f.has(p + "attention.head_count_kv") ? get_size(f, p + "attention.head_count_kv") : c.n_heads;
-  c.max_seq_len = get_size(f, p + "context_length");
-  c.rope_theta = static_cast<float>(f.get_float(p + "rope.freq_base", 10000.0));
-  c.norm_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
-  c.rope_layout = arch->rope;
-  if (f.has(p + "vocab_size")) c.vocab_size = get_size(f, p + "vocab_size");
-  else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() == 2 && t->ne[1] <= INT_MAX)
-    c.vocab_size = static_cast<int>(t->ne[1]);
-  try {
-    c.validate();
-  } catch (const std::invalid_argument& e) {
-    f.fail(std::string("inconsistent model config: ") + e.what());
+// Splits the rows of a fused [a + b + c][in] matrix back into its parts (the forward pass fuses them again).
+void split_rows(std::vector<float> fused, size_t in, std::initializer_list<std::pair<std::vector<float>*, size_t>> parts) {
+  size_t at = 0;
+  for (auto [out, rows] : parts) {
+    out->assign(fused.begin() + std::ptrdiff_t(at * in), fused.begin() + std::ptrdiff_t((at + rows) * in));
+    at += rows;
   }
-  // Keys that change the math; ignoring them would give wrong logits, so refuse what is not implemented.
-  if (f.has(p + "rope.scaling.type") && f.get_string(p + "rope.scaling.type") != "none")
-    f.fail("RoPE scaling '" + f.get_string(p + "rope.scaling.type") + "' is not supported yet");
-  if (f.get_int(p + "expert_count", 0) > 0) f.fail("mixture-of-experts models are not supported yet");
-  for (const char* key : {"attention.key_length", "attention.value_length"})
-    if (f.get_int(p + key, c.head_dim()) != c.head_dim())
-      f.fail("key '" + p + key + "' differs from head_dim " + std::to_string(c.head_dim()) + " (not supported)");
-  if (f.get_int(p + "rope.dimension_count", c.head_dim()) != c.head_dim())
-    f.fail("key '" + p + "rope.dimension_count' differs from head_dim " + std::to_string(c.head_dim()) +
-           " (partial RoPE is not supported)");
-
-  return c;
 }
 
+// The tensors of llama.cpp's layout for the config's architecture, each checked for its shape; a tensor
+// the layout does not name is refused, as ignoring it would silently change the output.
 ModelFile model_from_gguf(const GgufFile& f) {
-  const std::string& arch_name = f.get_string("general.architecture");
   ModelFile m;
   m.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
   m.config = config_from_gguf(f);
   LlamaConfig& c = m.config;
-  const uint64_t dim = c.dim, hidden = c.hidden_dim, kv = c.kv_dim(), vocab = c.vocab_size;
+  const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
+                 hd = c.head_dim();
   std::unordered_set<std::string> loaded;
   auto load = [&](const std::string& name, std::vector<uint64_t> ne) {
     const GgufTensorInfo& t = f.tensor(name);
@@ -199,19 +116,41 @@ ModelFile model_from_gguf(const GgufFile& f) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights L;
     L.attn_norm = load(b + "attn_norm.weight", {dim});
-    L.wq = load(b + "attn_q.weight", {dim, dim});
-    L.wk = load(b + "attn_k.weight", {dim, kv});
-    L.wv = load(b + "attn_v.weight", {dim, kv});
-    L.wo = load(b + "attn_output.weight", {dim, dim});
+    if (f.find_tensor(b + "attn_qkv.weight")) {  // Phi-3 stores Q, K and V as one matrix
+      split_rows(load(b + "attn_qkv.weight", {dim, qd + 2 * kv}), dim, {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
+      if (c.qkv_bias) split_rows(load(b + "attn_qkv.bias", {qd + 2 * kv}), 1, {{&L.bq, qd}, {&L.bk, kv}, {&L.bv, kv}});
+    } else {
+      L.wq = load(b + "attn_q.weight", {dim, qd});
+      L.wk = load(b + "attn_k.weight", {dim, kv});
+      L.wv = load(b + "attn_v.weight", {dim, kv});
+      if (c.qkv_bias) {
+        L.bq = load(b + "attn_q.bias", {qd});
+        L.bk = load(b + "attn_k.bias", {kv});
+        L.bv = load(b + "attn_v.bias", {kv});
+      }
+    }
+    if (c.qk_norm) {
+      L.q_norm = load(b + "attn_q_norm.weight", {hd});
+      L.k_norm = load(b + "attn_k_norm.weight", {hd});
+    }
+    L.wo = load(b + "attn_output.weight", {qd, dim});
     L.ffn_norm = load(b + "ffn_norm.weight", {dim});
-    L.w_gate = load(b + "ffn_gate.weight", {dim, hidden});
+    if (f.find_tensor(b + "ffn_gate.weight")) {
+      L.w_gate = load(b + "ffn_gate.weight", {dim, hidden});
+      L.w_up = load(b + "ffn_up.weight", {dim, hidden});
+    } else {  // Phi-3: one up matrix whose first half is the gate
+      split_rows(load(b + "ffn_up.weight", {dim, 2 * hidden}), dim, {{&L.w_gate, hidden}, {&L.w_up, hidden}});
+    }
     L.w_down = load(b + "ffn_down.weight", {hidden, dim});
-    L.w_up = load(b + "ffn_up.weight", {dim, hidden});
+    if (c.post_norms) {
+      L.post_attn_norm = load(b + "post_attention_norm.weight", {dim});
+      L.post_ffn_norm = load(b + "post_ffw_norm.weight", {dim});
+    }
     return L;
   };
   // Grown layer by layer: a corrupt block_count fails on a missing tensor, not a huge allocation.
   for (int l = 0; l < c.n_layers; ++l) w.layers.push_back(load_layer(l));
-  if (f.get_int(arch_name + ".nextn_predict_layers", 0) == 1) {
+  if (f.get_int(c.arch + ".nextn_predict_layers", 0) == 1) {
     const std::string b = "blk." + std::to_string(c.n_layers) + ".nextn.";
     MtpWeights& mtp = w.mtp.emplace();
     mtp.layer = load_layer(c.n_layers);
@@ -220,13 +159,23 @@ ModelFile model_from_gguf(const GgufFile& f) {
     mtp.eh_proj = load(b + "eh_proj.weight", {2 * dim, dim});
     mtp.shared_head_norm = load(b + "shared_head_norm.weight", {dim});
   }
+  const uint64_t half_rot = uint64_t(c.rotary_dims()) / 2;
+  if (f.find_tensor("rope_freqs.weight")) {
+    w.rope_freq_factors = load("rope_freqs.weight", {half_rot});
+  } else if (find_arch(c.arch)->longrope_factors && f.find_tensor("rope_factors_long.weight")) {
+    // As llama.cpp: the long factors serve a context beyond the original one, the short ones otherwise.
+    auto long_factors = load("rope_factors_long.weight", {half_rot});
+    auto short_factors = load("rope_factors_short.weight", {half_rot});
+    w.rope_freq_factors = c.max_seq_len > c.rope_original_context ? long_factors : short_factors;
+  }
+  for (float x : w.rope_freq_factors)
+    if (!(x > 0.0f) || !std::isfinite(x)) f.fail("RoPE frequency factors must be positive and finite");
   w.output_norm = load("output_norm.weight", {dim});
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   if (!c.tied_output) w.output = load("output.weight", {dim, vocab});
-  // An extra tensor means the model computes something Parley would silently skip.
   for (const auto& t : f.tensors())
     if (!loaded.contains(t.name))
-      f.fail("unexpected tensor '" + t.name + "' (not part of the " + arch_name + " layout Parley runs)");
+      f.fail("unexpected tensor '" + t.name + "' (not part of the " + c.arch + " layout Parley runs)");
   m.vocab = read_vocab(f, c.vocab_size);
   if (f.has("tokenizer.chat_template")) m.chat_template = f.get_string("tokenizer.chat_template");
   return m;

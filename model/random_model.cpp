@@ -1,5 +1,6 @@
 #include "model/random_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -125,7 +126,8 @@ Vocab make_synthetic_vocab(int vocab_size) {
   return v;
 }
 
-ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp, std::optional<Vocab> given_vocab) {
+ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp, std::optional<Vocab> given_vocab,
+                            bool with_rope_factors) {
   cfg.validate();
   if (given_vocab && given_vocab->size() != cfg.vocab_size)
     throw std::invalid_argument("make_random_model: the vocabulary has " + std::to_string(given_vocab->size()) +
@@ -136,17 +138,17 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
   m.vocab = given_vocab ? std::move(*given_vocab) : make_synthetic_vocab(cfg.vocab_size);
 
   SplitMix64 rng{seed};
-  const size_t dim = cfg.dim, hidden = cfg.hidden_dim, kv = cfg.kv_dim(), vocab = cfg.vocab_size;
+  const size_t dim = cfg.dim, hidden = cfg.hidden_dim, qd = cfg.q_dim(), kv = cfg.kv_dim(), vocab = cfg.vocab_size;
   LlamaWeights& w = m.weights;
   // A fixed fill order: changing it changes every model, so append new tensors at the end.
   w.token_embedding = uniform(rng, vocab, dim);
   auto random_layer = [&] {
     LayerWeights L;
     L.attn_norm.assign(dim, 1.0f);
-    L.wq = uniform(rng, dim, dim);
+    L.wq = uniform(rng, qd, dim);
     L.wk = uniform(rng, kv, dim);
     L.wv = uniform(rng, kv, dim);
-    L.wo = uniform(rng, dim, dim);
+    L.wo = uniform(rng, dim, qd);
     L.ffn_norm.assign(dim, 1.0f);
     L.w_gate = uniform(rng, hidden, dim);
     L.w_down = uniform(rng, dim, hidden);
@@ -163,6 +165,36 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
     mtp.hnorm.assign(dim, 1.0f);
     mtp.eh_proj = uniform(rng, dim, 2 * dim);
     mtp.shared_head_norm.assign(dim, 1.0f);
+  }
+  // The architecture's own tensors come last, so a plain Llama config draws the same model as before.
+  auto around_one = [&](size_t n) {  // norm weights in [0.5, 1.5): a dropped norm changes the output
+    std::vector<float> v(n);
+    for (float& x : v) x = 1.0f + 0.5f * rng.symmetric();
+    return v;
+  };
+  auto bias = [&](size_t n) {  // in +-0.5: large enough to matter
+    std::vector<float> v(n);
+    for (float& x : v) x = 0.5f * rng.symmetric();
+    return v;
+  };
+  for (LayerWeights& L : w.layers) {
+    if (cfg.qkv_bias) {
+      L.bq = bias(qd);
+      L.bk = bias(kv);
+      L.bv = bias(kv);
+    }
+    if (cfg.qk_norm) {
+      L.q_norm = around_one(cfg.head_dim());
+      L.k_norm = around_one(cfg.head_dim());
+    }
+    if (cfg.post_norms) {
+      L.post_attn_norm = around_one(dim);
+      L.post_ffn_norm = around_one(dim);
+    }
+  }
+  if (with_rope_factors) {  // Llama 3.1's shape: high frequencies kept, low ones divided by up to 8
+    const int half = cfg.rotary_dims() / 2;
+    for (int i = 0; i < half; ++i) w.rope_freq_factors.push_back(1.0f + 7.0f * float(i) / float(std::max(1, half - 1)));
   }
   return m;
 }

@@ -18,10 +18,11 @@ LlamaConfig bench_110m_config();
 // matrices uniform in +-1/sqrt(in_features) so each matmul roughly keeps the activation scale
 // (the embedding uses dim as its in_features, as it doubles as the tied output head); norms 1.0.
 // vocab is the one given (its size must be cfg.vocab_size) or make_synthetic_vocab(cfg.vocab_size);
-// name is "random-<seed>". with_mtp adds a multi-token-prediction head (drawn after every other tensor).
+// name is "random-<seed>". with_mtp adds a multi-token-prediction head; the config's optional tensors (biases,
+// QK-norms, post-norms) and with_rope_factors' RoPE frequency factors are drawn after every other tensor.
 // Throws std::invalid_argument for an invalid config or a vocab_size below 354.
 ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp = false,
-                            std::optional<Vocab> vocab = std::nullopt);
+                            std::optional<Vocab> vocab = std::nullopt, bool with_rope_factors = false);
 
 // <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, the 95 printable ASCII characters, then
 // unique multi-character pieces (" "+letter, common English words and pieces, letter pairs and

@@ -108,17 +108,24 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
   }
   SECTION("math-changing keys we do not implement are refused, not ignored") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("RoPE scaling 'yarn' is not supported"));
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("RoPE scaling 'yarn' (key 'llama.rope.scaling.type') is not supported"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("mixture-of-experts"));
-    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.key_length", 16); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("attention.key_length' differs from head_dim 8"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.value_length", 16); });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("attention.value_length' differs from attention.key_length 8"));
+    rewrite(kGguf, path, [](GgufWriter& w) {  // Q is then [64, 128]
+      w.set_u32("llama.attention.key_length", 16);
+      w.set_u32("llama.rope.dimension_count", 16);
+    });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("shape mismatch for tensor 'blk.0.attn_q.weight': expected [64, 128]"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.rope.dimension_count", 4); });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("rope.dimension_count' must equal the head size for llama"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "none"); });
     REQUIRE(load_model_file(path).config.dim == 64);
   }
 }
 
-TEST_CASE("qwen2 GGUFs load with NeoX RoPE, and biases are refused", "[gguf]") {
+TEST_CASE("qwen2 GGUFs load with NeoX RoPE, and a partial set of biases is refused", "[gguf]") {
   TempDir tmp;
   // Re-label stories260K as qwen2: same tensors, keys under "qwen2.".
   auto as_qwen2 = [](GgufWriter& w) {
@@ -139,6 +146,7 @@ TEST_CASE("qwen2 GGUFs load with NeoX RoPE, and biases are refused", "[gguf]") {
 
   // Writing it as "llama" permutes Q/K rows from NeoX pairs (i, i+4) to adjacent pairs (2i, 2i+1).
   const std::string llama = tmp / "as_llama.gguf";
+  q.config.arch = "llama";
   write_model_gguf(q, llama, GgmlType::F32);
   ModelFile l = load_model_file(llama);
   CHECK(l.config.rope_layout == RopeLayout::Adjacent);
@@ -157,8 +165,7 @@ TEST_CASE("qwen2 GGUFs load with NeoX RoPE, and biases are refused", "[gguf]") {
     const float z[64] = {};
     w.add_tensor("blk.0.attn_q.bias", {64}, GgmlType::F32, z);
   });
-  REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("tensor 'blk.0.attn_q.bias': biases") &&
-                                                 Catch::Contains("not supported yet"));
+  REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("missing tensor 'blk.0.attn_k.bias'"));
 }
 
 TEST_CASE("llama2.c checkpoints: separate classifier and short files", "[gguf]") {

@@ -95,18 +95,29 @@ void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M,
   reference::rmsnorm(x, weight, out, M, dim, eps);
 }
 
-void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta,
-                      RopeLayout layout) const {
-  reference::rope(x, positions, M, n_heads, head_dim, theta, layout);
+void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) const {
+  reference::rope(x, positions, M, n_heads, head_dim, spec);
 }
 
-void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t count) const {
-  const int workers = count < 8192 ? 1 : threads_;
+namespace {
+// An elementwise gated activation over count values, split evenly across threads (each value alone).
+template <class Op>
+void gated(int threads, const float* gate, const float* up, float* out, int64_t count, Op op) {
+  const int workers = count < 8192 ? 1 : threads;
 #pragma omp parallel for num_threads(workers) schedule(static)
   for (int t = 0; t < workers; ++t) {
     const int64_t b = count * t / workers, e = count * (t + 1) / workers;
-    reference::swiglu(gate + b, up + b, out + b, e - b);
+    op(gate + b, up + b, out + b, e - b);
   }
+}
+}  // namespace
+
+void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t count) const {
+  gated(threads_, gate, up, out, count, reference::swiglu);
+}
+
+void CpuBackend::geglu(const float* gate, const float* up, float* out, int64_t count) const {
+  gated(threads_, gate, up, out, count, reference::geglu);
 }
 
 void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
@@ -119,12 +130,13 @@ void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v,
 }
 
 void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
-                                 int n_heads, int n_kv_heads, int head_dim, float* out) const {
+                                 int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
   const int group = n_heads / n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t pairs = int64_t(meta.num_tokens) * n_heads;
   int64_t work = 0;
-  for (int t = 0; t < meta.num_tokens; ++t) work += int64_t(meta.positions[t] + 1) * n_heads * head_dim;
+  for (int t = 0; t < meta.num_tokens; ++t)
+    work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
   const int workers = work < kParallelFlops ? 1 : threads_;
 #pragma omp parallel num_threads(workers)
   {
@@ -136,21 +148,22 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
       const int* table = meta.block_tables + int64_t(meta.token_seq[t]) * meta.max_blocks_per_seq;
       const float* qh = q + (int64_t(t) * n_heads + h) * head_dim;
       const int64_t head_off = int64_t(h / group) * head_dim;
+      const int first = spec.first_key(pos);
       scores.resize(pos + 1);
       float max_score = -INFINITY;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-        scores[j] = simd_.dot(qh, kv.keys + slot * kv.kv_dim + head_off, head_dim) * scale;
+        scores[j] = reference::softcap(simd_.dot(qh, kv.keys + slot * kv.kv_dim + head_off, head_dim) * scale, spec.softcap);
         max_score = std::max(max_score, scores[j]);
       }
       float sum = 0.0f;
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         scores[j] = std::exp(scores[j] - max_score);
         sum += scores[j];
       }
       float* oh = out + (int64_t(t) * n_heads + h) * head_dim;
       std::fill(oh, oh + head_dim, 0.0f);
-      for (int j = 0; j <= pos; ++j) {
+      for (int j = first; j <= pos; ++j) {
         const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
         simd_.axpy(scores[j] / sum, kv.values + slot * kv.kv_dim + head_off, oh, head_dim);
       }

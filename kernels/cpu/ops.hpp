@@ -32,6 +32,26 @@ struct AttentionMetadata {
   int max_blocks_per_seq = 0;
 };
 
+// How one rope() call rotates: the frequencies theta^(-2i/rot_dims) / freq_factors[i], positions times
+// freq_scale, cos and sin times attn_factor; dimensions past rot_dims pass through (partial rotary).
+struct RopeSpec {
+  float theta = 10000.0f;
+  RopeLayout layout = RopeLayout::Adjacent;
+  int rot_dims = 0;                      // 0: the whole head
+  float freq_scale = 1.0f;
+  float attn_factor = 1.0f;
+  const float* freq_factors = nullptr;  // [rot_dims / 2], or none
+};
+
+// The score of one (query, key) pair is softcap(q . k * scale); a query at position p sees keys at positions
+// [p - window + 1, p] (window 0: all of [0, p]).
+struct AttentionSpec {
+  float scale = 0.0f;    // 0: 1/sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: cap * tanh(score / cap)
+  int window = 0;
+  int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
+};
+
 // A weight matrix [N][K] repacked for the matmul: panels of 16 columns, [N/16 rounded up][K][16],
 // the last panel zero-padded. Packed once at load; every step then streams it front to back.
 struct PackedMatrix {
@@ -71,18 +91,22 @@ class CpuBackend {
   // out[m] = x[m] / rms(x[m]) * weight, per row of width dim
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
   // Rotates every head of x[M][n_heads * head_dim] in place by its token's position.
-  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta,
-            RopeLayout layout) const;
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) const;
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
+    rope(x, positions, M, n_heads, head_dim, RopeSpec{theta, layout});
+  }
   // out = silu(gate) * up, elementwise over count values
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // out = gelu_tanh(gate) * up (GeGLU), elementwise over count values
+  void geglu(const float* gate, const float* up, float* out, int64_t count) const;
   // out[m] = table[tokens[m]]
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
   // Writes each token's k and v rows ([M][kv_dim]) to its slot.
   void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
-  // Causal attention of each token over positions [0, position] of its own sequence.
+  // Causal attention of each token over its own sequence's positions that spec lets it see.
   // q, out: [num_tokens][n_heads * head_dim]; grouped-query heads share kv head h / (n_heads/n_kv_heads).
   void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
-                       int n_heads, int n_kv_heads, int head_dim, float* out) const;
+                       int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec = {}) const;
 
  private:
   SimdKernels simd_;

@@ -28,19 +28,20 @@ void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, fl
   }
 }
 
-// Frequencies as run.c computes them (powf/cosf/sinf in float).
-void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) {
-  const int half = head_dim / 2;
+// Frequencies as run.c computes them (powf/cosf/sinf in float), over rot_dims instead of the head.
+void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) {
+  const int rot = spec.rot_dims > 0 ? spec.rot_dims : head_dim, half = rot / 2;
   for (int m = 0; m < M; ++m) {
-    const float pos = static_cast<float>(positions[m]);
+    const float pos = static_cast<float>(positions[m]) * spec.freq_scale;
     for (int h = 0; h < n_heads; ++h) {
       float* head = x + (int64_t(m) * n_heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+        float freq = 1.0f / std::pow(spec.theta, static_cast<float>(2 * i) / static_cast<float>(rot));
+        if (spec.freq_factors) freq /= spec.freq_factors[i];
         const float val = pos * freq;
-        const float c = std::cos(val), s = std::sin(val);
-        const int a = layout == RopeLayout::Adjacent ? 2 * i : i;
-        const int b = layout == RopeLayout::Adjacent ? 2 * i + 1 : i + half;
+        const float c = std::cos(val) * spec.attn_factor, s = std::sin(val) * spec.attn_factor;
+        const int a = spec.layout == RopeLayout::Adjacent ? 2 * i : i;
+        const int b = spec.layout == RopeLayout::Adjacent ? 2 * i + 1 : i + half;
         const float v0 = head[a], v1 = head[b];
         head[a] = v0 * c - v1 * s;
         head[b] = v0 * s + v1 * c;
@@ -57,6 +58,18 @@ void swiglu(const float* gate, const float* up, float* out, int64_t count) {
   }
 }
 
+// GELU with the tanh approximation (PyTorch's approximate="tanh", Gemma's hidden_act).
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+}
+
+float softcap(float score, float cap) { return cap > 0.0f ? cap * std::tanh(score / cap) : score; }
+
 void embedding(const float* table, const int* tokens, int M, int dim, float* out) {
   for (int m = 0; m < M; ++m)
     std::memcpy(out + int64_t(m) * dim, table + int64_t(tokens[m]) * dim, sizeof(float) * dim);
@@ -70,29 +83,31 @@ void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64
 }
 
 void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token,
-                    int head, int n_heads, int n_kv_heads, int head_dim, float* scores, float* out) {
+                    int head, int n_heads, int n_kv_heads, int head_dim, float* scores, float* out,
+                    const AttentionSpec& spec) {
   const int pos = meta.positions[token];
   const int* table = meta.block_tables + int64_t(meta.token_seq[token]) * meta.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
   const float* qh = q + (int64_t(token) * n_heads + head) * head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int first = spec.first_key(pos);
   float max_score = -INFINITY;
-  for (int j = 0; j <= pos; ++j) {
+  for (int j = first; j <= pos; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const float* kj = kv.keys + slot * kv.kv_dim + kv_head * head_dim;
     float s = 0.0f;
     for (int d = 0; d < head_dim; ++d) s += qh[d] * kj[d];
-    scores[j] = s * scale;
+    scores[j] = softcap(s * scale, spec.softcap);
     if (scores[j] > max_score) max_score = scores[j];
   }
   float sum = 0.0f;
-  for (int j = 0; j <= pos; ++j) {
+  for (int j = first; j <= pos; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     sum += scores[j];
   }
   float* oh = out + (int64_t(token) * n_heads + head) * head_dim;
   for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
-  for (int j = 0; j <= pos; ++j) {
+  for (int j = first; j <= pos; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const float* vj = kv.values + slot * kv.kv_dim + kv_head * head_dim;
     const float p = scores[j] / sum;
@@ -101,12 +116,12 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
 }
 
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
-                     int n_kv_heads, int head_dim, float* out) {
+                     int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) {
   std::vector<float> scores;
   for (int t = 0; t < meta.num_tokens; ++t) {
     scores.resize(meta.positions[t] + 1);
     for (int h = 0; h < n_heads; ++h)
-      attention_head(q, kv, meta, t, h, n_heads, n_kv_heads, head_dim, scores.data(), out);
+      attention_head(q, kv, meta, t, h, n_heads, n_kv_heads, head_dim, scores.data(), out, spec);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "kernels/cuda/cuda_model.hpp"
 #include "kernels/cuda/device_batch.hpp"
 #include "kernels/cuda/staging_pool.hpp"
+#include "model/architecture.hpp"
 #include "model/device_model.hpp"
 
 namespace parley::cuda {
@@ -44,6 +45,9 @@ class DeviceLlama final : public DeviceModel {
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
+    if (const std::string f = beyond_llama2_layout(c_, w); !f.empty())
+      throw std::invalid_argument("the CUDA backend runs the Llama 2 layout only so far; this " + c_.arch + " model has " + f +
+                                  " (use --device cpu)");
     ops_->activate();
     const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim;
     embedding_ = upload(w.token_embedding);

@@ -1,0 +1,27 @@
+// Model shapes for `parley gen-model`: a tiny one per architecture that exercises each of its features, and the
+// real shapes of popular models for benchmarks.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "model/llama_config.hpp"
+
+namespace parley {
+
+struct ModelShape {
+  LlamaConfig config;
+  bool rope_factors = false;  // draw RoPE frequency factors (Llama 3.1's rope_freqs, Phi-3's long factors)
+};
+
+// --arch: llama (rope_freqs, head size != dim / heads, untied head), qwen2 (Q/K/V biases), qwen3 (QK-norm),
+// gemma2 (soft-capping, sliding windows of 12 on every other layer), gemma3 (5 local layers of window 8 to one
+// global, linear RoPE scaling on the global one), phi3 (fused tensors, partial rotary, LongRoPE past a context of
+// 32). Throws std::invalid_argument naming the known ones.
+ModelShape tiny_arch_shape(std::string_view arch);
+std::string known_tiny_archs();
+
+// --shape: builtin, 110m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma3-1b, phi3-mini, smollm2-135m.
+ModelShape named_shape(std::string_view name);
+std::string known_shapes();
+
+}  // namespace parley
