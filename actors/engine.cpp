@@ -111,6 +111,9 @@ class ActorEngine final : public EngineClient {
     if (cuda) {
       device = make_cuda_device_model(config, file_, sc, sc.num_kv_blocks);
       sc.num_kv_blocks = device->num_blocks();
+      // Its logits buffers hold a row per sequence (and draft), not one per prompt token.
+      sc.prompt_logprobs_refusal = "prompt_logprobs (and echo with logprobs) are not supported with --device cuda yet: "
+                                   "they need a logits row per prompt token";
     }
     sc.validate();
     max_model_len_ = sc.max_model_len;

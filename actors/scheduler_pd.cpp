@@ -24,7 +24,7 @@ void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tok
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
             ++self->state.handled;
             KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                self->state.pd.layout, n, "", std::move(kv)};
+                                self->state.pd.layout, n, "", std::move(kv), handed.prompt_logprobs};
             self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
@@ -61,7 +61,7 @@ void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_toke
               return push_over_tcp(self, handed, num_prompt_tokens, blocks);
             }
             const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                           st.pd.layout, int(blocks.size()), link, {}};
+                                           st.pd.layout, int(blocks.size()), link, {}, handed.prompt_logprobs};
             self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
             self->request(st.worker, caf::infinite, msg::kv_sent_atom::value, tag)
                 .then([self](bool) { ++self->state.handled; },
@@ -135,7 +135,7 @@ void kv_loaded(Self self, const KvTransferPayload& p) {
   ++st.handled;
   const Request* now = st.scheduler->find(p.req_id);
   if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
-  auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs);
+  auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs, p.prompt_logprobs);
   if (!outputs.empty()) send_outputs(self, std::move(outputs));
   self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
   maybe_step(self);

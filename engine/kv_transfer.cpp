@@ -13,6 +13,21 @@ namespace {
 
 constexpr int kVersion = 1;
 
+nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TokenLogprobs& t : logprobs) out.push_back({t.token, t.logprob, t.rank, t.top});
+  return out;
+}
+
+std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
+  std::vector<TokenLogprobs> out;
+  for (const auto& t : j)
+    out.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(), t.at(3).get<std::vector<std::pair<int, float>>>()});
+  return out;
+}
+
+nlohmann::json optional_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 }  // namespace
 
 std::string encode_prefill_request(const Request& r) {
@@ -24,7 +39,8 @@ std::string encode_prefill_request(const Request& r) {
                            {"stop", p.stop}, {"stop_token_ids", p.stop_token_ids},
                            {"include_stop_str_in_output", p.include_stop_str_in_output}, {"logit_bias", p.logit_bias}};
   params["seed"] = p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr);
-  params["logprobs"] = p.logprobs ? nlohmann::json(*p.logprobs) : nlohmann::json(nullptr);
+  params["logprobs"] = optional_int(p.logprobs);
+  params["prompt_logprobs"] = optional_int(p.prompt_logprobs);
   return nlohmann::json{{"version", kVersion},
                         {"request_id", r.request_id},
                         {"prompt_token_ids", r.prompt_token_ids},
@@ -58,6 +74,7 @@ Request decode_prefill_request(std::string_view text) {
     q.at("logit_bias").get_to(p.logit_bias);
     if (!q.at("seed").is_null()) p.seed = q.at("seed").get<uint64_t>();
     if (!q.at("logprobs").is_null()) p.logprobs = q.at("logprobs").get<int>();
+    if (!q.at("prompt_logprobs").is_null()) p.prompt_logprobs = q.at("prompt_logprobs").get<int>();
     Request r(j.at("request_id").get<std::string>(), j.at("prompt_token_ids").get<std::vector<int>>(), p,
               j.at("seed").get<uint64_t>());
     j.at("child_req_ids").get_to(r.child_req_ids);
@@ -71,13 +88,12 @@ Request decode_prefill_request(std::string_view text) {
 
 std::string encode_kv_transfer(const KvTransferPayload& p) {
   if (!p.kv_link.empty() && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its floats");
-  nlohmann::json lp = nlohmann::json::array();
-  for (const TokenLogprobs& t : p.first_logprobs) lp.push_back({t.token, t.logprob, t.rank, t.top});
   const nlohmann::json header = {{"version", kVersion},
                                  {"req_id", p.req_id},
                                  {"num_prompt_tokens", p.num_prompt_tokens},
                                  {"first_token_ids", p.first_token_ids},
-                                 {"first_logprobs", lp},
+                                 {"first_logprobs", logprobs_json(p.first_logprobs)},
+                                 {"prompt_logprobs", logprobs_json(p.prompt_logprobs)},
                                  {"layout", {p.layout.num_layers, p.layout.kv_dim, p.layout.block_size}},
                                  {"num_blocks", p.num_blocks},
                                  {"kv_link", p.kv_link},
@@ -104,9 +120,8 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     p.req_id = h.at("req_id").get<std::string>();
     p.num_prompt_tokens = h.at("num_prompt_tokens").get<int>();
     p.first_token_ids = h.at("first_token_ids").get<std::vector<int>>();
-    for (const auto& t : h.at("first_logprobs"))
-      p.first_logprobs.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(),
-                                  t.at(3).get<std::vector<std::pair<int, float>>>()});
+    p.first_logprobs = read_logprobs(h.at("first_logprobs"));
+    p.prompt_logprobs = read_logprobs(h.at("prompt_logprobs"));
     const auto& l = h.at("layout");
     p.layout = {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>()};
     p.num_blocks = h.at("num_blocks").get<int>();

@@ -1,6 +1,7 @@
 // What crosses between a decode and a prefill instance for one request (MISSION C7). To the prefill side:
 // the request (prompt, sampling parameters, seeds, children) as JSON. Back: the prompt's KV blocks, the
-// first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with their logprobs,
+// first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with their logprobs (and the
+// prompt's, when asked),
 // and the layout the KV assumes, so a decode instance with another model shape refuses it. On the wire: a
 // 4-byte little-endian length, a MessagePack header (nlohmann::json), then the raw floats, or none where
 // the KV goes GPU to GPU over a device link (model/kv_link.hpp) in the same layout.
@@ -30,6 +31,7 @@ struct KvTransferPayload {
   int num_blocks = 0;
   std::string kv_link;                       // non-empty: the KV follows on this device link (both ends name it alike)
   std::vector<float> kv;                     // else: KvCache::export_blocks of the prompt's blocks
+  std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. scored, when the request asked for prompt_logprobs
 };
 
 // The request a decode instance routes to a prefill instance: every field that changes its tokens.

@@ -96,6 +96,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   sample_rows_.clear();
   sample_positions_.clear();
   verifications_.clear();
+  prompt_rows_.clear();
   std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
   std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
   int seq = 0;
@@ -129,6 +130,8 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       v.drafts.assign(mine.begin(), mine.begin() + v.num_proposed);
       v.drafts.resize(size_t(drafts), kPlaceholderDraft);
     }
+    if (wants_prompt_logprobs(b.sampling_params(row), b.output_token_ids(row).size()))
+      prompt_rows_.add(row, start, real_end, b.num_prompt_tokens(row), f.num_tokens());
     for (int p = start; p < end; ++p) {
       const int token = p < real_end ? tokens[p] : std::max(0, v.drafts[size_t(p - real_end)]);
       f.token_ids.push_back(token);
@@ -149,6 +152,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   }
   for (Verification& v : verifications_) v.first_logits_row += int(f.logits_indices.size());
   f.logits_indices.insert(f.logits_indices.end(), verify_logits.begin(), verify_logits.end());
+  prompt_rows_.append_logits_indices(f.logits_indices);
 }
 
 int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
@@ -193,6 +197,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.req_ids = input_batch_.req_ids();
   out.sampled_token_ids.resize(out.req_ids.size());
   out.logprobs.resize(out.req_ids.size());
+  out.prompt_logprobs.resize(out.req_ids.size());
   if (proposer_) out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     check_block_ids("block copy", {src, dst});
@@ -215,6 +220,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       }
   }
   const SamplerOutput sampled = sample_on_host();
+  prompt_rows_.score(logits_, device_->config().vocab_size, input_batch_, out);
   // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (num_scheduled_[row])

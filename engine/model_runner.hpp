@@ -8,6 +8,7 @@
 
 #include "engine/input_batch.hpp"
 #include "engine/outputs.hpp"
+#include "engine/prompt_logprobs.hpp"
 #include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
 #include "model/device_model.hpp"
@@ -80,6 +81,7 @@ class ModelRunner {
     int num_proposed;         // real drafts among them
   };
   std::vector<Verification> verifications_;
+  PromptLogprobsRows prompt_rows_;  // this step's prompt positions scored for prompt_logprobs, after all of the above
   std::unique_ptr<Proposer> proposer_;
   SpecVerify verify_mode_ = SpecVerify::Exact;
   std::unordered_map<std::string, std::vector<int>> drafts_;  // per request: drafts for its next step

@@ -23,6 +23,7 @@ struct RequestOutput {
   std::string text;                     // text new in this delta: never a split UTF-8 sequence, never
                                         // text that might still turn out to be part of a stop string
   std::vector<TokenLogprobs> logprobs;  // one per token_ids entry when the request asked for logprobs
+  std::vector<TokenLogprobs> prompt_logprobs;  // with the first delta, when the request asked: prompt tokens 1..
   FinishReason finish_reason = FinishReason::None;
   StopReason stop_reason;
   int num_prompt_tokens = 0;

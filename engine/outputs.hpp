@@ -8,6 +8,7 @@
 
 #include "engine/request.hpp"
 #include "engine/sampling_params.hpp"
+#include "engine/token_logprobs.hpp"
 
 namespace parley {
 
@@ -56,14 +57,6 @@ struct SchedulerOutput {
   }
 };
 
-// The logprobs of one sampled position, from the raw logits (before penalties and temperature).
-struct TokenLogprobs {
-  int token = 0;           // the sampled token
-  float logprob = 0.0f;
-  int rank = 0;            // 1 + the number of tokens with a strictly higher logprob
-  std::vector<std::pair<int, float>> top;  // the top `logprobs` (token, logprob), descending, ties by id
-};
-
 struct ModelRunnerOutput {
   uint64_t step_id = 0;
   std::vector<std::string> req_ids;               // the persistent batch's order this step
@@ -71,6 +64,7 @@ struct ModelRunnerOutput {
   // or, for a splitting parent, child i's first token at index i.
   std::vector<std::vector<int>> sampled_token_ids;
   std::vector<std::vector<TokenLogprobs>> logprobs;  // per row, one per sampled token when the request asked
+  std::vector<PromptLogprobsChunk> prompt_logprobs;  // per row: the prompt tokens this step scored (none for most)
   // Speculative decoding, per row: drafts verified this step that the proposer made (placeholders not
   // counted; a row's sampled tokens are its accepted drafts plus one), and drafts ready for its next step.
   std::vector<int> num_proposed_drafts, num_drafts_ready;
@@ -82,6 +76,8 @@ struct EngineCoreOutput {
   std::string req_id;
   std::vector<int> new_token_ids;
   std::vector<TokenLogprobs> new_logprobs;  // one per new token when the request asked for logprobs
+  // With a request's first token(s), when it asked for prompt_logprobs: prompt tokens 1.. (the first has none).
+  std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::None;
   std::optional<int> stop_token;            // the stop token id (stop_reason), if that ended it
   int num_cached_tokens = 0;                // prompt tokens served from the prefix cache

@@ -8,6 +8,7 @@
 
 #include "engine/kv_cache_utils.hpp"
 #include "engine/sampling_params.hpp"
+#include "engine/token_logprobs.hpp"
 
 namespace parley {
 
@@ -50,6 +51,10 @@ struct Request {
   KvTransfer kv_transfer = KvTransfer::None;
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
+  // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them; and the first step that
+  // scheduled the request (a step planned earlier computed them for an older request of the same id).
+  std::vector<TokenLogprobs> prompt_logprobs;
+  uint64_t first_step_id = 0;
   double arrival_time = 0.0;         // seconds, steady clock
   // Parallel sampling (n > 1): until its delayed split the request is the parent, prefilled once; then it
   // continues as child 0 and children 1..n-1 join. Both lists are empty for any other request.

@@ -56,6 +56,11 @@ void SamplingParams::validate(int vocab_size) const {
   if (logprobs && *logprobs > kMaxLogprobs)
     fail("Requested sample logprobs of " + std::to_string(*logprobs) +
          ", which is greater than max allowed: " + std::to_string(kMaxLogprobs));
+  if (prompt_logprobs && *prompt_logprobs < 0)
+    fail("prompt_logprobs must be non-negative, got " + std::to_string(*prompt_logprobs) + ".");
+  if (prompt_logprobs && *prompt_logprobs > kMaxLogprobs)
+    fail("Requested prompt logprobs of " + std::to_string(*prompt_logprobs) +
+         ", which is greater than max allowed: " + std::to_string(kMaxLogprobs));
   for (const auto& [token, bias] : logit_bias)
     if (!(bias >= -100.0f && bias <= 100.0f))
       fail("logit_bias must be in [-100, 100], got " + fmt(bias) + " for token " + std::to_string(token) + ".");

@@ -27,6 +27,7 @@ struct SamplingParams {
   std::vector<int> stop_token_ids;     // besides EOS; ends the request (the token is kept in the output)
   bool include_stop_str_in_output = false;
   std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
+  std::optional<int> prompt_logprobs;  // top logprobs per prompt token after the first (0: only the prompt token's)
   std::vector<std::pair<int, float>> logit_bias;  // (token id, bias) sorted by id, added to the raw logits
 
   bool greedy() const { return temperature < 1e-5f; }

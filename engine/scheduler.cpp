@@ -1,5 +1,7 @@
 #include "engine/scheduler.hpp"
 
+#include "engine/prompt_logprobs.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -45,6 +47,8 @@ void Scheduler::add_request(Request request) {
     throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +
                                 " KV blocks but the cache has " + std::to_string(config_.num_kv_blocks));
   check_children(request);
+  if (request.sampling_params.prompt_logprobs && !config_.prompt_logprobs_refusal.empty())
+    throw std::invalid_argument(config_.prompt_logprobs_refusal);
   const int entries = request.awaits_split() && !config_.enable_delayed_split ? int(request.child_req_ids.size()) : 1;
   if (int(waiting_.size()) + entries > config_.max_waiting)
     throw QueueFull("the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
@@ -200,15 +204,17 @@ SchedulerOutput Scheduler::schedule() {
       if (!admit_remote(*r)) break;
       continue;
     }
+    // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
+    const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size());
     int num_hit = 0;
-    std::vector<KVCacheBlock*> hits = kv_.get_computed_blocks(*r, &num_hit);
+    std::vector<KVCacheBlock*> hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : std::vector<KVCacheBlock*>{};
     const int n = chunk(*r, num_hit);
     if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
-    kv_.record_prefix_lookup(r->num_tokens(), num_hit);
+    if (reads_cache) kv_.record_prefix_lookup(r->num_tokens(), num_hit);
     kv_.take_new_block_ids(r->request_id);
     r->num_computed_tokens = num_hit;
-    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit;
+    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit, r->first_step_id = uint64_t(num_steps_) + 1;
     r->status = RequestStatus::Running;
     running_.push_back(r);
     worker_knows_.insert(r->request_id);
@@ -269,6 +275,7 @@ EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tok
   o.req_id = r.request_id;
   o.num_cached_tokens = std::max(0, r.num_cached_tokens);
   o.new_logprobs = std::move(logprobs);
+  if (r.output_token_ids.empty()) o.prompt_logprobs = std::move(r.prompt_logprobs);  // they go with the first token
   RequestStatus status = RequestStatus::Running;
   for (int token : tokens) {
     r.append_output_token(token);
@@ -307,6 +314,7 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
     c.block_hashes.assign(parent.block_hashes.begin(),
                           parent.block_hashes.begin() + std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
     c.num_cached_tokens = parent.num_cached_tokens;
+    c.prompt_logprobs = parent.prompt_logprobs;  // every choice carries the prompt's
     std::optional<std::pair<int, int>> copy = kv_.fork(parent, c);
     if (copy) {
       c.num_computed_tokens = parent.num_prompt_tokens();
@@ -334,6 +342,7 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     auto row = row_of.find(id);
     if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
+    if (row->second < mro.prompt_logprobs.size()) take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row->second]);
     const auto& sampled = mro.sampled_token_ids[row->second];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
     if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {
@@ -357,43 +366,6 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
     else outputs.push_back(after_tokens(r, sampled, logprobs));
   }
   return outputs;
-}
-
-SchedulerStats Scheduler::stats() const {
-  SchedulerStats s;
-  const BlockPool& pool = kv_.block_pool();
-  // Requests the user sent: split children count once, with their parent (running if any child runs).
-  std::unordered_set<std::string> running_users, waiting_users;
-  for (const Request* r : running_) running_users.insert(r->user_request_id());
-  for (const Request* r : requests())
-    if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id())) waiting_users.insert(r->user_request_id());
-  s.num_running = int(running_users.size());
-  s.num_waiting = int(waiting_users.size());
-  s.kv_cache_usage = pool.get_usage();
-  s.num_total_blocks = pool.num_blocks();
-  s.num_used_blocks = pool.num_used();
-  s.num_free_blocks = pool.get_num_free_blocks();
-  s.num_cached_blocks = pool.num_cached_blocks();
-  s.prefix_cache_queries = kv_.prefix_cache_stats().queries;
-  s.prefix_cache_hits = kv_.prefix_cache_stats().hits;
-  s.num_preemptions = num_preemptions_;
-  s.prefill_tokens_computed = prefill_tokens_computed_;
-  s.num_steps = num_steps_;
-  s.num_discarded_tokens = num_discarded_;
-  s.spec_num_drafts = spec_num_drafts_;
-  s.spec_num_draft_tokens = spec_num_draft_tokens_;
-  s.spec_num_accepted_tokens = spec_num_accepted_;
-  s.spec_num_accepted_per_pos = spec_accepted_per_pos_;
-  s.spec_num_accepted_per_pos.resize(size_t(config_.num_speculative_tokens), 0);
-  s.num_decode_steps = num_decode_steps_;
-  s.num_uniform_decode_steps = num_uniform_decode_steps_;
-  s.num_graph_replays = num_graph_replays_;
-  s.num_eager_steps = num_eager_steps_;
-  s.num_splits = num_splits_;
-  s.peak_used_blocks = peak_used_blocks_;
-  s.num_waiting_for_remote_kv = int(remote_kv_.size());
-  s.num_held_for_transfer = int(held_.size());
-  return s;
 }
 
 }  // namespace parley

@@ -41,6 +41,7 @@ struct SchedulerConfig {
   int num_speculative_tokens = 0;        // k > 0: decode requests verify drafts (speculative decoding)
   bool pad_uniform = true;               // every decode request gets k drafts, placeholders where the worker has fewer
   int num_lookahead_tokens = 0;          // KV slots past each step's tokens that a drafting model's passes write
+  std::string prompt_logprobs_refusal;   // non-empty: requests asking for prompt_logprobs are refused with it
   void validate() const;                 // throws std::invalid_argument naming the bad field
 };
 
@@ -104,7 +105,8 @@ class Scheduler {
   // Decode side: the worker holds the request's prompt KV now; it continues from its first token(s) (n of them,
   // child by child, for an n > 1 request, which splits here). Unknown ids (aborted meanwhile) give nothing.
   std::vector<EngineCoreOutput> finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
-                                                 const std::vector<TokenLogprobs>& logprobs);
+                                                 const std::vector<TokenLogprobs>& logprobs,
+                                                 const std::vector<TokenLogprobs>& prompt_logprobs);
   // Decode side: the transfer failed. recompute: the request's blocks return and it is prefilled here, first in
   // the queue. Otherwise it is aborted; returns the ids that were live, as finish_requests does.
   std::vector<std::string> fail_remote_kv(const std::string& req_id, bool recompute);
@@ -155,6 +157,8 @@ class Scheduler {
   EngineCoreOutput hand_off(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
   // Decode side: allocates the blocks a FromPrefill request's KV arrives into; false when the pool is short.
   bool admit_remote(Request& request);
+  // A step's prompt logprobs for a request that still wants them (defined in prompt_logprobs.cpp).
+  void take_prompt_logprobs(const std::string& req_id, uint64_t step_id, const PromptLogprobsChunk& chunk);
 
   SchedulerConfig config_;
   KVCacheManager kv_;

@@ -16,6 +16,7 @@ EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens,
   o.req_id = r.request_id;
   o.new_token_ids = tokens;
   o.new_logprobs = std::move(logprobs);
+  o.prompt_logprobs = std::move(r.prompt_logprobs);  // they travel with the first token(s)
   o.num_cached_tokens = std::max(0, r.num_cached_tokens);
   o.finish_reason = FinishReason::Length;  // done here: the decode instance applies every stop condition
   // free_request, except that the blocks stay with the id until release_held.
@@ -52,7 +53,8 @@ bool Scheduler::admit_remote(Request& r) {
 }
 
 std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
-                                                          const std::vector<TokenLogprobs>& logprobs) {
+                                                          const std::vector<TokenLogprobs>& logprobs,
+                                                          const std::vector<TokenLogprobs>& prompt_logprobs) {
   auto it = requests_.find(req_id);
   if (it == requests_.end()) return {};
   Request& r = *it->second;
@@ -68,6 +70,7 @@ std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req
   kv_.allocate_slots(r, 0);  // no new block: its full prompt blocks join the prefix cache now
   r.status = RequestStatus::Running;
   running_.push_back(&r);  // the worker meets it in the next step, with its blocks (as a split child)
+  r.prompt_logprobs = prompt_logprobs;  // scored by the prefill instance
   std::vector<EngineCoreOutput> outputs;
   if (r.awaits_split()) split(r, first_tokens, logprobs, outputs);
   else outputs.push_back(after_tokens(r, first_tokens, logprobs));

@@ -1,5 +1,5 @@
 // Runs a set of requests through EngineCore on a real model and keeps what the feature-on-versus-off
-// tests compare (MISSION C10): token ids, logprobs and finish reasons per request, and the scheduler's
+// tests compare (MISSION C10): token ids, logprobs, prompt logprobs and finish reasons per request, and the scheduler's
 // counters. Every run must end with no block used, no batch row and no stale output left.
 #pragma once
 #include <catch2/catch.hpp>
@@ -81,9 +81,25 @@ inline SchedulerConfig model_scheduler_config(const Loaded& m, int num_kv_blocks
 struct CoreRun {
   std::map<std::string, std::vector<int>> tokens;
   std::map<std::string, std::vector<float>> logprobs;
+  std::map<std::string, std::vector<TokenLogprobs>> sampled_logprobs;  // the same in full: rank and top alternatives
+  std::map<std::string, std::vector<TokenLogprobs>> prompt_logprobs;   // what each first output carried (none: absent)
   std::map<std::string, FinishReason> finish;
   SchedulerStats stats;
 };
+
+// Adds one output to the run: prompt logprobs come once, with the first token.
+inline void record(CoreRun& run, const EngineCoreOutput& o) {
+  auto& t = run.tokens[o.req_id];
+  if (!o.prompt_logprobs.empty()) {
+    REQUIRE(t.empty());
+    run.prompt_logprobs[o.req_id] = o.prompt_logprobs;
+  }
+  t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+  for (const auto& lp : o.new_logprobs) run.logprobs[o.req_id].push_back(lp.logprob);
+  auto& full = run.sampled_logprobs[o.req_id];
+  full.insert(full.end(), o.new_logprobs.begin(), o.new_logprobs.end());
+  if (o.finished()) run.finish[o.req_id] = o.finish_reason;
+}
 
 // Runs the requests to the end on a built core (async_scheduling as the core was built).
 inline CoreRun run_to_end(EngineCore& core, std::vector<Request> reqs, bool async_scheduling) {
@@ -91,12 +107,7 @@ inline CoreRun run_to_end(EngineCore& core, std::vector<Request> reqs, bool asyn
   CoreRun run;
   for (int steps = 0; core.has_unfinished_requests(); ++steps) {
     REQUIRE(steps < 5000);
-    for (const EngineCoreOutput& o : core.step()) {
-      auto& t = run.tokens[o.req_id];
-      t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-      for (const auto& lp : o.new_logprobs) run.logprobs[o.req_id].push_back(lp.logprob);
-      if (o.finished()) run.finish[o.req_id] = o.finish_reason;
-    }
+    for (const EngineCoreOutput& o : core.step()) record(run, o);
     core.scheduler().kv_cache_manager().block_pool().check_invariants();
     if (!async_scheduling) {
       // Blocks of rejected draft positions are not kept beyond the next step's need: a request holds at most
@@ -135,6 +146,7 @@ inline void require_same_outputs(const CoreRun& on, const CoreRun& off) {
   REQUIRE(on.tokens == off.tokens);
   REQUIRE(on.logprobs == off.logprobs);
   REQUIRE(on.finish == off.finish);
+  REQUIRE(on.prompt_logprobs == off.prompt_logprobs);
 }
 
 }  // namespace parley::test

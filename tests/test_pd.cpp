@@ -44,7 +44,8 @@ struct PdPair {
       const std::vector<int> held = prefill.scheduler().held_block_ids(o.req_id);
       const KvCache& kv = prefill.runner().kv_cache();
       KvTransferPayload p{o.req_id, sent.at(o.req_id).num_prompt_tokens(), o.new_token_ids, o.new_logprobs,
-                          {kv.num_layers(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held)};
+                          {kv.num_layers(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held),
+                          o.prompt_logprobs};
       const std::string wire = encode_kv_transfer(p);
       prefill.scheduler().release_held(o.req_id);  // acknowledged
       ++transfers, bytes += int64_t(wire.size()), blocks += int64_t(held.size());
@@ -53,7 +54,8 @@ struct PdPair {
       const std::vector<int>& into = receive_into.at(got.req_id);
       REQUIRE(int(into.size()) == got.num_blocks);
       decode.runner().kv_cache().import_blocks(into, got.kv);
-      for (EngineCoreOutput& d : decode.scheduler().finish_remote_kv(got.req_id, got.first_token_ids, got.first_logprobs))
+      for (EngineCoreOutput& d : decode.scheduler().finish_remote_kv(got.req_id, got.first_token_ids, got.first_logprobs,
+                                                                     got.prompt_logprobs))
         out.push_back(std::move(d));
     }
     return out;
@@ -64,12 +66,7 @@ struct PdPair {
     test::CoreRun run;
     for (int steps = 0; decode.has_unfinished_requests() || prefill.has_unfinished_requests(); ++steps) {
       REQUIRE(steps < 5000);
-      for (const EngineCoreOutput& o : step()) {
-        auto& t = run.tokens[o.req_id];
-        t.insert(t.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-        for (const auto& lp : o.new_logprobs) run.logprobs[o.req_id].push_back(lp.logprob);
-        if (o.finished()) run.finish[o.req_id] = o.finish_reason;
-      }
+      for (const EngineCoreOutput& o : step()) test::record(run, o);
     }
     decode.step(), prefill.step();  // the workers drop their last finished rows
     for (EngineCore* e : {&prefill, &decode}) {
@@ -165,6 +162,26 @@ TEST_CASE("pd: n = 4 prefills and transfers once, the decode side splits", "[pd]
   REQUIRE(split.tokens.size() == 4);
 }
 
+TEST_CASE("pd: prompt logprobs are scored on the prefill side and travel with the first tokens", "[pd][prompt_logprobs][model]") {
+  test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
+  const Tokenizer tok(*m.file.vocab);
+  auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
+  for (Request& r : reqs)
+    if (r.request_id == "m0" || r.request_id == "n.0") r.sampling_params.prompt_logprobs = r.request_id == "m0" ? 3 : 1;
+  const SchedulerConfig c = test::model_scheduler_config(m, 256);
+  const test::CoreRun colocated = test::run_core(m.model, reqs, c, false);
+  REQUIRE(colocated.prompt_logprobs.size() == 4);  // m0 and the n = 3 request's every choice
+  for (const bool lost : {false, true}) {
+    CAPTURE(lost);
+    PdPair pd(m.model, c);
+    // A lost transfer is prefilled on the decode side instead, which then scores the prompt itself.
+    pd.drop = [&](const std::string& id) { return lost && id == "n.0" && pd.decode.scheduler().fail_remote_kv(id, true).empty(); };
+    const test::CoreRun run = pd.run(reqs);
+    test::require_same_outputs(run, colocated);
+    REQUIRE((pd.decode.scheduler().stats().prefill_tokens_computed > 0) == lost);
+  }
+}
+
 TEST_CASE("pd: a lost transfer recomputes locally or fails, leaking nothing", "[pd][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
@@ -210,13 +227,14 @@ TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late
   REQUIRE(pd.decode.scheduler().stats().num_waiting == 1);
   REQUIRE(pd.decode.abort_requests({"a"}) == std::vector<std::string>{"a"});
   REQUIRE(pd.decode.scheduler().kv_cache_manager().block_pool().num_used() == 0);
-  REQUIRE(pd.decode.scheduler().finish_remote_kv("a", {7}, {}).empty());
+  REQUIRE(pd.decode.scheduler().finish_remote_kv("a", {7}, {}, {}).empty());
   REQUIRE(pd.decode.scheduler().fail_remote_kv("a", true).empty());
   REQUIRE_FALSE(pd.decode.has_unfinished_requests());
 }
 
 TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit", "[pd]") {
-  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, "", {}};
+  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, "", {},
+                      {{7, -2.5f, 4, {{3, -0.125f}}}}};
   p.kv.resize(size_t(2 * 2 * 4 * 16 * 2));
   for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = float(i) * 0.5f - 3.0f;
   const std::string wire = encode_kv_transfer(p);
@@ -227,6 +245,7 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   REQUIRE(back.first_logprobs.size() == 2);
   REQUIRE(back.first_logprobs[1].rank == 3);
   REQUIRE(back.first_logprobs[1].top == std::vector<std::pair<int, float>>{{2, -0.5f}});
+  REQUIRE(back.prompt_logprobs == p.prompt_logprobs);
   REQUIRE(back.layout == KvLayout{2, 4, 16});
   REQUIRE(back.kv == p.kv);
   REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, wire.size() - 4)), Catch::Contains("bytes of KV, the header says"));
@@ -275,6 +294,7 @@ TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[p
   p.stop_token_ids = {13, 29};
   p.include_stop_str_in_output = true;
   p.logprobs = 2;
+  p.prompt_logprobs = 4;
   p.logit_bias = {{5, -1.5f}, {9, 2.0f}};
   Request r("cmpl-7", {1, 400, 35, 2}, p, 12345678901234ull);
   r.child_req_ids = {"cmpl-7", "cmpl-7.1", "cmpl-7.2"};
@@ -291,11 +311,12 @@ TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[p
   REQUIRE((q.presence_penalty == 0.5f && q.frequency_penalty == -0.25f && q.repetition_penalty == 1.1f));
   REQUIRE((q.seed == p.seed && q.max_tokens == 77 && q.min_tokens == 4 && q.ignore_eos));
   REQUIRE((q.stop == p.stop && q.stop_token_ids == p.stop_token_ids && q.include_stop_str_in_output));
-  REQUIRE((q.logprobs == 2 && q.logit_bias == p.logit_bias));
+  REQUIRE((q.logprobs == 2 && q.prompt_logprobs == 4 && q.logit_bias == p.logit_bias));
   SamplingParams plain;
   const Request unseeded = decode_prefill_request(encode_prefill_request(Request("a", {1}, plain, 9)));
   REQUIRE_FALSE(unseeded.sampling_params.seed.has_value());
   REQUIRE_FALSE(unseeded.sampling_params.logprobs.has_value());
+  REQUIRE_FALSE(unseeded.sampling_params.prompt_logprobs.has_value());
   REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("bad prefill request"));
   REQUIRE_THROWS_WITH(decode_prefill_request("not json"), Catch::Contains("bad prefill request"));
 }
