@@ -72,6 +72,7 @@ std::string Generation::on_output(const RequestOutput& out) {
   c.text += out.text;
   c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
   c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
   if (!out.error.empty() && !failure_) failure_ = ApiError{503, out.error, "ServiceUnavailableError", "", ""};
   if (out.finished()) {
     c.finish_reason = out.finish_reason;
@@ -82,7 +83,8 @@ std::string Generation::on_output(const RequestOutput& out) {
   }
   if (transport_ == Transport::Json) return "";
   const bool first = !started_[size_t(k)];
-  if (out.text.empty() && !out.finished() && out.logprobs.empty() && !(first && request_.echo)) return "";  // held back
+  const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
+  if (out.text.empty() && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
   started_[size_t(k)] = true;
   if (transport_ == Transport::Sse) return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)]);
   RequestOutput delta = out;

@@ -17,13 +17,13 @@ constexpr std::string_view kCompletionFields[] = {
     "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
     "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
     "best_of", "top_k", "min_p", "repetition_penalty", "stop_token_ids", "include_stop_str_in_output",
-    "ignore_eos", "min_tokens", "add_special_tokens"};
+    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs"};
 constexpr std::string_view kChatFields[] = {
     "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
     "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
     "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
     "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
-    "chat_template", "chat_template_kwargs", "tools"};
+    "chat_template", "chat_template_kwargs", "tools", "prompt_logprobs"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -143,6 +143,19 @@ void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& re
   req.top_logprobs = n.value_or(-1);
 }
 
+// vLLM's prompt_logprobs (both endpoints). Completions' echo with logprobs scores the prompt too: the engine
+// computes the larger of the two counts, each response part shows its own.
+void read_prompt_logprobs(const json& body, GenerateRequest& req) {
+  const std::optional<int> n = get_int32(body, "prompt_logprobs");
+  if (n && *n < 0) fail("`prompt_logprobs` must be a non-negative integer, got " + std::to_string(*n) + ".", "prompt_logprobs");
+  if (n && *n > kMaxLogprobs)
+    fail("Requested prompt logprobs of " + std::to_string(*n) + ", which is greater than max allowed: " +
+             std::to_string(kMaxLogprobs), "prompt_logprobs");
+  req.prompt_logprobs = n.value_or(-1);
+  const int echoed = req.echo ? req.top_logprobs : -1;
+  if (std::max(req.prompt_logprobs, echoed) >= 0) req.params.prompt_logprobs = std::max(req.prompt_logprobs, echoed);
+}
+
 // Completions: a string, strings, token ids, or lists of token ids; each tokenized or checked.
 void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {
   const Tokenizer& tok = *ctx.tokenizer;
@@ -209,8 +222,6 @@ void reject_unsupported(const json& body, const GenerateRequest& req) {
     fail("`suffix` is not supported.", "suffix");
   if (auto best_of = get_int32(body, "best_of"); best_of && *best_of != req.params.n)
     fail("`best_of` is not supported unless it equals `n`.", "best_of");
-  if (req.echo && req.params.logprobs)
-    fail("`echo` together with `logprobs` is not supported: prompt logprobs are not computed.", "echo");
 }
 
 // The field a SamplingParams::validate() message is about: its first word, when that is a field.
@@ -254,6 +265,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
       reject_unsupported(j, req);
       read_prompts(j, ctx, req);
     }
+    read_prompt_logprobs(j, req);
     resolve_max_tokens(j, ctx, req);
     try {
       req.params.validate(vocab);

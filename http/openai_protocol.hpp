@@ -52,6 +52,7 @@ struct GenerateRequest {
   bool include_usage = false;             // stream_options.include_usage
   bool echo = false;                      // completions only
   int top_logprobs = -1;                  // -1: no logprobs; else the number of alternatives per token
+  int prompt_logprobs = -1;               // -1: not asked; else the alternatives per prompt token (vLLM's field)
   std::string user;                       // OpenAI's end-user id, logged with the request ("" if none)
 };
 
@@ -71,6 +72,7 @@ struct Choice {
   std::vector<TokenLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::None;
   StopReason stop_reason;
+  std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.., when the engine scored the prompt
 };
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;

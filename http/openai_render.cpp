@@ -39,24 +39,70 @@ int prompt_last_token(const GenerateRequest& req, int index) {
   return p.empty() ? -1 : p.back();
 }
 
-// Completions logprobs: parallel arrays; top_logprobs maps the sampled token and the top alternatives.
-ojson completion_logprobs(const GenerateRequest& req, const std::vector<int>& ids,
-                          const std::vector<TokenLogprobs>& lps, int prev, int text_offset, const Tokenizer& tok) {
+// Completions logprobs: parallel arrays, one entry per token; top_logprobs maps the token and the top alternatives.
+struct CompletionLogprobs {
   ojson tokens = ojson::array(), token_logprobs = ojson::array(), top = ojson::array(), offsets = ojson::array();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string text = tok.token_bytes(prev, ids[i]);
+
+  // lp null: a token with no logprob (the echoed prompt's first). Advances text_offset past the token.
+  void add(const GenerateRequest& req, int prev, int id, const TokenLogprobs* lp, int& text_offset, const Tokenizer& tok) {
+    const std::string text = tok.token_bytes(prev, id);
     tokens.push_back(text);
-    token_logprobs.push_back(clamp_logprob(lps[i].logprob));
-    ojson alternatives = ojson::object();
-    alternatives[text] = clamp_logprob(lps[i].logprob);
-    for (size_t k = 0; k < lps[i].top.size() && int(k) < req.top_logprobs; ++k)
-      alternatives[tok.token_bytes(prev, lps[i].top[k].first)] = clamp_logprob(lps[i].top[k].second);
-    top.push_back(std::move(alternatives));
     offsets.push_back(text_offset);
     text_offset += utf8_length(text);
-    prev = ids[i];
+    if (!lp) {
+      token_logprobs.push_back(nullptr), top.push_back(nullptr);
+      return;
+    }
+    token_logprobs.push_back(clamp_logprob(lp->logprob));
+    ojson alternatives = ojson::object();
+    alternatives[text] = clamp_logprob(lp->logprob);
+    for (size_t k = 0; k < lp->top.size() && int(k) < req.top_logprobs; ++k)
+      alternatives[tok.token_bytes(prev, lp->top[k].first)] = clamp_logprob(lp->top[k].second);
+    top.push_back(std::move(alternatives));
   }
-  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+  ojson json() { return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}}; }
+};
+
+// A completion's echoed prompt, which leads its logprobs: the prompt's tokens and their scores (tokens 1..).
+struct EchoedPrompt {
+  const std::vector<int>& ids;
+  const std::vector<TokenLogprobs>& logprobs;
+};
+
+ojson completion_logprobs(const GenerateRequest& req, const std::vector<int>& ids, const std::vector<TokenLogprobs>& lps,
+                          int prev, int text_offset, const Tokenizer& tok, const EchoedPrompt* echoed) {
+  CompletionLogprobs out;
+  if (echoed) {  // offsets from the echoed prompt's start; its first token has no logprob
+    int offset = 0;
+    for (size_t j = 0; j < echoed->ids.size(); ++j) {
+      const TokenLogprobs* lp = j >= 1 && j - 1 < echoed->logprobs.size() ? &echoed->logprobs[j - 1] : nullptr;
+      out.add(req, j ? echoed->ids[j - 1] : -1, echoed->ids[j], lp, offset, tok);
+    }
+  }
+  for (size_t i = 0; i < ids.size(); ++i) out.add(req, prev, ids[i], &lps[i], text_offset, tok), prev = ids[i];
+  return out.json();
+}
+
+// vLLM's prompt_logprobs: null for the first prompt token, then per token {"<id>": {logprob, rank, decoded_token}}
+// with the prompt token (ranked in the whole vocabulary) first, then the top alternatives. null until scored.
+ojson prompt_logprobs_json(const GenerateRequest& req, const std::vector<int>& prompt, const std::vector<TokenLogprobs>& lps,
+                           const Tokenizer& tok) {
+  if (prompt.empty() || lps.size() + 1 != prompt.size()) return nullptr;
+  ojson out = ojson::array();
+  out.push_back(nullptr);
+  for (size_t i = 0; i < lps.size(); ++i) {
+    auto entry = [&](int token, float logprob, int rank) {
+      return ojson{{"logprob", clamp_logprob(logprob)}, {"rank", rank}, {"decoded_token", tok.token_bytes(prompt[i], token)}};
+    };
+    ojson position = ojson::object();
+    position[std::to_string(lps[i].token)] = entry(lps[i].token, lps[i].logprob, lps[i].rank);
+    for (size_t k = 0; k < lps[i].top.size() && int(k) < req.prompt_logprobs; ++k) {
+      const auto& [token, logprob] = lps[i].top[k];
+      if (!position.contains(std::to_string(token))) position[std::to_string(token)] = entry(token, logprob, int(k) + 1);
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
 }
 
 ojson chat_logprob(const std::string& text, float logprob) {
@@ -80,11 +126,16 @@ ojson chat_logprobs(const GenerateRequest& req, const std::vector<int>& ids, con
   return {{"content", content}};
 }
 
-// null unless the request asked for logprobs and there are tokens, each with its entry.
+// null unless the request asked for logprobs and there are tokens (an echoed prompt's or new ones), each with its entry.
 ojson logprobs_json(const GenerateRequest& req, const std::vector<int>& ids, const std::vector<TokenLogprobs>& lps,
-                    int prev, int text_offset, const Tokenizer& tok) {
-  if (req.top_logprobs < 0 || ids.empty() || lps.size() != ids.size()) return nullptr;
-  return is_chat(req) ? chat_logprobs(req, ids, lps, prev, tok) : completion_logprobs(req, ids, lps, prev, text_offset, tok);
+                    int prev, int text_offset, const Tokenizer& tok, const EchoedPrompt* echoed = nullptr) {
+  if (req.top_logprobs < 0 || (ids.empty() && !echoed) || lps.size() != ids.size()) return nullptr;
+  return is_chat(req) ? chat_logprobs(req, ids, lps, prev, tok) : completion_logprobs(req, ids, lps, prev, text_offset, tok, echoed);
+}
+
+const std::vector<int>& prompt_ids(const GenerateRequest& req, int index) {
+  static const std::vector<int> none;
+  return req.prompts.empty() ? none : req.prompts[prompt_of(req, index)];
 }
 
 ojson envelope(const GenerateRequest& req, const std::string& id, long created, const char* object) {
@@ -102,16 +153,22 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
   for (const Choice& c : choices) {
     const size_t p = prompt_of(req, c.index);
     const int offset = req.echo && p < req.prompt_texts.size() ? utf8_length(req.prompt_texts[p]) : 0;
+    const EchoedPrompt echoed{prompt_ids(req, c.index), c.prompt_logprobs};
     ojson choice = {{"index", c.index}};
     if (is_chat(req)) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     else choice["text"] = c.text;
-    choice["logprobs"] = logprobs_json(req, c.token_ids, c.logprobs, prompt_last_token(req, c.index), offset, tok);
+    choice["logprobs"] = logprobs_json(req, c.token_ids, c.logprobs, prompt_last_token(req, c.index), offset, tok,
+                                       req.echo ? &echoed : nullptr);
     choice["finish_reason"] = finish_reason_json(c.finish_reason);
     choice["stop_reason"] = stop_reason_json(c.stop_reason);
+    if (req.prompt_logprobs >= 0 && !is_chat(req)) choice["prompt_logprobs"] = prompt_logprobs_json(req, echoed.ids, c.prompt_logprobs, tok);
     list.push_back(std::move(choice));
   }
   out["choices"] = std::move(list);
   out["usage"] = usage_json(usage);
+  // Chat: one prompt, the same for every choice, on the response (vLLM's ChatCompletionResponse).
+  if (req.prompt_logprobs >= 0 && is_chat(req))
+    out["prompt_logprobs"] = choices.empty() ? ojson(nullptr) : prompt_logprobs_json(req, prompt_ids(req, 0), choices[0].prompt_logprobs, tok);
   return dump(out);
 }
 
@@ -128,24 +185,34 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
     events += sse(chunk);
   };
   std::string text = delta.text;
+  // The first chunk of each choice carries the prompt's logprobs (delta.prompt_logprobs comes with the first output).
+  const bool with_prompt_logprobs = first_chunk && req.prompt_logprobs >= 0;
+  const std::vector<int>& prompt = prompt_ids(req, index);
   if (is_chat(req)) {
-    if (first_chunk)  // vLLM opens each choice with the role and empty content
-      event({{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-             {"finish_reason", nullptr}});
+    if (first_chunk) {  // vLLM opens each choice with the role and empty content
+      ojson role = {{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                    {"finish_reason", nullptr}};
+      if (with_prompt_logprobs) role["prompt_logprobs"] = prompt_logprobs_json(req, prompt, delta.prompt_logprobs, tok);
+      event(std::move(role));
+    }
     ojson choice = {{"index", index}, {"delta", {{"content", text}}},
                     {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok)},
                     {"finish_reason", finish_reason_json(delta.finish_reason)}};
     if (delta.finished()) choice["stop_reason"] = stop_reason_json(delta.stop_reason);
     event(std::move(choice));
   } else {
-    if (first_chunk && req.echo) {
+    const bool echo = first_chunk && req.echo;
+    if (echo) {
       const size_t p = prompt_of(req, index);
       if (p < req.prompt_texts.size()) text = req.prompt_texts[p] + text;
       at.text_offset += utf8_length(text) - utf8_length(delta.text);
     }
-    event({{"index", index}, {"text", text},
-           {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok)},
-           {"finish_reason", finish_reason_json(delta.finish_reason)}, {"stop_reason", stop_reason_json(delta.stop_reason)}});
+    const EchoedPrompt echoed{prompt, delta.prompt_logprobs};
+    ojson choice = {{"index", index}, {"text", text},
+                    {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok, echo ? &echoed : nullptr)},
+                    {"finish_reason", finish_reason_json(delta.finish_reason)}, {"stop_reason", stop_reason_json(delta.stop_reason)}};
+    if (with_prompt_logprobs) choice["prompt_logprobs"] = prompt_logprobs_json(req, prompt, delta.prompt_logprobs, tok);
+    event(std::move(choice));
   }
   at.text_offset += utf8_length(delta.text);
   if (!delta.token_ids.empty()) at.prev_token = delta.token_ids.back();

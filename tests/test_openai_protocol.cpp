@@ -123,8 +123,6 @@ TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what
       {R"({"prompt": "Hi", "messages": []})", "messages", "Unrecognized request argument supplied: messages"},
       {R"({"prompt": "Hi", "suffix": "end"})", "suffix", "`suffix` is not supported."},
       {R"({"prompt": "Hi", "best_of": 3})", "best_of", "`best_of` is not supported unless it equals `n`."},
-      {R"({"prompt": "Hi", "echo": true, "logprobs": 1})", "echo",
-       "`echo` together with `logprobs` is not supported: prompt logprobs are not computed."},
       {R"({"prompt": "Hi", "stream_options": {"include_usage": true}})", "stream_options",
        "Stream options can only be defined when `stream=True`."},
       {R"({"prompt": "Hi", "stream": true, "stream_options": {"extra": 1}})", "stream_options.extra",
