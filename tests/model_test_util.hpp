@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -56,7 +57,14 @@ inline std::vector<std::pair<std::string, const std::vector<float>*>> tensors_of
         {"attn_v", &L.wv},           {"attn_output", &L.wo},    {"ffn_norm", &L.ffn_norm},
         {"ffn_gate", &L.w_gate},     {"ffn_down", &L.w_down},   {"ffn_up", &L.w_up}};
     for (const auto& [n, v] : parts) out.emplace_back(b + n + ".weight", v);
+    const std::pair<const char*, const std::vector<float>*> optional[] = {
+        {"attn_q.bias", &L.bq},           {"attn_k.bias", &L.bk},     {"attn_v.bias", &L.bv},
+        {"attn_q_norm.weight", &L.q_norm}, {"attn_k_norm.weight", &L.k_norm},
+        {"post_attention_norm.weight", &L.post_attn_norm}, {"post_ffw_norm.weight", &L.post_ffn_norm}};
+    for (const auto& [n, v] : optional)
+      if (!v->empty()) out.emplace_back(b + n, v);
   }
+  if (!w.rope_freq_factors.empty()) out.emplace_back("rope factors", &w.rope_freq_factors);
   out.emplace_back("output_norm.weight", &w.output_norm);
   out.emplace_back("output.weight", &w.output);
   return out;
@@ -74,6 +82,24 @@ inline void require_same_config(const LlamaConfig& a, const LlamaConfig& b) {
   CHECK(a.norm_eps == b.norm_eps);
   CHECK(a.rope_layout == b.rope_layout);
   CHECK(a.tied_output == b.tied_output);
+  CHECK(a.arch == b.arch);
+  CHECK(a.head_dim() == b.head_dim());
+  CHECK(a.rotary_dims() == b.rotary_dims());
+  CHECK(a.rope_freq_scale == b.rope_freq_scale);
+  CHECK(a.rope_attn_factor == b.rope_attn_factor);
+  CHECK(a.local_rope.theta == b.local_rope.theta);
+  CHECK(a.local_rope.freq_scale == b.local_rope.freq_scale);
+  CHECK(a.sliding_window == b.sliding_window);
+  CHECK(a.sliding_window_period == b.sliding_window_period);
+  CHECK((a.query_scale == 0 ? 1.0f / std::sqrt(float(a.head_dim())) : a.query_scale) ==
+        (b.query_scale == 0 ? 1.0f / std::sqrt(float(b.head_dim())) : b.query_scale));
+  CHECK(a.attn_softcap == b.attn_softcap);
+  CHECK(a.final_softcap == b.final_softcap);
+  CHECK(a.scale_embeddings == b.scale_embeddings);
+  CHECK(a.qkv_bias == b.qkv_bias);
+  CHECK(a.qk_norm == b.qk_norm);
+  CHECK(a.post_norms == b.post_norms);
+  CHECK(a.activation == b.activation);
 }
 
 inline void require_same_weights(const ModelFile& a, const ModelFile& b) {

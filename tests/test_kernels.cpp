@@ -134,6 +134,46 @@ TEST_CASE("rope rotates pairs in both layouts", "[kernels]") {
   REQUIRE(z == x);
 }
 
+TEST_CASE("rope: partial rotary, frequency factors, position scaling and the attention factor", "[kernels]") {
+  const int head_dim = 16, n_heads = 3, pos = 37;
+  const auto x = random_vec(n_heads * head_dim, 5);
+  auto rotated = [&](const RopeSpec& spec) {
+    auto y = x;
+    CpuBackend(1).rope(y.data(), &pos, 1, n_heads, head_dim, spec);
+    return y;
+  };
+  for (RopeLayout layout : {RopeLayout::Adjacent, RopeLayout::NeoX}) {
+    const auto plain = rotated(RopeSpec{1000.0f, layout});
+    // Factors of 1 and scale 1 change nothing; factors of 4 are positions scaled by 1/4.
+    const std::vector<float> ones(head_dim / 2, 1.0f), fours(head_dim / 2, 4.0f);
+    REQUIRE(rotated(RopeSpec{1000.0f, layout, 0, 1.0f, 1.0f, ones.data()}) == plain);
+    const auto by_factor = rotated(RopeSpec{1000.0f, layout, 0, 1.0f, 1.0f, fours.data()});
+    const auto by_scale = rotated(RopeSpec{1000.0f, layout, 0, 0.25f});
+    for (int i = 0; i < n_heads * head_dim; ++i) REQUIRE(by_factor[i] == Approx(by_scale[i]).margin(1e-5));
+    // The attention factor scales every rotated value.
+    const auto scaled = rotated(RopeSpec{1000.0f, layout, 0, 1.0f, 1.5f});
+    for (int i = 0; i < n_heads * head_dim; ++i) REQUIRE(scaled[i] == Approx(1.5f * plain[i]).margin(1e-5));
+  }
+  // Partial rotary (12 of 16): the last 4 dimensions of each head pass through; the first 12 rotate as a
+  // 12-dimensional head would (NeoX pairs (i, i + 6)).
+  const auto partial = rotated(RopeSpec{1000.0f, RopeLayout::NeoX, 12});
+  for (int h = 0; h < n_heads; ++h) {
+    std::vector<float> head(x.begin() + h * head_dim, x.begin() + h * head_dim + 12);
+    CpuBackend(1).rope(head.data(), &pos, 1, 1, 12, 1000.0f, RopeLayout::NeoX);
+    for (int d = 0; d < 12; ++d) REQUIRE(partial[h * head_dim + d] == head[d]);
+    for (int d = 12; d < 16; ++d) REQUIRE(partial[h * head_dim + d] == x[h * head_dim + d]);
+  }
+}
+
+TEST_CASE("geglu is GELU's tanh approximation times up", "[kernels]") {
+  // PyTorch: torch.nn.functional.gelu(torch.tensor([1.0, -2.0]), approximate="tanh") = [0.8411920, -0.0454023]
+  const std::vector<float> gate{1.0f, -2.0f}, up{1.0f, 2.0f};
+  std::vector<float> out(2);
+  CpuBackend(1).geglu(gate.data(), up.data(), out.data(), 2);
+  REQUIRE(out[0] == Approx(0.8411920f).margin(1e-6));
+  REQUIRE(out[1] == Approx(2 * -0.0454023f).margin(1e-6));
+}
+
 TEST_CASE("paged attention matches the reference over scattered blocks with GQA", "[kernels]") {
   for (int head_dim : {1, 3, 8, 17, 64})
     for (int block_size : {1, 3, 16}) {
@@ -156,11 +196,14 @@ TEST_CASE("paged attention matches the reference over scattered blocks with GQA"
       meta.max_blocks_per_seq = max_blocks;
       auto q = random_vec(positions.size() * n_heads * head_dim, 13);
       std::vector<float> got(q.size()), want(q.size());
-      reference::paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, want.data());
-      for (Isa isa : supported_isas()) {
-        CpuBackend(2, isa).paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, got.data());
-        INFO("isa " << isa_name(isa) << " head_dim " << head_dim << " block " << block_size);
-        for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-5));
+      // Llama's scores; then Gemma 2's: a query scale, soft-capping and a window of 5 (position 0 sees 1 key).
+      for (const AttentionSpec spec : {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 5}}) {
+        reference::paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, want.data(), spec);
+        for (Isa isa : supported_isas()) {
+          CpuBackend(2, isa).paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, got.data(), spec);
+          INFO("isa " << isa_name(isa) << " head_dim " << head_dim << " block " << block_size << " window " << spec.window);
+          for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-5));
+        }
       }
     }
 }
