@@ -73,7 +73,7 @@ TEST_CASE("prompt logprobs of a teacher-forced continuation equal its generated 
   }
 }
 
-TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, split and speculating", "[prompt_logprobs][model]") {
+TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, split and speculating", "[prompt_logprobs][spec][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   const std::vector<int> prompt =
@@ -99,13 +99,15 @@ TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, spli
   SchedulerConfig unsplit = base;
   unsplit.enable_delayed_split = false;  // n independent requests, each scoring the prompt itself
   const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto layer_skip = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 3})");
   struct Case {
     const char* name;
     SchedulerConfig config;
     std::optional<SpeculativeConfig> spec;
   };
   for (const Case& k : {Case{"batched", base, {}}, Case{"chunked", chunked, {}}, Case{"tight", tight, {}},
-                        Case{"unsplit", unsplit, {}}, Case{"ngram", base, ngram}, Case{"ngram chunked", chunked, ngram}}) {
+                        Case{"unsplit", unsplit, {}}, Case{"ngram", base, ngram}, Case{"ngram chunked", chunked, ngram},
+                        Case{"layer_skip tight", tight, layer_skip}}) {
     for (bool async_scheduling : {false, true}) {
       CAPTURE(k.name, async_scheduling);
       const test::CoreRun run = test::run_core(m.model, batch, k.config, async_scheduling, k.spec);

@@ -1,6 +1,7 @@
 // The official `openai` npm client against `parley serve --api-key ...` (MISSION C8: the official clients
 // must just work): completions and chat, streamed and not, seeded streams equal to non-streamed output,
-// stream_options.include_usage, /v1/models, and 401 for a wrong key.
+// stream_options.include_usage, echo with logprobs and prompt_logprobs (teacher forcing scores a continuation as
+// it was generated), /v1/models, and 401 for a wrong key.
 //   node tests/e2e/openai_client.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -122,6 +123,59 @@ main('openai_client', async (parley, t) => {
   assert.ok(chatUsage, 'chat stream_options.include_usage: no usage chunk');
   assert.equal(chatUsage.prompt_tokens, chatWhole.usage.prompt_tokens, 'chat streamed usage.prompt_tokens');
   assert.equal(chatUsage.completion_tokens, chatWhole.usage.completion_tokens, 'chat streamed usage.completion_tokens');
+  t.check();
+
+  // Echo with logprobs (OpenAI's prompt scoring): the prompt's tokens lead the logprobs, the first with nulls,
+  // offsets from the echoed prompt's start. vLLM's prompt_logprobs (an extra body field) scores the same tokens.
+  const prompt = 'Once upon a time';
+  const scoring = { model: MODEL_NAME, prompt, max_tokens: 8, temperature: 0, echo: true, logprobs: 2 };
+  const echoed = await client.completions.create({ ...scoring, prompt_logprobs: 2 });
+  const elp = echoed.choices[0].logprobs;
+  const numPrompt = echoed.usage.prompt_tokens;
+  assert.ok(echoed.choices[0].text.startsWith(prompt), `echo: ${JSON.stringify(echoed.choices[0].text)}`);
+  assert.equal(elp.tokens.length, numPrompt + echoed.usage.completion_tokens);
+  assert.equal(elp.token_logprobs[0], null);
+  assert.equal(elp.top_logprobs[0], null);
+  assert.equal(elp.text_offset[0], 0);
+  assert.equal(elp.text_offset[numPrompt], prompt.length, 'the generated tokens start where the echoed prompt ends');
+  assert.equal(elp.tokens.slice(numPrompt).join(''), echoed.choices[0].text.slice(prompt.length));
+  const pl = echoed.choices[0].prompt_logprobs;
+  assert.equal(pl.length, numPrompt);
+  assert.equal(pl[0], null);
+  for (let i = 1; i < numPrompt; i++) {
+    const entries = Object.values(pl[i]);
+    const own = entries.find((e) => e.decoded_token === elp.tokens[i]);
+    assert.ok(own && own.rank >= 1 && entries.length <= 3, `prompt_logprobs[${i}]: ${JSON.stringify(pl[i])}`);
+    assert.equal(own.logprob, elp.token_logprobs[i], `prompt token ${i}: prompt_logprobs and echoed logprobs differ`);
+    assert.ok(Object.keys(elp.top_logprobs[i]).includes(elp.tokens[i]));
+  }
+  t.check();
+
+  // Teacher forcing: the greedy continuation, sent back as prompt, is scored as generation scored it.
+  const generated = await client.completions.create({ ...scoring, echo: false });
+  const glp = generated.choices[0].logprobs;
+  const forced = await client.completions.create({ ...scoring, prompt: prompt + generated.choices[0].text, max_tokens: 1 });
+  const flp = forced.choices[0].logprobs;
+  const from = forced.usage.prompt_tokens - glp.tokens.length;
+  assert.deepEqual(flp.tokens.slice(from, from + glp.tokens.length), glp.tokens, 'the continuation tokenizes as generated');
+  assert.deepEqual(flp.token_logprobs.slice(from, from + glp.tokens.length), glp.token_logprobs);
+  assert.deepEqual(flp.top_logprobs.slice(from, from + glp.tokens.length), glp.top_logprobs);
+  t.check();
+
+  // Streamed: the first chunk carries the echoed prompt with its logprobs and prompt_logprobs; the rest add up.
+  let first = null;
+  let text = '';
+  const streamedTokens = [];
+  for await (const chunk of await client.completions.create({ ...scoring, prompt_logprobs: 2, stream: true })) {
+    const c = chunk.choices[0];
+    if (!first) first = c;
+    else assert.equal(c.prompt_logprobs, undefined, 'prompt_logprobs after the first chunk');
+    text += c.text;
+    streamedTokens.push(...(c.logprobs?.tokens ?? []));
+  }
+  assert.deepEqual(first.prompt_logprobs, pl, 'the stream\'s prompt_logprobs differ');
+  assert.equal(text, echoed.choices[0].text);
+  assert.deepEqual(streamedTokens, elp.tokens);
   t.check();
 
   // A wrong key: the client raises AuthenticationError (401); no key at all: 401 in OpenAI's error shape.
