@@ -22,7 +22,8 @@ nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
 std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
   std::vector<TokenLogprobs> out;
   for (const auto& t : j)
-    out.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(), t.at(3).get<std::vector<std::pair<int, float>>>()});
+    out.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(),
+                   t.at(3).get<std::vector<std::pair<int, float>>>()});
   return out;
 }
 

@@ -8,7 +8,7 @@
 namespace parley {
 
 void PromptLogprobsRows::add(int row, int start, int end, int num_prompt, int first_index) {
-  // Position p's logits predict token p + 1: positions [start, end) score prompt tokens start + 1 .. end, within the prompt.
+  // Position p's logits predict token p + 1: positions [start, end) score tokens start + 1 .. end of the prompt.
   const int count = std::min(end, num_prompt - 1) - start;
   if (count > 0) rows_.push_back({row, start + 1, first_index, count});
 }
@@ -20,7 +20,8 @@ void PromptLogprobsRows::append_logits_indices(std::vector<int>& logits_indices)
   }
 }
 
-void PromptLogprobsRows::score(std::span<const float> logits, int vocab, const InputBatch& batch, ModelRunnerOutput& out) const {
+void PromptLogprobsRows::score(std::span<const float> logits, int vocab, const InputBatch& batch,
+                               ModelRunnerOutput& out) const {
   for (const Rows& r : rows_) {
     const auto tokens = batch.token_ids(r.row);
     const int num_top = batch.sampling_params(r.row).prompt_logprobs.value_or(0);
@@ -47,7 +48,8 @@ void Scheduler::take_prompt_logprobs(const std::string& req_id, uint64_t step_id
   // Gone (finished or aborted), or an id reused since the step was planned: the chunk was another request's.
   if (it == requests_.end() || step_id < it->second->first_step_id) return;
   Request& r = *it->second;
-  if (wants_prompt_logprobs(r.sampling_params, r.output_token_ids.size())) collect_prompt_logprobs(r.prompt_logprobs, chunk);
+  if (wants_prompt_logprobs(r.sampling_params, r.output_token_ids.size()))
+    collect_prompt_logprobs(r.prompt_logprobs, chunk);
 }
 
 }  // namespace parley

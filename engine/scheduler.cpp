@@ -207,7 +207,8 @@ SchedulerOutput Scheduler::schedule() {
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
     const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size());
     int num_hit = 0;
-    std::vector<KVCacheBlock*> hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : std::vector<KVCacheBlock*>{};
+    std::vector<KVCacheBlock*> hits =
+        reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : std::vector<KVCacheBlock*>{};
     const int n = chunk(*r, num_hit);
     if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
@@ -342,7 +343,8 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     auto row = row_of.find(id);
     if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
-    if (row->second < mro.prompt_logprobs.size()) take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row->second]);
+    if (row->second < mro.prompt_logprobs.size())
+      take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row->second]);
     const auto& sampled = mro.sampled_token_ids[row->second];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
     if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {

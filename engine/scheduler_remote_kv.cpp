@@ -52,7 +52,8 @@ bool Scheduler::admit_remote(Request& r) {
   return true;
 }
 
-std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
+std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req_id,
+                                                          const std::vector<int>& first_tokens,
                                                           const std::vector<TokenLogprobs>& logprobs,
                                                           const std::vector<TokenLogprobs>& prompt_logprobs) {
   auto it = requests_.find(req_id);

@@ -12,7 +12,8 @@ SchedulerStats Scheduler::stats() const {
   std::unordered_set<std::string> running_users, waiting_users;
   for (const Request* r : running_) running_users.insert(r->user_request_id());
   for (const Request* r : requests())
-    if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id())) waiting_users.insert(r->user_request_id());
+    if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id()))
+      waiting_users.insert(r->user_request_id());
   s.num_running = int(running_users.size());
   s.num_waiting = int(waiting_users.size());
   s.kv_cache_usage = pool.get_usage();

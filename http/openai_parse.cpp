@@ -147,7 +147,8 @@ void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& re
 // computes the larger of the two counts, each response part shows its own.
 void read_prompt_logprobs(const json& body, GenerateRequest& req) {
   const std::optional<int> n = get_int32(body, "prompt_logprobs");
-  if (n && *n < 0) fail("`prompt_logprobs` must be a non-negative integer, got " + std::to_string(*n) + ".", "prompt_logprobs");
+  if (n && *n < 0)
+    fail("`prompt_logprobs` must be a non-negative integer, got " + std::to_string(*n) + ".", "prompt_logprobs");
   if (n && *n > kMaxLogprobs)
     fail("Requested prompt logprobs of " + std::to_string(*n) + ", which is greater than max allowed: " +
              std::to_string(kMaxLogprobs), "prompt_logprobs");

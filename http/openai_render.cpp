@@ -44,7 +44,8 @@ struct CompletionLogprobs {
   ojson tokens = ojson::array(), token_logprobs = ojson::array(), top = ojson::array(), offsets = ojson::array();
 
   // lp null: a token with no logprob (the echoed prompt's first). Advances text_offset past the token.
-  void add(const GenerateRequest& req, int prev, int id, const TokenLogprobs* lp, int& text_offset, const Tokenizer& tok) {
+  void add(const GenerateRequest& req, int prev, int id, const TokenLogprobs* lp, int& text_offset,
+           const Tokenizer& tok) {
     const std::string text = tok.token_bytes(prev, id);
     tokens.push_back(text);
     offsets.push_back(text_offset);
@@ -60,7 +61,9 @@ struct CompletionLogprobs {
       alternatives[tok.token_bytes(prev, lp->top[k].first)] = clamp_logprob(lp->top[k].second);
     top.push_back(std::move(alternatives));
   }
-  ojson json() { return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}}; }
+  ojson json() {
+    return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+  }
 };
 
 // A completion's echoed prompt, which leads its logprobs: the prompt's tokens and their scores (tokens 1..).
@@ -69,8 +72,9 @@ struct EchoedPrompt {
   const std::vector<TokenLogprobs>& logprobs;
 };
 
-ojson completion_logprobs(const GenerateRequest& req, const std::vector<int>& ids, const std::vector<TokenLogprobs>& lps,
-                          int prev, int text_offset, const Tokenizer& tok, const EchoedPrompt* echoed) {
+ojson completion_logprobs(const GenerateRequest& req, const std::vector<int>& ids,
+                          const std::vector<TokenLogprobs>& lps, int prev, int text_offset, const Tokenizer& tok,
+                          const EchoedPrompt* echoed) {
   CompletionLogprobs out;
   if (echoed) {  // offsets from the echoed prompt's start; its first token has no logprob
     int offset = 0;
@@ -85,20 +89,22 @@ ojson completion_logprobs(const GenerateRequest& req, const std::vector<int>& id
 
 // vLLM's prompt_logprobs: null for the first prompt token, then per token {"<id>": {logprob, rank, decoded_token}}
 // with the prompt token (ranked in the whole vocabulary) first, then the top alternatives. null until scored.
-ojson prompt_logprobs_json(const GenerateRequest& req, const std::vector<int>& prompt, const std::vector<TokenLogprobs>& lps,
-                           const Tokenizer& tok) {
+ojson prompt_logprobs_json(const GenerateRequest& req, const std::vector<int>& prompt,
+                           const std::vector<TokenLogprobs>& lps, const Tokenizer& tok) {
   if (prompt.empty() || lps.size() + 1 != prompt.size()) return nullptr;
   ojson out = ojson::array();
   out.push_back(nullptr);
   for (size_t i = 0; i < lps.size(); ++i) {
     auto entry = [&](int token, float logprob, int rank) {
-      return ojson{{"logprob", clamp_logprob(logprob)}, {"rank", rank}, {"decoded_token", tok.token_bytes(prompt[i], token)}};
+      return ojson{
+          {"logprob", clamp_logprob(logprob)}, {"rank", rank}, {"decoded_token", tok.token_bytes(prompt[i], token)}};
     };
     ojson position = ojson::object();
     position[std::to_string(lps[i].token)] = entry(lps[i].token, lps[i].logprob, lps[i].rank);
     for (size_t k = 0; k < lps[i].top.size() && int(k) < req.prompt_logprobs; ++k) {
       const auto& [token, logprob] = lps[i].top[k];
-      if (!position.contains(std::to_string(token))) position[std::to_string(token)] = entry(token, logprob, int(k) + 1);
+      if (!position.contains(std::to_string(token)))
+        position[std::to_string(token)] = entry(token, logprob, int(k) + 1);
     }
     out.push_back(std::move(position));
   }
@@ -126,11 +132,13 @@ ojson chat_logprobs(const GenerateRequest& req, const std::vector<int>& ids, con
   return {{"content", content}};
 }
 
-// null unless the request asked for logprobs and there are tokens (an echoed prompt's or new ones), each with its entry.
+// null unless the request asked for logprobs and there are tokens (an echoed prompt's or new ones), each with its
+// entry.
 ojson logprobs_json(const GenerateRequest& req, const std::vector<int>& ids, const std::vector<TokenLogprobs>& lps,
                     int prev, int text_offset, const Tokenizer& tok, const EchoedPrompt* echoed = nullptr) {
   if (req.top_logprobs < 0 || (ids.empty() && !echoed) || lps.size() != ids.size()) return nullptr;
-  return is_chat(req) ? chat_logprobs(req, ids, lps, prev, tok) : completion_logprobs(req, ids, lps, prev, text_offset, tok, echoed);
+  return is_chat(req) ? chat_logprobs(req, ids, lps, prev, tok)
+                      : completion_logprobs(req, ids, lps, prev, text_offset, tok, echoed);
 }
 
 const std::vector<int>& prompt_ids(const GenerateRequest& req, int index) {
@@ -161,14 +169,17 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
                                        req.echo ? &echoed : nullptr);
     choice["finish_reason"] = finish_reason_json(c.finish_reason);
     choice["stop_reason"] = stop_reason_json(c.stop_reason);
-    if (req.prompt_logprobs >= 0 && !is_chat(req)) choice["prompt_logprobs"] = prompt_logprobs_json(req, echoed.ids, c.prompt_logprobs, tok);
+    if (req.prompt_logprobs >= 0 && !is_chat(req))
+      choice["prompt_logprobs"] = prompt_logprobs_json(req, echoed.ids, c.prompt_logprobs, tok);
     list.push_back(std::move(choice));
   }
   out["choices"] = std::move(list);
   out["usage"] = usage_json(usage);
   // Chat: one prompt, the same for every choice, on the response (vLLM's ChatCompletionResponse).
   if (req.prompt_logprobs >= 0 && is_chat(req))
-    out["prompt_logprobs"] = choices.empty() ? ojson(nullptr) : prompt_logprobs_json(req, prompt_ids(req, 0), choices[0].prompt_logprobs, tok);
+    out["prompt_logprobs"] = choices.empty()
+                                 ? ojson(nullptr)
+                                 : prompt_logprobs_json(req, prompt_ids(req, 0), choices[0].prompt_logprobs, tok);
   return dump(out);
 }
 
@@ -190,7 +201,9 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
   const std::vector<int>& prompt = prompt_ids(req, index);
   if (is_chat(req)) {
     if (first_chunk) {  // vLLM opens each choice with the role and empty content
-      ojson role = {{"index", index}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+      ojson role = {{"index", index},
+                    {"delta", {{"role", "assistant"}, {"content", ""}}},
+                    {"logprobs", nullptr},
                     {"finish_reason", nullptr}};
       if (with_prompt_logprobs) role["prompt_logprobs"] = prompt_logprobs_json(req, prompt, delta.prompt_logprobs, tok);
       event(std::move(role));
@@ -208,9 +221,12 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
       at.text_offset += utf8_length(text) - utf8_length(delta.text);
     }
     const EchoedPrompt echoed{prompt, delta.prompt_logprobs};
-    ojson choice = {{"index", index}, {"text", text},
-                    {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok, echo ? &echoed : nullptr)},
-                    {"finish_reason", finish_reason_json(delta.finish_reason)}, {"stop_reason", stop_reason_json(delta.stop_reason)}};
+    ojson choice = {{"index", index},
+                    {"text", text},
+                    {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok,
+                                               echo ? &echoed : nullptr)},
+                    {"finish_reason", finish_reason_json(delta.finish_reason)},
+                    {"stop_reason", stop_reason_json(delta.stop_reason)}};
     if (with_prompt_logprobs) choice["prompt_logprobs"] = prompt_logprobs_json(req, prompt, delta.prompt_logprobs, tok);
     event(std::move(choice));
   }

@@ -40,7 +40,8 @@ const json kPromptLogprobsTop1 = R"([null,
 
 }  // namespace
 
-TEST_CASE("prompt_logprobs parses on both endpoints, and echo with logprobs scores the prompt", "[openai][prompt_logprobs]") {
+TEST_CASE("prompt_logprobs parses on both endpoints, and echo with logprobs scores the prompt",
+          "[openai][prompt_logprobs]") {
   GenerateRequest r = parse_ok(Endpoint::Completions, R"({"prompt": "Hi", "prompt_logprobs": 3})");
   CHECK(r.prompt_logprobs == 3);
   CHECK(r.params.prompt_logprobs == 3);
@@ -66,7 +67,8 @@ TEST_CASE("prompt_logprobs parses on both endpoints, and echo with logprobs scor
 TEST_CASE("prompt_logprobs out of range or of the wrong type is a 400 naming it", "[openai][prompt_logprobs]") {
   const std::string type = "BadRequestError";
   for (Endpoint ep : {Endpoint::Completions, Endpoint::ChatCompletions}) {
-    const std::string head = ep == Endpoint::Completions ? R"({"prompt": "Hi", )" : R"({"messages": [{"role": "user", "content": "Hi"}], )";
+    const std::string head =
+        ep == Endpoint::Completions ? R"({"prompt": "Hi", )" : R"({"messages": [{"role": "user", "content": "Hi"}], )";
     CAPTURE(head);
     check_error(parse_error(ep, head + R"("prompt_logprobs": 21})"), 400, type, "prompt_logprobs",
                 "Requested prompt logprobs of 21, which is greater than max allowed: 20");
@@ -80,12 +82,14 @@ TEST_CASE("prompt_logprobs out of range or of the wrong type is a 400 naming it"
                 "Invalid type for 'prompt_logprobs': expected an integer, but got a boolean instead.");
   }
   // echo stays a completions field; echo's prompt scores obey logprobs' own limit.
-  check_error(parse_error(Endpoint::Completions, R"({"prompt": "Hi", "echo": true, "logprobs": 21})"), 400, type, "logprobs",
-              "Requested sample logprobs of 21, which is greater than max allowed: 20");
+  check_error(parse_error(Endpoint::Completions, R"({"prompt": "Hi", "echo": true, "logprobs": 21})"), 400, type,
+              "logprobs", "Requested sample logprobs of 21, which is greater than max allowed: 20");
 }
 
-TEST_CASE("text_completion prompt_logprobs: null first, the prompt token with its rank, then the top alternatives", "[openai][prompt_logprobs]") {
-  const GenerateRequest req = parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "prompt_logprobs": 1, "n": 2, "temperature": 1})");
+TEST_CASE("text_completion prompt_logprobs: null first, the prompt token with its rank, then the top alternatives",
+          "[openai][prompt_logprobs]") {
+  const GenerateRequest req =
+      parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "prompt_logprobs": 1, "n": 2, "temperature": 1})");
   std::vector<Choice> choices(2);
   choices[0] = {0, " the", {265}, {}, FinishReason::Length, {}, kPromptScores};
   choices[1] = {1, " day", {328}, {}, FinishReason::Length, {}, kPromptScores};
@@ -96,26 +100,33 @@ TEST_CASE("text_completion prompt_logprobs: null first, the prompt token with it
     CHECK(got["choices"][i]["logprobs"] == nullptr);
   }
   // The field follows stop_reason, as vLLM orders a choice; 0 alternatives leave only the prompt token.
-  const auto ordered = nlohmann::ordered_json::parse(completion_response(req, "cmpl-1", kCreated, choices, {3, 2}, tok512()));
+  const auto ordered =
+      nlohmann::ordered_json::parse(completion_response(req, "cmpl-1", kCreated, choices, {3, 2}, tok512()));
   std::vector<std::string> keys;
   for (const auto& [key, value] : ordered["choices"][0].items()) keys.push_back(key);
-  CHECK(keys == std::vector<std::string>{"index", "text", "logprobs", "finish_reason", "stop_reason", "prompt_logprobs"});
+  CHECK(keys ==
+        std::vector<std::string>{"index", "text", "logprobs", "finish_reason", "stop_reason", "prompt_logprobs"});
   const GenerateRequest zero = parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "prompt_logprobs": 0})");
   const json only = json::parse(completion_response(zero, "cmpl-2", kCreated, {choices[0]}, {3, 1}, tok512()));
-  CHECK(only["choices"][0]["prompt_logprobs"][1] == R"({"291": {"logprob": -0.5, "rank": 2, "decoded_token": "The"}})"_json);
+  CHECK(only["choices"][0]["prompt_logprobs"][1] ==
+        R"({"291": {"logprob": -0.5, "rank": 2, "decoded_token": "The"}})"_json);
   // A request that did not ask gets no field; one aborted before scoring gets null.
   const GenerateRequest plain = parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286]})");
-  CHECK_FALSE(json::parse(completion_response(plain, "cmpl-3", kCreated, {choices[0]}, {3, 1}, tok512()))["choices"][0].contains("prompt_logprobs"));
+  CHECK_FALSE(json::parse(completion_response(plain, "cmpl-3", kCreated, {choices[0]}, {3, 1}, tok512()))["choices"][0]
+                  .contains("prompt_logprobs"));
   Choice aborted{0, "", {}, {}, FinishReason::Abort, {}, {}};
-  CHECK(json::parse(completion_response(req, "cmpl-4", kCreated, {aborted}, {3, 0}, tok512()))["choices"][0]["prompt_logprobs"] == nullptr);
+  CHECK(json::parse(completion_response(req, "cmpl-4", kCreated, {aborted}, {3, 0},
+                                        tok512()))["choices"][0]["prompt_logprobs"] == nullptr);
   // A one-token prompt has nothing to score: [null].
   const GenerateRequest one = parse_ok(Endpoint::Completions, R"({"prompt": [1], "prompt_logprobs": 2})");
-  CHECK(json::parse(completion_response(one, "cmpl-5", kCreated, {aborted}, {1, 0}, tok512()))["choices"][0]["prompt_logprobs"] ==
-        json::array({nullptr}));
+  CHECK(json::parse(completion_response(one, "cmpl-5", kCreated, {aborted}, {1, 0},
+                                        tok512()))["choices"][0]["prompt_logprobs"] == json::array({nullptr}));
 }
 
-TEST_CASE("echo with logprobs: the prompt's tokens lead, the first with nulls, offsets from the echoed prompt", "[openai][prompt_logprobs]") {
-  const GenerateRequest req = parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "echo": true, "logprobs": 1})");
+TEST_CASE("echo with logprobs: the prompt's tokens lead, the first with nulls, offsets from the echoed prompt",
+          "[openai][prompt_logprobs]") {
+  const GenerateRequest req =
+      parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "echo": true, "logprobs": 1})");
   REQUIRE(req.prompt_texts[0] == "The was");
   const Choice c{0, "The was the", {265}, {{265, -0.75f, 1, {{265, -0.75f}}}}, FinishReason::Length, {}, kPromptScores};
   const json got = json::parse(completion_response(req, "cmpl-1", kCreated, {c}, {3, 1}, tok512()));
@@ -126,9 +137,11 @@ TEST_CASE("echo with logprobs: the prompt's tokens lead, the first with nulls, o
   CHECK_FALSE(got["choices"][0].contains("prompt_logprobs"));  // not asked for by name
 }
 
-TEST_CASE("streams: each choice's first chunk carries the prompt logprobs and the echoed prompt's", "[openai][prompt_logprobs]") {
-  const GenerateRequest req = parse_ok(Endpoint::Completions,
-                                       R"({"prompt": [1, 291, 286], "echo": true, "logprobs": 1, "prompt_logprobs": 1, "stream": true})");
+TEST_CASE("streams: each choice's first chunk carries the prompt logprobs and the echoed prompt's",
+          "[openai][prompt_logprobs]") {
+  const GenerateRequest req =
+      parse_ok(Endpoint::Completions,
+               R"({"prompt": [1, 291, 286], "echo": true, "logprobs": 1, "prompt_logprobs": 1, "stream": true})");
   RequestOutput first;
   first.token_ids = {265}, first.text = " the", first.logprobs = {{265, -0.75f, 1, {{265, -0.75f}}}};
   first.prompt_logprobs = kPromptScores;
@@ -149,8 +162,10 @@ TEST_CASE("streams: each choice's first chunk carries the prompt logprobs and th
       "top_logprobs": [{" day": -1.25}], "text_offset": [11]})"_json);
 }
 
-TEST_CASE("chat: prompt_logprobs on the response, and on each choice's role chunk when streamed", "[openai][prompt_logprobs]") {
-  GenerateRequest req = parse_ok(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}], "prompt_logprobs": 1})");
+TEST_CASE("chat: prompt_logprobs on the response, and on each choice's role chunk when streamed",
+          "[openai][prompt_logprobs]") {
+  GenerateRequest req =
+      parse_ok(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}], "prompt_logprobs": 1})");
   req.prompts = {{1, 291, 286}};  // the rendered prompt, fixed for the test
   const Choice c{0, " the", {265}, {}, FinishReason::Stop, {}, kPromptScores};
   const json got = json::parse(completion_response(req, "chatcmpl-1", kCreated, {c}, {3, 1}, tok512()));
@@ -166,8 +181,10 @@ TEST_CASE("chat: prompt_logprobs on the response, and on each choice's role chun
   CHECK_FALSE(chunks[1]["choices"][0].contains("prompt_logprobs"));
 }
 
-TEST_CASE("Generation: the first output's prompt logprobs open the stream even with its text held back", "[openai][prompt_logprobs]") {
-  GenerateRequest req = parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "prompt_logprobs": 1, "stream": true})");
+TEST_CASE("Generation: the first output's prompt logprobs open the stream even with its text held back",
+          "[openai][prompt_logprobs]") {
+  GenerateRequest req =
+      parse_ok(Endpoint::Completions, R"({"prompt": [1, 291, 286], "prompt_logprobs": 1, "stream": true})");
   Generation sse(req, "cmpl-9", kCreated, tok512(), Transport::Sse);
   RequestOutput held;  // a stop string may be forming: no text yet
   held.req_id = "cmpl-9-0", held.token_ids = {265}, held.prompt_logprobs = kPromptScores;

@@ -54,8 +54,8 @@ struct PdPair {
       const std::vector<int>& into = receive_into.at(got.req_id);
       REQUIRE(int(into.size()) == got.num_blocks);
       decode.runner().kv_cache().import_blocks(into, got.kv);
-      for (EngineCoreOutput& d : decode.scheduler().finish_remote_kv(got.req_id, got.first_token_ids, got.first_logprobs,
-                                                                     got.prompt_logprobs))
+      for (EngineCoreOutput& d : decode.scheduler().finish_remote_kv(got.req_id, got.first_token_ids,
+                                                                     got.first_logprobs, got.prompt_logprobs))
         out.push_back(std::move(d));
     }
     return out;
@@ -162,10 +162,12 @@ TEST_CASE("pd: n = 4 prefills and transfers once, the decode side splits", "[pd]
   REQUIRE(split.tokens.size() == 4);
 }
 
-TEST_CASE("pd: prompt logprobs are scored on the prefill side and travel with the first tokens", "[pd][prompt_logprobs][model]") {
+TEST_CASE("pd: prompt logprobs are scored on the prefill side and travel with the first tokens",
+          "[pd][prompt_logprobs][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
+  auto reqs =
+      test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
   for (Request& r : reqs)
     if (r.request_id == "m0" || r.request_id == "n.0") r.sampling_params.prompt_logprobs = r.request_id == "m0" ? 3 : 1;
   const SchedulerConfig c = test::model_scheduler_config(m, 256);
@@ -175,7 +177,9 @@ TEST_CASE("pd: prompt logprobs are scored on the prefill side and travel with th
     CAPTURE(lost);
     PdPair pd(m.model, c);
     // A lost transfer is prefilled on the decode side instead, which then scores the prompt itself.
-    pd.drop = [&](const std::string& id) { return lost && id == "n.0" && pd.decode.scheduler().fail_remote_kv(id, true).empty(); };
+    pd.drop = [&](const std::string& id) {
+      return lost && id == "n.0" && pd.decode.scheduler().fail_remote_kv(id, true).empty();
+    };
     const test::CoreRun run = pd.run(reqs);
     test::require_same_outputs(run, colocated);
     REQUIRE((pd.decode.scheduler().stats().prefill_tokens_computed > 0) == lost);

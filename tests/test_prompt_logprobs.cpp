@@ -17,7 +17,8 @@ bool same_bits(const TokenLogprobs& a, const TokenLogprobs& b) {
   if (a.token != b.token || a.rank != b.rank || a.top.size() != b.top.size()) return false;
   if (std::bit_cast<uint32_t>(a.logprob) != std::bit_cast<uint32_t>(b.logprob)) return false;
   for (size_t k = 0; k < a.top.size(); ++k)
-    if (a.top[k].first != b.top[k].first || std::bit_cast<uint32_t>(a.top[k].second) != std::bit_cast<uint32_t>(b.top[k].second))
+    if (a.top[k].first != b.top[k].first ||
+        std::bit_cast<uint32_t>(a.top[k].second) != std::bit_cast<uint32_t>(b.top[k].second))
       return false;
   return true;
 }
@@ -44,7 +45,8 @@ void require_well_formed(const std::vector<TokenLogprobs>& lps, const std::vecto
 
 }  // namespace
 
-TEST_CASE("prompt logprobs of a teacher-forced continuation equal its generated logprobs bit for bit", "[prompt_logprobs][model]") {
+TEST_CASE("prompt logprobs of a teacher-forced continuation equal its generated logprobs bit for bit",
+          "[prompt_logprobs][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   const SchedulerConfig c = test::model_scheduler_config(m, 256);
@@ -73,24 +75,28 @@ TEST_CASE("prompt logprobs of a teacher-forced continuation equal its generated 
   }
 }
 
-TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, split and speculating", "[prompt_logprobs][spec][model]") {
+TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, split and speculating",
+          "[prompt_logprobs][spec][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  const std::vector<int> prompt =
-      tok.encode("Lily and Ben went to the park. They saw a big dog and a little cat. The dog was happy and ran "
-                 "to the tree. Ben", true);
+  const std::vector<int> prompt = tok.encode(
+      "Lily and Ben went to the park. They saw a big dog and a little cat. The dog was happy and ran "
+      "to the tree. Ben",
+      true);
   REQUIRE(prompt.size() > 32);  // spans blocks and chunks
   const SchedulerConfig base = test::model_scheduler_config(m, 256);
   const test::CoreRun alone = test::run_core(m.model, {scored("pl", prompt, 3)}, base, false);
   const std::vector<TokenLogprobs>& expected = alone.prompt_logprobs.at("pl");
   require_well_formed(expected, prompt, 3);
 
-  std::vector<Request> batch = test::mixed_requests(tok, {"Once upon a time", "The cat sat on the mat and", "One day, a big dog"});
+  std::vector<Request> batch =
+      test::mixed_requests(tok, {"Once upon a time", "The cat sat on the mat and", "One day, a big dog"});
   batch.push_back(scored("pl", prompt, 3, 30));
   Request parallel = scored("n.0", prompt, 3, 12);  // n = 3: prefilled once, every choice gets the prompt's
   parallel.sampling_params.temperature = 0.8f, parallel.sampling_params.n = 3;
   parallel.child_req_ids = {"n.0", "n.1", "n.2"}, parallel.child_seeds = {5, 6, 7};
-  batch.erase(std::remove_if(batch.begin(), batch.end(), [](const Request& r) { return r.request_id == "n.0"; }), batch.end());
+  batch.erase(std::remove_if(batch.begin(), batch.end(), [](const Request& r) { return r.request_id == "n.0"; }),
+              batch.end());
   batch.push_back(parallel);
 
   SchedulerConfig chunked = base;
@@ -98,8 +104,10 @@ TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, spli
   const SchedulerConfig tight = test::model_scheduler_config(m, 10);  // 160 slots for all of them: preemption
   SchedulerConfig unsplit = base;
   unsplit.enable_delayed_split = false;  // n independent requests, each scoring the prompt itself
-  const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
-  const auto layer_skip = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 3})");
+  const auto ngram =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto layer_skip =
+      SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 3})");
   struct Case {
     const char* name;
     SchedulerConfig config;
@@ -128,7 +136,8 @@ TEST_CASE("prompt logprobs are the same alone, batched, chunked, preempted, spli
 TEST_CASE("prompt logprobs take no prefix-cache hits but their blocks join the cache", "[prompt_logprobs][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  const std::vector<int> prompt = tok.encode("Tom had a red ball and a big blue kite that he loved very much. One day he went to the park", true);
+  const std::vector<int> prompt =
+      tok.encode("Tom had a red ball and a big blue kite that he loved very much. One day he went to the park", true);
   const int P = int(prompt.size());
   REQUIRE(P > 32);
   const SchedulerConfig c = test::model_scheduler_config(m, 256);
@@ -148,11 +157,13 @@ TEST_CASE("prompt logprobs take no prefix-cache hits but their blocks join the c
     REQUIRE(run.stats.prefix_cache_hits == warm.prefix_cache_hits);
     // A request without prompt logprobs hits what is cached (the warm-up's blocks and the scored request's).
     test::run_to_end(core, {Request("again", prompt, plain, 1)}, async_scheduling);
-    REQUIRE(core.scheduler().stats().prefix_cache_hits - run.stats.prefix_cache_hits == (P - 1) / c.block_size * c.block_size);
+    REQUIRE(core.scheduler().stats().prefix_cache_hits - run.stats.prefix_cache_hits ==
+            (P - 1) / c.block_size * c.block_size);
   }
 }
 
-TEST_CASE("an aborted request's prompt logprobs in flight never reach a new request of its id", "[prompt_logprobs][async][model]") {
+TEST_CASE("an aborted request's prompt logprobs in flight never reach a new request of its id",
+          "[prompt_logprobs][async][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   const std::vector<int> old_prompt = tok.encode("The cat sat on the mat and looked at the bird in the tree.", true);
@@ -185,27 +196,28 @@ TEST_CASE("prompt logprobs: chunks are kept once and in order, gaps and repeats 
     return c;
   };
   std::vector<TokenLogprobs> got;
-  collect_prompt_logprobs(got, entries(1, 4));   // tokens 1..4
-  collect_prompt_logprobs(got, entries(9, 2));   // a gap: tokens 5..8 missing
+  collect_prompt_logprobs(got, entries(1, 4));  // tokens 1..4
+  collect_prompt_logprobs(got, entries(9, 2));  // a gap: tokens 5..8 missing
   REQUIRE(got.size() == 4);
-  collect_prompt_logprobs(got, entries(1, 3));   // recomputed after a preemption: nothing new
+  collect_prompt_logprobs(got, entries(1, 3));  // recomputed after a preemption: nothing new
   REQUIRE(got.size() == 4);
-  collect_prompt_logprobs(got, entries(3, 6));   // tokens 3..8: 5..8 are new
+  collect_prompt_logprobs(got, entries(3, 6));  // tokens 3..8: 5..8 are new
   REQUIRE(got.size() == 8);
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i].token == int(i) + 1);
 }
 
 TEST_CASE("prompt logprobs: the worker scores positions whose next token is in the prompt", "[prompt_logprobs]") {
   PromptLogprobsRows rows;
-  rows.add(0, 0, 5, 10, 3);   // positions 0..4 of 10: tokens 1..5
-  rows.add(1, 6, 10, 10, 8);  // positions 6..9: 9 is the last, whose logits sample (not a prompt token)
-  rows.add(2, 9, 10, 10, 12); // only the last position: nothing to score
+  rows.add(0, 0, 5, 10, 3);                   // positions 0..4 of 10: tokens 1..5
+  rows.add(1, 6, 10, 10, 8);                  // positions 6..9: 9 is the last, whose logits sample (not a prompt token)
+  rows.add(2, 9, 10, 10, 12);                 // only the last position: nothing to score
   std::vector<int> logits_indices = {7, 11};  // the sampled rows come first
   rows.append_logits_indices(logits_indices);
   REQUIRE(logits_indices == std::vector<int>{7, 11, 3, 4, 5, 6, 7, 8, 9, 10});
 }
 
-TEST_CASE("prompt logprobs are refused where the engine cannot score them, out of range everywhere", "[prompt_logprobs]") {
+TEST_CASE("prompt logprobs are refused where the engine cannot score them, out of range everywhere",
+          "[prompt_logprobs]") {
   SchedulerConfig c;
   c.max_model_len = 64, c.num_kv_blocks = 16;
   c.prompt_logprobs_refusal = "not on this device";
