@@ -126,6 +126,7 @@ class DataParallelEngine final : public EngineClient {
   const Tokenizer& tokenizer() const override { return engines_[0]->tokenizer(); }
   const std::string& model_name() const override { return engines_[0]->model_name(); }
   int max_model_len() const override { return engines_[0]->max_model_len(); }
+  const LlamaConfig& model_config() const override { return engines_[0]->model_config(); }
   const std::string& chat_template() const override { return engines_[0]->chat_template(); }
   std::vector<int> eos_token_ids() const override { return engines_[0]->eos_token_ids(); }
   int max_n() const override { return engines_[0]->max_n(); }

@@ -206,6 +206,7 @@ class ActorEngine final : public EngineClient {
   const Tokenizer& tokenizer() const override { return tokenizer_; }
   const std::string& model_name() const override { return model_name_; }
   int max_model_len() const override { return max_model_len_; }
+  const LlamaConfig& model_config() const override { return file_.config; }
   const std::string& chat_template() const override { return chat_template_; }
   std::vector<int> eos_token_ids() const override { return eos_; }
   int max_n() const override { return max_n_; }

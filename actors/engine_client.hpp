@@ -13,6 +13,7 @@
 #include "engine/sampling_params.hpp"
 #include "engine/scheduler.hpp"
 #include "engine/speculative_config.hpp"
+#include "model/llama_config.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
@@ -94,6 +95,7 @@ class EngineClient {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const std::string& model_name() const = 0;
   virtual int max_model_len() const = 0;
+  virtual const LlamaConfig& model_config() const = 0;  // the served model's architecture and shape
   virtual const std::string& chat_template() const = 0;
   virtual std::vector<int> eos_token_ids() const = 0;
   virtual int max_n() const = 0;

@@ -34,8 +34,10 @@ std::string error_body(const ApiError& e) { return dump(error_json(e)); }
 std::string stream_error_event(const ApiError& e) { return sse(error_json(e)); }
 
 std::string models_response(const ServingContext& ctx, long created) {
-  const ojson card = {{"id", ctx.model_name}, {"object", "model"}, {"created", created},
-                      {"owned_by", "parley"}, {"max_model_len", ctx.max_model_len}};
+  const ojson card = {{"id", ctx.model_name},       {"object", "model"},
+                      {"created", created},          {"owned_by", "parley"},
+                      {"max_model_len", ctx.max_model_len}, {"architecture", ctx.architecture},
+                      {"context_length", ctx.context_length}, {"vocab_size", ctx.vocab_size}};
   return dump({{"object", "list"}, {"data", ojson::array({card})}});
 }
 

@@ -36,6 +36,9 @@ struct ServingContext {
   int max_model_len = 0;            // prompt + max_tokens must fit
   std::shared_ptr<const ChatTemplate> chat_template;  // the served chat template; nullptr: the plain fallback
   int max_n = 64;                   // the largest n a request may ask for (--max-n)
+  std::string architecture;         // general.architecture, for /v1/models
+  int context_length = 0;           // the model's own context (max_model_len may be less)
+  int vocab_size = 0;
 };
 
 enum class Endpoint { Completions, ChatCompletions };

@@ -264,6 +264,9 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.tokenizer = &engine.tokenizer();
   impl_->ctx.serving.model_name = engine.model_name();
   impl_->ctx.serving.max_model_len = engine.max_model_len();
+  impl_->ctx.serving.architecture = engine.model_config().arch;
+  impl_->ctx.serving.context_length = engine.model_config().max_seq_len;
+  impl_->ctx.serving.vocab_size = engine.model_config().vocab_size;
   impl_->ctx.serving.chat_template =
       served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
   impl_->ctx.serving.max_n = engine.max_n();

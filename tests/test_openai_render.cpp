@@ -170,9 +170,14 @@ TEST_CASE("errors: body and in-band stream event in vLLM's shape", "[openai]") {
   CHECK(json::parse(error_body(coded))["error"]["code"] == "queue_full");
 }
 
-TEST_CASE("/v1/models lists the served model", "[openai]") {
-  CHECK(json::parse(models_response(context(), kCreated)) == R"({"object": "list", "data": [{"id": "stories260K",
-      "object": "model", "created": 1700000000, "owned_by": "parley", "max_model_len": 64}]})"_json);
+TEST_CASE("/v1/models lists the served model with its architecture, context and vocabulary", "[openai]") {
+  ServingContext ctx = context();
+  ctx.architecture = "qwen3";
+  ctx.context_length = 40960;
+  ctx.vocab_size = 151936;
+  CHECK(json::parse(models_response(ctx, kCreated)) == R"({"object": "list", "data": [{"id": "stories260K",
+      "object": "model", "created": 1700000000, "owned_by": "parley", "max_model_len": 64, "architecture": "qwen3",
+      "context_length": 40960, "vocab_size": 151936}]})"_json);
 }
 
 TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[openai]") {
