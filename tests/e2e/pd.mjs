@@ -1,6 +1,6 @@
 // Prefill/decode disaggregation across processes on loopback (MISSION C7, C10): a decode instance that
 // prefills on one or two prefill instances gives, stream for stream, what colocated serving gives (greedy,
-// seeded, n = 2); n = 4 prefills and transfers once; a speculating decode side keeps every decode step
+// seeded, n = 2); prompt logprobs scored on the prefill side equal colocated; n = 4 prefills and transfers once; a speculating decode side keeps every decode step
 // uniform; killing the prefill instance mid-run makes the decode side recompute (policy recompute) or fail
 // with a clear error (policy fail); no block is left used; restarting the prefill instance restores routing.
 //   node tests/e2e/pd.mjs <path-to-parley>
@@ -78,6 +78,18 @@ main('pd', async (parley, t) => {
   assert.equal(m(d, 'parley:kv_blocks_transferred_total'), m(p, 'parley:kv_blocks_transferred_total'));
   assert.equal(m(d, 'parley:kv_transfer_bytes_total'), m(p, 'parley:kv_transfer_bytes_total'));
   assert.equal(m(d, 'parley:kv_transfer_failures_total'), 0);
+  t.check();
+
+  // Prompt logprobs (and echo with logprobs) are scored on the prefill instance and travel with the KV: the
+  // decode instance answers what colocated serving answers, computing no prompt token.
+  const scoredBody = { prompt: 'Tom and Sue went to the park', max_tokens: 8, temperature: 0, echo: true, logprobs: 2,
+                       prompt_logprobs: 3, n: 1 };
+  const scoredHere = await complete(colocated.base, scoredBody);
+  const scoredThere = await complete(decode.base, scoredBody);
+  assert.equal(scoredThere.choices[0].prompt_logprobs.length, scoredThere.usage.prompt_tokens);
+  assert.deepEqual(scoredThere.choices, scoredHere.choices, 'prompt logprobs over PD differ from colocated');
+  d = await assertNoLeaks(decode.base, { label: 'decode' }), p = await assertNoLeaks(prefill.base, { label: 'prefill' });
+  assert.equal(m(d, 'parley:prefill_tokens_computed_total'), 0, 'the decode instance scored the prompt itself');
   t.check();
 
   // n = 4: one prefill of the prompt and one transfer of its blocks; choice i equals seed + i alone.
