@@ -2,28 +2,34 @@
 
 #include <cmath>
 #include <stdexcept>
-#include <utility>
 
 #include "model/random_model.hpp"
 
 namespace parley {
 namespace {
 
-LlamaConfig sizes(const char* arch, int dim, int hidden, int layers, int heads, int kv_heads, int head_size, int vocab,
-                  int context, float theta) {
+struct Sizes {
+  const char* arch;
+  int dim, hidden, layers, heads, kv_heads, head_size, vocab, context;
+  float theta;
+};
+
+LlamaConfig config_of(const Sizes& z) {
   LlamaConfig c;
-  c.arch = arch;
-  c.dim = dim, c.hidden_dim = hidden, c.n_layers = layers, c.n_heads = heads, c.n_kv_heads = kv_heads;
-  c.head_size = head_size, c.vocab_size = vocab, c.max_seq_len = context, c.rope_theta = theta;
+  c.arch = z.arch;
+  c.dim = z.dim, c.hidden_dim = z.hidden, c.n_layers = z.layers, c.n_heads = z.heads, c.n_kv_heads = z.kv_heads;
+  c.head_size = z.head_size, c.vocab_size = z.vocab, c.max_seq_len = z.context, c.rope_theta = z.theta;
   c.rope_layout = c.arch == "llama" ? RopeLayout::Adjacent : RopeLayout::NeoX;
   c.tied_output = true;
   c.norm_eps = c.arch == "llama" ? 1e-5f : 1e-6f;
   return c;
 }
 
-void make_qwen2(LlamaConfig& c) { c.qkv_bias = true; }
-void make_qwen3(LlamaConfig& c) { c.qk_norm = true; }
-void make_gemma(LlamaConfig& c, int window, int period) {
+void plain(LlamaConfig&) {}
+void untied(LlamaConfig& c) { c.tied_output = false; }
+void qwen2(LlamaConfig& c) { c.qkv_bias = true; }
+void qwen3(LlamaConfig& c) { c.qk_norm = true; }
+void gemma(LlamaConfig& c, int window, int period) {
   c.activation = FfnActivation::GeluTanh;
   c.post_norms = true;
   c.scale_embeddings = true;
@@ -31,89 +37,50 @@ void make_gemma(LlamaConfig& c, int window, int period) {
   c.sliding_window_period = period;
   c.query_scale = 1.0f / std::sqrt(float(c.head_dim()));
 }
-void make_gemma2(LlamaConfig& c, int window, float attn_cap, float final_cap) {
-  make_gemma(c, window, 2);
-  c.attn_softcap = attn_cap;
-  c.final_softcap = final_cap;
-  c.local_rope = {c.rope_theta, c.rope_freq_scale};
-}
-void make_gemma3(LlamaConfig& c, int window) {
-  make_gemma(c, window, 6);
+void gemma3(LlamaConfig& c, int window) {
+  gemma(c, window, 6);
   c.qk_norm = true;
   c.local_rope = {10000.0f, 1.0f};
 }
 
-ModelShape shape(LlamaConfig c, bool rope_factors = false) { return {std::move(c), rope_factors}; }
-
 struct NamedShape {
   std::string_view name;
-  ModelShape (*make)();
+  Sizes sizes;
+  void (*features)(LlamaConfig&);
+  bool rope_factors = false;
 };
 
 // Tiny: dim 64, vocab 512, context 512; each row turns on what its architecture has.
 constexpr NamedShape kTiny[] = {
-    {"llama", [] {
-       LlamaConfig c = sizes("llama", 64, 160, 3, 4, 2, 32, 512, 512, 500000.0f);
-       c.tied_output = false;
-       return shape(c, true);
+    {"llama", {"llama", 64, 160, 3, 4, 2, 32, 512, 512, 500000.0f}, untied, true},
+    {"qwen2", {"qwen2", 64, 160, 3, 4, 2, 0, 512, 512, 1000000.0f}, qwen2},
+    {"qwen3", {"qwen3", 64, 160, 3, 4, 2, 32, 512, 512, 1000000.0f}, qwen3},
+    {"gemma2", {"gemma2", 64, 160, 4, 4, 2, 32, 512, 512, 10000.0f}, [](LlamaConfig& c) {
+       gemma(c, 12, 2);
+       c.attn_softcap = 1.0f;  // caps small enough that random weights' scores reach them
+       c.final_softcap = 2.0f;
+       c.local_rope = {c.rope_theta, c.rope_freq_scale};
      }},
-    {"qwen2", [] {
-       LlamaConfig c = sizes("qwen2", 64, 160, 3, 4, 2, 0, 512, 512, 1000000.0f);
-       make_qwen2(c);
-       return shape(c);
-     }},
-    {"qwen3", [] {
-       LlamaConfig c = sizes("qwen3", 64, 160, 3, 4, 2, 32, 512, 512, 1000000.0f);
-       make_qwen3(c);
-       return shape(c);
-     }},
-    {"gemma2", [] {
-       LlamaConfig c = sizes("gemma2", 64, 160, 4, 4, 2, 32, 512, 512, 10000.0f);
-       make_gemma2(c, 12, 1.0f, 2.0f);  // caps small enough that random weights' scores reach them
-       return shape(c);
-     }},
-    {"gemma3", [] {
-       LlamaConfig c = sizes("gemma3", 64, 160, 6, 4, 1, 32, 512, 512, 1000000.0f);
+    {"gemma3", {"gemma3", 64, 160, 6, 4, 1, 32, 512, 512, 1000000.0f}, [](LlamaConfig& c) {
        c.rope_freq_scale = 1.0f / 8.0f;
-       make_gemma3(c, 8);
-       return shape(c);
+       gemma3(c, 8);
      }},
-    {"phi3", [] {
-       LlamaConfig c = sizes("phi3", 64, 160, 3, 4, 2, 0, 512, 512, 10000.0f);
+    {"phi3", {"phi3", 64, 160, 3, 4, 2, 0, 512, 512, 10000.0f}, [](LlamaConfig& c) {
        c.tied_output = false;
        c.rope_dims = 12;  // of 16: partial rotary, as Phi-4-mini
        c.rope_original_context = 32;
        c.rope_attn_factor = std::sqrt(1.0f + std::log(512.0f / 32.0f) / std::log(32.0f));  // Phi-3's LongRoPE scale
-       return shape(c, true);
-     }},
+     }, true},
 };
 
-// The originals' sizes, heads, head size, context and RoPE base.
+// The originals' sizes, heads, head size, context and RoPE base (builtin and 110m: random_model.hpp).
 constexpr NamedShape kReal[] = {
-    {"builtin", [] { return shape(builtin_model_config()); }},
-    {"110m", [] { return shape(bench_110m_config()); }},
-    {"llama3.2-1b", [] { return shape(sizes("llama", 2048, 8192, 16, 32, 8, 0, 128256, 131072, 500000.0f), true); }},
-    {"qwen2.5-0.5b", [] {
-       LlamaConfig c = sizes("qwen2", 896, 4864, 24, 14, 2, 0, 151936, 32768, 1000000.0f);
-       make_qwen2(c);
-       return shape(c);
-     }},
-    {"qwen3-0.6b", [] {
-       LlamaConfig c = sizes("qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0f);
-       make_qwen3(c);
-       return shape(c);
-     }},
-    {"gemma3-1b", [] {
-       LlamaConfig c = sizes("gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.0f);
-       make_gemma3(c, 512);
-       return shape(c);
-     }},
-    {"phi3-mini", [] {
-       LlamaConfig c = sizes("phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f);
-       c.tied_output = false;
-       return shape(c);
-     }},
-    {"smollm2-135m", [] { return shape(sizes("llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f)); }},
+    {"llama3.2-1b", {"llama", 2048, 8192, 16, 32, 8, 0, 128256, 131072, 500000.0f}, plain, true},
+    {"qwen2.5-0.5b", {"qwen2", 896, 4864, 24, 14, 2, 0, 151936, 32768, 1000000.0f}, qwen2},
+    {"qwen3-0.6b", {"qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0f}, qwen3},
+    {"gemma3-1b", {"gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.0f}, [](LlamaConfig& c) { gemma3(c, 512); }},
+    {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
+    {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
 };
 
 template <size_t N>
@@ -124,17 +91,25 @@ std::string names(const NamedShape (&table)[N]) {
 }
 
 template <size_t N>
-ModelShape find(const NamedShape (&table)[N], std::string_view name, const char* what) {
+ModelShape find(const NamedShape (&table)[N], std::string_view name, const char* what, const std::string& known) {
   for (const NamedShape& s : table)
-    if (s.name == name) return s.make();
-  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(name) + "' (known: " + names(table) + ")");
+    if (s.name == name) {
+      LlamaConfig c = config_of(s.sizes);
+      s.features(c);
+      return {c, s.rope_factors};
+    }
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(name) + "' (known: " + known + ")");
 }
 
 }  // namespace
 
-ModelShape tiny_arch_shape(std::string_view arch) { return find(kTiny, arch, "architecture"); }
+ModelShape tiny_arch_shape(std::string_view arch) { return find(kTiny, arch, "architecture", known_tiny_archs()); }
 std::string known_tiny_archs() { return names(kTiny); }
-ModelShape named_shape(std::string_view name) { return find(kReal, name, "shape"); }
-std::string known_shapes() { return names(kReal); }
+ModelShape named_shape(std::string_view name) {
+  if (name == "builtin") return {builtin_model_config()};
+  if (name == "110m") return {bench_110m_config()};
+  return find(kReal, name, "shape", known_shapes());
+}
+std::string known_shapes() { return "builtin, 110m, " + names(kReal); }
 
 }  // namespace parley
