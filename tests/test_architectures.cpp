@@ -9,34 +9,15 @@
 #include "engine_core_runs.hpp"
 #include "model/architecture.hpp"
 #include "model/convert.hpp"
-#include "model/model_shapes.hpp"
-#include "model/random_model.hpp"
 #include "model_test_util.hpp"
+#include "tiny_arch.hpp"
 
 namespace parley {
 namespace {
 
-ModelFile tiny_model(const std::string& arch) {
-  const ModelShape s = tiny_arch_shape(arch);
-  return make_random_model(s.config, 5, false, std::nullopt, s.rope_factors);
-}
-
-struct TinyArch {
-  ModelFile file;
-  cpu::CpuBackend backend{2};
-  LlamaModel model;
-  explicit TinyArch(const std::string& arch) : file(tiny_model(arch)), model(file.config, file.weights, backend) {}
-
-  SchedulerConfig config(int num_kv_blocks, bool caching) const {
-    SchedulerConfig c;
-    c.max_model_len = file.config.max_seq_len;
-    c.num_kv_blocks = num_kv_blocks;
-    c.eos_token_ids = {file.vocab->eos_id};
-    c.vocab_size = file.config.vocab_size;
-    c.enable_prefix_caching = caching;
-    return c;
-  }
-};
+using test::kArchs;
+using test::tiny_model;
+using test::TinyArch;
 
 // Prompts sharing a 40-token prefix (longer than every window and than two blocks), some repeating themselves
 // so the n-gram proposer drafts.
@@ -45,8 +26,6 @@ std::vector<Request> arch_requests(const Tokenizer& tok) {
   return test::mixed_requests(tok, {shared + "and her friend Tom.", shared + "every day. Every day, every day, every day.",
                                     shared + "Max. Max was big. Max was big.", "The sun was hot."});
 }
-
-const char* const kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
 
 std::vector<float> logits_of(LlamaModel& model, const std::vector<int>& tokens) {
   const int bs = 16, nb = int(tokens.size() + bs - 1) / bs;

@@ -9,6 +9,7 @@
 #include "engine/kv_transfer.hpp"
 #include "engine/prefill_router.hpp"
 #include "engine_core_runs.hpp"
+#include "tiny_arch.hpp"
 
 namespace parley {
 namespace {
@@ -119,6 +120,20 @@ TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
 }  // namespace parley
 
 namespace parley {
+
+TEST_CASE("pd: every architecture's tiny model equals colocated serving", "[pd][arch][model]") {
+  for (const char* arch : test::kArchs) {
+    CAPTURE(arch);
+    test::TinyArch m(arch);
+    const Tokenizer tok(*m.file.vocab);
+    const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily. She liked to play.",
+                                                 "The cat sat on the mat.", "One day"});
+    const SchedulerConfig c = m.config(256, true);
+    PdPair pd(m.model, c);
+    test::require_same_outputs(pd.run(reqs), test::run_core(m.model, reqs, c, false));
+    REQUIRE(pd.transfers == int64_t(reqs.size()));
+  }
+}
 
 TEST_CASE("pd: arrivals on a speculating decode side are padded, every decode step uniform", "[pd][spec][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
