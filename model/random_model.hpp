@@ -27,8 +27,9 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
 // <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, the 95 printable ASCII characters, then
 // unique multi-character pieces (" "+letter, common English words and pieces, letter pairs and
 // triples, with and without a leading space) with strictly decreasing scores. Every piece's
-// prefix one character shorter comes earlier (a higher score), giving BPE a merge path to it.
-// Throws std::invalid_argument if vocab_size < 259 + 95 or larger than the generator can fill.
+// prefix one character shorter comes earlier (a higher score), giving BPE a merge path to it. Past the
+// generator's ~37,000 pieces come unused placeholders "[PAD<n>]" (never produced by encoding).
+// Throws std::invalid_argument if vocab_size < 259 + 95.
 Vocab make_synthetic_vocab(int vocab_size);
 
 }  // namespace parley

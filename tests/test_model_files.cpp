@@ -9,6 +9,7 @@
 #include "model/llama2c.hpp"
 #include "model/model_file.hpp"
 #include "model/random_model.hpp"
+#include "model/tokenizer.hpp"
 #include "model_test_util.hpp"
 
 using namespace parley;
@@ -283,6 +284,15 @@ TEST_CASE("random models are deterministic and round-trip through GGUF", "[gguf]
   ModelFile u2 = make_random_model(untied, 42);
   CHECK(u2.weights.output.size() == 512u * 64u);
   CHECK(same_bits(u2.weights.layers[3].w_up, a.weights.layers[3].w_up));  // the head is drawn last
+}
+
+TEST_CASE("a synthetic vocabulary past the generator's pieces is padded with unused placeholders", "[gguf]") {
+  const Vocab small = make_synthetic_vocab(32000), big = make_synthetic_vocab(151936);  // qwen3-0.6b's size
+  REQUIRE(big.size() == 151936);
+  CHECK(big.pieces.back() == "[PAD" + std::to_string(151936 - 36956 - 1) + "]");
+  CHECK(big.types.back() == TokenType::Unused);
+  const std::string text = "Once upon a time, the little girl [PAD3] said hello.";
+  CHECK(Tokenizer(big).encode(text, true) == Tokenizer(small).encode(text, true));  // placeholders never encode
 }
 
 TEST_CASE("the synthetic vocabulary is unique, ordered and merge-friendly", "[gguf]") {
