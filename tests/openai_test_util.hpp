@@ -1,11 +1,12 @@
-// Shared by the OpenAI protocol tests: the tok512 tokenizer, a serving context over it, and checks
-// that a request parses or fails with an exact error body.
+// Shared by the OpenAI protocol tests: the tok512 tokenizer, a serving context over it, checks that a request
+// parses or fails with an exact error body, and SSE text split into its events.
 #pragma once
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "http/openai_protocol.hpp"
 #include "tests/test_support.hpp"
@@ -20,6 +21,19 @@ inline const Tokenizer& tok512() {
 }
 
 // stories260K's vocabulary with a short context, so over-context cases stay small.
+// Splits SSE text into its events' JSON, checking each is "data: ...\n\n".
+inline std::vector<nlohmann::json> events(const std::string& sse) {
+  std::vector<nlohmann::json> out;
+  for (size_t at = 0; at < sse.size();) {
+    REQUIRE(sse.compare(at, 6, "data: ") == 0);
+    const size_t end = sse.find("\n\n", at);
+    REQUIRE(end != std::string::npos);
+    out.push_back(nlohmann::json::parse(sse.substr(at + 6, end - at - 6)));
+    at = end + 2;
+  }
+  return out;
+}
+
 inline ServingContext context() { return ServingContext{&tok512(), "stories260K", 64, nullptr}; }
 
 inline GenerateRequest parse_ok(Endpoint ep, const std::string& body) {

@@ -18,18 +18,6 @@ namespace {
 
 constexpr long kCreated = 1700000000;
 
-std::vector<json> events(const std::string& sse) {
-  std::vector<json> out;
-  for (size_t at = 0; at < sse.size();) {
-    REQUIRE(sse.compare(at, 6, "data: ") == 0);
-    const size_t end = sse.find("\n\n", at);
-    REQUIRE(end != std::string::npos);
-    out.push_back(json::parse(sse.substr(at + 6, end - at - 6)));
-    at = end + 2;
-  }
-  return out;
-}
-
 // The prompt [BOS, "The", " was"] (ids 1, 291, 286), scored: "The" ranked 2nd behind "the" (265), " was" first.
 const std::vector<TokenLogprobs> kPromptScores = {{291, -0.5f, 2, {{265, -0.25f}, {291, -0.5f}}},
                                                   {286, -INFINITY, 1, {{286, -INFINITY}, {265, -3.0f}}}};

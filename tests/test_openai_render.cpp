@@ -17,20 +17,6 @@ namespace {
 
 constexpr long kCreated = 1700000000;
 
-// Splits SSE text into its events' JSON, checking each is "data: ...\n\n".
-std::vector<json> events(const std::string& sse) {
-  std::vector<json> out;
-  size_t at = 0;
-  while (at < sse.size()) {
-    REQUIRE(sse.compare(at, 6, "data: ") == 0);
-    const size_t end = sse.find("\n\n", at);
-    REQUIRE(end != std::string::npos);
-    out.push_back(json::parse(sse.substr(at + 6, end - at - 6)));
-    at = end + 2;
-  }
-  return out;
-}
-
 TokenLogprobs lp(int token, float logprob, std::vector<std::pair<int, float>> top = {}) {
   return TokenLogprobs{token, logprob, 1, std::move(top)};
 }
