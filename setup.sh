@@ -42,7 +42,7 @@ case "$mode" in
   test)
     # Everything but the GPU suite (label gpu: run it on a GPU machine with `ctest --test-dir build -L gpu`).
     ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j "$(nproc)" -LE gpu
-    # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer (MISSION C11), built without CUDA:
+    # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer, built without CUDA:
     # this is also the check that the project builds and passes where nvcc is absent.
     cmake -S . -B "$BUILD-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPARLEY_SANITIZE=ON -DPARLEY_CUDA=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
     cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests

@@ -52,7 +52,7 @@ struct EngineConfig {
   int max_n = 64;                          // the largest n a request may ask for
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
   std::optional<SpeculativeConfig> speculative;  // --speculative-config
-  // Prefill/decode disaggregation (MISSION C7).
+  // Prefill/decode disaggregation.
   std::string role = "colocated";            // --role colocated|prefill|decode
   int kv_port = 0;                           // prefill: where its KV transfer actor is published
   std::vector<std::string> prefill_peers;    // decode: host:port of each prefill instance's --kv-port
@@ -61,7 +61,7 @@ struct EngineConfig {
   double kv_transfer_timeout_s = 30;         // decode: a transfer's deadline; prefill: the lease on its blocks
   std::string kv_transport = "tcp";          // --kv-transport: the KV as bytes through the actors (tcp) or GPU to GPU (nccl)
   std::shared_ptr<KvLinkFactory> kv_link_factory;  // device links other than NCCL's (the tests' in-process stand-in)
-  // Where the model runs (MISSION C1, C5).
+  // Where the model runs.
   std::string device = "cpu";                // --device cpu|cuda
   std::vector<int> devices;                  // --devices: the GPU ids, one engine each (empty: device 0)
   int data_parallel_size = 1;                // --data-parallel-size: engines behind one front door (cuda: one per --devices id)

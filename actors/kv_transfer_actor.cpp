@@ -1,4 +1,4 @@
-// The KV transfer actor (MISSION C7): on a decode instance it routes prompts to prefill instances (the
+// The KV transfer actor: on a decode instance it routes prompts to prefill instances (the
 // PrefillRouter decides), receives their KV and first tokens, and turns deadlines and dead peers into
 // failures; on a prefill instance it takes prompts from decode instances, pushes each handed-off
 // request's KV to the instance that sent it, and frees the blocks when that instance acknowledges or the

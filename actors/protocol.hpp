@@ -4,7 +4,7 @@
 //   scheduler --register/outputs/aborted/stats--> output (replies to outputs: ids a stop string ended);
 //   output --> RequestSink
 //   admin --actor_stats--> every actor
-//   PD (MISSION C7): decode scheduler --route--> kv transfer ==prefill==> prefill instance's kv transfer
+//   PD: decode scheduler --route--> kv transfer ==prefill==> prefill instance's kv transfer
 //   --prefill--> its scheduler (hand-off after the first token; export from its worker) --push--> kv
 //   transfer ==kvdata==> decode kv transfer --kvdata--> decode scheduler (import on its worker, then run)
 //   ==release==> back; "==" crosses processes over CAF's middleman (TCP), with only built-in types (strings,
@@ -94,7 +94,7 @@ struct KvTransferStats {
 // A reply callback from outside the actor system (an HTTP session, a CLI command).
 using TextReply = std::function<void(std::string)>;
 
-// The KV transfer actor of a prefill or decode instance (MISSION C7). The messages between instances carry
+// The KV transfer actor of a prefill or decode instance. The messages between instances carry
 // only built-in types; a prefill instance publishes this actor on --kv-port.
 using kv_transfer_actor = caf::typed_actor<
     // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to`.

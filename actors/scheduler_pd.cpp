@@ -1,4 +1,4 @@
-// The scheduler actor's side of prefill/decode disaggregation (MISSION C7): routing prompts out and KV in on
+// The scheduler actor's side of prefill/decode disaggregation: routing prompts out and KV in on
 // a decode instance, handing requests off on a prefill instance, over TCP or a device link.
 #include <spdlog/spdlog.h>
 

@@ -21,7 +21,7 @@ struct SchedulerState {
   bool lost_step = false;       // a step failed: its placeholders' outputs will never come
   uint64_t handled = 0;
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
-  // PD roles (MISSION C7).
+  // PD roles.
   SchedulerPd pd;
   msg::kv_transfer_actor kv;
   struct HandOff {

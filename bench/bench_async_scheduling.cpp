@@ -1,4 +1,4 @@
-// Async scheduling (MISSION C6): the actor engine with the scheduler planning step N+1 while the worker
+// Async scheduling: the actor engine with the scheduler planning step N+1 while the worker
 // runs step N, against one step at a time, at 1, 16 and 64 concurrent requests. Prints steps/s and output
 // tokens/s for both and their ratio, and checks that both give every request the same token ids. A third
 // row runs the same loop in one thread with no actors (EngineCore): the floor the actor engine pays

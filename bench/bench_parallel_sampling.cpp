@@ -1,4 +1,4 @@
-// n = 8 samples of one prompt (MISSION C4, C12): the delayed split (one prefill, children share the
+// n = 8 samples of one prompt: the delayed split (one prefill, children share the
 // prompt's blocks) against 8 separate n = 1 requests sent at once (prefix caching on, and off) and
 // against the split turned off. Prints prefill tokens computed, peak KV blocks and wall time, and checks that all
 // three give every sample the same token ids.

@@ -1,4 +1,4 @@
-// CPU time per step to have the sampling metadata ready (MISSION C3, C12): the persistent batch rebuilds it
+// CPU time per step to have the sampling metadata ready: the persistent batch rebuilds it
 // only when a request finished or arrived; the baseline rebuilds it from every request each step.
 // Both see the same batch changes and append a token to every row each step (not timed).
 // Usage: bench_persistent_batch

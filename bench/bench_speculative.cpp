@@ -1,4 +1,4 @@
-// Speculative decoding (MISSION C5): n-gram drafts with k = 3 and 5, layer_skip drafts (the target's first
+// Speculative decoding: n-gram drafts with k = 3 and 5, layer_skip drafts (the target's first
 // layers) with k = 3, MTP with k = 3 when the model has a head, and optionally a draft model, verified exactly, against speculation off, at 1 and 16
 // concurrent requests whose prompts repeat themselves. Runs EngineCore in
 // this thread (schedule, run, verify, update); prints output tokens/s, steps, mean acceptance length and

@@ -1,4 +1,4 @@
-// A worker's device links (model/kv_link.hpp) and the KV transfers in flight on them (MISSION C7).
+// A worker's device links (model/kv_link.hpp) and the KV transfers in flight on them.
 // A send stages its blocks first, so they are free again as soon as send() returns. A receive lands in
 // staging and reaches blocks only through land(), which the scheduler asks for once it knows the request
 // still wants them: an aborted request's blocks are never written late. Every opening link and every

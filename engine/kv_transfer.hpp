@@ -1,4 +1,4 @@
-// What crosses between a decode and a prefill instance for one request (MISSION C7). To the prefill side:
+// What crosses between a decode and a prefill instance for one request. To the prefill side:
 // the request (prompt, sampling parameters, seeds, children) as JSON. Back: the prompt's KV blocks, the
 // first token(s) the prefill sampled (n of them, child by child, for an n > 1 request) with their logprobs (and the
 // prompt's, when asked),

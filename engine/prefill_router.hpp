@@ -1,4 +1,4 @@
-// The decode side's view of its prefill instances (MISSION C7): which are up, which transfers are in
+// The decode side's view of its prefill instances: which are up, which transfers are in
 // flight to each and until when, and which instance a new prompt goes to (round robin, or the least
 // loaded, among those up). A plain class: the KV transfer actor is its shell.
 #pragma once

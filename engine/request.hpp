@@ -27,7 +27,7 @@ enum class FinishReason { None, Stop, Length, Abort };
 FinishReason finish_reason_of(RequestStatus s);  // None for unfinished states
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", or null-ish "none"
 
-// Prefill/decode disaggregation (MISSION C7, vLLM's kv_transfer_params): where the prompt's KV is computed.
+// Prefill/decode disaggregation (vLLM's kv_transfer_params): where the prompt's KV is computed.
 enum class KvTransfer {
   None,         // here, and decoded here
   ToDecode,     // a prefill instance: prefill, sample the first token(s), keep the blocks until the decode side has them

@@ -94,7 +94,7 @@ class Scheduler {
 
   bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty() || !remote_kv_.empty(); }
 
-  // Prefill/decode disaggregation (MISSION C7; the definitions are in scheduler_remote_kv.cpp).
+  // Prefill/decode disaggregation (the definitions are in scheduler_remote_kv.cpp).
   // Decode side: FromPrefill requests admitted since the last call, with the blocks their KV goes into. They
   // wait (WaitingForRemoteKv) until finish_remote_kv or fail_remote_kv.
   struct KvReceive {

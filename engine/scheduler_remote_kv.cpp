@@ -1,4 +1,4 @@
-// The scheduler's side of prefill/decode disaggregation (MISSION C7): a prefill instance hands requests off
+// The scheduler's side of prefill/decode disaggregation: a prefill instance hands requests off
 // with their blocks held; a decode instance admits requests whose KV arrives from elsewhere.
 #include <algorithm>
 #include <stdexcept>

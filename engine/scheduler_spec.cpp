@@ -1,4 +1,4 @@
-// The scheduler's side of speculative decoding (MISSION C5): how many drafts a decode request verifies,
+// The scheduler's side of speculative decoding: how many drafts a decode request verifies,
 // the lookahead slots a drafting model writes, and folding a verification back into the request.
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// --speculative-config (MISSION C5), parsed from JSON with vLLM's field names: which proposer drafts
+// --speculative-config, parsed from JSON with vLLM's field names: which proposer drafts
 // tokens, how many (k), and how the target verifies them. Every field is checked; an unknown one is an
 // error, never ignored.
 #pragma once

@@ -49,7 +49,7 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
   params_n_ = histogram("parley:request_params_n", "Histogram of the n request parameter.", {1, 2, 5, 10, 20});
-  // Parley's own (MISSION C9): work the prefix cache did not save, delayed splits, steps, speculation, PD.
+  // Parley's own: work the prefix cache did not save, delayed splits, steps, speculation, PD.
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
   steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");

@@ -1,5 +1,5 @@
 // The server's /metrics: vLLM's metric names (vllm/v1/metrics/loggers.py) under the `parley:` prefix,
-// each labelled model_name, plus Parley's own counters (MISSION C9). Owned by one actor.
+// each labelled model_name, plus Parley's own counters. Owned by one actor.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,7 +27,7 @@ class ServingMetrics {
   // Speculative decoding totals (vLLM's spec_decode_* counters) and uniform decode steps.
   void set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
                        const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps, int64_t uniform_decode_steps);
-  // PD disaggregation (MISSION C7): cumulative transfer totals, and each transfer's latency (routing to arrival).
+  // PD disaggregation: cumulative transfer totals, and each transfer's latency (routing to arrival).
   void set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures);
   void on_kv_transfer_latency(double seconds);
   void on_request_params_n(int n);  // once per request the user sent

@@ -1,5 +1,5 @@
 // Runs a set of requests through EngineCore on a real model and keeps what the feature-on-versus-off
-// tests compare (MISSION C10): token ids, logprobs, prompt logprobs and finish reasons per request, and the scheduler's
+// tests compare: token ids, logprobs, prompt logprobs and finish reasons per request, and the scheduler's
 // counters. Every run must end with no block used, no batch row and no stale output left.
 #pragma once
 #include <catch2/catch.hpp>

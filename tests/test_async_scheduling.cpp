@@ -1,4 +1,4 @@
-// Async scheduling (MISSION C6): planning step N+1 before step N's output is folded back gives exactly
+// Async scheduling: planning step N+1 before step N's output is folded back gives exactly
 // the tokens synchronous scheduling gives, schedules no request for a step it cannot use, wastes at most
 // one step after EOS (its token never emitted), and leaks nothing. First with the fake worker, which
 // checks every KV slot it reads, then with stories260K through EngineCore.

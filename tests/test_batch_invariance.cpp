@@ -1,4 +1,4 @@
-// MISSION C10: a sequence's tokens and logits never depend on its batch company, on how its prompt
+// Batch invariance: a sequence's tokens and logits never depend on its batch company, on how its prompt
 // was chunked, or on the thread count.
 #include <catch2/catch.hpp>
 

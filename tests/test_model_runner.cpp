@@ -1,6 +1,6 @@
 // The model runner on the real stories260K model, driven by hand-built SchedulerOutputs: the llama2.c
 // greedy reference, chunked prefill, batch company, holes and condensing, preemption and resumption
-// (MISSION C3, C10), and the errors it raises for a SchedulerOutput it cannot follow.
+//, and the errors it raises for a SchedulerOutput it cannot follow.
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -1,4 +1,4 @@
-// Multi-token prediction (MISSION C5): a GGUF's nextn block loads and round-trips; the head's wiring is
+// Multi-token prediction: a GGUF's nextn block loads and round-trips; the head's wiring is
 // checked with hand-set weights (it drafts what the embedding alone, or the hidden state alone, predicts);
 // drafts after catching up on rejections equal drafts from scratch; and exact verification with MTP drafts
 // gives the token ids and logprobs speculation off gives, async or not, chunked, preempting.

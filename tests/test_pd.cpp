@@ -1,4 +1,4 @@
-// Prefill/decode disaggregation's engine side (MISSION C7, C10), in one process: a prefill EngineCore hands
+// Prefill/decode disaggregation's engine side, in one process: a prefill EngineCore hands
 // requests off with their blocks held, the KV crosses as encoded bytes, and a decode EngineCore admits them
 // as prefilled. Outputs equal colocated serving token for token; n > 1 prefills and transfers once and
 // splits on the decode side; failures recompute or fail; no block is left on either side.

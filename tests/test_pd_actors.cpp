@@ -1,4 +1,4 @@
-// Prefill/decode disaggregation through the actors with a device link (MISSION C7, C10), in one process: a
+// Prefill/decode disaggregation through the actors with a device link, in one process: a
 // prefill and a decode engine joined over CAF's loopback middleman, their workers over the in-process
 // stand-in for NCCL. The link opens through the actors; only headers cross CAF while the KV goes over the
 // link; the tokens equal colocated serving's, with aborts on the way and with two decode instances at once

@@ -1,4 +1,4 @@
-// Speculative decoding's plain parts (MISSION C5): --speculative-config parsing, the n-gram proposer's
+// Speculative decoding's plain parts: --speculative-config parsing, the n-gram proposer's
 // matching rules, exact verification with placeholder drafts, and the rejection sampler's distribution.
 #include <catch2/catch.hpp>
 

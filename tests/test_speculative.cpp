@@ -1,4 +1,4 @@
-// Speculative decoding through EngineCore on stories260K (MISSION C5, C10): n-gram drafts verified exactly
+// Speculative decoding through EngineCore on stories260K: n-gram drafts verified exactly
 // give the token ids and logprobs speculation off gives, greedy and seeded, alone and batched, with n > 1,
 // penalties, min_tokens and preemption, with async scheduling or not; with padding every decode step is
 // uniform, without it not. Rejection verification is reproducible and exact for greedy rows.

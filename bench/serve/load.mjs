@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Serving load generator for parley (or any OpenAI-compatible server): streaming /v1/completions with
 // random token-id prompts, at a fixed concurrency or a Poisson request rate; reports TTFT, TPOT, ITL and
-// throughput (MISSION C12). No npm dependencies: Node 20's fetch.
+// throughput. No npm dependencies: Node 20's fetch.
 //
 //   node bench/serve/load.mjs --url http://127.0.0.1:8000 --concurrency 16 --num-requests 200 \
 //        --prompt-tokens 64 --output-tokens 64 [--model NAME]

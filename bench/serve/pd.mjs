@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// PD disaggregation against colocated serving on the same machine (MISSION C7): starts a colocated server,
+// PD disaggregation against colocated serving on the same machine: starts a colocated server,
 // and a prefill plus a decode instance, drives each with load.mjs at the same Poisson request rate, and
 // prints TTFT and TPOT p50/p99 with the KV bytes transferred per request. The colocated server gets the
 // threads the two PD instances share, so both sides use the same cores.

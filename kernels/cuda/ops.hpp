@@ -1,6 +1,6 @@
 // The CUDA backend: the CPU backend's op set (kernels/cpu/ops.hpp) with the same signatures, over device
 // pointers, queued on one stream. Every kernel is a body from kernels/cuda/<op>.hpp run one thread per index,
-// so each row's result is independent of the other rows (batch invariance, MISSION C10); the GEMM is cuBLAS.
+// so each row's result is independent of the other rows (batch invariance); the GEMM is cuBLAS.
 #pragma once
 #include <cstdint>
 

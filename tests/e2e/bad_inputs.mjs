@@ -1,4 +1,4 @@
-// Bad input never crashes the server and never leaks (MISSION C8, C11): each gets its status and an
+// Bad input never crashes the server and never leaks: each gets its status and an
 // OpenAI-shaped error {"error": {"message", "type", "param", "code"}} with a message that names the problem;
 // after each the server still answers /health, and at the end a valid request still works.
 //   node tests/e2e/bad_inputs.mjs <path-to-parley>
@@ -152,7 +152,7 @@ main('bad_inputs', async (parley, t) => {
   await assertNoLeaks(base);
   t.check();
 
-  // A full waiting queue answers 503 (MISSION C8, C11): one running, two waiting, the rest refused.
+  // A full waiting queue answers 503: one running, two waiting, the rest refused.
   const small = await t.start(['--max-num-seqs', '1', '--max-waiting', '2'], { label: 'queue-bound server' });
   const flood = { model: MODEL_NAME, prompt: 'Once', max_tokens: 200, ignore_eos: true };
   const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => post(small.base, '/v1/completions', { ...flood, seed: i })));

@@ -1,5 +1,5 @@
-// 64 concurrent streaming clients, then each request alone: the same text and token count (MISSION C10:
-// a request's tokens depend on its prompt, parameters and seed alone, not on its batch company). Then the
+// 64 concurrent streaming clients, then each request alone: the same text and token count (batch
+// invariance: a request's tokens depend on its prompt, parameters and seed alone, not on its batch company). Then the
 // same 64 streams, with n = 2 and stop strings mixed in, against a server with --no-async-scheduling:
 // byte-identical texts and finish reasons (C6); and against a server with n-gram speculation (C5).
 //   node tests/e2e/concurrency.mjs <path-to-parley>

@@ -1,4 +1,4 @@
-// Clients that go away mid-generation abort their requests and return their KV blocks (MISSION C8, C11),
+// Clients that go away mid-generation abort their requests and return their KV blocks,
 // over HTTP (fetch abort, destroyed sockets, a non-streamed request whose socket dies) and over the /v1/ws
 // websocket (a cancel message for one of two multiplexed requests, a socket closed mid-stream).
 //   node tests/e2e/disconnects.mjs <path-to-parley>

@@ -1,5 +1,5 @@
 // Shared helpers for the end-to-end tests: start `parley serve` on a free port, read /metrics, stream SSE,
-// and check the no-leak invariant (MISSION C2: when no request is live, every KV block is free).
+// and check the no-leak invariant (when no request is live, every KV block is free).
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { prng } from '../../bench/serve/prng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..');
-// The tiny real model lives beside the repository (MISSION C1: tests read it from ../shared).
+// The tiny real model lives beside the repository (tests read it from ../shared).
 export const MODELS_DIR = process.env.PARLEY_MODELS_DIR ?? path.resolve(REPO_ROOT, '..', 'shared', 'models');
 export const MODEL_PATH = path.join(MODELS_DIR, 'stories260K.bin');
 export const TOKENIZER_PATH = path.join(MODELS_DIR, 'tok512.bin');
@@ -380,7 +380,7 @@ export function main(name, fn) {
     if (!parley) throw new Error(`usage: node ${name}.mjs <path-to-parley>`);
     await fn(parley, ctx);
     for (const s of ctx.servers) if (!s.stopped) s.assertAlive();
-    // Graceful shutdown on SIGTERM (MISSION C11): exit status 0, no crash.
+    // Graceful shutdown on SIGTERM: exit status 0, no crash.
     for (const s of ctx.servers) {
       const { code, signal } = await s.stop();
       if (code !== 0) {

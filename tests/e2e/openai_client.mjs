@@ -1,4 +1,4 @@
-// The official `openai` npm client against `parley serve --api-key ...` (MISSION C8: the official clients
+// The official `openai` npm client against `parley serve --api-key ...` (the official clients
 // must just work): completions and chat, streamed and not, seeded streams equal to non-streamed output,
 // stream_options.include_usage, echo with logprobs and prompt_logprobs (teacher forcing scores a continuation as
 // it was generated), /v1/models, and 401 for a wrong key.
@@ -79,7 +79,7 @@ main('openai_client', async (parley, t) => {
   }
   t.check();
 
-  // Parallel sampling (MISSION C4): choice i of n=2 with seed 42 equals n=1 with seed 42 + i.
+  // Parallel sampling: choice i of n=2 with seed 42 equals n=1 with seed 42 + i.
   const pair = await client.completions.create({ ...seeded, n: 2 });
   assert.equal(pair.choices.length, 2);
   const byIndex = [...pair.choices].sort((a, b) => a.index - b.index);

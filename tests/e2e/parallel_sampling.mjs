@@ -1,4 +1,4 @@
-// Parallel sampling with a delayed split (MISSION C4): choice i of an n-sample request equals an n = 1
+// Parallel sampling with a delayed split: choice i of an n-sample request equals an n = 1
 // request seeded seed + i (streamed and not, alone and under load); the prompt is prefilled once; the
 // stream carries one choice per chunk and exactly n finish reasons; aborting mid-stream frees every
 // block; a small pool that preempts children changes nothing.

@@ -1,4 +1,4 @@
-// Prefill/decode disaggregation across processes on loopback (MISSION C7, C10): a decode instance that
+// Prefill/decode disaggregation across processes on loopback: a decode instance that
 // prefills on one or two prefill instances gives, stream for stream, what colocated serving gives (greedy,
 // seeded, n = 2); prompt logprobs scored on the prefill side equal colocated; n = 4 prefills and transfers once; a speculating decode side keeps every decode step
 // uniform; killing the prefill instance mid-run makes the decode side recompute (policy recompute) or fail

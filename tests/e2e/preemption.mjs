@@ -1,4 +1,4 @@
-// Preemption by recompute changes no output (MISSION C2, C10): the same 8 concurrent seeded requests on a
+// Preemption by recompute changes no output: the same 8 concurrent seeded requests on a
 // server with a large KV pool and on one with 12 blocks of 16 tokens (8 requests of ~70 tokens need ~40)
 // give identical texts; the small one preempted (parley:num_preemptions_total > 0); neither leaks.
 //   node tests/e2e/preemption.mjs <path-to-parley>

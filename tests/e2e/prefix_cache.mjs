@@ -1,4 +1,4 @@
-// Prefix caching over full blocks (MISSION C2, C9): a repeated prompt computes only what its cached full
+// Prefix caching over full blocks: a repeated prompt computes only what its cached full
 // blocks do not cover. A prompt of L tokens hits floor((L-1)/B)*B tokens (the last token is always
 // computed, as vLLM), so it computes L - floor((L-1)/B)*B <= B; outputs are unchanged by the hit (C10).
 //   node tests/e2e/prefix_cache.mjs <path-to-parley>

@@ -1,4 +1,4 @@
-// Graceful shutdown (MISSION C11: on SIGTERM stop accepting, finish or abort within a grace period): live
+// Graceful shutdown (on SIGTERM stop accepting, finish or abort within a grace period): live
 // streams must end properly -- a finish_reason (or an in-band error) and `data: [DONE]` -- rather than
 // being cut, and the process exits 0 soon after the streams end. A request arriving after SIGTERM on a
 // connection already open gets 503.

@@ -1,5 +1,5 @@
 // The model on a GPU end to end: stories260K greedy with F32 weights equals llama2.c's ids; graph replay
-// equals eager; a request alone equals the same request batched (MISSION C10 on one device).
+// equals eager; a request alone equals the same request batched (batch invariance on one device).
 #include <catch2/catch.hpp>
 
 #include "../engine_core_runs.hpp"
