@@ -11,11 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/chat_template.hpp"
-
-namespace parley::test {
-nlohmann::ordered_json run_jinja2_oracle(const nlohmann::ordered_json& cases);  // test_jinja.cpp
-std::tm fixed_now();
-}  // namespace parley::test
+#include "tests/jinja2_oracle.hpp"
 
 using namespace parley;
 using Json = nlohmann::ordered_json;

@@ -1,5 +1,5 @@
 // The Jinja engine's exact error messages (the construct and the line), its step, depth and size limits, and a
-// fuzz run over mangled chat templates. The agreement with Python's Jinja2 is in test_jinja.cpp.
+// fuzz run over mangled chat templates. The agreement with Python's Jinja2 is in test_jinja.cpp and test_jinja_builtins.cpp.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,10 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/jinja/jinja.hpp"
-
-namespace parley::test {
-std::tm fixed_now();  // test_jinja.cpp
-}  // namespace parley::test
+#include "tests/jinja2_oracle.hpp"
 
 using namespace parley;
 using parley::test::fixed_now;
