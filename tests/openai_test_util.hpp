@@ -21,6 +21,8 @@ inline const Tokenizer& tok512() {
 }
 
 // stories260K's vocabulary with a short context, so over-context cases stay small.
+inline constexpr long kCreated = 1700000000;  // the "created" every rendered response carries
+
 // Splits SSE text into its events' JSON, checking each is "data: ...\n\n".
 inline std::vector<nlohmann::json> events(const std::string& sse) {
   std::vector<nlohmann::json> out;

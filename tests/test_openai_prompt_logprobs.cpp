@@ -16,8 +16,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr long kCreated = 1700000000;
-
 // The prompt [BOS, "The", " was"] (ids 1, 291, 286), scored: "The" ranked 2nd behind "the" (265), " was" first.
 const std::vector<TokenLogprobs> kPromptScores = {{291, -0.5f, 2, {{265, -0.25f}, {291, -0.5f}}},
                                                   {286, -INFINITY, 1, {{286, -INFINITY}, {265, -3.0f}}}};

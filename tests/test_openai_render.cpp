@@ -15,8 +15,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr long kCreated = 1700000000;
-
 TokenLogprobs lp(int token, float logprob, std::vector<std::pair<int, float>> top = {}) {
   return TokenLogprobs{token, logprob, 1, std::move(top)};
 }

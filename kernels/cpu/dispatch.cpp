@@ -132,7 +132,7 @@ void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v,
 void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
                                  int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
   const int group = n_heads / n_kv_heads;
-  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = spec.score_scale(head_dim);
   const int64_t pairs = int64_t(meta.num_tokens) * n_heads;
   int64_t work = 0;
   for (int t = 0; t < meta.num_tokens; ++t)

@@ -1,6 +1,7 @@
 // The CPU backend: the op set every backend implements (CUDA mirrors these signatures).
 // All ops are batch-invariant: a row's result never depends on the other rows or the thread count.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -50,6 +51,7 @@ struct AttentionSpec {
   float softcap = 0.0f;  // > 0: cap * tanh(score / cap)
   int window = 0;
   int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
+  float score_scale(int head_dim) const { return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 };
 
 // A weight matrix [N][K] repacked for the matmul: panels of 16 columns, [N/16 rounded up][K][16],

@@ -89,7 +89,7 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
   const int* table = meta.block_tables + int64_t(meta.token_seq[token]) * meta.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
   const float* qh = q + (int64_t(token) * n_heads + head) * head_dim;
-  const float scale = spec.scale > 0.0f ? spec.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = spec.score_scale(head_dim);
   const int first = spec.first_key(pos);
   float max_score = -INFINITY;
   for (int j = first; j <= pos; ++j) {
