@@ -1,0 +1,78 @@
+// ggml's block layouts (ggml-common.h), byte for byte: fp16 fields hold IEEE binary16 bits.
+#pragma once
+#include <cstdint>
+
+namespace parley::quant {
+
+// x = d * (q - 8), q in 0..15; qs[j] holds element j (low nibble) and j + 16 (high nibble).
+struct BlockQ4_0 {
+  static constexpr int kElements = 32;
+  uint16_t d;
+  uint8_t qs[16];
+};
+// x = d * q + m, q in 0..15.
+struct BlockQ4_1 {
+  static constexpr int kElements = 32;
+  uint16_t d, m;
+  uint8_t qs[16];
+};
+// x = d * (q - 16), q in 0..31; bit j of qh is the fifth bit of element j.
+struct BlockQ5_0 {
+  static constexpr int kElements = 32;
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+struct BlockQ5_1 {
+  static constexpr int kElements = 32;
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+struct BlockQ8_0 {
+  static constexpr int kElements = 32;
+  uint16_t d;
+  int8_t qs[32];
+};
+// An activation block: s = d * sum(qs), for the dot products with q4_1 and q5_1.
+struct BlockQ8_1 {
+  static constexpr int kElements = 32;
+  uint16_t d, s;
+  int8_t qs[32];
+};
+// Eight sub-blocks of 32: x = d * sc * q - dmin * m, with 6-bit sc and m packed in scales.
+struct BlockQ4_K {
+  static constexpr int kElements = 256;
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+struct BlockQ5_K {
+  static constexpr int kElements = 256;
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+// Sixteen sub-blocks of 16: x = d * scales[j] * (q - 32), q in 0..63.
+struct BlockQ6_K {
+  static constexpr int kElements = 256;
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+// The activation block of the K-quant dot products: a float scale, and the sums of each 16 quants.
+struct BlockQ8_K {
+  static constexpr int kElements = 256;
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace parley::quant
