@@ -121,21 +121,6 @@ void LlamaConfig::validate() const {
     throw std::invalid_argument("LlamaConfig: a sliding window needs a positive period");
 }
 
-std::string beyond_llama2_layout(const LlamaConfig& c, const LlamaWeights& w) {
-  if (c.head_size > 0 && c.head_size * c.n_heads != c.dim) return "a head size other than dim / heads";
-  if (c.rope_dims > 0) return "partial rotary embeddings";
-  if (c.rope_freq_scale != 1.0f || c.rope_attn_factor != 1.0f || !w.rope_freq_factors.empty()) return "RoPE scaling";
-  if (c.sliding_window > 0) return "sliding-window attention";
-  if (c.query_scale > 0.0f && c.query_scale != 1.0f / std::sqrt(float(c.head_dim()))) return "a query scale";
-  if (c.attn_softcap > 0.0f || c.final_softcap > 0.0f) return "soft-capping";
-  if (c.scale_embeddings) return "scaled embeddings";
-  if (c.qkv_bias) return "Q/K/V biases";
-  if (c.qk_norm) return "QK-norm";
-  if (c.post_norms) return "post-norms";
-  if (c.activation != FfnActivation::Silu) return "a GELU FFN";
-  return "";
-}
-
 LlamaConfig config_from_gguf(const GgufFile& f) {
   LlamaConfig c;
   c.arch = f.get_string("general.architecture");

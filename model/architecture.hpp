@@ -44,8 +44,4 @@ std::string known_archs();
 // math Parley does not implement. Errors name the file and the key.
 LlamaConfig config_from_gguf(const GgufFile& f);
 
-// The first feature of the model beyond Llama 2's math (biases, QK-norm, windows, ...), or "" when it has none:
-// what a backend that implements only that layout must refuse.
-std::string beyond_llama2_layout(const LlamaConfig& c, const LlamaWeights& w);
-
 }  // namespace parley

@@ -22,7 +22,8 @@
 #include "kernels/cuda/rope.hpp"
 #include "kernels/cuda/sampling.hpp"
 #include "kernels/cuda/spec_verify.hpp"
-#include "kernels/cuda/swiglu.hpp"
+#include "kernels/cuda/glu.hpp"
+#include "kernels/cuda/pointwise.hpp"
 
 namespace parley::test {
 
@@ -99,19 +100,34 @@ class HostOps {
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
     host_launch(M, [&](int64_t m) { cuda::body::rmsnorm_row(x + m * dim, weight, out + m * dim, dim, eps); });
   }
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const cpu::RopeSpec& spec) const {
+    host_launch(int64_t(M) * n_heads * (cuda::body::rotary_dims(spec, head_dim) / 2),
+                [&](int64_t i) { cuda::body::rope_at(x, positions, n_heads, head_dim, spec, i); });
+  }
   void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
-    host_launch(int64_t(M) * n_heads * (head_dim / 2),
-                [&](int64_t i) { cuda::body::rope_at(x, positions, n_heads, head_dim, theta, layout, i); });
+    rope(x, positions, M, n_heads, head_dim, cpu::RopeSpec{theta, layout});
   }
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const {
     host_launch(count, [&](int64_t i) { cuda::body::swiglu_at(gate, up, out, i); });
+  }
+  void geglu(const float* gate, const float* up, float* out, int64_t count) const {
+    host_launch(count, [&](int64_t i) { cuda::body::geglu_at(gate, up, out, i); });
+  }
+  void add_bias(float* y, const float* bias, int rows, int width) const {
+    host_launch(int64_t(rows) * width, [&](int64_t i) { cuda::body::add_bias_at(y, bias, width, i); });
+  }
+  void scale(float* x, float s, int64_t count) const {
+    host_launch(count, [&](int64_t i) { cuda::body::scale_at(x, s, i); });
+  }
+  void softcap(float* x, float cap, int64_t count) const {
+    host_launch(count, [&](int64_t i) { cuda::body::softcap_at(x, cap, i); });
   }
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
     host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
   }
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
-                       int n_kv_heads, int head_dim, float* out) const {
+                       int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec = {}) const {
     namespace body = cuda::body;
     if (head_dim > body::kMaxHeadDim) throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
     const body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
@@ -124,12 +140,12 @@ class HostOps {
       const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
       const int64_t n = tokens * n_heads * plan.splits;
       if (head_dim <= 64)  // CudaBackend's kernels, by accumulator bound
-        host_launch(n, [&](int64_t i) { body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
       else if (head_dim <= 128)
-        host_launch(n, [&](int64_t i) { body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
       else
-        host_launch(n, [&](int64_t i) { body::attention_split_at<256>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i); });
-      host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<256>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+      host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, spec); });
     }
   }
   // What CudaBackend sizes; attention_splits changes the split length and the scratch, for the tests.

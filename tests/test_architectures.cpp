@@ -153,11 +153,6 @@ TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architectu
   parley_test::rewrite(good, bad, [](GgufWriter& w) { w.set_string("qwen3.rope.scaling.type", "yarn"); });
   REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("RoPE scaling 'yarn'"));
   REQUIRE_THROWS_WITH(tiny_arch_shape("mixtral"), Catch::Contains("unknown architecture 'mixtral'"));
-  // The CUDA backend implements the Llama 2 layout only, and says which feature it lacks.
-  TinyArch q("qwen3");
-  REQUIRE(beyond_llama2_layout(q.file.config, q.file.weights) == "a head size other than dim / heads");
-  TinyArch b("qwen2");
-  REQUIRE(beyond_llama2_layout(b.file.config, b.file.weights) == "Q/K/V biases");
 }
 
 }  // namespace parley

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cpu/weight_buffer.hpp"
+#include "kernels/host_device.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley::cpu {
@@ -45,13 +46,13 @@ struct RopeSpec {
 };
 
 // The score of one (query, key) pair is softcap(q . k * scale); a query at position p sees keys at positions
-// [p - window + 1, p] (window 0: all of [0, p]).
+// [p - window + 1, p] (window 0: all of [0, p]). The CUDA attention kernels take it as it is.
 struct AttentionSpec {
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
   float softcap = 0.0f;  // > 0: cap * tanh(score / cap)
   int window = 0;
-  int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
-  float score_scale(int head_dim) const { return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+  PARLEY_HD int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
+  PARLEY_HD float score_scale(int head_dim) const { return scale > 0.0f ? scale : 1.0f / sqrtf(static_cast<float>(head_dim)); }
 };
 
 // A weight matrix [N][K] repacked for the matmul: panels of 16 columns, [N/16 rounded up][K][16],

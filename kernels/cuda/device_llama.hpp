@@ -8,9 +8,11 @@
 // reserve_attention(tokens, heads, head_dim, positions),
 // zero(dst, bytes), activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
 // replay(Graph&), name(), and the kernels of
-// CudaBackend (matmul, rmsnorm, rope, swiglu, embedding, kv_write, paged_attention, add, gather_rows, sample).
+// CudaBackend (matmul, rmsnorm, rope, swiglu, geglu, add_bias, scale, softcap, embedding, kv_write, paged_attention,
+// add, gather_rows, sample).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,19 +47,16 @@ class DeviceLlama final : public DeviceModel {
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
-    if (const std::string f = beyond_llama2_layout(c_, w); !f.empty())
-      throw std::invalid_argument("the CUDA backend runs the Llama 2 layout only so far; this " + c_.arch + " model has " + f +
-                                  " (use --device cpu)");
+    if (int(w.layers.size()) != c_.n_layers) throw std::invalid_argument("weights have the wrong layer count");
+    if (!w.rope_freq_factors.empty() && w.rope_freq_factors.size() != size_t(c_.rotary_dims() / 2))
+      throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
     ops_->activate();
-    const int dim = c_.dim, kv = c_.kv_dim(), hidden = c_.hidden_dim;
+    const int dim = c_.dim, qd = c_.q_dim(), kv = c_.kv_dim(), hidden = c_.hidden_dim;
     embedding_ = upload(w.token_embedding);
     output_norm_ = upload(w.output_norm);
     output_ = ops_->upload_matrix(w.output_head().data(), c_.vocab_size, dim);
-    for (const LayerWeights& l : w.layers)
-      layers_.push_back({upload(l.attn_norm), upload(l.ffn_norm), ops_->upload_matrix(l.wq.data(), dim, dim),
-                         ops_->upload_matrix(l.wk.data(), kv, dim), ops_->upload_matrix(l.wv.data(), kv, dim),
-                         ops_->upload_matrix(l.wo.data(), dim, dim), ops_->upload_matrix(l.w_gate.data(), hidden, dim),
-                         ops_->upload_matrix(l.w_up.data(), hidden, dim), ops_->upload_matrix(l.w_down.data(), dim, hidden)});
+    rope_freq_factors_ = upload(w.rope_freq_factors);
+    for (int l = 0; l < c_.n_layers; ++l) layers_.push_back(upload_layer(w.layers[size_t(l)], c_.is_sliding_layer(l)));
     // A request may hold blocks past its last token (a verification's drafts): room for one more query.
     max_blocks_ = (o.max_model_len + o.graph_query_len + o.block_size - 1) / o.block_size + 1;
     const int max_graph_seqs = o.graph_batch_sizes.empty() ? 0 : o.graph_batch_sizes.back();
@@ -66,7 +65,8 @@ class DeviceLlama final : public DeviceModel {
     max_logits_ = std::max(o.max_num_seqs, max_graph_seqs) * o.graph_query_len;  // every token of a verifying row
     max_tokens_ = std::max(max_tokens_, max_logits_);
     const size_t T = size_t(max_tokens_);
-    for (Buffer* b : {&x_, &xb_, &q_, &attn_}) *b = ops_->alloc(T * dim * 4);
+    for (Buffer* b : {&x_, &xb_}) *b = ops_->alloc(T * dim * 4);
+    for (Buffer* b : {&q_, &attn_}) *b = ops_->alloc(T * qd * 4);
     for (Buffer* b : {&k_, &v_}) *b = ops_->alloc(T * kv * 4);
     for (Buffer* b : {&gate_, &up_, &hid_}) *b = ops_->alloc(T * hidden * 4);
     selected_ = ops_->alloc(size_t(max_logits_) * dim * 4);
@@ -76,7 +76,7 @@ class DeviceLlama final : public DeviceModel {
     slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4), pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
     sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
-    ops_->reserve_matmul(max_tokens_, std::max(dim, hidden), std::max({c_.vocab_size, dim, hidden, kv}));
+    ops_->reserve_matmul(max_tokens_, std::max({dim, qd, hidden}), std::max({c_.vocab_size, dim, qd, hidden, kv}));
     ops_->reserve_attention(max_tokens_, c_.n_heads, c_.head_dim(), max_blocks_ * o.block_size);
     if (o_.num_blocks == 0) o_.num_blocks = blocks_in_share();
     allocate_kv();
@@ -178,7 +178,29 @@ class DeviceLlama final : public DeviceModel {
   struct Layer {
     Buffer attn_norm, ffn_norm;
     Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+    Buffer bq, bk, bv;                      // qkv_bias
+    Buffer q_norm, k_norm;                  // qk_norm: per head
+    Buffer post_attn_norm, post_ffn_norm;  // post_norms
+    bool sliding = false;                   // a local layer: its window and its own RoPE
   };
+
+  // The layer's weights on the device; the optional ones as the config asks, checked as the CPU model checks them.
+  Layer upload_layer(const LayerWeights& w, bool sliding) {
+    const int dim = c_.dim, qd = c_.q_dim(), kv = c_.kv_dim(), hidden = c_.hidden_dim, hd = c_.head_dim();
+    auto need = [&](const std::vector<float>& v, int n, const char* what) {
+      if (v.size() != size_t(n)) throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
+      return upload(v);
+    };
+    Layer L{upload(w.attn_norm), upload(w.ffn_norm), ops_->upload_matrix(w.wq.data(), qd, dim), ops_->upload_matrix(w.wk.data(), kv, dim),
+            ops_->upload_matrix(w.wv.data(), kv, dim), ops_->upload_matrix(w.wo.data(), dim, qd),
+            ops_->upload_matrix(w.w_gate.data(), hidden, dim), ops_->upload_matrix(w.w_up.data(), hidden, dim),
+            ops_->upload_matrix(w.w_down.data(), dim, hidden)};
+    if (c_.qkv_bias) L.bq = need(w.bq, qd, "bq"), L.bk = need(w.bk, kv, "bk"), L.bv = need(w.bv, kv, "bv");
+    if (c_.qk_norm) L.q_norm = need(w.q_norm, hd, "q_norm"), L.k_norm = need(w.k_norm, hd, "k_norm");
+    if (c_.post_norms) L.post_attn_norm = need(w.post_attn_norm, dim, "post_attn_norm"), L.post_ffn_norm = need(w.post_ffn_norm, dim, "post_ffn_norm");
+    L.sliding = sliding;
+    return L;
+  }
 
   // Device-to-device copies between the KV blocks and staging (to_staging) in export_blocks's layout.
   void move_blocks(std::span<const int> ids, float* staging, bool to_staging) const {
@@ -319,6 +341,7 @@ class DeviceLlama final : public DeviceModel {
     const int* positions = positions_.template get<int>();
     const cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(), max_blocks_per_seq};
     ops_->embedding(embedding_.template get<float>(), token_ids_.template get<int>(), M, dim, x);
+    if (c_.scale_embeddings) ops_->scale(x, std::sqrt(float(dim)), int64_t(M) * dim);
     for (int l = 0; l < c_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
       const cpu::KvLayerView kvl = layer(l);
@@ -326,19 +349,40 @@ class DeviceLlama final : public DeviceModel {
       ops_->matmul(xb, L.wq, q, M);
       ops_->matmul(xb, L.wk, k, M);
       ops_->matmul(xb, L.wv, v, M);
-      ops_->rope(q, positions, M, c_.n_heads, hd, c_.rope_theta, c_.rope_layout);
-      ops_->rope(k, positions, M, c_.n_kv_heads, hd, c_.rope_theta, c_.rope_layout);
+      if (c_.qkv_bias) {
+        ops_->add_bias(q, L.bq.template get<float>(), M, c_.q_dim());
+        ops_->add_bias(k, L.bk.template get<float>(), M, c_.kv_dim());
+        ops_->add_bias(v, L.bv.template get<float>(), M, c_.kv_dim());
+      }
+      if (c_.qk_norm) {  // per head: rows of head_dim
+        ops_->rmsnorm(q, L.q_norm.template get<float>(), q, M * c_.n_heads, hd, c_.norm_eps);
+        ops_->rmsnorm(k, L.k_norm.template get<float>(), k, M * c_.n_kv_heads, hd, c_.norm_eps);
+      }
+      const cpu::RopeSpec rope = rope_spec(L);
+      ops_->rope(q, positions, M, c_.n_heads, hd, rope);
+      ops_->rope(k, positions, M, c_.n_kv_heads, hd, rope);
       ops_->kv_write(kvl, k, v, slots_.template get<int64_t>(), M);
-      ops_->paged_attention(q, kvl, meta, c_.n_heads, c_.n_kv_heads, hd, attn);
+      const cpu::AttentionSpec attention{c_.query_scale, c_.attn_softcap, L.sliding ? c_.sliding_window : 0};
+      ops_->paged_attention(q, kvl, meta, c_.n_heads, c_.n_kv_heads, hd, attn, attention);
       ops_->matmul(attn, L.wo, xb, M);
+      if (c_.post_norms) ops_->rmsnorm(xb, L.post_attn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->add(x, xb, int64_t(M) * dim);
       ops_->rmsnorm(x, L.ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->matmul(xb, L.w_gate, gate, M);
       ops_->matmul(xb, L.w_up, up, M);
-      ops_->swiglu(gate, up, hid, int64_t(M) * hidden);
+      if (c_.activation == FfnActivation::GeluTanh) ops_->geglu(gate, up, hid, int64_t(M) * hidden);
+      else ops_->swiglu(gate, up, hid, int64_t(M) * hidden);
       ops_->matmul(hid, L.w_down, xb, M);
+      if (c_.post_norms) ops_->rmsnorm(xb, L.post_ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->add(x, xb, int64_t(M) * dim);
     }
+  }
+
+  // The layer's rotation, as the CPU forward picks it: local layers have their own base and scaling.
+  cpu::RopeSpec rope_spec(const Layer& L) const {
+    const RopeConfig rope = L.sliding ? c_.local_rope : RopeConfig{c_.rope_theta, c_.rope_freq_scale};
+    return {rope.theta, c_.rope_layout, c_.rope_dims, rope.freq_scale, c_.rope_attn_factor,
+            rope_freq_factors_.bytes() ? rope_freq_factors_.template get<float>() : nullptr};
   }
 
   // The final norm and the head over `rows` hidden states into logits_.
@@ -346,13 +390,14 @@ class DeviceLlama final : public DeviceModel {
     float* normed = xb_.template get<float>();  // free once the layers ran
     ops_->rmsnorm(rows_in, output_norm_.template get<float>(), normed, rows, c_.dim, c_.norm_eps);
     ops_->matmul(normed, output_, logits_.template get<float>(), rows);
+    if (c_.final_softcap > 0.0f) ops_->softcap(logits_.template get<float>(), c_.final_softcap, int64_t(rows) * c_.vocab_size);
   }
 
   std::unique_ptr<Ops> ops_;  // first: every buffer below is freed before it
   LlamaConfig c_;
   DeviceLlamaOptions o_;
   int max_blocks_ = 0, max_tokens_ = 0, max_seqs_ = 0, max_logits_ = 0;
-  Buffer embedding_, output_norm_;
+  Buffer embedding_, output_norm_, rope_freq_factors_;
   Matrix output_;
   std::vector<Layer> layers_;
   std::vector<Buffer> keys_, values_;  // per layer: [num_blocks * block_size][kv_dim]

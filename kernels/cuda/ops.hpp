@@ -49,8 +49,17 @@ class CudaBackend {
   static constexpr int kGemmRows = 64;
   void matmul(const float* x, const DeviceMatrix& w, float* out, int M) const;
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
-  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const;
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const cpu::RopeSpec& spec) const;
+  void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
+    rope(x, positions, M, n_heads, head_dim, cpu::RopeSpec{theta, layout});
+  }
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
+  void geglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // y[m] += bias for each of `rows` rows of `width` values.
+  void add_bias(float* y, const float* bias, int rows, int width) const;
+  void scale(float* x, float s, int64_t count) const;
+  // x = cap * tanh(x / cap), cap > 0.
+  void softcap(float* x, float cap, int64_t count) const;
   // out[m] = table[tokens[m]]: a row gather.
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   // Slots < 0 (a padded batch's filler tokens) write nothing.
@@ -59,7 +68,7 @@ class CudaBackend {
   // any graph capture; a pass whose partials do not fit runs in chunks of tokens.
   void reserve_attention(int max_tokens, int n_heads, int head_dim, int max_positions);
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
-                       int n_kv_heads, int head_dim, float* out) const;
+                       int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec = {}) const;
   // y += x over count values (the residual connection).
   void add(float* y, const float* x, int64_t count) const;
   // dst[s] = src[rows[s]] for S rows of width values (token embeddings, the rows the head or the sampler needs).

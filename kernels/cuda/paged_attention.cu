@@ -15,8 +15,9 @@ void CudaBackend::reserve_attention(int max_tokens, int n_heads, int head_dim, i
 }
 
 void CudaBackend::paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
-                                  int n_kv_heads, int head_dim, float* out) const {
+                                  int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec) const {
   if (head_dim > attn_head_dim_) throw std::logic_error("CudaBackend::paged_attention: reserve_attention was sized for a smaller head");
+  const cpu::AttentionSpec at = spec;
   const body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
   const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
   const body::AttentionPlan plan =
@@ -30,18 +31,18 @@ void CudaBackend::paged_attention(const float* q, const cpu::KvLayerView& kv, co
     const int64_t n = tokens * n_heads * plan.splits;
     if (head_dim <= 64)
       launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+        body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
       }, 64);
     else if (head_dim <= 128)
       launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+        body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
       }, 64);
     else
       launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<body::kMaxHeadDim>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i);
+        body::attention_split_at<body::kMaxHeadDim>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
       }, 64);
     launch_1d("attention_combine", tokens * n_heads * head_dim, stream_, [=] __device__(int64_t i) {
-      body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i);
+      body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, at);
     });
   }
 }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/pointwise.hpp"
 #include "kernels/host_device.hpp"
 
 namespace parley::cuda::body {
@@ -62,24 +64,29 @@ inline int64_t attention_scratch_rows(int max_tokens, int n_heads, int max_posit
 }
 
 // i indexes [tokens of the chunk][n_heads][splits]; token `first` + i / (n_heads * splits) of the pass.
-// q is [num_tokens][n_heads * head_dim]. A split past the token's position writes nothing. MaxD >= head_dim
+// q is [num_tokens][n_heads * head_dim]. A split outside the keys the token sees (past its position, or
+// before its window) writes nothing; spec scores and windows as the CPU backend does. MaxD >= head_dim
 // bounds the accumulator at compile time, so the unrolled loops keep it in registers (launch with the
 // smallest of 64, 128, 256 that holds the head); the arithmetic is the same whatever MaxD.
 template <int MaxD>
 PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRows rows, int n_heads, int n_kv_heads,
-                                         int head_dim, AttentionPartials parts, int64_t first, int64_t i) {
+                                         int head_dim, AttentionPartials parts, int64_t first, int64_t i,
+                                         cpu::AttentionSpec spec) {
   const int split = int(i % parts.splits);
   const int64_t row = i / parts.splits;  // (token, head) within the chunk
   const int64_t token = first + row / n_heads;
   const int head = int(row % n_heads);
   const int pos = rows.positions[token];
-  const int begin = split * parts.split;
+  const int first_key = spec.first_key(pos);
+  int begin = split * parts.split;
   if (begin > pos) return;
   const int end = pos < begin + parts.split - 1 ? pos : begin + parts.split - 1;
+  if (end < first_key) return;
+  if (begin < first_key) begin = first_key;
   const int* table = rows.block_tables + int64_t(rows.token_seq[token]) * rows.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
   const float* qh = q + (token * n_heads + head) * head_dim;
-  const float scale = 1.0f / sqrtf(float(head_dim));
+  const float scale = spec.score_scale(head_dim);
   float acc[MaxD];
   PARLEY_UNROLL
   for (int d = 0; d < MaxD; ++d) acc[d] = 0.0f;
@@ -93,6 +100,7 @@ PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRo
     for (int d = 0; d < MaxD; ++d)
       if (d < head_dim) s += qh[d] * kj[d];
     s *= scale;
+    if (spec.softcap > 0.0f) s = softcap(s, spec.softcap);
     if (s > max_score) {  // rescale what was summed against the old maximum
       const float c = expf(max_score - s);
       sum *= c;
@@ -114,18 +122,19 @@ PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRo
 }
 
 // i indexes [tokens of the chunk][n_heads][head_dim]; out is the pass's [num_tokens][n_heads * head_dim].
-// Only the splits that hold positions of the token are read, in order.
+// Only the splits that hold keys the token sees are read, in order.
 PARLEY_HD inline void attention_combine_at(AttentionRows rows, int n_heads, int head_dim, AttentionPartials parts,
-                                           int64_t first, float* out, int64_t i) {
+                                           int64_t first, float* out, int64_t i, cpu::AttentionSpec spec) {
   const int64_t row = i / head_dim;  // (token, head) within the chunk
   const int d = int(i % head_dim);
   const int64_t token = first + row / n_heads;
-  const int used = rows.positions[token] / parts.split + 1;
+  const int pos = rows.positions[token];
+  const int from = spec.first_key(pos) / parts.split, to = pos / parts.split + 1;
   const int64_t base = row * parts.splits;
   float m = -INFINITY;
-  for (int s = 0; s < used; ++s) m = parts.max[base + s] > m ? parts.max[base + s] : m;
+  for (int s = from; s < to; ++s) m = parts.max[base + s] > m ? parts.max[base + s] : m;
   float total = 0.0f, o = 0.0f;
-  for (int s = 0; s < used; ++s) {
+  for (int s = from; s < to; ++s) {
     const float c = expf(parts.max[base + s] - m);
     total += parts.sum[base + s] * c;
     o += parts.acc[(base + s) * head_dim + d] * c;
