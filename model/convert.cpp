@@ -20,8 +20,9 @@ uint32_t file_type(GgmlType t) {
     case GgmlType::F16: return 1;
     case GgmlType::Q8_0: return 7;
     case GgmlType::BF16: return 32;
+    default: break;
   }
-  throw std::invalid_argument("write_model_gguf: unsupported dtype " + ggml_type_name(t));
+  throw std::invalid_argument(std::string("write_model_gguf: unsupported dtype ") + quant::traits(t).name);
 }
 
 // NeoX pairs (i, i + d/2) become Adjacent pairs (2i, 2i+1): the same rotation frequencies, and
@@ -148,8 +149,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
                                   " values, its shape needs " + std::to_string(n));
     GgmlType t = dtype;
     if (ne.size() == 1) t = GgmlType::F32;  // norms, biases and factors stay F32, as llama.cpp keeps them
-    // Q8_0 blocks run along rows of 32; other rows keep F16 (llama.cpp's quantizer also falls back).
-    else if (t == GgmlType::Q8_0 && ne[0] % kQ8Block != 0) t = GgmlType::F16;
+    // Blocks run along rows; other rows keep F16 (llama.cpp's quantizer also falls back).
+    else if (ne[0] % uint64_t(quant::traits(t).block_size) != 0) t = GgmlType::F16;
     g.add_tensor(name, std::move(ne), t, data.data());
   };
   // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.

@@ -1,5 +1,7 @@
 #include "model/gguf.hpp"
 
+#include "model/quant/quantize.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,76 +26,6 @@ const char* gguf_type_name(GgufType t) {
                                            "uint64", "int64", "float64"};
   auto i = static_cast<uint32_t>(t);
   return i < std::size(kNames) ? kNames[i] : "unknown";
-}
-
-std::string ggml_type_name(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return "F32";
-    case GgmlType::F16: return "F16";
-    case GgmlType::Q8_0: return "Q8_0";
-    case GgmlType::BF16: return "BF16";
-  }
-  return "type " + std::to_string(static_cast<uint32_t>(t));
-}
-
-bool ggml_type_supported(uint32_t id) { return id == 0 || id == 1 || id == 8 || id == 30; }
-
-uint64_t ggml_nbytes(GgmlType t, uint64_t n) {
-  switch (t) {
-    case GgmlType::F32: return n * 4;
-    case GgmlType::F16:
-    case GgmlType::BF16: return n * 2;
-    case GgmlType::Q8_0:
-      if (n % kQ8Block != 0)
-        throw std::invalid_argument("Q8_0 needs a multiple of 32 elements, got " + std::to_string(n));
-      return n / kQ8Block * 34;
-  }
-  throw std::invalid_argument("unsupported ggml type " + ggml_type_name(t));
-}
-
-float fp16_to_fp32(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);  // inf, or NaN with its payload
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);  // rebias 15 -> 127
-  } else if (man == 0) {
-    bits = sign;
-  } else {
-    // Subnormal half: shift the mantissa up until its leading 1 becomes the implicit bit.
-    uint32_t e = 113;
-    while (!(man & 0x400u)) { man <<= 1; --e; }
-    bits = sign | (e << 23) | ((man & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-float bf16_to_fp32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
-
-void dequantize_row(GgmlType t, const void* src, float* dst, uint64_t n) {
-  const auto* p = static_cast<const uint8_t*>(src);
-  uint16_t h;
-  switch (t) {
-    case GgmlType::F32: std::memcpy(dst, p, n * 4); return;
-    case GgmlType::F16:
-      for (uint64_t i = 0; i < n; ++i) { std::memcpy(&h, p + 2 * i, 2); dst[i] = fp16_to_fp32(h); }
-      return;
-    case GgmlType::BF16:
-      for (uint64_t i = 0; i < n; ++i) { std::memcpy(&h, p + 2 * i, 2); dst[i] = bf16_to_fp32(h); }
-      return;
-    case GgmlType::Q8_0:
-      for (uint64_t b = 0; b < ggml_nbytes(t, n) / 34; ++b, p += 34) {
-        std::memcpy(&h, p, 2);
-        float d = fp16_to_fp32(h);
-        for (size_t j = 0; j < kQ8Block; ++j)
-          dst[b * kQ8Block + j] = static_cast<float>(static_cast<int8_t>(p[2 + j])) * d;
-      }
-      return;
-  }
-  throw std::invalid_argument("dequantize_row: unsupported ggml type " + ggml_type_name(t));
 }
 
 uint64_t GgufTensorInfo::n_elements() const {
@@ -280,14 +212,13 @@ void GgufFile::parse() {
         fail(what + " has an absurd dimension " + std::to_string(t.ne.back()));
       n *= t.ne.back();
     }
-    auto type = c.read<uint32_t>("type of " + what);
-    if (!ggml_type_supported(type))
-      fail(what + " has unsupported tensor type id " + std::to_string(type) +
-           " (supported: F32=0, F16=1, Q8_0=8, BF16=30)");
-    t.type = static_cast<GgmlType>(type);
-    if (t.type == GgmlType::Q8_0 && t.ne[0] % kQ8Block != 0)
-      fail(what + " is Q8_0 but its row length " + std::to_string(t.ne[0]) + " is not a multiple of 32");
-    t.nbytes = ggml_nbytes(t.type, n);
+    const auto type = c.read<uint32_t>("type of " + what);
+    try {  // a type Parley cannot decode, or rows that are not whole blocks, named with the tensor
+      t.type = quant::checked_weight_type(type, t.name);
+      t.nbytes = quant::checked_tensor_bytes(t.type, t.ne, UINT64_MAX, t.name);
+    } catch (const std::runtime_error& e) {
+      fail(e.what());
+    }
     t.offset = c.read<uint64_t>("data offset of " + what);
     if (t.offset % alignment_ != 0)
       fail(what + " data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
@@ -410,7 +341,7 @@ const GgufTensorInfo& GgufFile::tensor(std::string_view name) const {
 
 std::vector<float> GgufFile::dequantize(const GgufTensorInfo& t) const {
   std::vector<float> out(t.n_elements());
-  dequantize_row(t.type, t.data, out.data(), out.size());
+  quant::dequantize_row(t.type, t.data, out.data(), int64_t(out.size()));
   return out;
 }
 

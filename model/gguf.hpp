@@ -9,10 +9,12 @@
 #include <variant>
 #include <vector>
 
+#include "model/quant/ggml_types.hpp"
+
 namespace parley {
 
-// ggml tensor type ids as stored in GGUF (only those Parley reads and writes).
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, BF16 = 30 };
+// ggml tensor type ids as stored in GGUF (model/quant decodes and encodes them).
+using GgmlType = quant::GgmlType;
 
 // GGUF metadata value type ids; the order equals GgufValue::Data's alternative order.
 enum class GgufType : uint32_t {
@@ -22,7 +24,6 @@ enum class GgufType : uint32_t {
 
 inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-endian uint32
 inline constexpr size_t kGgufDefaultAlignment = 32;
-inline constexpr size_t kQ8Block = 32;  // Q8_0: 32 int8 quants share one fp16 scale
 
 struct GgufValue;
 struct GgufArray {
@@ -46,23 +47,6 @@ struct GgufValue {
 };
 
 const char* gguf_type_name(GgufType t);
-// "F32", "F16", "Q8_0", "BF16", or "type 2" for an id Parley does not support.
-std::string ggml_type_name(GgmlType t);
-bool ggml_type_supported(uint32_t type_id);
-// Bytes for n elements; throws std::invalid_argument if n is not a whole number of blocks.
-uint64_t ggml_nbytes(GgmlType t, uint64_t n);
-
-// IEEE 754 binary16 <-> binary32, round-to-nearest-even, subnormals, inf and NaN kept.
-float fp16_to_fp32(uint16_t h);
-uint16_t fp32_to_fp16(float f);
-// bfloat16 is the top half of a binary32; rounding is to nearest even, NaN stays NaN.
-float bf16_to_fp32(uint16_t h);
-uint16_t fp32_to_bf16(float f);
-
-// Decodes n elements of type t from src (any alignment) into dst.
-void dequantize_row(GgmlType t, const void* src, float* dst, uint64_t n);
-// Encodes n floats into type t; returns ggml_nbytes(t, n) bytes.
-std::vector<uint8_t> quantize_row(GgmlType t, const float* src, uint64_t n);
 
 // Read-only POSIX mmap of a whole file, unmapped on destruction.
 class MappedFile {

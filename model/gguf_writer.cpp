@@ -1,5 +1,7 @@
 #include "model/gguf_writer.hpp"
 
+#include "model/quant/quantize.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -8,66 +10,6 @@
 #include <stdexcept>
 
 namespace parley {
-
-// ---- encoding (the decoding half lives in gguf.cpp) ----
-
-uint16_t fp32_to_fp16(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u)  // inf stays inf; NaN stays a (quiet) NaN
-    return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u);
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds (to even) past 65504
-  if (ax < 0x38800000u) {  // below 2^-14: a half subnormal (or zero), in units of 2^-24
-    uint32_t e = ax >> 23;
-    uint32_t shift = 126 - e;
-    if (shift > 24) return sign;  // below 2^-25: rounds to zero
-    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1u))) ++q;
-    return static_cast<uint16_t>(sign | q);
-  }
-  uint32_t h = (ax - 0x38000000u) >> 13;  // rebias 127 -> 15 and drop 13 mantissa bits
-  uint32_t rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry correctly bumps the exponent
-  return static_cast<uint16_t>(sign | h);
-}
-
-uint16_t fp32_to_bf16(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-std::vector<uint8_t> quantize_row(GgmlType t, const float* src, uint64_t n) {
-  std::vector<uint8_t> out(ggml_nbytes(t, n));
-  uint8_t* p = out.data();
-  uint16_t h;
-  switch (t) {
-    case GgmlType::F32: std::memcpy(p, src, n * 4); break;
-    case GgmlType::F16:
-      for (uint64_t i = 0; i < n; ++i) { h = fp32_to_fp16(src[i]); std::memcpy(p + 2 * i, &h, 2); }
-      break;
-    case GgmlType::BF16:
-      for (uint64_t i = 0; i < n; ++i) { h = fp32_to_bf16(src[i]); std::memcpy(p + 2 * i, &h, 2); }
-      break;
-    case GgmlType::Q8_0:
-      // ggml's reference: d = amax/127 stored as fp16, q = round(x/d) with the F32 d.
-      for (uint64_t b = 0; b < n / kQ8Block; ++b, p += 34) {
-        const float* x = src + b * kQ8Block;
-        float amax = 0.0f;
-        for (size_t j = 0; j < kQ8Block; ++j) amax = std::max(amax, std::fabs(x[j]));
-        float d = amax / 127.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        h = fp32_to_fp16(d);
-        std::memcpy(p, &h, 2);
-        for (size_t j = 0; j < kQ8Block; ++j)
-          p[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[j] * id)));
-      }
-      break;
-  }
-  return out;
-}
 
 GgufValue GgufValue::strings(const std::vector<std::string>& v) {
   GgufArray a{GgufType::String, {}};
@@ -150,23 +92,26 @@ bool GgufWriter::remove(const std::string& key) {
 
 void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
                             const float* data) {
-  uint64_t n = 1;
-  for (uint64_t d : ne) n *= d;
-  if (type == GgmlType::Q8_0 && !ne.empty() && ne[0] % kQ8Block != 0)
-    throw std::invalid_argument("GGUF tensor '" + name + "': Q8_0 needs a row length that is a multiple of 32, got " +
-                                std::to_string(ne[0]));
-  add_tensor_bytes(name, std::move(ne), type, quantize_row(type, data, n));
+  if (ne.empty()) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
+  uint64_t rows = 1;
+  for (size_t d = 1; d < ne.size(); ++d) rows *= ne[d];
+  const int64_t block = quant::traits(type).block_size;
+  if (ne[0] % uint64_t(block) != 0)
+    throw std::invalid_argument("GGUF tensor '" + name + "': " + quant::traits(type).name + " needs a row length that is a multiple of " +
+                                std::to_string(block) + ", got " + std::to_string(ne[0]));
+  std::vector<uint8_t> bytes(quant::row_bytes(type, int64_t(ne[0])) * rows);
+  quant::quantize_chunk(type, data, bytes.data(), 0, int64_t(rows), int64_t(ne[0]));
+  add_tensor_bytes(name, std::move(ne), type, std::move(bytes));
 }
 
 void GgufWriter::add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
                                   std::vector<uint8_t> bytes) {
   if (ne.empty() || ne.size() > 4)
     throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
-  uint64_t n = 1;
-  for (uint64_t d : ne) n *= d;
-  if (bytes.size() != ggml_nbytes(type, n))
+  const uint64_t need = quant::checked_tensor_bytes(type, ne, UINT64_MAX, name);
+  if (bytes.size() != need)
     throw std::invalid_argument("GGUF tensor '" + name + "': " + std::to_string(bytes.size()) +
-                                " bytes given, its shape and type need " + std::to_string(ggml_nbytes(type, n)));
+                                " bytes given, its shape and type need " + std::to_string(need));
   for (const auto& t : tensors_)
     if (t.name == name) throw std::invalid_argument("GGUF tensor '" + name + "' added twice");
   tensors_.push_back({name, std::move(ne), type, std::move(bytes)});

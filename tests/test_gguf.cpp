@@ -8,6 +8,8 @@
 #include "model/gguf_writer.hpp"
 #include "model/llama2c.hpp"
 #include "model/model_file.hpp"
+#include "model/quant/half.hpp"
+#include "model/quant/quantize.hpp"
 #include "model/random_model.hpp"
 #include "model_test_util.hpp"
 
@@ -116,73 +118,75 @@ TEST_CASE("convert_llama2c writes what llama.cpp's converter wrote", "[gguf]") {
 }
 
 TEST_CASE("half, bfloat16 and Q8_0 encodings follow IEEE 754 and ggml", "[gguf]") {
-  CHECK(fp16_to_fp32(0x3C00) == 1.0f);
-  CHECK(fp16_to_fp32(0xC000) == -2.0f);
-  CHECK(fp16_to_fp32(0x7BFF) == 65504.0f);
-  CHECK(fp16_to_fp32(0x0400) == std::ldexp(1.0f, -14));  // smallest normal
-  CHECK(fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
-  CHECK(fp16_to_fp32(0x03FF) == std::ldexp(1023.0f, -24));
-  CHECK(std::signbit(fp16_to_fp32(0x8000)));
-  CHECK(std::isinf(fp16_to_fp32(0xFC00)));
-  CHECK(std::isnan(fp16_to_fp32(0x7E00)));
+  CHECK(quant::half_to_float(0x3C00) == 1.0f);
+  CHECK(quant::half_to_float(0xC000) == -2.0f);
+  CHECK(quant::half_to_float(0x7BFF) == 65504.0f);
+  CHECK(quant::half_to_float(0x0400) == std::ldexp(1.0f, -14));  // smallest normal
+  CHECK(quant::half_to_float(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+  CHECK(quant::half_to_float(0x03FF) == std::ldexp(1023.0f, -24));
+  CHECK(std::signbit(quant::half_to_float(0x8000)));
+  CHECK(std::isinf(quant::half_to_float(0xFC00)));
+  CHECK(std::isnan(quant::half_to_float(0x7E00)));
 
-  CHECK(fp32_to_fp16(1.0f) == 0x3C00);
-  CHECK(fp32_to_fp16(0.1f) == 0x2E66);
-  CHECK(fp32_to_fp16(1.0f / 3.0f) == 0x3555);
-  CHECK(fp32_to_fp16(65519.0f) == 0x7BFF);
-  CHECK(fp32_to_fp16(65520.0f) == 0x7C00);  // the halfway point rounds to even: infinity
-  CHECK(fp32_to_fp16(-1e9f) == 0xFC00);
-  CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie, to even
-  CHECK(fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie, to even
-  CHECK(fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);             // tie between 0 and 1 subnormal
-  CHECK(fp32_to_fp16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
-  CHECK(fp32_to_fp16(3 * std::ldexp(1.0f, -25)) == 0x0002);
-  CHECK(fp32_to_fp16(std::ldexp(1023.5f, -24)) == 0x0400);  // a subnormal rounding up into the normals
-  CHECK(fp32_to_fp16(1e-8f) == 0x0000);
-  uint16_t nan16 = fp32_to_fp16(std::nanf(""));
+  CHECK(quant::float_to_half(1.0f) == 0x3C00);
+  CHECK(quant::float_to_half(0.1f) == 0x2E66);
+  CHECK(quant::float_to_half(1.0f / 3.0f) == 0x3555);
+  CHECK(quant::float_to_half(65519.0f) == 0x7BFF);
+  CHECK(quant::float_to_half(65520.0f) == 0x7C00);  // the halfway point rounds to even: infinity
+  CHECK(quant::float_to_half(-1e9f) == 0xFC00);
+  CHECK(quant::float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie, to even
+  CHECK(quant::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie, to even
+  CHECK(quant::float_to_half(std::ldexp(1.0f, -25)) == 0x0000);             // tie between 0 and 1 subnormal
+  CHECK(quant::float_to_half(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
+  CHECK(quant::float_to_half(3 * std::ldexp(1.0f, -25)) == 0x0002);
+  CHECK(quant::float_to_half(std::ldexp(1023.5f, -24)) == 0x0400);  // a subnormal rounding up into the normals
+  CHECK(quant::float_to_half(1e-8f) == 0x0000);
+  uint16_t nan16 = quant::float_to_half(std::nanf(""));
   CHECK(((nan16 & 0x7C00) == 0x7C00 && (nan16 & 0x3FF) != 0));
   for (uint32_t h = 0; h < 0x10000; ++h) {  // every non-NaN half survives a round trip
     if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue;
-    REQUIRE(fp32_to_fp16(fp16_to_fp32(static_cast<uint16_t>(h))) == h);
+    REQUIRE(quant::float_to_half(quant::half_to_float(static_cast<uint16_t>(h))) == h);
   }
 
-  CHECK(fp32_to_bf16(1.0f) == 0x3F80);
-  CHECK(bf16_to_fp32(0x3F80) == 1.0f);
-  CHECK(bf16_to_fp32(0xC0490FDB >> 16) == -3.140625f);
-  CHECK(fp32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);
-  CHECK(fp32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);
-  CHECK(std::isnan(bf16_to_fp32(fp32_to_bf16(std::nanf("")))));
+  CHECK(quant::float_to_bf16(1.0f) == 0x3F80);
+  CHECK(quant::bf16_to_float(0x3F80) == 1.0f);
+  CHECK(quant::bf16_to_float(0xC0490FDB >> 16) == -3.140625f);
+  CHECK(quant::float_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);
+  CHECK(quant::float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);
+  CHECK(std::isnan(quant::bf16_to_float(quant::float_to_bf16(std::nanf("")))));
   for (uint32_t h = 0; h < 0x10000; ++h) {
     if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) continue;
-    REQUIRE(fp32_to_bf16(bf16_to_fp32(static_cast<uint16_t>(h))) == h);
+    REQUIRE(quant::float_to_bf16(quant::bf16_to_float(static_cast<uint16_t>(h))) == h);
   }
 
   // One Q8_0 block: d = amax/127 as fp16, q = round(x/d).
   float x[64];
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
   for (int j = 32; j < 64; ++j) x[j] = 0.0f;  // an all-zero block must not produce NaN
-  std::vector<uint8_t> q = quantize_row(GgmlType::Q8_0, x, 64);
+  std::vector<uint8_t> q(quant::row_bytes(GgmlType::Q8_0, 64));
+  quant::quantize_row(GgmlType::Q8_0, x, q.data(), 64);
   REQUIRE(q.size() == 68);
   uint16_t d16;
   std::memcpy(&d16, q.data(), 2);
-  CHECK(d16 == fp32_to_fp16(16.0f / 127.0f));
+  CHECK(d16 == quant::float_to_half(16.0f / 127.0f));
   CHECK(static_cast<int8_t>(q[2]) == -127);
   CHECK(static_cast<int8_t>(q[2 + 31]) == 119);  // 15 * 127/16 = 119.06
   CHECK(static_cast<int8_t>(q[2 + 24]) == 64);   // 8 * 127/16 = 63.5 rounds away from zero
   float y[64];
-  dequantize_row(GgmlType::Q8_0, q.data(), y, 64);
-  CHECK(y[31] == 119.0f * fp16_to_fp32(d16));
-  CHECK(y[0] == -127.0f * fp16_to_fp32(d16));
+  quant::dequantize_row(GgmlType::Q8_0, q.data(), y, 64);
+  CHECK(y[31] == 119.0f * quant::half_to_float(d16));
+  CHECK(y[0] == -127.0f * quant::half_to_float(d16));
   for (int j = 32; j < 64; ++j) CHECK(y[j] == 0.0f);
-  CHECK_THROWS_WITH(quantize_row(GgmlType::Q8_0, x, 40), Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(quant::quantize_row(GgmlType::Q8_0, x, q.data(), 40), Catch::Contains("multiple of 32"));
 }
 
 TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "[gguf]") {
   TempDir tmp;
   const ModelFile src = load_model_file(kBin);
   for (GgmlType dtype : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0}) {
-    INFO(ggml_type_name(dtype));
-    const std::string path = tmp / ("m_" + ggml_type_name(dtype) + ".gguf");
+    const std::string name = quant::traits(dtype).name;
+    INFO(name);
+    const std::string path = tmp / ("m_" + name + ".gguf");
     write_model_gguf(src, path, dtype);
     GgufFile f(path);
     CHECK(f.get_int("general.file_type") ==

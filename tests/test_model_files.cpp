@@ -62,15 +62,22 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
     REQUIRE_THROWS_WITH(GgufFile(path), Catch::Contains("key 'tokenizer.ggml.tokens' declares 1125899906842624 "
                                                         "array elements but only"));
   }
-  SECTION("unknown tensor type id") {
+  SECTION("unsupported tensor types, and rows that are not whole blocks") {
     GgufWriter w;
     const float one = 1.0f;
     w.add_tensor("w", {1}, GgmlType::F32, &one);
     w.write(path);
-    std::string b = read_bytes(path);
-    patch<uint32_t>(b, 24 + 8 + 1 + 4 + 8, 2);  // header, name, n_dims, ne[0], then the type
-    write_bytes(path, b);
-    REQUIRE_THROWS_WITH(GgufFile(path), Catch::Contains("tensor 'w' has unsupported tensor type id 2"));
+    const std::string ref = read_bytes(path);
+    const size_t type_at = 24 + 8 + 1 + 4 + 8;  // header, name, n_dims, ne[0], then the type
+    for (auto [id, what] : {std::pair<uint32_t, const char*>{10, "tensor 'w' has ggml type q2_K (id 10), which Parley does not load"},
+                            {16, "tensor 'w' has ggml type iq2_xxs (id 16)"}, {15, "tensor 'w' has ggml type q8_K (id 15)"},
+                            {999, "tensor 'w' has ggml type unknown ggml type 999 (id 999)"},
+                            {12, "tensor 'w' (q4_K): row length 1 is not a multiple of the block size 256"}}) {
+      std::string b = ref;
+      patch<uint32_t>(b, type_at, id);
+      write_bytes(path, b);
+      REQUIRE_THROWS_WITH(GgufFile(path), Catch::Contains(what));
+    }
   }
   SECTION("missing key") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.remove("llama.block_count"); });
