@@ -17,6 +17,8 @@ Isa parse_isa(const std::string& name);  // "auto", "generic", "avx2", "avx512";
 bool isa_supported(Isa isa);             // whether this CPU can run it
 Isa best_isa();
 
+struct QuantMatrix;  // kernels/cpu/quant_matrix.hpp
+
 // One layer's paged KV storage: [num_blocks][block_size][kv_dim] for keys and for values.
 struct KvLayerView {
   float* keys;
@@ -91,6 +93,8 @@ class CpuBackend {
 
   // out[M][N] = x[M][K] * w[N][K]^T, with w packed by pack_matrix
   void matmul(const float* x, const PackedMatrix& w, float* out, int M) const;
+  // The same with w in its file's ggml type (quant_matrix.hpp): activations quantized per row, integer dots.
+  void matmul(const float* x, const QuantMatrix& w, float* out, int M) const;
   // out[m] = x[m] / rms(x[m]) * weight, per row of width dim
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const;
   // Rotates every head of x[M][n_heads * head_dim] in place by its token's position.

@@ -1,0 +1,166 @@
+// quant_matmul: the activations are quantized once per call, each row on its own (model/quant's q8_0 and q8_K
+// encoders, so their bytes are ggml's), then the weight panels are spread over threads. Work is split by
+// output column panels only, so a row's bits never depend on M, its company, or the thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/qmatmul_kernels.hpp"
+#include "model/quant/blocks.hpp"
+#include "model/quant/half.hpp"
+#include "model/quant/quantize.hpp"
+
+namespace parley::cpu {
+
+namespace {
+
+using quant::GgmlType;
+
+enum class Activations { Floats, Q8_0, Q8_0WithOffsets, Q8_K };
+
+Activations activations_for(GgmlType type) {
+  switch (type) {
+    case GgmlType::F16:
+    case GgmlType::BF16: return Activations::Floats;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return Activations::Q8_0WithOffsets;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return Activations::Q8_K;
+    default: return Activations::Q8_0;
+  }
+}
+
+// One row as q8_0 blocks: the quants, each block's scale and integer sum, and d * sum where an offset needs it
+// (q8_1's s, kept in float rather than ggml's fp16).
+void quantize_row_q8_0(const float* x, int K, int8_t* qs, float* d, int32_t* sums, float* offsets) {
+  thread_local std::vector<quant::BlockQ8_0> blocks;
+  blocks.resize(K / 32);
+  quant::quantize_row(GgmlType::Q8_0, x, blocks.data(), K);
+  for (int b = 0; b < K / 32; ++b) {
+    d[b] = quant::half_to_float(blocks[b].d);
+    std::memcpy(qs + 32 * b, blocks[b].qs, 32);
+    int32_t sum = 0;
+    for (int8_t q : blocks[b].qs) sum += q;
+    sums[b] = sum;
+    if (offsets) offsets[b] = d[b] * static_cast<float>(sum);
+  }
+}
+
+void quantize_row_q8_K(const float* x, int K, int8_t* qs, float* d, int32_t* bsums) {
+  thread_local std::vector<quant::BlockQ8_K> blocks;
+  blocks.resize(K / 256);
+  quant::quantize_row(GgmlType::Q8_K, x, blocks.data(), K);
+  for (int b = 0; b < K / 256; ++b) {
+    d[b] = blocks[b].d;
+    std::memcpy(qs + 256 * b, blocks[b].qs, 256);
+    for (int j = 0; j < 16; ++j) bsums[16 * b + j] = blocks[b].bsums[j];
+  }
+}
+
+void quantize_activations(const float* x, int M, int K, Activations format, int threads, qmm::QuantizedRows& rows) {
+  rows.M = M, rows.K = K, rows.x = x;
+  if (format == Activations::Floats) {
+    rows.qs.clear(), rows.d.clear(), rows.sums.clear(), rows.offsets.clear();
+    return;
+  }
+  const int block = format == Activations::Q8_K ? 256 : 32;
+  const int blocks = K / block, sums = format == Activations::Q8_K ? K / 16 : blocks;
+  rows.qs.resize(size_t(M) * K);
+  rows.d.resize(size_t(M) * blocks);
+  rows.sums.resize(size_t(M) * sums);
+  rows.offsets.resize(format == Activations::Q8_0WithOffsets ? size_t(M) * blocks : 0);
+  const int workers = int64_t(M) * K < (1 << 15) ? 1 : std::min(threads, M);
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int m = 0; m < M; ++m) {
+    int8_t* qs = rows.qs.data() + size_t(m) * K;
+    float* d = rows.d.data() + size_t(m) * blocks;
+    int32_t* s = rows.sums.data() + size_t(m) * sums;
+    if (format == Activations::Q8_K) {
+      quantize_row_q8_K(x + size_t(m) * K, K, qs, d, s);
+    } else {
+      float* offsets = rows.offsets.empty() ? nullptr : rows.offsets.data() + size_t(m) * blocks;
+      quantize_row_q8_0(x + size_t(m) * K, K, qs, d, s, offsets);
+    }
+  }
+}
+
+qmm::PanelsFn panels_for(QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::Avx2: return qmm::panels_avx2;
+    case QuantIsa::Avx512: return qmm::panels_avx512;
+    case QuantIsa::Avx512Vnni: return qmm::panels_avx512vnni;
+    default: return qmm::panels_generic;
+  }
+}
+
+// Below this much work a matmul runs on the calling thread: a fork/join costs more than it saves.
+constexpr int64_t kParallelWork = 1 << 16;
+
+}  // namespace
+
+std::string quant_isa_name(QuantIsa isa) {
+  switch (isa) {
+    case QuantIsa::Generic: return "generic";
+    case QuantIsa::Avx2: return "avx2";
+    case QuantIsa::Avx512: return "avx512bw";
+    case QuantIsa::Avx512Vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+bool quant_isa_supported(QuantIsa isa) {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  switch (isa) {
+    case QuantIsa::Generic: return true;
+    case QuantIsa::Avx2: return avx2;
+    case QuantIsa::Avx512: return avx512;
+    case QuantIsa::Avx512Vnni: return avx512 && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+QuantIsa quant_isa_for(Isa isa) {
+  if (isa == Isa::Auto) isa = best_isa();
+  if (isa == Isa::Avx512) {
+    if (quant_isa_supported(QuantIsa::Avx512Vnni)) return QuantIsa::Avx512Vnni;
+    if (quant_isa_supported(QuantIsa::Avx512)) return QuantIsa::Avx512;
+    isa = Isa::Avx2;  // AVX-512F without BW: the byte kernels need BW
+  }
+  if (isa == Isa::Avx2 && quant_isa_supported(QuantIsa::Avx2)) return QuantIsa::Avx2;
+  return QuantIsa::Generic;
+}
+
+void quant_matmul(QuantIsa isa, int threads, const float* x, const QuantMatrix& w, float* out, int M) {
+  if (M < 0) throw std::invalid_argument("quant_matmul: negative row count " + std::to_string(M));
+  if (!quant_matmul_supported(w.type) || w.data.empty())
+    throw std::invalid_argument("quant_matmul: the matrix is empty or of an unsupported type " +
+                                quant::ggml_type_name(static_cast<uint32_t>(w.type)));
+  if (!quant_isa_supported(isa)) throw std::invalid_argument("quant_matmul: this CPU lacks " + quant_isa_name(isa));
+  if (M == 0) return;
+  qmm::QuantizedRows& rows = [&]() -> qmm::QuantizedRows& {
+    thread_local qmm::QuantizedRows scratch;  // reused: a decode step allocates nothing
+    return scratch;
+  }();
+  quantize_activations(x, M, w.K, activations_for(w.type), threads, rows);
+  const qmm::PanelsFn panels_fn = panels_for(isa);
+  const int panels = w.panels();
+  const int workers = int64_t(M) * w.N * w.K < kParallelWork ? 1 : std::min(threads, panels);
+  if (workers <= 1) return panels_fn(rows, w, out, M, 0, panels);
+  // About 8 chunks of panels per thread, taken dynamically, as in the f32 matmul.
+  const int chunk = std::max(1, (panels + workers * 8 - 1) / (workers * 8));
+  const int num_chunks = (panels + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(workers) schedule(dynamic, 1)
+  for (int c = 0; c < num_chunks; ++c) panels_fn(rows, w, out, M, c * chunk, std::min(panels, (c + 1) * chunk));
+}
+
+void CpuBackend::matmul(const float* x, const QuantMatrix& w, float* out, int M) const {
+  quant_matmul(quant_isa_for(isa()), threads_, x, w, out, M);
+}
+
+}  // namespace parley::cpu

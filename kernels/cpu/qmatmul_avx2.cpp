@@ -1,0 +1,107 @@
+// AVX2 kernels of the quantized matmul (built with -mavx2 -mfma -mf16c; called only where the CPU has them).
+// u8 x s8 products by _mm256_maddubs_epi16: at most 8 products of a 5-bit quant (or 4 of a 6-bit one) share an
+// int16 lane before _mm256_madd_epi16 widens them, so no sum saturates (8 * 31 * 127 and 4 * 63 * 127 < 2^15).
+#include "kernels/cpu/qmatmul_impl.hpp"
+#include "kernels/cpu/qmatmul_ymm.hpp"
+
+namespace parley::cpu::qmm {
+namespace {
+
+struct Avx2 : YmmColumns {
+  struct Bytes { __m256i lo, hi; };  // columns 0-3, 4-7
+  struct I32 { __m256i lo, hi; };    // two int32 lanes per column
+  struct Scale { __m256i lo, hi; };  // four int16 lanes per column, as maddubs leaves them
+  static constexpr int MR = 4;
+  static constexpr int MR_HALF = 8;
+
+  static __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static Bytes load(const uint8_t* p) { return {load32(p), load32(p + 32)}; }
+  static Bytes lo_nibbles(Bytes b) {
+    const __m256i m = _mm256_set1_epi8(15);
+    return {_mm256_and_si256(b.lo, m), _mm256_and_si256(b.hi, m)};
+  }
+  static Bytes hi_nibbles(Bytes b) {
+    const __m256i m = _mm256_set1_epi8(15);
+    return {_mm256_and_si256(_mm256_srli_epi16(b.lo, 4), m), _mm256_and_si256(_mm256_srli_epi16(b.hi, 4), m)};
+  }
+  // 0x10 in byte i where bit i of bits is set: spread byte i / 8 to byte i, then test bit i % 8.
+  static __m256i bit4_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int32_t>(bits)),
+        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+  }
+  static Bytes with_bit4(Bytes b, int64_t bits) {
+    return {_mm256_or_si256(b.lo, bit4_bytes(static_cast<uint32_t>(bits))),
+            _mm256_or_si256(b.hi, bit4_bytes(static_cast<uint32_t>(uint64_t(bits) >> 32)))};
+  }
+  template <int Shift>
+  static Bytes with_hi2(Bytes q, Bytes high) {
+    const __m256i m = _mm256_set1_epi8(0x30);
+    auto bits = [&](__m256i h) { return _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(h, Shift), 4), m); };
+    return {_mm256_or_si256(q.lo, bits(high.lo)), _mm256_or_si256(q.hi, bits(high.hi))};
+  }
+
+  // int16 pair sums of n groups against the row's 8n activation bytes.
+  template <int n>
+  static Bytes products(const Bytes* g, const int8_t* x) {
+    const __m256i x0 = _mm256_set1_epi64x(load_i64(x));
+    Bytes sum{_mm256_maddubs_epi16(g[0].lo, x0), _mm256_maddubs_epi16(g[0].hi, x0)};
+#pragma GCC unroll 4
+    for (int i = 1; i < n; ++i) {
+      const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
+      sum.lo = _mm256_add_epi16(sum.lo, _mm256_maddubs_epi16(g[i].lo, xb));
+      sum.hi = _mm256_add_epi16(sum.hi, _mm256_maddubs_epi16(g[i].hi, xb));
+    }
+    return sum;
+  }
+  template <int n>
+  static I32 dot(const Bytes* g, const int8_t* x) {
+    const Bytes s = products<n>(g, x);
+    const __m256i ones = _mm256_set1_epi16(1);
+    return {_mm256_madd_epi16(s.lo, ones), _mm256_madd_epi16(s.hi, ones)};
+  }
+  template <int n>
+  static I32 dot_scaled(const Bytes* g, const int8_t* x, Scale scale) {
+    const Bytes s = products<n>(g, x);
+    return {_mm256_madd_epi16(s.lo, scale.lo), _mm256_madd_epi16(s.hi, scale.hi)};
+  }
+  // Signed weights: |w| times x with w's sign, each group widened alone (two products already reach 2^15).
+  static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    I32 sum{_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
+      auto part = [&](__m256i w) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xb, w)), ones);
+      };
+      sum = {_mm256_add_epi32(sum.lo, part(g[i].lo)), _mm256_add_epi32(sum.hi, part(g[i].hi))};
+    }
+    return col_sums(sum);
+  }
+  static I32 zero_sums() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+  static I32 add_sums(I32 a, I32 b) { return {_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)}; }
+  // hadd leaves columns 0 1 4 5 | 2 3 6 7; the 64-bit permute puts them in order.
+  static Cols col_sums(I32 a) { return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a.lo, a.hi), 0xD8); }
+  static Scale scale_u8(const uint8_t* p) {
+    const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepu8_epi16(_mm_shuffle_epi8(s, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3))),
+            _mm256_cvtepu8_epi16(_mm_shuffle_epi8(s, _mm_setr_epi8(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)))};
+  }
+  static Scale scale_s8(const int8_t* p) {
+    const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3))),
+            _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, _mm_setr_epi8(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)))};
+  }
+};
+
+}  // namespace
+
+void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+  panels<Avx2>(x, w, out, M, p_begin, p_end);
+}
+
+}  // namespace parley::cpu::qmm

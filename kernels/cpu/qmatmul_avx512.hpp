@@ -1,0 +1,98 @@
+// AVX-512 policy of the quantized matmul: a whole group (8 columns x 8 elements) in one zmm register.
+// With VNNI, _mm512_dpbusd_epi32 sums four u8 x s8 products straight into int32; without it, AVX-512BW's
+// maddubs and madd do as in AVX2. Included by qmatmul_avx512.cpp (BW) and qmatmul_avx512vnni.cpp (VNNI).
+#pragma once
+#include "kernels/cpu/qmatmul_impl.hpp"
+#include "kernels/cpu/qmatmul_ymm.hpp"
+
+namespace parley::cpu::qmm {
+namespace {
+
+template <bool Vnni>
+struct Avx512 : YmmColumns {
+  using Bytes = __m512i;  // 64-bit lane c: column c
+  using I32 = __m512i;    // int32 lanes 2c, 2c + 1: column c
+  using Scale = __m512i;  // VNNI: int32 lanes 2c, 2c + 1; BW: int16 lanes 4c..4c+3
+  static constexpr int MR = 8;
+  static constexpr int MR_HALF = 12;
+
+  static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
+  static Bytes hi_nibbles(Bytes b) { return _mm512_and_si512(_mm512_srli_epi16(b, 4), _mm512_set1_epi8(15)); }
+  static Bytes with_bit4(Bytes b, int64_t bits) {  // the bit is clear below: adding 16 sets it
+    return _mm512_mask_add_epi8(b, static_cast<__mmask64>(bits), b, _mm512_set1_epi8(16));
+  }
+  template <int Shift>
+  static Bytes with_hi2(Bytes q, Bytes high) {
+    const __m512i bits = _mm512_slli_epi16(_mm512_srli_epi16(high, Shift), 4);
+    return _mm512_or_si512(q, _mm512_and_si512(bits, _mm512_set1_epi8(0x30)));
+  }
+
+  static __m512i broadcast8(const int8_t* x) { return _mm512_set1_epi64(load_i64(x)); }
+  // BW: int16 pair sums of n groups (the AVX2 bounds hold).
+  template <int n>
+  static __m512i products(const Bytes* g, const int8_t* x) {
+    __m512i sum = _mm512_maddubs_epi16(g[0], broadcast8(x));
+#pragma GCC unroll 4
+    for (int i = 1; i < n; ++i) sum = _mm512_add_epi16(sum, _mm512_maddubs_epi16(g[i], broadcast8(x + 8 * i)));
+    return sum;
+  }
+  template <int n>
+  static I32 dot(const Bytes* g, const int8_t* x) {
+    if constexpr (Vnni) {
+      __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int i = 0; i < n; ++i) sum = _mm512_dpbusd_epi32(sum, g[i], broadcast8(x + 8 * i));
+      return sum;
+    } else {
+      return _mm512_madd_epi16(products<n>(g, x), _mm512_set1_epi16(1));
+    }
+  }
+  template <int n>
+  static I32 dot_scaled(const Bytes* g, const int8_t* x, Scale scale) {
+    if constexpr (Vnni) return _mm512_mullo_epi32(dot<n>(g, x), scale);
+    else return _mm512_madd_epi16(products<n>(g, x), scale);
+  }
+  // Signed weights. VNNI: (w + 128) as u8 times x, less 128 * sum(x); BW: |w| times x with w's sign.
+  static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t xsum) {
+    __m512i sum = _mm512_setzero_si512();
+    if constexpr (Vnni) {
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(g[i], flip), broadcast8(x + 8 * i));
+      return sub(col_sums(sum), set1(128 * xsum));
+    } else {
+      const __m512i ones = _mm512_set1_epi16(1);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512i xb = broadcast8(x + 8 * i);
+        const __m512i signed_x = _mm512_mask_sub_epi8(xb, _mm512_movepi8_mask(g[i]), _mm512_setzero_si512(), xb);
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(g[i]), signed_x), ones));
+      }
+      return col_sums(sum);
+    }
+  }
+  static I32 zero_sums() { return _mm512_setzero_si512(); }
+  static I32 add_sums(I32 a, I32 b) { return _mm512_add_epi32(a, b); }
+  static Cols col_sums(I32 a) { return _mm512_cvtepi64_epi32(_mm512_add_epi32(a, _mm512_srli_epi64(a, 32))); }
+
+  static Scale scale_u8(const uint8_t* p) {
+    const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (Vnni) return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(s, s));
+    else return _mm512_cvtepu8_epi16(quads(s));
+  }
+  static Scale scale_s8(const int8_t* p) {
+    const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (Vnni) return _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(s, s));
+    else return _mm512_cvtepi8_epi16(quads(s));
+  }
+  // Bytes s0 s0 s0 s0 s1 ... s7: each column's factor four times.
+  static __m256i quads(__m128i s) {
+    const __m128i lo = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+    const __m128i hi = _mm_shuffle_epi8(s, _mm_setr_epi8(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+    return _mm256_set_m128i(hi, lo);
+  }
+};
+
+}  // namespace
+}  // namespace parley::cpu::qmm

@@ -1,0 +1,278 @@
+// The quantized matmul written once over an ISA policy V and instantiated per ISA (qmatmul_generic.cpp,
+// qmatmul_avx2.cpp, qmatmul_avx512*.cpp, each with its own -m flags). Everything here has internal linkage,
+// so no translation unit can end up calling another's instructions.
+//
+// Batch invariance by construction: output (m, n) lives in lane n % 8 of row m's float accumulator, which
+// takes one multiply-add per block in k order from zero. Row tiles only share the unpacked weights; the
+// integer sums are exact, so every ISA and every tile computes the same bits.
+//
+// A policy V provides, for one panel of 8 columns:
+//   Bytes  one group, 8 columns x 8 elements (byte 8c + e)     I32  partial int32 sums, per column
+//   Cols   8 int32, one per column                             F    8 floats, one per column
+//   Scale  a per-column factor for I32 sums                    Pairs two sub-blocks' per-column int16 factors
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+#include "kernels/cpu/qmatmul_kernels.hpp"
+
+namespace parley::cpu::qmm {
+namespace {
+
+inline int64_t load_i64(const void* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// One activation row.
+struct Row {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* sums;
+  const float* offsets;
+  const float* x;
+};
+
+inline Row row_of(const QuantizedRows& x, int m) {
+  Row row{nullptr, nullptr, nullptr, nullptr, x.x + int64_t(m) * x.K};
+  if (x.qs.empty()) return row;
+  row.qs = x.qs.data() + int64_t(m) * x.K;
+  row.d = x.d.data() + int64_t(m) * x.blocks_per_row();
+  row.sums = x.sums.data() + int64_t(m) * x.sums_per_row();
+  if (!x.offsets.empty()) row.offsets = x.offsets.data() + int64_t(m) * x.blocks_per_row();
+  return row;
+}
+
+// --- Unpacking one 32-element unit of a panel into its four groups (quant_pack.cpp's write_units) ---
+
+template <class V>
+inline void unpack_nibbles(const uint8_t* q, typename V::Bytes (&g)[4]) {
+  const auto c0 = V::load(q), c1 = V::load(q + 64);
+  g[0] = V::lo_nibbles(c0), g[1] = V::lo_nibbles(c1), g[2] = V::hi_nibbles(c0), g[3] = V::hi_nibbles(c1);
+}
+
+template <class V>
+inline void unpack_fifth(const uint8_t* q, typename V::Bytes (&g)[4]) {
+  unpack_nibbles<V>(q, g);
+  for (int i = 0; i < 4; ++i) g[i] = V::with_bit4(g[i], load_i64(q + 128 + 8 * i));
+}
+
+template <class V>
+inline void unpack_six(const uint8_t* q, typename V::Bytes (&g)[4]) {
+  unpack_nibbles<V>(q, g);
+  const auto high = V::load(q + 128);
+  g[0] = V::template with_hi2<0>(g[0], high), g[1] = V::template with_hi2<2>(g[1], high);
+  g[2] = V::template with_hi2<4>(g[2], high), g[3] = V::template with_hi2<6>(g[3], high);
+}
+
+// --- One block of one panel against R rows: each type's integer sums, then its float epilogue ---
+
+// q4_0, q5_0: x = d * (q - offset); the offset comes off the integer sum as offset * the activations' sum.
+template <int Bits>
+struct Legacy0 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    typename V::Bytes g[4];
+    if constexpr (Bits == 4) unpack_nibbles<V>(q, g);
+    else unpack_fifth<V>(q, g);
+    const auto dw = V::half8(aux);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const auto isum = V::sub(V::col_sums(V::template dot<4>(g, rows[r].qs + 32 * b)),
+                               V::set1((Bits == 4 ? 8 : 16) * rows[r].sums[b]));
+      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+    }
+  }
+};
+
+// q4_1, q5_1: x = d * q + m, so m meets the activations as m * (their scale * their sum).
+template <int Bits>
+struct Legacy1 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    typename V::Bytes g[4];
+    if constexpr (Bits == 4) unpack_nibbles<V>(q, g);
+    else unpack_fifth<V>(q, g);
+    const auto dw = V::half8(aux), mw = V::half8(aux + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const auto isum = V::col_sums(V::template dot<4>(g, rows[r].qs + 32 * b));
+      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+      acc[r] = V::fma(mw, V::fset1(rows[r].offsets[b]), acc[r]);
+    }
+  }
+};
+
+struct Q8 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    typename V::Bytes g[4];
+    for (int i = 0; i < 4; ++i) g[i] = V::load(q + 64 * i);
+    const auto dw = V::half8(aux);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const auto isum = V::dot_signed(g, rows[r].qs + 32 * b, rows[r].sums[b]);
+      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+    }
+  }
+};
+
+// q4_K, q5_K: x = d * sc_j * q - dmin * m_j per sub-block j of 32; the mins meet the q8_K bsums.
+template <int Bits>
+struct K45 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    const auto dw = V::half8(aux), dmin = V::half8(aux + 16);
+    typename V::I32 isum[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) isum[r] = V::zero_sums();
+    for (int u = 0; u < 8; ++u) {
+      typename V::Bytes g[4];
+      if constexpr (Bits == 4) unpack_nibbles<V>(q + 128 * u, g);
+      else unpack_fifth<V>(q + 160 * u, g);
+      const auto scale = V::scale_u8(aux + 32 + 8 * u);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        isum[r] = V::add_sums(isum[r], V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
+    }
+    typename V::Pairs mins[4];
+    for (int j = 0; j < 4; ++j) mins[j] = V::pairs_u8(aux + 96 + 16 * j);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const int32_t* bs = rows[r].sums + 16 * b;
+      auto msum = V::set1(0);
+      for (int j = 0; j < 4; ++j)
+        msum = V::add(msum, V::madd_pairs(mins[j], bs[4 * j] + bs[4 * j + 1], bs[4 * j + 2] + bs[4 * j + 3]));
+      const auto dx = V::fset1(rows[r].d[b]);
+      acc[r] = V::fma(V::to_float(V::col_sums(isum[r])), V::mul(dw, dx), acc[r]);
+      acc[r] = V::fnma(V::to_float(msum), V::mul(dmin, dx), acc[r]);
+    }
+  }
+};
+
+// q6_K: x = d * sc_j * (q - 32) per sub-block j of 16; the 32 comes off as 32 * sum_j sc_j * bsum_j.
+struct K6 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    const auto dw = V::half8(aux);
+    const auto* sc = reinterpret_cast<const int8_t*>(aux + 16);
+    typename V::I32 isum[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) isum[r] = V::zero_sums();
+    for (int u = 0; u < 8; ++u) {
+      typename V::Bytes g[4];
+      unpack_six<V>(q + 192 * u, g);
+      const auto s0 = V::scale_s8(sc + 16 * u), s1 = V::scale_s8(sc + 16 * u + 8);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const int8_t* x = rows[r].qs + 256 * b + 32 * u;
+        isum[r] = V::add_sums(isum[r], V::add_sums(V::template dot_scaled<2>(g, x, s0),
+                                                   V::template dot_scaled<2>(g + 2, x + 16, s1)));
+      }
+    }
+    typename V::Pairs scales[8];
+    for (int j = 0; j < 8; ++j) scales[j] = V::pairs_s8(sc + 16 * j);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const int32_t* bs = rows[r].sums + 16 * b;
+      auto ssum = V::set1(0);
+      for (int j = 0; j < 8; ++j) ssum = V::add(ssum, V::madd_pairs(scales[j], bs[2 * j], bs[2 * j + 1]));
+      const auto total = V::sub(V::col_sums(isum[r]), V::shl5(ssum));
+      acc[r] = V::fma(V::to_float(total), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+    }
+  }
+};
+
+// --- Tiles of R rows against one panel, and the drivers ---
+
+template <class V, int R>
+inline void store_rows(const typename V::F* acc, float* out, int N, int m0, int p) {
+  const int n0 = p * QuantMatrix::kPanel, cols = std::min(QuantMatrix::kPanel, N - n0);
+  for (int r = 0; r < R; ++r) V::store(out + int64_t(m0 + r) * N + n0, acc[r], cols);
+}
+
+template <class V, class T, int R>
+void quant_tile(const QuantizedRows& x, const QuantMatrix& w, const PanelLayout& layout, float* out, int m0, int p) {
+  const uint8_t* q = w.data.data() + p * w.panel_stride;
+  const uint8_t* aux = q + w.aux_offset;
+  Row rows[R];
+  typename V::F acc[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) rows[r] = row_of(x, m0 + r), acc[r] = V::fzero();
+  const int blocks = w.K / layout.block;
+  for (int b = 0; b < blocks; ++b)
+    T::template block<V, R>(q + int64_t(b) * layout.quant_bytes, aux + int64_t(b) * layout.aux_bytes, rows, b, acc);
+  store_rows<V, R>(acc, out, w.N, m0, p);
+}
+
+// f16, bf16: widened to floats in registers, one multiply-add chain over k per output element.
+template <class V, bool Bf16, int R>
+void half_tile(const QuantizedRows& x, const QuantMatrix& w, const PanelLayout&, float* out, int m0, int p) {
+  const uint8_t* panel = w.data.data() + p * w.panel_stride;
+  const float* xr[R];
+  typename V::F acc[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) xr[r] = x.x + int64_t(m0 + r) * w.K, acc[r] = V::fzero();
+  for (int k = 0; k < w.K; ++k) {
+    const auto wv = Bf16 ? V::bf16x8(panel + 16 * k) : V::half8(panel + 16 * k);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r] = V::fma(V::fset1(xr[r][k]), wv, acc[r]);
+  }
+  store_rows<V, R>(acc, out, w.N, m0, p);
+}
+
+template <int R, class Run>
+inline void rest_rows(int rows, int m, Run& run) {
+  if constexpr (R > 0) {
+    if (rows == R) return run(std::integral_constant<int, R>{}, m);
+    rest_rows<R - 1>(rows, m, run);
+  }
+}
+
+// Rows in tiles of MR and one smaller tile: a row's arithmetic is the same in any tile.
+template <int MR, class Run>
+inline void row_tiles(int M, Run run) {
+  int m = 0;
+  for (; m + MR <= M; m += MR) run(std::integral_constant<int, MR>{}, m);
+  rest_rows<MR - 1>(M - m, m, run);
+}
+
+template <class V, class T>
+void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+  const PanelLayout layout = panel_layout(w.type);
+  for (int p = p_begin; p < p_end; ++p)
+    row_tiles<V::MR>(M, [&](auto r, int m0) { quant_tile<V, T, decltype(r)::value>(x, w, layout, out, m0, p); });
+}
+
+template <class V, bool Bf16>
+void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+  const PanelLayout layout = panel_layout(w.type);
+  for (int p = p_begin; p < p_end; ++p)
+    row_tiles<V::MR_HALF>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value>(x, w, layout, out, m0, p); });
+}
+
+template <class V>
+void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+  using quant::GgmlType;
+  switch (w.type) {
+    case GgmlType::Q4_0: return quant_panels<V, Legacy0<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_0: return quant_panels<V, Legacy0<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q4_1: return quant_panels<V, Legacy1<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_1: return quant_panels<V, Legacy1<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q8_0: return quant_panels<V, Q8>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q4_K: return quant_panels<V, K45<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_K: return quant_panels<V, K45<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q6_K: return quant_panels<V, K6>(x, w, out, M, p_begin, p_end);
+    case GgmlType::F16: return half_panels<V, false>(x, w, out, M, p_begin, p_end);
+    case GgmlType::BF16: return half_panels<V, true>(x, w, out, M, p_begin, p_end);
+    default: break;
+  }
+  panel_layout(w.type);  // throws, naming the type
+}
+
+}  // namespace
+}  // namespace parley::cpu::qmm

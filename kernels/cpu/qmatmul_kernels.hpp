@@ -1,0 +1,30 @@
+// What quant_matmul hands each ISA's kernels: the activations, quantized once per call, row by row.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/quant_matrix.hpp"
+
+namespace parley::cpu::qmm {
+
+// Rows of x in the activation format the weight type pairs with: ggml's q8_0 blocks (32) for the 32-element
+// types, q8_K super-blocks (256) for the K-quants, floats for f16 and bf16. A row's bytes depend on that row only.
+struct QuantizedRows {
+  int M = 0, K = 0;
+  const float* x = nullptr;    // [M][K] the float rows
+  std::vector<int8_t> qs;      // [M][K] quants
+  std::vector<float> d;        // [M][K / block] block scales
+  std::vector<int32_t> sums;   // [M][K / 32] each 32-block's sum of quants; q8_K: [M][K / 16] its bsums
+  std::vector<float> offsets;  // [M][K / 32] d * sum: the activation side of q4_1's and q5_1's offset term
+  int blocks_per_row() const { return static_cast<int>(d.size()) / M; }
+  int sums_per_row() const { return static_cast<int>(sums.size()) / M; }
+};
+
+// out[m][n] for rows [0, M) and panels [p_begin, p_end) of w, one definition per ISA's translation unit.
+using PanelsFn = void (*)(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+void panels_generic(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+void panels_avx512(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+void panels_avx512vnni(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+
+}  // namespace parley::cpu::qmm

@@ -1,0 +1,57 @@
+// The per-column int32 and float operations of the quantized matmul on 8-lane ymm registers, shared by the
+// AVX2 and AVX-512 policies (included by TUs built with at least -mavx2 -mfma -mf16c; internal linkage).
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace parley::cpu::qmm {
+namespace {
+
+struct YmmColumns {
+  using Cols = __m256i;
+  using Pairs = __m256i;  // int16 lanes 2c, 2c + 1: column c's factors for two sub-blocks
+  using F = __m256;
+
+  static Pairs pairs_u8(const uint8_t* p) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8));
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b));
+  }
+  static Pairs pairs_s8(const int8_t* p) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8));
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+  }
+  // Column c: first * a + second * b (a and b fit int16: sums of at most 32 activation quants).
+  static Cols madd_pairs(Pairs p, int32_t a, int32_t b) {
+    const uint32_t both = (uint32_t(a) & 0xffffu) | (uint32_t(b) << 16);
+    return _mm256_madd_epi16(p, _mm256_set1_epi32(static_cast<int32_t>(both)));
+  }
+  static Cols set1(int32_t a) { return _mm256_set1_epi32(a); }
+  static Cols add(Cols a, Cols b) { return _mm256_add_epi32(a, b); }
+  static Cols sub(Cols a, Cols b) { return _mm256_sub_epi32(a, b); }
+  static Cols shl5(Cols a) { return _mm256_slli_epi32(a, 5); }
+
+  static F fzero() { return _mm256_setzero_ps(); }
+  static F fset1(float a) { return _mm256_set1_ps(a); }
+  static F to_float(Cols a) { return _mm256_cvtepi32_ps(a); }
+  static F half8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F bf16x8(const uint8_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fma(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static F fnma(F a, F b, F acc) { return _mm256_fnmadd_ps(a, b, acc); }
+  static void store(float* out, F a, int cols) {
+    if (cols == 8) return _mm256_storeu_ps(out, a);
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, a);
+    std::copy_n(tmp, cols, out);
+  }
+};
+
+}  // namespace
+}  // namespace parley::cpu::qmm

@@ -1,0 +1,303 @@
+// The quantized matmul (kernels/cpu/quant_matrix.hpp), every weight type on every kernel variant this CPU runs:
+// the dequantized reference within float rounding, exact integer dots, the activation-quantization error bound,
+// and a row's bits alone, in any batch, on any thread count and on any ISA.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/quant_matrix.hpp"
+#include "model/quant/blocks.hpp"
+#include "model/quant/half.hpp"
+#include "model/quant/quantize.hpp"
+
+using namespace parley;
+using namespace parley::cpu;
+using quant::GgmlType;
+
+namespace {
+
+struct TypeCase {
+  GgmlType type;
+  std::vector<int> ks;  // awkward row lengths: whole blocks, not powers of two
+};
+
+const std::vector<TypeCase>& type_cases() {
+  static const std::vector<TypeCase> cases = {
+      {GgmlType::Q8_0, {32, 224, 1184}}, {GgmlType::Q4_0, {32, 224, 1184}},       {GgmlType::Q4_1, {32, 224, 1184}},
+      {GgmlType::Q5_0, {32, 224, 1184}}, {GgmlType::Q5_1, {32, 224, 1184}},       {GgmlType::Q4_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q5_K, {256, 512, 2816, 4096}}, {GgmlType::Q6_K, {256, 512, 2816, 4096}},
+      {GgmlType::F16, {1, 37, 1184}},    {GgmlType::BF16, {1, 37, 1184}},
+  };
+  return cases;
+}
+constexpr int kNs[] = {1, 7, 33, 100};
+constexpr int kMs[] = {1, 3, 17, 64};
+constexpr int kMaxM = 64;
+
+std::string name_of(GgmlType type) { return quant::ggml_type_name(static_cast<uint32_t>(type)); }
+bool k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K; }
+bool floats_in(GgmlType type) { return type == GgmlType::F16 || type == GgmlType::BF16; }
+
+// Every variant this CPU runs; the others are named once, as skipped.
+std::vector<QuantIsa> runnable_isas() {
+  std::vector<QuantIsa> out;
+  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni}) {
+    if (quant_isa_supported(isa)) out.push_back(isa);
+    else WARN("skipping the " << quant_isa_name(isa) << " kernels: this CPU does not support them");
+  }
+  return out;
+}
+
+struct Random {
+  uint64_t s;
+  explicit Random(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  float uniform() {  // [-1, 1)
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return static_cast<float>(s >> 40) / float(1 << 24) * 2.0f - 1.0f;
+  }
+  float normalish() { return (uniform() + uniform() + uniform()) * 0.577f; }
+};
+
+// Activations like a transformer's: unit-scale noise with a rare outlier channel ten times larger.
+std::vector<float> activations(int M, int K, uint64_t seed) {
+  Random rng(seed);
+  std::vector<float> x(size_t(M) * K);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = rng.normalish() * ((i % K) % 97 == 5 ? 10.0f : 1.0f);
+  return x;
+}
+
+// N rows in the file's type (model/quant's encoder) and their dequantized values (its decoder).
+struct Weights {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+Weights weights(GgmlType type, int N, int K, uint64_t seed) {
+  Random rng(seed);
+  std::vector<float> w(size_t(N) * K);
+  for (float& v : w) v = 0.02f * rng.normalish();
+  const size_t row = quant::row_bytes(type, K);
+  Weights out{std::vector<uint8_t>(row * N), std::vector<float>(w.size())};
+  for (int n = 0; n < N; ++n) {
+    quant::quantize_row(type, w.data() + size_t(n) * K, out.bytes.data() + n * row, K);
+    quant::dequantize_row(type, out.bytes.data() + n * row, out.values.data() + size_t(n) * K, K);
+  }
+  return out;
+}
+
+// The activations as the kernels see them: model/quant's q8_0 (q8_K for K-quants) per row, values d * q exactly.
+std::vector<double> quantized_activations(GgmlType type, const std::vector<float>& x, int M, int K) {
+  std::vector<double> out(x.size());
+  if (floats_in(type)) return std::vector<double>(x.begin(), x.end());
+  for (int m = 0; m < M; ++m) {
+    const float* row = x.data() + size_t(m) * K;
+    if (k_quant(type)) {
+      std::vector<quant::BlockQ8_K> blocks(K / 256);
+      quant::quantize_row(GgmlType::Q8_K, row, blocks.data(), K);
+      for (int k = 0; k < K; ++k) out[size_t(m) * K + k] = double(blocks[k / 256].d) * blocks[k / 256].qs[k % 256];
+    } else {
+      std::vector<quant::BlockQ8_0> blocks(K / 32);
+      quant::quantize_row(GgmlType::Q8_0, row, blocks.data(), K);
+      for (int k = 0; k < K; ++k)
+        out[size_t(m) * K + k] = double(quant::half_to_float(blocks[k / 32].d)) * blocks[k / 32].qs[k % 32];
+    }
+  }
+  return out;
+}
+
+std::vector<float> run(QuantIsa isa, int threads, const std::vector<float>& x, const QuantMatrix& w, int M,
+                       size_t row_offset = 0) {
+  std::vector<float> out(size_t(M) * w.N);
+  quant_matmul(isa, threads, x.data() + row_offset * w.K, w, out.data(), M);
+  return out;
+}
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// (a) Float rounding only: the reference takes the same quantized activations in double precision, so the kernels
+// may differ from it by the epilogue's roundings: at most (blocks + 2) * 2^-24 of the sum of |terms|, the classic
+// bound of a sum of that many roundings (|w| counted with its block's largest |w|, for the offset terms; f16/bf16:
+// one rounding per k). Measured: at most 17% of it. (b) Against the unquantized x the error adds at most
+// sum |w| * |x - x_q|, the activations' own rounding; and an output row's relative error stays within 2.5% for
+// q8_0 activations and 6% for q8_K's coarser 256-blocks (measured 1.6% and 4.0%, with a 10x outlier channel).
+TEST_CASE("Each weight type's matmul matches the dequantized reference on awkward sizes, per ISA", "[qmatmul]") {
+  const std::vector<QuantIsa> isas = runnable_isas();
+  for (const TypeCase& tc : type_cases())
+    for (int K : tc.ks)
+      for (int N : kNs) {
+        INFO(name_of(tc.type) << " K=" << K << " N=" << N);
+        const Weights wt = weights(tc.type, N, K, 1000 + K + N);
+        const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
+        const std::vector<float> x = activations(kMaxM, K, 7 * K + N);
+        const std::vector<double> xq = quantized_activations(tc.type, x, kMaxM, K);
+        const int block = panel_layout(tc.type).block;
+        const double blocks = floats_in(tc.type) ? K : K / block;
+        const double row_bound = floats_in(tc.type) ? 1e-5 : k_quant(tc.type) ? 0.06 : 0.025;
+        std::vector<double> ref_q(size_t(kMaxM) * N), ref_f(ref_q.size()), tol_q(ref_q.size()), act_err(ref_q.size());
+        for (int m = 0; m < kMaxM; ++m)
+          for (int n = 0; n < N; ++n) {
+            const float* wr = wt.values.data() + size_t(n) * K;
+            double sq = 0, sf = 0, mag = 0, err = 0, block_max = 0;
+            for (int k = 0; k < K; ++k) {
+              if (k % block == 0) {
+                block_max = 0;
+                for (int j = k; j < k + block; ++j) block_max = std::max(block_max, double(std::fabs(wr[j])));
+              }
+              const double xf = x[size_t(m) * K + k], xk = xq[size_t(m) * K + k];
+              sq += wr[k] * xk, sf += wr[k] * xf;
+              mag += (std::fabs(wr[k]) + (floats_in(tc.type) ? 0 : block_max)) * std::fabs(xk);
+              err += std::fabs(wr[k]) * std::fabs(xf - xk);
+            }
+            const size_t i = size_t(m) * N + n;
+            ref_q[i] = sq, ref_f[i] = sf, tol_q[i] = (blocks + 2) * std::ldexp(mag, -24), act_err[i] = err;
+          }
+        for (QuantIsa isa : isas)
+          for (int M : kMs) {
+            INFO(quant_isa_name(isa) << " M=" << M);
+            const std::vector<float> got = run(isa, 2, x, w, M);
+            for (int m = 0; m < M; ++m) {
+              double row_err = 0, row_norm = 0;
+              for (int n = 0; n < N; ++n) {
+                const size_t i = size_t(m) * N + n;
+                INFO("m=" << m << " n=" << n << " got " << got[i] << " reference " << ref_q[i] << " f32 " << ref_f[i]);
+                REQUIRE(std::fabs(got[i] - ref_q[i]) <= tol_q[i]);
+                REQUIRE(std::fabs(got[i] - ref_f[i]) <= act_err[i] * 1.000001 + tol_q[i]);
+                row_err += (got[i] - ref_f[i]) * (got[i] - ref_f[i]), row_norm += ref_f[i] * ref_f[i];
+              }
+              if (N >= 33) REQUIRE(std::sqrt(row_err) <= row_bound * std::sqrt(row_norm));
+            }
+          }
+      }
+}
+
+// Power-of-two weight and activation scales make every product and partial sum exact in float, so any error in
+// the integer dots (a quant, a scale index, an offset) shows as a different value, not as rounding.
+TEST_CASE("Integer dots are exact: with power-of-two scales the result is the reference's exact value", "[qmatmul]") {
+  const std::vector<QuantIsa> isas = runnable_isas();
+  const int N = 33, M = 5;
+  for (const TypeCase& tc : type_cases())
+    for (int K : tc.ks) {
+      INFO(name_of(tc.type) << " K=" << K);
+      Weights wt = weights(tc.type, N, K, 77 + K);
+      const quant::TypeTraits& traits = quant::traits(tc.type);
+      // Scales to 2^-4, offsets and dmins to 2^-5 (fp16 bits at each layout's offsets); f16/bf16: small integers.
+      for (size_t b = 0; b < wt.bytes.size() / traits.block_bytes; ++b) {
+        uint8_t* block = wt.bytes.data() + b * traits.block_bytes;
+        const uint16_t d = quant::float_to_half(0.0625f), m = quant::float_to_half(0.03125f);
+        if (tc.type == GgmlType::Q6_K) std::memcpy(block + 208, &d, 2);
+        else if (!floats_in(tc.type)) std::memcpy(block, &d, 2);
+        if (tc.type == GgmlType::Q4_1 || tc.type == GgmlType::Q5_1 || tc.type == GgmlType::Q4_K ||
+            tc.type == GgmlType::Q5_K)
+          std::memcpy(block + 2, &m, 2);
+        if (floats_in(tc.type)) {
+          const uint16_t v = tc.type == GgmlType::F16 ? quant::float_to_half(float(int(b % 7) - 3))
+                                                      : quant::float_to_bf16(float(int(b % 7) - 3));
+          std::memcpy(block, &v, 2);
+        }
+      }
+      for (int n = 0; n < N; ++n)
+        quant::dequantize_row(tc.type, wt.bytes.data() + n * quant::row_bytes(tc.type, K), wt.values.data() + size_t(n) * K, K);
+      // Activations: integers times 2^-6, each block's first element +-127 so that its scale is exactly 2^-6.
+      Random rng(K);
+      std::vector<float> x(size_t(M) * K);
+      for (int m = 0; m < M; ++m)
+        for (int k = 0; k < K; ++k) {
+          const float q = k % (k_quant(tc.type) ? 256 : 32) == 0 ? (rng.uniform() < 0 ? -127.0f : 127.0f)
+                                                                  : std::round(rng.uniform() * 3.0f);
+          x[size_t(m) * K + k] = q * 0.015625f;
+        }
+      const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
+      for (QuantIsa isa : isas) {
+        const std::vector<float> got = run(isa, 2, x, w, M);
+        for (int m = 0; m < M; ++m)
+          for (int n = 0; n < N; ++n) {
+            double exact = 0;
+            for (int k = 0; k < K; ++k) exact += double(wt.values[size_t(n) * K + k]) * x[size_t(m) * K + k];
+            INFO(quant_isa_name(isa) << " m=" << m << " n=" << n);
+            REQUIRE(double(float(exact)) == exact);
+            REQUIRE(got[size_t(m) * N + n] == float(exact));
+          }
+      }
+    }
+}
+
+// (c) The engine's contract: a row's bits never depend on its company, its position, the threads or the ISA.
+TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17 and 64, on 1 to 3 threads, on every ISA",
+          "[qmatmul]") {
+  const std::vector<QuantIsa> isas = runnable_isas();
+  for (const TypeCase& tc : type_cases()) {
+    const int K = tc.ks[1], N = 100;
+    INFO(name_of(tc.type) << " K=" << K);
+    const Weights wt = weights(tc.type, N, K, 5 + K);
+    const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
+    const std::vector<float> x = activations(kMaxM, K, 3 * K);
+    const std::vector<float> generic_batch = run(QuantIsa::Generic, 2, x, w, kMaxM);
+    for (QuantIsa isa : isas) {
+      INFO(quant_isa_name(isa));
+      std::vector<std::vector<float>> alone;
+      for (int m = 0; m < kMaxM; ++m) alone.push_back(run(isa, 1, x, w, 1, m));
+      for (int threads : {1, 2, 3})
+        for (int batch : {3, 17, 64})
+          for (int start = 0; start + batch <= kMaxM; start += batch) {
+            const std::vector<float> got = run(isa, threads, x, w, batch, start);
+            for (int r = 0; r < batch; ++r) {
+              INFO("threads=" << threads << " batch=" << batch << " row " << start + r);
+              REQUIRE(std::memcmp(got.data() + size_t(r) * N, alone[start + r].data(), N * sizeof(float)) == 0);
+            }
+          }
+      for (int m = 0; m < kMaxM; ++m)
+        REQUIRE(std::memcmp(alone[m].data(), generic_batch.data() + size_t(m) * N, N * sizeof(float)) == 0);
+    }
+    const std::vector<float> xs(x.begin(), x.begin() + size_t(3) * K);
+    std::vector<float> via_backend(size_t(3) * N);
+    CpuBackend(2).matmul(xs.data(), w, via_backend.data(), 3);
+    REQUIRE(std::memcmp(via_backend.data(), generic_batch.data(), via_backend.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("The repacked matrix stays within 3% of the file's bytes, in 64-byte aligned memory", "[qmatmul]") {
+  for (const TypeCase& tc : type_cases()) {
+    const int N = 64, K = tc.ks.back();
+    const Weights wt = weights(tc.type, N, K, 9);
+    const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
+    INFO(name_of(tc.type) << " packed " << w.bytes() << " file " << wt.bytes.size());
+    REQUIRE(w.bytes() >= wt.bytes.size());
+    REQUIRE(double(w.bytes()) <= 1.03 * double(wt.bytes.size()) + 64 * w.panels());
+    REQUIRE(reinterpret_cast<uintptr_t>(w.data.data()) % 64 == 0);
+    REQUIRE(w.panel_stride % 64 == 0);
+  }
+}
+
+// (d) Refusals name the problem: the type, or the row length and the block it must be a multiple of.
+TEST_CASE("Bad input: rows that are not whole blocks and types without a kernel are refused by name", "[qmatmul]") {
+  const std::vector<uint8_t> bytes(1 << 16);
+  CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q4_K, bytes.data(), 4, 100); }) ==
+        "pack_quant_matrix: q4_K rows of K=100 elements are not whole blocks of 256");
+  CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q4_0, bytes.data(), 4, 48); }) ==
+        "pack_quant_matrix: q4_0 rows of K=48 elements are not whole blocks of 32");
+  CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_0, bytes.data(), 0, 32); }) ==
+        "pack_quant_matrix: a q8_0 matrix needs N > 0 and K > 0, got N=0 K=32");
+  const std::string supported = " (supported: q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16)";
+  CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_K, bytes.data(), 4, 256); }) ==
+        "quantized matmul: no kernel for ggml type q8_K" + supported);
+  CHECK(error_of([&] { pack_quant_matrix(GgmlType::F32, bytes.data(), 4, 32); }) ==
+        "quantized matmul: no kernel for ggml type f32" + supported);
+  CHECK(error_of([&] { pack_quant_matrix(static_cast<GgmlType>(10), bytes.data(), 4, 256); }) ==
+        "quantized matmul: no kernel for ggml type q2_K" + supported);
+  const std::vector<float> x(64, 1.0f);
+  std::vector<float> out(64);
+  CHECK(error_of([&] { quant_matmul(QuantIsa::Generic, 1, x.data(), QuantMatrix{}, out.data(), 1); }) ==
+        "quant_matmul: the matrix is empty or of an unsupported type f32");
+}
