@@ -24,18 +24,13 @@ struct Avx2 : YmmColumns {
     const __m256i m = _mm256_set1_epi8(15);
     return {_mm256_and_si256(_mm256_srli_epi16(b.lo, 4), m), _mm256_and_si256(_mm256_srli_epi16(b.hi, 4), m)};
   }
-  // 0x10 in byte i where bit i of bits is set: spread byte i / 8 to byte i, then test bit i % 8.
-  static __m256i bit4_bytes(uint32_t bits) {
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int32_t>(bits)),
-        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-  }
-  static Bytes with_bit4(Bytes b, int64_t bits) {
-    return {_mm256_or_si256(b.lo, bit4_bytes(static_cast<uint32_t>(bits))),
-            _mm256_or_si256(b.hi, bit4_bytes(static_cast<uint32_t>(uint64_t(bits) >> 32)))};
+  static __m256i load_fifth(const uint8_t* p) { return load32(p); }
+  // Group g's fifth bits: bit g of byte i for columns 0-3 (bytes 0-31), bit 4 + g for columns 4-7, moved to bit 4.
+  template <int Group>
+  static Bytes with_bit4(Bytes b, __m256i high) {
+    const __m256i m = _mm256_set1_epi8(0x10);
+    return {_mm256_or_si256(b.lo, _mm256_and_si256(_mm256_slli_epi16(high, 4 - Group), m)),
+            _mm256_or_si256(b.hi, _mm256_and_si256(_mm256_srli_epi16(high, Group), m))};
   }
   template <int Shift>
   static Bytes with_hi2(Bytes q, Bytes high) {

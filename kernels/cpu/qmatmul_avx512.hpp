@@ -19,8 +19,14 @@ struct Avx512 : YmmColumns {
   static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
   static Bytes hi_nibbles(Bytes b) { return _mm512_and_si512(_mm512_srli_epi16(b, 4), _mm512_set1_epi8(15)); }
-  static Bytes with_bit4(Bytes b, int64_t bits) {  // the bit is clear below: adding 16 sets it
-    return _mm512_mask_add_epi8(b, static_cast<__mmask64>(bits), b, _mm512_set1_epi8(16));
+  // The 32 bytes of fifth bits in both halves; group g's are bit g (columns 0-3) and bit 4 + g (columns 4-7).
+  static __m512i load_fifth(const uint8_t* p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  template <int Group>
+  static Bytes with_bit4(Bytes b, __m512i high) {  // the bit is clear below: adding 16 sets it
+    const __m512i select = _mm512_inserti64x4(_mm512_set1_epi8(1 << Group), _mm256_set1_epi8(1 << (4 + Group)), 1);
+    return _mm512_mask_add_epi8(b, _mm512_test_epi8_mask(high, select), b, _mm512_set1_epi8(16));
   }
   template <int Shift>
   static Bytes with_hi2(Bytes q, Bytes high) {

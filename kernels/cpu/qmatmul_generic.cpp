@@ -31,8 +31,18 @@ struct Generic {
     for (uint8_t& v : b.v) v >>= 4;
     return b;
   }
-  static Bytes with_bit4(Bytes b, int64_t bits) {
-    for (int i = 0; i < 64; ++i) b.v[i] |= static_cast<uint8_t>(((uint64_t(bits) >> i) & 1) << 4);
+  struct Fifth { uint8_t v[32]; };
+  static Fifth load_fifth(const uint8_t* p) {
+    Fifth f;
+    std::memcpy(f.v, p, sizeof(f.v));
+    return f;
+  }
+  template <int Group>
+  static Bytes with_bit4(Bytes b, const Fifth& high) {
+    for (int i = 0; i < 32; ++i) {
+      b.v[i] |= static_cast<uint8_t>(((high.v[i] >> Group) & 1) << 4);
+      b.v[i + 32] |= static_cast<uint8_t>(((high.v[i] >> (4 + Group)) & 1) << 4);
+    }
     return b;
   }
   template <int Shift>

@@ -58,7 +58,9 @@ inline void unpack_nibbles(const uint8_t* q, typename V::Bytes (&g)[4]) {
 template <class V>
 inline void unpack_fifth(const uint8_t* q, typename V::Bytes (&g)[4]) {
   unpack_nibbles<V>(q, g);
-  for (int i = 0; i < 4; ++i) g[i] = V::with_bit4(g[i], load_i64(q + 128 + 8 * i));
+  const auto high = V::load_fifth(q + 128);
+  g[0] = V::template with_bit4<0>(g[0], high), g[1] = V::template with_bit4<1>(g[1], high);
+  g[2] = V::template with_bit4<2>(g[2], high), g[3] = V::template with_bit4<3>(g[3], high);
 }
 
 template <class V>
@@ -209,20 +211,29 @@ void quant_tile(const QuantizedRows& x, const QuantMatrix& w, const PanelLayout&
   store_rows<V, R>(acc, out, w.N, m0, p);
 }
 
-// f16, bf16: widened to floats in registers, one multiply-add chain over k per output element.
-template <class V, bool Bf16, int R>
-void half_tile(const QuantizedRows& x, const QuantMatrix& w, const PanelLayout&, float* out, int m0, int p) {
-  const uint8_t* panel = w.data.data() + p * w.panel_stride;
+// f16, bf16: widened to floats in registers, one multiply-add chain over k per output element; PC panels at once
+// give a few rows enough independent chains to hide the FMA latency.
+template <class V, bool Bf16, int R, int PC>
+void half_tile(const QuantizedRows& x, const QuantMatrix& w, float* out, int m0, int p0) {
+  const uint8_t* panel[PC];
   const float* xr[R];
-  typename V::F acc[R];
+  typename V::F acc[PC][R];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) xr[r] = x.x + int64_t(m0 + r) * w.K, acc[r] = V::fzero();
-  for (int k = 0; k < w.K; ++k) {
-    const auto wv = Bf16 ? V::bf16x8(panel + 16 * k) : V::half8(panel + 16 * k);
+  for (int j = 0; j < PC; ++j) {
+    panel[j] = w.data.data() + (p0 + j) * w.panel_stride;
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[r] = V::fma(V::fset1(xr[r][k]), wv, acc[r]);
+    for (int r = 0; r < R; ++r) acc[j][r] = V::fzero();
   }
-  store_rows<V, R>(acc, out, w.N, m0, p);
+  for (int r = 0; r < R; ++r) xr[r] = x.x + int64_t(m0 + r) * w.K;
+  for (int k = 0; k < w.K; ++k) {
+#pragma GCC unroll 16
+    for (int j = 0; j < PC; ++j) {
+      const auto wv = Bf16 ? V::bf16x8(panel[j] + 16 * k) : V::half8(panel[j] + 16 * k);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) acc[j][r] = V::fma(V::fset1(xr[r][k]), wv, acc[j][r]);
+    }
+  }
+  for (int j = 0; j < PC; ++j) store_rows<V, R>(acc[j], out, w.N, m0, p0 + j);
 }
 
 template <int R, class Run>
@@ -250,9 +261,12 @@ void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int 
 
 template <class V, bool Bf16>
 void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
-  const PanelLayout layout = panel_layout(w.type);
-  for (int p = p_begin; p < p_end; ++p)
-    row_tiles<V::MR_HALF>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value>(x, w, layout, out, m0, p); });
+  int p = p_begin;
+  if (M < 4)
+    for (; p + 4 <= p_end; p += 4)
+      row_tiles<3>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 4>(x, w, out, m0, p); });
+  for (; p < p_end; ++p)
+    row_tiles<V::MR_HALF>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 1>(x, w, out, m0, p); });
 }
 
 template <class V>

@@ -1,7 +1,6 @@
 // pack_quant_matrix: GGUF rows of ggml blocks to the panel layout of quant_matrix.hpp.
 // Each column's block is decoded to unsigned quants (q8_0: int8 bits) and its scales, then 8 columns are
-// interleaved: 4-bit quants two groups to a byte, a fifth bit as one mask bit per byte, q6_K's two high bits
-// four groups to a byte. Sizes stay those of the file but for ~3% of K-quant scales kept as whole bytes.
+// interleaved: 4-bit quants two groups to a byte, fifth bits eight to a byte, q6_K's two high bits four to a byte. Sizes stay those of the file but for ~3% of K-quant scales kept as whole bytes.
 #include <omp.h>
 
 #include <algorithm>
@@ -161,11 +160,11 @@ void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst,
     }
     for (int t = 0; t < 2; ++t)
       for (int i = 0; i < 64; ++i) out[64 * t + i] = static_cast<uint8_t>((g[t][i] & 15) | ((g[t + 2][i] & 15) << 4));
-    if (bits == 5)
-      for (int gi = 0; gi < 4; ++gi) {
-        uint64_t mask = 0;
-        for (int i = 0; i < 64; ++i) mask |= uint64_t((g[gi][i] >> 4) & 1) << i;
-        std::memcpy(out + 128 + 8 * gi, &mask, sizeof(mask));
+    if (bits == 5)  // byte i < 32: bit g = fifth bit of group g's byte i, bit 4 + g = of its byte i + 32
+      for (int i = 0; i < 32; ++i) {
+        int high = 0;
+        for (int gi = 0; gi < 4; ++gi) high |= (((g[gi][i] >> 4) & 1) << gi) | (((g[gi][i + 32] >> 4) & 1) << (4 + gi));
+        out[128 + i] = static_cast<uint8_t>(high);
       }
     if (bits == 6)
       for (int i = 0; i < 64; ++i) {
