@@ -141,7 +141,7 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
 
   const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
                  hd = c.head_dim();
-  auto add = [&](const std::string& name, const std::vector<float>& data, std::vector<uint64_t> ne) {
+  auto add = [&](const std::string& name, const WeightMatrix& data, std::vector<uint64_t> ne) {
     uint64_t n = 1;
     for (uint64_t d : ne) n *= d;
     if (data.size() != n)
@@ -151,7 +151,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     if (ne.size() == 1) t = GgmlType::F32;  // norms, biases and factors stay F32, as llama.cpp keeps them
     // Blocks run along rows; other rows keep F16 (llama.cpp's quantizer also falls back).
     else if (ne[0] % uint64_t(quant::traits(t).block_size) != 0) t = GgmlType::F16;
-    g.add_tensor(name, std::move(ne), t, data.data());
+    if (!data.is_f32() && data.type() == t) return g.add_tensor_bytes(name, std::move(ne), t, data.blocks());  // as loaded
+    g.add_tensor(name, std::move(ne), t, data.to_f32().data());
   };
   // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.
   const bool permute = c.rope_layout != arch->rope;
@@ -159,10 +160,13 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     throw std::invalid_argument("write_model_gguf: " + c.arch + " files have " +
                                 (arch->rope == RopeLayout::NeoX ? "NeoX" : "adjacent") + " RoPE");
   const bool fused = c.arch == "phi3";  // Phi-3 files fuse Q/K/V and gate/up
-  auto cat = [](std::initializer_list<const std::vector<float>*> parts) {
+  auto cat = [](std::initializer_list<const WeightMatrix*> parts) {
     std::vector<float> out;
-    for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
-    return out;
+    for (const WeightMatrix* p : parts) {
+      const std::vector<float> values = p->to_f32();
+      out.insert(out.end(), values.begin(), values.end());
+    }
+    return WeightMatrix(std::move(out));
   };
   add("token_embd.weight", w.token_embedding, {dim, vocab});
   auto add_layer = [&](int l, const LayerWeights& L) {
@@ -170,11 +174,16 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     add(b + "attn_norm.weight", L.attn_norm, {dim});
     if (L.wq.size() != qd * dim || L.wk.size() != kv * dim)
       throw std::invalid_argument("write_model_gguf: layer " + std::to_string(l) + " wq/wk have the wrong size");
-    const auto wq = permute ? neox_to_adjacent(L.wq, c.n_heads, c.head_dim(), c.dim) : L.wq;
-    const auto wk = permute ? neox_to_adjacent(L.wk, c.n_kv_heads, c.head_dim(), c.dim) : L.wk;
+    const WeightMatrix wq = permute ? neox_to_adjacent(L.wq.to_f32(), c.n_heads, c.head_dim(), c.dim) : L.wq;
+    const WeightMatrix wk = permute ? neox_to_adjacent(L.wk.to_f32(), c.n_kv_heads, c.head_dim(), c.dim) : L.wk;
     if (fused) {
       add(b + "attn_qkv.weight", cat({&wq, &wk, &L.wv}), {dim, qd + 2 * kv});
-      if (c.qkv_bias) add(b + "attn_qkv.bias", cat({&L.bq, &L.bk, &L.bv}), {qd + 2 * kv});
+      if (c.qkv_bias) {
+        std::vector<float> bias = L.bq;
+        bias.insert(bias.end(), L.bk.begin(), L.bk.end());
+        bias.insert(bias.end(), L.bv.begin(), L.bv.end());
+        add(b + "attn_qkv.bias", std::move(bias), {qd + 2 * kv});
+      }
     } else {
       add(b + "attn_q.weight", wq, {dim, qd});
       add(b + "attn_k.weight", wk, {dim, kv});

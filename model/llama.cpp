@@ -11,14 +11,15 @@ namespace parley {
 namespace {
 
 // Packs [out][in] matrices stacked along out (one matmul computes all of them), freeing the inputs.
-cpu::PackedMatrix pack_rows(int in, std::vector<float>& a, std::vector<float>* b = nullptr, std::vector<float>* c = nullptr) {
+cpu::PackedMatrix pack_rows(int in, WeightMatrix& a, WeightMatrix* b = nullptr, WeightMatrix* c = nullptr) {
   std::vector<float> stacked;
-  for (std::vector<float>* m : {&a, b, c})
-    if (m) stacked.insert(stacked.end(), m->begin(), m->end());
-  cpu::PackedMatrix packed = cpu::pack_matrix(stacked.data(), int(stacked.size() / in), in);
-  for (std::vector<float>* m : {&a, b, c})
-    if (m) *m = {};
-  return packed;
+  for (WeightMatrix* m : {&a, b, c})
+    if (m) {
+      const std::vector<float> values = m->to_f32();
+      stacked.insert(stacked.end(), values.begin(), values.end());
+      *m = {};
+    }
+  return cpu::pack_matrix(stacked.data(), int(stacked.size() / in), in);
 }
 
 void add_into(float* x, const float* y, int64_t n) {
@@ -68,7 +69,8 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!weights.rope_freq_factors.empty() && weights.rope_freq_factors.size() != size_t(config_.rotary_dims() / 2))
     throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
   const int dim = config.dim;
-  token_embedding_.assign(weights.token_embedding.begin(), weights.token_embedding.end());
+  const std::vector<float> embedding = weights.token_embedding.to_f32();
+  token_embedding_.assign(embedding.begin(), embedding.end());
   output_ = pack_rows(dim, weights.output.empty() ? weights.token_embedding : weights.output);
   weights.token_embedding = {};
   output_norm_ = std::move(weights.output_norm);

@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "model/kv_cache.hpp"
-#include "model/llama_config.hpp"
+#include "model/llama_weights.hpp"
 
 namespace parley {
 

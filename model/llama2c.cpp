@@ -74,11 +74,14 @@ ModelFile read_llama2c_checkpoint(const std::string& path) {
     fail(path, "truncated: the header's " + std::to_string(layers) + " layers of width " + std::to_string(dim) +
                    " cannot fit in " + std::to_string(map.size()) + " bytes");
   w.layers.resize(layers);
-  r.read("token_embedding_table", vocab * dim, w.token_embedding);
+  r.read("token_embedding_table", vocab * dim, w.token_embedding.f32());
   // run.c stores each weight kind for all layers contiguously.
-  auto per_layer = [&](const char* what, uint64_t n, std::vector<float> LayerWeights::*field) {
-    for (uint64_t l = 0; l < layers; ++l)
-      r.read(std::string(what) + " of layer " + std::to_string(l), n, w.layers[l].*field);
+  auto per_layer = [&](const char* what, uint64_t n, auto LayerWeights::*field) {
+    for (uint64_t l = 0; l < layers; ++l) {
+      std::vector<float> values;
+      r.read(std::string(what) + " of layer " + std::to_string(l), n, values);
+      w.layers[l].*field = std::move(values);
+    }
   };
   per_layer("rms_att_weight", dim, &LayerWeights::attn_norm);
   per_layer("wq", dim * dim, &LayerWeights::wq);
@@ -92,7 +95,7 @@ ModelFile read_llama2c_checkpoint(const std::string& path) {
   r.read("rms_final_weight", dim, w.output_norm);
   r.skip("freq_cis_real", c.max_seq_len * head_dim / 2);
   r.skip("freq_cis_imag", c.max_seq_len * head_dim / 2);
-  if (!c.tied_output) r.read("wcls", vocab * dim, w.output);
+  if (!c.tied_output) r.read("wcls", vocab * dim, w.output.f32());
   if (r.pos != map.size())
     fail(path, "has " + std::to_string(map.size() - r.pos) + " unexpected trailing bytes (expected " +
                    std::to_string(r.pos) + " bytes for its header)");

@@ -85,10 +85,10 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
 }
 
 // Splits the rows of a fused [a + b + c][in] matrix back into its parts (the forward pass fuses them again).
-void split_rows(std::vector<float> fused, size_t in, std::initializer_list<std::pair<std::vector<float>*, size_t>> parts) {
-  size_t at = 0;
+void split_rows(const WeightMatrix& fused, int64_t in, std::initializer_list<std::pair<WeightMatrix*, int64_t>> parts) {
+  int64_t at = 0;
   for (auto [out, rows] : parts) {
-    out->assign(fused.begin() + std::ptrdiff_t(at * in), fused.begin() + std::ptrdiff_t((at + rows) * in));
+    *out = fused.row_slice(at, rows, in);
     at += rows;
   }
 }
@@ -103,26 +103,37 @@ ModelFile model_from_gguf(const GgufFile& f) {
   const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
                  hd = c.head_dim();
   std::unordered_set<std::string> loaded;
-  auto load = [&](const std::string& name, std::vector<uint64_t> ne) {
+  auto checked = [&](const std::string& name, const std::vector<uint64_t>& ne) -> const GgufTensorInfo& {
     const GgufTensorInfo& t = f.tensor(name);
     if (t.ne != ne)
       f.fail("shape mismatch for tensor '" + name + "': expected " + shape_str(ne) + ", found " + shape_str(t.ne));
     loaded.insert(name);
-    return f.dequantize(t);
+    return t;
+  };
+  auto load = [&](const std::string& name, std::vector<uint64_t> ne) { return f.dequantize(checked(name, ne)); };
+  // Matrices stay in the file's type: [ne[1]][ne[0]] rows of blocks.
+  auto load_matrix = [&](const std::string& name, std::vector<uint64_t> ne) {
+    const GgufTensorInfo& t = checked(name, ne);
+    return WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]), std::vector<uint8_t>(t.data, t.data + t.nbytes));
   };
   LlamaWeights& w = m.weights;
-  w.token_embedding = load("token_embd.weight", {dim, vocab});
+  w.token_embedding = load_matrix("token_embd.weight", {dim, vocab});
   auto load_layer = [&](int l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights L;
     L.attn_norm = load(b + "attn_norm.weight", {dim});
     if (f.find_tensor(b + "attn_qkv.weight")) {  // Phi-3 stores Q, K and V as one matrix
-      split_rows(load(b + "attn_qkv.weight", {dim, qd + 2 * kv}), dim, {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
-      if (c.qkv_bias) split_rows(load(b + "attn_qkv.bias", {qd + 2 * kv}), 1, {{&L.bq, qd}, {&L.bk, kv}, {&L.bv, kv}});
+      split_rows(load_matrix(b + "attn_qkv.weight", {dim, qd + 2 * kv}), int64_t(dim), {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
+      if (c.qkv_bias) {
+        const std::vector<float> bias = load(b + "attn_qkv.bias", {qd + 2 * kv});
+        L.bq.assign(bias.begin(), bias.begin() + std::ptrdiff_t(qd));
+        L.bk.assign(bias.begin() + std::ptrdiff_t(qd), bias.begin() + std::ptrdiff_t(qd + kv));
+        L.bv.assign(bias.begin() + std::ptrdiff_t(qd + kv), bias.end());
+      }
     } else {
-      L.wq = load(b + "attn_q.weight", {dim, qd});
-      L.wk = load(b + "attn_k.weight", {dim, kv});
-      L.wv = load(b + "attn_v.weight", {dim, kv});
+      L.wq = load_matrix(b + "attn_q.weight", {dim, qd});
+      L.wk = load_matrix(b + "attn_k.weight", {dim, kv});
+      L.wv = load_matrix(b + "attn_v.weight", {dim, kv});
       if (c.qkv_bias) {
         L.bq = load(b + "attn_q.bias", {qd});
         L.bk = load(b + "attn_k.bias", {kv});
@@ -133,15 +144,15 @@ ModelFile model_from_gguf(const GgufFile& f) {
       L.q_norm = load(b + "attn_q_norm.weight", {hd});
       L.k_norm = load(b + "attn_k_norm.weight", {hd});
     }
-    L.wo = load(b + "attn_output.weight", {qd, dim});
+    L.wo = load_matrix(b + "attn_output.weight", {qd, dim});
     L.ffn_norm = load(b + "ffn_norm.weight", {dim});
     if (f.find_tensor(b + "ffn_gate.weight")) {
-      L.w_gate = load(b + "ffn_gate.weight", {dim, hidden});
-      L.w_up = load(b + "ffn_up.weight", {dim, hidden});
+      L.w_gate = load_matrix(b + "ffn_gate.weight", {dim, hidden});
+      L.w_up = load_matrix(b + "ffn_up.weight", {dim, hidden});
     } else {  // Phi-3: one up matrix whose first half is the gate
-      split_rows(load(b + "ffn_up.weight", {dim, 2 * hidden}), dim, {{&L.w_gate, hidden}, {&L.w_up, hidden}});
+      split_rows(load_matrix(b + "ffn_up.weight", {dim, 2 * hidden}), int64_t(dim), {{&L.w_gate, hidden}, {&L.w_up, hidden}});
     }
-    L.w_down = load(b + "ffn_down.weight", {hidden, dim});
+    L.w_down = load_matrix(b + "ffn_down.weight", {hidden, dim});
     if (c.post_norms) {
       L.post_attn_norm = load(b + "post_attention_norm.weight", {dim});
       L.post_ffn_norm = load(b + "post_ffw_norm.weight", {dim});
@@ -156,7 +167,7 @@ ModelFile model_from_gguf(const GgufFile& f) {
     mtp.layer = load_layer(c.n_layers);
     mtp.enorm = load(b + "enorm.weight", {dim});
     mtp.hnorm = load(b + "hnorm.weight", {dim});
-    mtp.eh_proj = load(b + "eh_proj.weight", {2 * dim, dim});
+    mtp.eh_proj = load_matrix(b + "eh_proj.weight", {2 * dim, dim});
     mtp.shared_head_norm = load(b + "shared_head_norm.weight", {dim});
   }
   const uint64_t half_rot = uint64_t(c.rotary_dims()) / 2;
@@ -172,7 +183,7 @@ ModelFile model_from_gguf(const GgufFile& f) {
     if (!(x > 0.0f) || !std::isfinite(x)) f.fail("RoPE frequency factors must be positive and finite");
   w.output_norm = load("output_norm.weight", {dim});
   c.tied_output = f.find_tensor("output.weight") == nullptr;
-  if (!c.tied_output) w.output = load("output.weight", {dim, vocab});
+  if (!c.tied_output) w.output = load_matrix("output.weight", {dim, vocab});
   for (const auto& t : f.tensors())
     if (!loaded.contains(t.name))
       f.fail("unexpected tensor '" + t.name + "' (not part of the " + c.arch + " layout Parley runs)");

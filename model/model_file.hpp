@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "model/llama_config.hpp"
+#include "model/llama_weights.hpp"
 #include "model/vocab.hpp"
 
 namespace parley {

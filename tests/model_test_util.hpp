@@ -45,28 +45,30 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-// Every weight tensor of a model, by its GGUF name.
-inline std::vector<std::pair<std::string, const std::vector<float>*>> tensors_of(const ModelFile& m) {
+inline bool same_bits(const WeightMatrix& a, const WeightMatrix& b) { return same_bits(a.to_f32(), b.to_f32()); }
+
+// Every weight tensor of a model, by its GGUF name, decoded to F32.
+inline std::vector<std::pair<std::string, std::vector<float>>> tensors_of(const ModelFile& m) {
   const LlamaWeights& w = m.weights;
-  std::vector<std::pair<std::string, const std::vector<float>*>> out{{"token_embd.weight", &w.token_embedding}};
+  std::vector<std::pair<std::string, std::vector<float>>> out{{"token_embd.weight", w.token_embedding.to_f32()}};
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const LayerWeights& L = w.layers[l];
-    const std::pair<const char*, const std::vector<float>*> parts[] = {
-        {"attn_norm", &L.attn_norm}, {"attn_q", &L.wq},         {"attn_k", &L.wk},
-        {"attn_v", &L.wv},           {"attn_output", &L.wo},    {"ffn_norm", &L.ffn_norm},
-        {"ffn_gate", &L.w_gate},     {"ffn_down", &L.w_down},   {"ffn_up", &L.w_up}};
+    const std::pair<const char*, std::vector<float>> parts[] = {
+        {"attn_norm", L.attn_norm},     {"attn_q", L.wq.to_f32()},         {"attn_k", L.wk.to_f32()},
+        {"attn_v", L.wv.to_f32()},      {"attn_output", L.wo.to_f32()},    {"ffn_norm", L.ffn_norm},
+        {"ffn_gate", L.w_gate.to_f32()}, {"ffn_down", L.w_down.to_f32()}, {"ffn_up", L.w_up.to_f32()}};
     for (const auto& [n, v] : parts) out.emplace_back(b + n + ".weight", v);
     const std::pair<const char*, const std::vector<float>*> optional[] = {
         {"attn_q.bias", &L.bq},           {"attn_k.bias", &L.bk},     {"attn_v.bias", &L.bv},
         {"attn_q_norm.weight", &L.q_norm}, {"attn_k_norm.weight", &L.k_norm},
         {"post_attention_norm.weight", &L.post_attn_norm}, {"post_ffw_norm.weight", &L.post_ffn_norm}};
     for (const auto& [n, v] : optional)
-      if (!v->empty()) out.emplace_back(b + n, v);
+      if (!v->empty()) out.emplace_back(b + n, *v);
   }
-  if (!w.rope_freq_factors.empty()) out.emplace_back("rope factors", &w.rope_freq_factors);
-  out.emplace_back("output_norm.weight", &w.output_norm);
-  out.emplace_back("output.weight", &w.output);
+  if (!w.rope_freq_factors.empty()) out.emplace_back("rope factors", w.rope_freq_factors);
+  out.emplace_back("output_norm.weight", w.output_norm);
+  out.emplace_back("output.weight", w.output.to_f32());
   return out;
 }
 
@@ -107,7 +109,7 @@ inline void require_same_weights(const ModelFile& a, const ModelFile& b) {
   REQUIRE(ta.size() == tb.size());
   for (size_t i = 0; i < ta.size(); ++i) {
     INFO(ta[i].first);
-    REQUIRE(same_bits(*ta[i].second, *tb[i].second));
+    REQUIRE(same_bits(ta[i].second, tb[i].second));
   }
 }
 

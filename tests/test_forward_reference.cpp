@@ -117,7 +117,7 @@ TEST_CASE("an untied head is really used", "[forward]") {
   c.tied_output = false;
   ModelFile untied = make_random_model(c, 5);
   ModelFile tied = untied;
-  tied.weights.output.clear();
+  tied.weights.output = {};
   cpu::CpuBackend backend(1);
   LlamaModel a(c, untied.weights, backend), b(c, tied.weights, backend);
   ForwardBatch batch;

@@ -197,11 +197,11 @@ TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "
     auto a = tensors_of(src), b = tensors_of(back);
     double worst = 0.0;  // the largest error as a fraction of its bound
     for (size_t i = 0; i < a.size(); ++i) {
-      if (a[i].second->empty()) continue;
+      if (a[i].second.empty()) continue;
       const std::string& name = a[i].first;
       INFO(name);
       const GgufTensorInfo& t = f.tensor(name);
-      const std::vector<float>&x = *a[i].second, &y = *b[i].second;
+      const std::vector<float>&x = a[i].second, &y = b[i].second;
       REQUIRE(x.size() == y.size());
       GgmlType want = t.ne.size() == 1 ? GgmlType::F32 : dtype;
       if (want == GgmlType::Q8_0 && t.ne[0] % 32 != 0) want = GgmlType::F16;  // ffn_down rows are 172 long

@@ -52,9 +52,9 @@ class DeviceLlama final : public DeviceModel {
       throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
     ops_->activate();
     const int dim = c_.dim, qd = c_.q_dim(), kv = c_.kv_dim(), hidden = c_.hidden_dim;
-    embedding_ = upload(w.token_embedding);
+    embedding_ = upload(w.token_embedding.to_f32());
     output_norm_ = upload(w.output_norm);
-    output_ = ops_->upload_matrix(w.output_head().data(), c_.vocab_size, dim);
+    output_ = matrix(w.output_head(), c_.vocab_size, dim);
     rope_freq_factors_ = upload(w.rope_freq_factors);
     for (int l = 0; l < c_.n_layers; ++l) layers_.push_back(upload_layer(w.layers[size_t(l)], c_.is_sliding_layer(l)));
     // A request may hold blocks past its last token (a verification's drafts): room for one more query.
@@ -191,10 +191,8 @@ class DeviceLlama final : public DeviceModel {
       if (v.size() != size_t(n)) throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
       return upload(v);
     };
-    Layer L{upload(w.attn_norm), upload(w.ffn_norm), ops_->upload_matrix(w.wq.data(), qd, dim), ops_->upload_matrix(w.wk.data(), kv, dim),
-            ops_->upload_matrix(w.wv.data(), kv, dim), ops_->upload_matrix(w.wo.data(), dim, qd),
-            ops_->upload_matrix(w.w_gate.data(), hidden, dim), ops_->upload_matrix(w.w_up.data(), hidden, dim),
-            ops_->upload_matrix(w.w_down.data(), dim, hidden)};
+    Layer L{upload(w.attn_norm), upload(w.ffn_norm), matrix(w.wq, qd, dim), matrix(w.wk, kv, dim), matrix(w.wv, kv, dim),
+            matrix(w.wo, dim, qd), matrix(w.w_gate, hidden, dim), matrix(w.w_up, hidden, dim), matrix(w.w_down, dim, hidden)};
     if (c_.qkv_bias) L.bq = need(w.bq, qd, "bq"), L.bk = need(w.bk, kv, "bk"), L.bv = need(w.bv, kv, "bv");
     if (c_.qk_norm) L.q_norm = need(w.q_norm, hd, "q_norm"), L.k_norm = need(w.k_norm, hd, "k_norm");
     if (c_.post_norms) L.post_attn_norm = need(w.post_attn_norm, dim, "post_attn_norm"), L.post_ffn_norm = need(w.post_ffn_norm, dim, "post_ffn_norm");
@@ -214,6 +212,11 @@ class DeviceLlama final : public DeviceModel {
         }
   }
 
+  // Quantized weights are decoded at load, then stored in the device's weight type.
+  Matrix matrix(const WeightMatrix& w, int N, int K) {
+    if (w.size() != size_t(N) * K) throw std::invalid_argument("a weight matrix has the wrong size");
+    return w.is_f32() ? ops_->upload_matrix(w.data(), N, K) : ops_->upload_matrix(w.to_f32().data(), N, K);
+  }
   Buffer upload(const std::vector<float>& v) {
     Buffer b = ops_->alloc(v.size() * 4);
     ops_->upload(b.get(), v.data(), v.size() * 4);
