@@ -1,6 +1,11 @@
 // The quantized matmul per weight type and kernel variant: weight GB/s at M=1 (decode: memory bound) and
 // GFLOP/s at M=32 (prefill-like: compute bound), on a 2048x2048 and an 8192x2048 (N x K) matrix.
-// Usage: bench_qmatmul [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick]
+// With --ggml DIR (node-llama-cpp's prebuilt libggml-base.so and libggml-cpu-haswell.so), a second table puts
+// one thread of the best variant beside one thread of ggml's own vec_dot on the same rows (ggml's mul_mat path
+// without its repacked or tinyBLAS kernels), activations' quantization included on both sides.
+// Usage: bench_qmatmul [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--ggml DIR]
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,27 +47,63 @@ double best_seconds(F run, double budget) {
   return best;
 }
 
-struct Shape { int N, K; };
+struct Shape {
+  int N, K;
+};
+
+// ggml-cpu.h's ggml_type_traits_cpu, as the prebuilt library exports it.
+using VecDot = void (*)(int n, float* s, size_t bs, const void* x, size_t bx, const void* y, size_t by, int nrc);
+struct GgmlCpuTraits {
+  void (*from_float)(const float* x, void* y, int64_t k);
+  VecDot vec_dot;
+  uint32_t vec_dot_type;
+  int64_t nrows;
+};
+using GetTraits = const GgmlCpuTraits* (*)(uint32_t type);
+
+GetTraits load_ggml(const std::string& dir) {
+  if (!dlopen((dir + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL)) return nullptr;
+  void* cpu = dlopen((dir + "/libggml-cpu-haswell.so").c_str(), RTLD_NOW);
+  if (!cpu) return nullptr;
+  reinterpret_cast<void (*)()>(dlsym(cpu, "ggml_cpu_init"))();
+  return reinterpret_cast<GetTraits>(dlsym(cpu, "ggml_get_type_traits_cpu"));
+}
+
+// ggml's CPU mul_mat without its extra buffer types: activations to vec_dot_type, then one vec_dot per output.
+void ggml_matmul(const GgmlCpuTraits& t, const float* x, const uint8_t* w, size_t w_row, int M, int N, int K,
+                 std::vector<uint8_t>& xq, float* out) {
+  const size_t x_row = parley::quant::row_bytes(static_cast<GgmlType>(t.vec_dot_type), K);
+  xq.resize(x_row * M);
+  for (int m = 0; m < M; ++m) t.from_float(x + size_t(m) * K, xq.data() + m * x_row, K);
+  for (int n = 0; n < N; ++n)
+    for (int m = 0; m < M; ++m) t.vec_dot(K, out + size_t(m) * N + n, 0, w + n * w_row, 0, xq.data() + m * x_row, 0, 1);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 0;
-  std::string only;
+  std::string only, ggml_dir;
   double budget = 0.5;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::stoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--isa") && i + 1 < argc) only = argv[++i];
-    else if (!std::strcmp(argv[i], "--quick")) budget = 0.1;
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--isa") && i + 1 < argc)
+      only = argv[++i];
+    else if (!std::strcmp(argv[i], "--quick"))
+      budget = 0.1;
+    else if (!std::strcmp(argv[i], "--ggml") && i + 1 < argc)
+      ggml_dir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--ggml DIR]\n",
+                   argv[0]);
       return 2;
     }
   }
   const CpuBackend backend(threads);
   threads = backend.threads();
   const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16};
+                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16};
   const Shape shapes[] = {{2048, 2048}, {8192, 2048}};
   std::printf("threads %d; M=1: GB/s of the file's weight bytes; M=32: GFLOP/s (2*M*N*K)\n\n", threads);
   std::printf("| %-10s | %-5s | %-11s | %9s | %9s | %10s |\n", "isa", "type", "N x K", "M=1 GB/s", "M=1 us",
@@ -88,6 +129,40 @@ int main(int argc, char** argv) {
                     parley::quant::ggml_type_name(uint32_t(type)).c_str(), s.N, s.K, double(file.size()) / t1 / 1e9,
                     t1 * 1e6, 2.0 * 32 * s.N * s.K / t32 / 1e9);
       }
+    }
+  }
+  if (ggml_dir.empty()) return 0;
+  const GetTraits traits = load_ggml(ggml_dir);
+  if (!traits) {
+    std::fprintf(stderr, "cannot load ggml from %s: %s\n", ggml_dir.c_str(), dlerror());
+    return 1;
+  }
+  const QuantIsa best = quant_isa_for(Isa::Auto);
+  std::printf("\none thread: parley %s against ggml's vec_dot (libggml-cpu-haswell.so)\n\n",
+              quant_isa_name(best).c_str());
+  std::printf("| %-5s | %-11s | %11s | %9s | %11s | %10s |\n", "type", "N x K", "M=1 parley", "M=1 ggml", "M=32 parley",
+              "M=32 ggml");
+  std::printf("|-------|-------------|-------------|-----------|-------------|------------|\n");
+  for (const Shape& s : shapes) {
+    const std::vector<float> w = noise(size_t(s.N) * s.K, 1, 0.02f), x = noise(size_t(32) * s.K, 2, 1.0f);
+    std::vector<float> out(size_t(32) * s.N);
+    std::vector<uint8_t> xq;
+    for (GgmlType type : types) {
+      const size_t row = parley::quant::row_bytes(type, s.K);
+      std::vector<uint8_t> file(row * s.N);
+      parley::quant::quantize_chunk(type, w.data(), file.data(), 0, s.N, s.K);
+      const QuantMatrix packed = pack_quant_matrix(type, file.data(), s.N, s.K);
+      const GgmlCpuTraits& t = *traits(uint32_t(type));
+      auto ours = [&](int M) {
+        return best_seconds([&] { quant_matmul(best, 1, x.data(), packed, out.data(), M); }, budget);
+      };
+      auto theirs = [&](int M) {
+        return best_seconds([&] { ggml_matmul(t, x.data(), file.data(), row, M, s.N, s.K, xq, out.data()); }, budget);
+      };
+      const double flops = 2.0 * 32 * s.N * s.K, bytes = double(file.size());
+      std::printf("| %-5s | %5d x %4d | %6.1f GB/s | %4.1f GB/s | %6.1f GF/s | %5.1f GF/s |\n",
+                  parley::quant::ggml_type_name(uint32_t(type)).c_str(), s.N, s.K, bytes / ours(1) / 1e9,
+                  bytes / theirs(1) / 1e9, flops / ours(32) / 1e9, flops / theirs(32) / 1e9);
     }
   }
   return 0;

@@ -2,7 +2,6 @@
 // the dequantized reference within float rounding, exact integer dots, the activation-quantization error bound,
 // and a row's bits alone, in any batch, on any thread count and on any ISA.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -27,10 +26,11 @@ struct TypeCase {
 
 const std::vector<TypeCase>& type_cases() {
   static const std::vector<TypeCase> cases = {
-      {GgmlType::Q8_0, {32, 224, 1184}}, {GgmlType::Q4_0, {32, 224, 1184}},       {GgmlType::Q4_1, {32, 224, 1184}},
-      {GgmlType::Q5_0, {32, 224, 1184}}, {GgmlType::Q5_1, {32, 224, 1184}},       {GgmlType::Q4_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q8_0, {32, 224, 1184}},        {GgmlType::Q4_0, {32, 224, 1184}},
+      {GgmlType::Q4_1, {32, 224, 1184}},        {GgmlType::Q5_0, {32, 224, 1184}},
+      {GgmlType::Q5_1, {32, 224, 1184}},        {GgmlType::Q4_K, {256, 512, 2816, 4096}},
       {GgmlType::Q5_K, {256, 512, 2816, 4096}}, {GgmlType::Q6_K, {256, 512, 2816, 4096}},
-      {GgmlType::F16, {1, 37, 1184}},    {GgmlType::BF16, {1, 37, 1184}},
+      {GgmlType::F16, {1, 37, 1184}},           {GgmlType::BF16, {1, 37, 1184}},
   };
   return cases;
 }
@@ -46,8 +46,10 @@ bool floats_in(GgmlType type) { return type == GgmlType::F16 || type == GgmlType
 std::vector<QuantIsa> runnable_isas() {
   std::vector<QuantIsa> out;
   for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni}) {
-    if (quant_isa_supported(isa)) out.push_back(isa);
-    else WARN("skipping the " << quant_isa_name(isa) << " kernels: this CPU does not support them");
+    if (quant_isa_supported(isa))
+      out.push_back(isa);
+    else
+      WARN("skipping the " << quant_isa_name(isa) << " kernels: this CPU does not support them");
   }
   return out;
 }
@@ -196,8 +198,10 @@ TEST_CASE("Integer dots are exact: with power-of-two scales the result is the re
       for (size_t b = 0; b < wt.bytes.size() / traits.block_bytes; ++b) {
         uint8_t* block = wt.bytes.data() + b * traits.block_bytes;
         const uint16_t d = quant::float_to_half(0.0625f), m = quant::float_to_half(0.03125f);
-        if (tc.type == GgmlType::Q6_K) std::memcpy(block + 208, &d, 2);
-        else if (!floats_in(tc.type)) std::memcpy(block, &d, 2);
+        if (tc.type == GgmlType::Q6_K)
+          std::memcpy(block + 208, &d, 2);
+        else if (!floats_in(tc.type))
+          std::memcpy(block, &d, 2);
         if (tc.type == GgmlType::Q4_1 || tc.type == GgmlType::Q5_1 || tc.type == GgmlType::Q4_K ||
             tc.type == GgmlType::Q5_K)
           std::memcpy(block + 2, &m, 2);
@@ -208,14 +212,15 @@ TEST_CASE("Integer dots are exact: with power-of-two scales the result is the re
         }
       }
       for (int n = 0; n < N; ++n)
-        quant::dequantize_row(tc.type, wt.bytes.data() + n * quant::row_bytes(tc.type, K), wt.values.data() + size_t(n) * K, K);
+        quant::dequantize_row(tc.type, wt.bytes.data() + n * quant::row_bytes(tc.type, K),
+                              wt.values.data() + size_t(n) * K, K);
       // Activations: integers times 2^-6, each block's first element +-127 so that its scale is exactly 2^-6.
       Random rng(K);
       std::vector<float> x(size_t(M) * K);
       for (int m = 0; m < M; ++m)
         for (int k = 0; k < K; ++k) {
           const float q = k % (k_quant(tc.type) ? 256 : 32) == 0 ? (rng.uniform() < 0 ? -127.0f : 127.0f)
-                                                                  : std::round(rng.uniform() * 3.0f);
+                                                                 : std::round(rng.uniform() * 3.0f);
           x[size_t(m) * K + k] = q * 0.015625f;
         }
       const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);

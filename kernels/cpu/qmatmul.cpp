@@ -24,13 +24,17 @@ enum class Activations { Floats, Q8_0, Q8_0WithOffsets, Q8_K };
 Activations activations_for(GgmlType type) {
   switch (type) {
     case GgmlType::F16:
-    case GgmlType::BF16: return Activations::Floats;
+    case GgmlType::BF16:
+      return Activations::Floats;
     case GgmlType::Q4_1:
-    case GgmlType::Q5_1: return Activations::Q8_0WithOffsets;
+    case GgmlType::Q5_1:
+      return Activations::Q8_0WithOffsets;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return Activations::Q8_K;
-    default: return Activations::Q8_0;
+    case GgmlType::Q6_K:
+      return Activations::Q8_K;
+    default:
+      return Activations::Q8_0;
   }
 }
 
@@ -90,10 +94,14 @@ void quantize_activations(const float* x, int M, int K, Activations format, int 
 
 qmm::PanelsFn panels_for(QuantIsa isa) {
   switch (isa) {
-    case QuantIsa::Avx2: return qmm::panels_avx2;
-    case QuantIsa::Avx512: return qmm::panels_avx512;
-    case QuantIsa::Avx512Vnni: return qmm::panels_avx512vnni;
-    default: return qmm::panels_generic;
+    case QuantIsa::Avx2:
+      return qmm::panels_avx2;
+    case QuantIsa::Avx512:
+      return qmm::panels_avx512;
+    case QuantIsa::Avx512Vnni:
+      return qmm::panels_avx512vnni;
+    default:
+      return qmm::panels_generic;
   }
 }
 
@@ -104,10 +112,14 @@ constexpr int64_t kParallelWork = 1 << 16;
 
 std::string quant_isa_name(QuantIsa isa) {
   switch (isa) {
-    case QuantIsa::Generic: return "generic";
-    case QuantIsa::Avx2: return "avx2";
-    case QuantIsa::Avx512: return "avx512bw";
-    case QuantIsa::Avx512Vnni: return "avx512vnni";
+    case QuantIsa::Generic:
+      return "generic";
+    case QuantIsa::Avx2:
+      return "avx2";
+    case QuantIsa::Avx512:
+      return "avx512bw";
+    case QuantIsa::Avx512Vnni:
+      return "avx512vnni";
   }
   return "?";
 }
@@ -117,10 +129,14 @@ bool quant_isa_supported(QuantIsa isa) {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   switch (isa) {
-    case QuantIsa::Generic: return true;
-    case QuantIsa::Avx2: return avx2;
-    case QuantIsa::Avx512: return avx512;
-    case QuantIsa::Avx512Vnni: return avx512 && __builtin_cpu_supports("avx512vnni");
+    case QuantIsa::Generic:
+      return true;
+    case QuantIsa::Avx2:
+      return avx2;
+    case QuantIsa::Avx512:
+      return avx512;
+    case QuantIsa::Avx512Vnni:
+      return avx512 && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }

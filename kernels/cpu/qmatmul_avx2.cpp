@@ -8,9 +8,15 @@ namespace parley::cpu::qmm {
 namespace {
 
 struct Avx2 : YmmColumns {
-  struct Bytes { __m256i lo, hi; };  // columns 0-3, 4-7
-  struct I32 { __m256i lo, hi; };    // two int32 lanes per column
-  struct Scale { __m256i lo, hi; };  // four int16 lanes per column, as maddubs leaves them
+  struct Bytes {
+    __m256i lo, hi;
+  };  // columns 0-3, 4-7
+  struct I32 {
+    __m256i lo, hi;
+  };  // two int32 lanes per column
+  struct Scale {
+    __m256i lo, hi;
+  };  // four int16 lanes per column, as maddubs leaves them
   static constexpr int MR = 4;
   static constexpr int MR_HALF = 8;
 

@@ -56,8 +56,10 @@ struct Avx512 : YmmColumns {
   }
   template <int n>
   static I32 dot_scaled(const Bytes* g, const int8_t* x, Scale scale) {
-    if constexpr (Vnni) return _mm512_mullo_epi32(dot<n>(g, x), scale);
-    else return _mm512_madd_epi16(products<n>(g, x), scale);
+    if constexpr (Vnni)
+      return _mm512_mullo_epi32(dot<n>(g, x), scale);
+    else
+      return _mm512_madd_epi16(products<n>(g, x), scale);
   }
   // Signed weights. VNNI: (w + 128) as u8 times x, less 128 * sum(x); BW: |w| times x with w's sign.
   static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t xsum) {
@@ -84,13 +86,17 @@ struct Avx512 : YmmColumns {
 
   static Scale scale_u8(const uint8_t* p) {
     const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    if constexpr (Vnni) return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(s, s));
-    else return _mm512_cvtepu8_epi16(quads(s));
+    if constexpr (Vnni)
+      return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(s, s));
+    else
+      return _mm512_cvtepu8_epi16(quads(s));
   }
   static Scale scale_s8(const int8_t* p) {
     const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    if constexpr (Vnni) return _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(s, s));
-    else return _mm512_cvtepi8_epi16(quads(s));
+    if constexpr (Vnni)
+      return _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(s, s));
+    else
+      return _mm512_cvtepi8_epi16(quads(s));
   }
   // Bytes s0 s0 s0 s0 s1 ... s7: each column's factor four times.
   static __m256i quads(__m128i s) {

@@ -9,12 +9,20 @@ namespace parley::cpu::qmm {
 namespace {
 
 struct Generic {
-  struct Bytes { uint8_t v[64]; };
-  struct Cols { int32_t v[8]; };
-  using I32 = Cols;    // already one sum per column
+  struct Bytes {
+    uint8_t v[64];
+  };
+  struct Cols {
+    int32_t v[8];
+  };
+  using I32 = Cols;  // already one sum per column
   using Scale = Cols;
-  struct Pairs { int32_t first[8], second[8]; };
-  struct F { float v[8]; };
+  struct Pairs {
+    int32_t first[8], second[8];
+  };
+  struct F {
+    float v[8];
+  };
   static constexpr int MR = 4;
   static constexpr int MR_HALF = 4;
 
@@ -31,7 +39,9 @@ struct Generic {
     for (uint8_t& v : b.v) v >>= 4;
     return b;
   }
-  struct Fifth { uint8_t v[32]; };
+  struct Fifth {
+    uint8_t v[32];
+  };
   static Fifth load_fifth(const uint8_t* p) {
     Fifth f;
     std::memcpy(f.v, p, sizeof(f.v));

@@ -79,8 +79,10 @@ struct Legacy0 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
-    if constexpr (Bits == 4) unpack_nibbles<V>(q, g);
-    else unpack_fifth<V>(q, g);
+    if constexpr (Bits == 4)
+      unpack_nibbles<V>(q, g);
+    else
+      unpack_fifth<V>(q, g);
     const auto dw = V::half8(aux);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -97,8 +99,10 @@ struct Legacy1 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
-    if constexpr (Bits == 4) unpack_nibbles<V>(q, g);
-    else unpack_fifth<V>(q, g);
+    if constexpr (Bits == 4)
+      unpack_nibbles<V>(q, g);
+    else
+      unpack_fifth<V>(q, g);
     const auto dw = V::half8(aux), mw = V::half8(aux + 16);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -134,8 +138,10 @@ struct K45 {
     for (int r = 0; r < R; ++r) isum[r] = V::zero_sums();
     for (int u = 0; u < 8; ++u) {
       typename V::Bytes g[4];
-      if constexpr (Bits == 4) unpack_nibbles<V>(q + 128 * u, g);
-      else unpack_fifth<V>(q + 160 * u, g);
+      if constexpr (Bits == 4)
+        unpack_nibbles<V>(q + 128 * u, g);
+      else
+        unpack_fifth<V>(q + 160 * u, g);
       const auto scale = V::scale_u8(aux + 32 + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
@@ -172,8 +178,8 @@ struct K6 {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const int8_t* x = rows[r].qs + 256 * b + 32 * u;
-        isum[r] = V::add_sums(isum[r], V::add_sums(V::template dot_scaled<2>(g, x, s0),
-                                                   V::template dot_scaled<2>(g + 2, x + 16, s1)));
+        isum[r] = V::add_sums(
+            isum[r], V::add_sums(V::template dot_scaled<2>(g, x, s0), V::template dot_scaled<2>(g + 2, x + 16, s1)));
       }
     }
     typename V::Pairs scales[8];
@@ -273,17 +279,28 @@ template <class V>
 void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
   using quant::GgmlType;
   switch (w.type) {
-    case GgmlType::Q4_0: return quant_panels<V, Legacy0<4>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q5_0: return quant_panels<V, Legacy0<5>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q4_1: return quant_panels<V, Legacy1<4>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q5_1: return quant_panels<V, Legacy1<5>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q8_0: return quant_panels<V, Q8>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q4_K: return quant_panels<V, K45<4>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q5_K: return quant_panels<V, K45<5>>(x, w, out, M, p_begin, p_end);
-    case GgmlType::Q6_K: return quant_panels<V, K6>(x, w, out, M, p_begin, p_end);
-    case GgmlType::F16: return half_panels<V, false>(x, w, out, M, p_begin, p_end);
-    case GgmlType::BF16: return half_panels<V, true>(x, w, out, M, p_begin, p_end);
-    default: break;
+    case GgmlType::Q4_0:
+      return quant_panels<V, Legacy0<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_0:
+      return quant_panels<V, Legacy0<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q4_1:
+      return quant_panels<V, Legacy1<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_1:
+      return quant_panels<V, Legacy1<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q8_0:
+      return quant_panels<V, Q8>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q4_K:
+      return quant_panels<V, K45<4>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q5_K:
+      return quant_panels<V, K45<5>>(x, w, out, M, p_begin, p_end);
+    case GgmlType::Q6_K:
+      return quant_panels<V, K6>(x, w, out, M, p_begin, p_end);
+    case GgmlType::F16:
+      return half_panels<V, false>(x, w, out, M, p_begin, p_end);
+    case GgmlType::BF16:
+      return half_panels<V, true>(x, w, out, M, p_begin, p_end);
+    default:
+      break;
   }
   panel_layout(w.type);  // throws, naming the type
 }

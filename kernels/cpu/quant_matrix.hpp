@@ -1,7 +1,8 @@
 // Weight matrices kept in their file's ggml type, repacked once at load for the CPU's integer dot products.
 //
 // The layout puts one output column in each float lane: a panel holds kPanel = 8 columns, and every 32
-// elements of k become four groups of 64 bytes, byte 8c + e holding column c's element 8g + e. Each column's
+// elements of k become four groups of 64 bytes, byte 8c + e holding column c's element 8g + e (f16 and bf16:
+// [k][8 columns] of 16-bit values). Each column's
 // integer sums come out in its own lane, so the float epilogue is one multiply-add chain per output element
 // over the blocks in k order, whatever the ISA, the batch or the thread split (no horizontal sums).
 #pragma once
