@@ -1,6 +1,7 @@
 #include "model/llama.hpp"
 
 #include "kernels/cpu/reference.hpp"
+#include "model/quant/quantize.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,18 +10,6 @@
 
 namespace parley {
 namespace {
-
-// Packs [out][in] matrices stacked along out (one matmul computes all of them), freeing the inputs.
-cpu::PackedMatrix pack_rows(int in, WeightMatrix& a, WeightMatrix* b = nullptr, WeightMatrix* c = nullptr) {
-  std::vector<float> stacked;
-  for (WeightMatrix* m : {&a, b, c})
-    if (m) {
-      const std::vector<float> values = m->to_f32();
-      stacked.insert(stacked.end(), values.begin(), values.end());
-      *m = {};
-    }
-  return cpu::pack_matrix(stacked.data(), int(stacked.size() / in), in);
-}
 
 void add_into(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
@@ -36,11 +25,11 @@ LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   Layer l;
   l.sliding = sliding;
   l.attn_norm = std::move(w.attn_norm);
-  l.wqkv = pack_rows(c.dim, w.wq, &w.wk, &w.wv);
-  l.wo = pack_rows(c.q_dim(), w.wo);
+  l.wqkv = Linear::stack(c.dim, {&w.wq, &w.wk, &w.wv});
+  l.wo = Linear::stack(c.q_dim(), {&w.wo});
   l.ffn_norm = std::move(w.ffn_norm);
-  l.w_gate_up = pack_rows(c.dim, w.w_gate, &w.w_up);
-  l.w_down = pack_rows(c.hidden_dim, w.w_down);
+  l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
+  l.w_down = Linear::stack(c.hidden_dim, {&w.w_down});
   if (c.qkv_bias) {
     need(w.bq, size_t(c.q_dim()), "bq");
     need(w.bk, size_t(c.kv_dim()), "bk");
@@ -69,10 +58,9 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!weights.rope_freq_factors.empty() && weights.rope_freq_factors.size() != size_t(config_.rotary_dims() / 2))
     throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
   const int dim = config.dim;
-  const std::vector<float> embedding = weights.token_embedding.to_f32();
-  token_embedding_.assign(embedding.begin(), embedding.end());
-  output_ = pack_rows(dim, weights.output.empty() ? weights.token_embedding : weights.output);
-  weights.token_embedding = {};
+  if (weights.output.empty()) weights.output = weights.token_embedding;  // tied: the head packs its own copy
+  output_ = Linear::stack(dim, {&weights.output});
+  token_embedding_ = std::move(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
   rope_freq_factors_ = std::move(weights.rope_freq_factors);
   for (int l = 0; l < config.n_layers; ++l)
@@ -83,7 +71,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     mtp_->enorm = std::move(w.enorm);
     mtp_->hnorm = std::move(w.hnorm);
     mtp_->shared_head_norm = std::move(w.shared_head_norm);
-    mtp_->eh_proj = pack_rows(2 * dim, w.eh_proj);
+    mtp_->eh_proj = Linear::stack(2 * dim, {&w.eh_proj});
     mtp_->layer = pack_layer(w.layer, false);
   }
 }
@@ -139,7 +127,7 @@ void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const Fo
   const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
   const int qkv_w = qd + 2 * kv_dim;
   be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  be.matmul(xb_.data(), L.wqkv, qkv_.data(), M);
+  L.wqkv.matmul(be, xb_.data(), qkv_.data(), M, part_);
   if (!L.bqkv.empty())
     for (int i = 0; i < M; ++i) add_into(qkv_.data() + size_t(i) * qkv_w, L.bqkv.data(), qkv_w);
   for (int i = 0; i < M; ++i) {
@@ -152,19 +140,19 @@ void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const Fo
   be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
   const cpu::AttentionSpec attention{c.query_scale, c.attn_softcap, L.sliding ? c.sliding_window : 0};
   be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
-  be.matmul(attn_.data(), L.wo, xb_.data(), M);
+  L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
   if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  be.matmul(xb_.data(), L.w_gate_up, hb_.data(), M);
+  L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
   for (int i = 0; i < M; ++i) {
     const float* row = hb_.data() + size_t(i) * 2 * hidden;
     float* out = hidden_.data() + size_t(i) * hidden;
     if (c.activation == FfnActivation::GeluTanh) be.geglu(row, row + hidden, out, hidden);
     else be.swiglu(row, row + hidden, out, hidden);
   }
-  be.matmul(hidden_.data(), L.w_down, xb_.data(), M);
+  L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 }
@@ -179,14 +167,21 @@ void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm,
   xb_.resize(std::max<size_t>(xb_.size(), size_t(S) * dim));
   backend_->rmsnorm(selected_.data(), norm.data(), xb_.data(), S, dim, c.norm_eps);
   logits.resize(size_t(S) * c.vocab_size);
-  backend_->matmul(xb_.data(), output_, logits.data(), S);
+  output_.matmul(*backend_, xb_.data(), logits.data(), S, part_);
   if (c.final_softcap > 0.0f)
     for (float& z : logits) z = cpu::reference::softcap(z, c.final_softcap);
 }
 
 void LlamaModel::embed(const ForwardBatch& batch) {
   const int M = batch.num_tokens(), dim = config_.dim;
-  backend_->embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  if (token_embedding_.is_f32()) {
+    backend_->embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
+  } else {
+    const size_t row = quant::row_bytes(token_embedding_.type(), dim);
+    for (int i = 0; i < M; ++i)
+      quant::dequantize_row(token_embedding_.type(), token_embedding_.blocks().data() + size_t(batch.token_ids[size_t(i)]) * row,
+                            x_.data() + size_t(i) * dim, dim);
+  }
   if (config_.scale_embeddings) {
     const float scale = std::sqrt(float(dim));
     for (int64_t i = 0; i < int64_t(M) * dim; ++i) x_[size_t(i)] *= scale;
@@ -217,7 +212,7 @@ void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> p
   for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim);
   be.rmsnorm(prev_hidden.data(), mtp_->hnorm.data(), xb_.data(), M, dim, config_.norm_eps);
   for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim + dim);
-  be.matmul(concat_.data(), mtp_->eh_proj, x_.data(), M);
+  mtp_->eh_proj.matmul(be, concat_.data(), x_.data(), M, part_);
   run_layer(mtp_->layer, kv.layer(0), batch, meta);
   hidden_out.assign(x_.begin(), x_.begin() + size_t(M) * dim);
   head(batch, mtp_->shared_head_norm, logits);

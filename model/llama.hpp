@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "model/kv_cache.hpp"
+#include "model/linear.hpp"
 #include "model/llama_weights.hpp"
 
 namespace parley {
@@ -26,8 +27,8 @@ struct ForwardBatch {
 
 class LlamaModel {
  public:
-  // Takes the weights; fuses Q/K/V and gate/up into one matrix each (same bits, fewer passes)
-  // and packs every matrix for the matmul.
+  // Takes the weights; fuses Q/K/V and gate/up into one matrix each where their types agree (same bits, fewer
+  // passes) and packs every matrix for the matmul, quantized ones in their file's type.
   LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cpu::CpuBackend& backend);
 
   const LlamaConfig& config() const { return config_; }
@@ -51,7 +52,7 @@ class LlamaModel {
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
-    cpu::PackedMatrix wqkv, wo, w_gate_up, w_down;
+    Linear wqkv, wo, w_gate_up, w_down;
     std::vector<float> bqkv;                           // [q_dim + 2 kv_dim] when the config has biases
     std::vector<float> q_norm, k_norm;                 // [head_dim] when the config has QK-norm
     std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] when the config has post-norms
@@ -59,7 +60,7 @@ class LlamaModel {
   };
   struct Mtp {
     std::vector<float> enorm, hnorm, shared_head_norm;
-    cpu::PackedMatrix eh_proj;
+    Linear eh_proj;
     Layer layer;
   };
   Layer pack_layer(LayerWeights& w, bool sliding) const;
@@ -75,14 +76,14 @@ class LlamaModel {
   void head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits);
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
-  cpu::WeightBuffer token_embedding_;  // rows looked up by token id
-  cpu::PackedMatrix output_;           // the head, packed (a copy of the embedding when tied)
+  WeightMatrix token_embedding_;  // rows looked up by token id, decoded one at a time
+  Linear output_;                 // the head, packed (a copy of the embedding when tied)
   std::vector<float> output_norm_;
   std::vector<float> rope_freq_factors_;  // [rotary_dims / 2], or empty
   std::vector<Layer> layers_;
   std::optional<Mtp> mtp_;
   // Scratch reused across steps; grows to the largest batch seen.
-  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_;
+  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_, part_;
   int last_num_tokens_ = 0;
 };
 
