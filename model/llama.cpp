@@ -76,6 +76,14 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   }
 }
 
+size_t LlamaModel::weight_bytes() const {
+  size_t total = token_embedding_.bytes() + output_.bytes();
+  for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
+  if (mtp_) total += mtp_->eh_proj.bytes() + mtp_->layer.wqkv.bytes() + mtp_->layer.wo.bytes() + mtp_->layer.w_gate_up.bytes() +
+                     mtp_->layer.w_down.bytes();
+  return total;
+}
+
 cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   const auto& c = config_;
   const int M = batch.num_tokens();

@@ -33,6 +33,8 @@ class LlamaModel {
 
   const LlamaConfig& config() const { return config_; }
   const cpu::CpuBackend& backend() const { return *backend_; }
+  // The matrices' resident bytes (packed, in their types), embedding included.
+  size_t weight_bytes() const;
 
   // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
   // num_layers < n_layers runs only the first layers, then the final norm and head (layer-skip drafting).

@@ -10,6 +10,7 @@
 #include "model/architecture.hpp"
 #include "model/convert.hpp"
 #include "model_test_util.hpp"
+#include "differential_suite.hpp"
 #include "tiny_arch.hpp"
 
 namespace parley {
@@ -18,14 +19,6 @@ namespace {
 using test::kArchs;
 using test::tiny_model;
 using test::TinyArch;
-
-// Prompts sharing a 40-token prefix (longer than every window and than two blocks), some repeating themselves
-// so the n-gram proposer drafts.
-std::vector<Request> arch_requests(const Tokenizer& tok) {
-  const std::string shared = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog ";
-  return test::mixed_requests(tok, {shared + "and her friend Tom.", shared + "every day. Every day, every day, every day.",
-                                    shared + "Max. Max was big. Max was big.", "The sun was hot."});
-}
 
 std::vector<float> logits_of(LlamaModel& model, const std::vector<int>& tokens) {
   const int bs = 16, nb = int(tokens.size() + bs - 1) / bs;
@@ -51,40 +44,7 @@ TEST_CASE("architectures: batching, chunking, prefix hits, preemption, speculati
   for (const char* arch : kArchs) {
     CAPTURE(arch);
     TinyArch m(arch);
-    const Tokenizer tok(*m.file.vocab);
-    const auto reqs = arch_requests(tok);
-    const test::CoreRun off = test::run_core(m.model, reqs, m.config(256, false), false);
-    REQUIRE(off.tokens.size() == 11);  // 8 requests and the n = 3 split
-    for (const Request& r : reqs) {    // each request alone equals the batch
-      const test::CoreRun alone = test::run_core(m.model, {r}, m.config(256, false), false);
-      for (const auto& [id, tokens] : alone.tokens) REQUIRE(tokens == off.tokens.at(id));
-    }
-    SchedulerConfig chunked = m.config(256, false);
-    chunked.max_num_batched_tokens = 24;
-    chunked.long_prefill_token_threshold = 7;
-    test::require_same_outputs(test::run_core(m.model, reqs, chunked, false), off);
-
-    const test::CoreRun preempted = test::run_core(m.model, reqs, m.config(14, true), false);
-    test::require_same_outputs(preempted, off);
-    REQUIRE(preempted.stats.num_preemptions > 0);
-
-    // A second round on the same core reads the first round's cached blocks.
-    EngineCore core(m.model, m.config(256, true), false);
-    test::run_to_end(core, reqs, false);
-    std::vector<Request> again = reqs;
-    for (Request& r : again) {
-      r.request_id += "'";
-      for (std::string& child : r.child_req_ids) child += "'";
-    }
-    const test::CoreRun hits = test::run_to_end(core, again, false);
-    REQUIRE(hits.stats.prefix_cache_hits > 0);
-    for (const auto& [id, tokens] : off.tokens) REQUIRE(hits.tokens.at(id + "'") == tokens);
-
-    test::require_same_outputs(test::run_core(m.model, reqs, m.config(256, true), true), off);
-    const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
-    const test::CoreRun spec = test::run_core(m.model, reqs, m.config(256, true), false, ngram);
-    test::require_same_outputs(spec, off);
-    REQUIRE(spec.stats.spec_num_accepted_tokens > 0);
+    test::require_differential_suite(m.model, m.file);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "differential_suite.hpp"
 #include "engine/scheduler.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "model/llama.hpp"
@@ -24,15 +25,7 @@ struct TinyArch {
   LlamaModel model;
   explicit TinyArch(const std::string& arch) : file(tiny_model(arch)), model(file.config, file.weights, backend) {}
 
-  SchedulerConfig config(int num_kv_blocks, bool caching) const {
-    SchedulerConfig c;
-    c.max_model_len = file.config.max_seq_len;
-    c.num_kv_blocks = num_kv_blocks;
-    c.eos_token_ids = {file.vocab->eos_id};
-    c.vocab_size = file.config.vocab_size;
-    c.enable_prefix_caching = caching;
-    return c;
-  }
+  SchedulerConfig config(int num_kv_blocks, bool caching) const { return suite_config(file, num_kv_blocks, caching); }
 };
 
 }  // namespace parley::test
