@@ -81,6 +81,8 @@ constexpr NamedShape kReal[] = {
     {"gemma3-1b", {"gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.0f}, [](LlamaConfig& c) { gemma3(c, 512); }},
     {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
     {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
+    // Not a real model: every row a multiple of 256, so each K-quant applies (the quantization tests' shape).
+    {"tiny-256", {"llama", 256, 768, 4, 4, 2, 0, 1024, 512, 10000.0f}, untied},
 };
 
 template <size_t N>

@@ -1,11 +1,14 @@
 // Models in ggml's weight types through the engine: the quantized matmuls are batch-invariant, so every
 // differential suite gives the ids of a plain run; the logits stay close to those of the same weights decoded
-// and run in F32; the weights stay resident in their types; stories260K runs at Q8_0 end to end.
+// and run in F32; the weights stay resident in their types; stories260K runs at Q8_0 end to end; the CUDA path
+// (host emulation) decodes them at load.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "differential_suite.hpp"
+#include "host_device_ops.hpp"
+#include "kernels/cuda/device_llama.hpp"
 #include "model/convert.hpp"
 #include "model/model_shapes.hpp"
 #include "model/quant/quantize.hpp"
@@ -149,6 +152,31 @@ TEST_CASE("stories260K at Q8_0 through the whole engine", "[quant-model]") {
   while (agree < std::min(got.size(), want.size()) && got[agree] == want[agree]) ++agree;
   INFO("agrees with llama2.c's F32 ids for " << agree << " of " << want.size() << " tokens");
   CHECK(agree >= 20);
+}
+
+TEST_CASE("the CUDA model path (host emulation) decodes quantized weights at load", "[quant-model][cuda-host]") {
+  const cpu::CpuBackend backend(2);
+  for (const Case& k : kCases) {
+    CAPTURE(quant::traits(k.type).name, quant::traits(k.more).name);
+    const LlamaConfig cfg = k.k_rows ? kquant_config() : tiny_arch_shape("llama").config;
+    const ModelFile file = quantized_model(cfg, k.type, k.more);
+    const SchedulerConfig c = test::suite_config(file, 16, false);
+    cuda::DeviceLlama<test::HostOps> device(std::make_unique<test::HostOps>(), file.config, file.weights, test::device_options(c, 0));
+    LlamaModel f(cfg, decoded(file).weights, backend);
+    ForwardBatch b;
+    for (int p = 0; p < 40; ++p)
+      b.token_ids.push_back(3 + p * 11 % 500), b.positions.push_back(p), b.token_seq.push_back(0), b.slot_mapping.push_back(p),
+          b.logits_indices.push_back(p);
+    b.max_blocks_per_seq = 3, b.block_tables = {0, 1, 2};
+    std::vector<float> got, want;
+    device.forward(b, got);
+    KvCache kv(cfg, 16, c.block_size);
+    f.forward(b, kv, want);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+    CHECK(worst < 1e-4);  // the decoded weights in F32: the reference GEMM's rounding only
+  }
 }
 
 }  // namespace parley
