@@ -7,6 +7,7 @@
 #include "actors/engine_client.hpp"
 #include "engine/sampling_params.hpp"
 #include "http/server.hpp"
+#include "model/quantize_recipe.hpp"
 
 namespace parley {
 
@@ -26,12 +27,14 @@ struct ServeOptions {
 int run_serve(const ServeOptions& o);
 
 struct ConvertOptions {
-  std::string checkpoint, tokenizer, out, dtype = "f32";
+  std::string checkpoint, tokenizer, out;
+  FileType dtype = FileType::F32;
 };
 int run_convert(const ConvertOptions& o);
 
 struct GenModelOptions {
-  std::string shape = "110m", out, dtype = "f32";
+  std::string shape = "110m", out;
+  FileType dtype = FileType::F32;
   std::string arch;  // --arch ARCH: a tiny model exercising every feature of the architecture (instead of --shape)
   uint64_t seed = 1;
   bool with_mtp = false;  // --mtp: add a multi-token-prediction head
@@ -39,5 +42,12 @@ struct GenModelOptions {
   std::string pre;           // --pre NAME: its pre-tokenizer type when it is not recognised
 };
 int run_gen_model(const GenModelOptions& o);
+
+struct QuantizeOptions {
+  std::string in, out;
+  FileType type = FileType::Q8_0;
+  std::string tokenizer;  // --tokenizer: a llama2.c checkpoint's tokenizer.bin (or a GGUF vocabulary)
+};
+int run_quantize(const QuantizeOptions& o);
 
 }  // namespace parley

@@ -8,10 +8,15 @@
 
 namespace {
 
-CLI::Option* dtype_option(CLI::App* cmd, std::string& dtype) {
-  return cmd->add_option("--dtype", dtype, "Weight type: f32, f16, bf16, q8_0")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))
-      ->capture_default_str();
+// A file type by llama.cpp's name (f32 ... q4_k_m), parsed once here.
+CLI::Option* file_type_option(CLI::App* cmd, const std::string& flag, parley::FileType& type, const std::string& help) {
+  return cmd->add_option_function<std::string>(flag, [&type, flag](const std::string& name) {
+        try {
+          type = parley::parse_file_type(name);
+        } catch (const std::invalid_argument& err) {
+          throw CLI::ValidationError(flag, err.what());
+        }
+      }, help + ": " + parley::file_type_names() + " (default " + std::string(parley::file_type_name(type)) + ")");
 }
 
 // Bytes from "4096", "512K", "256M", "2G".
@@ -143,7 +148,7 @@ int main(int argc, char** argv) {
   conv->add_option("--checkpoint", convert.checkpoint, "llama2.c model .bin")->required()->check(CLI::ExistingFile);
   conv->add_option("--tokenizer", convert.tokenizer, "llama2.c tokenizer.bin")->required()->check(CLI::ExistingFile);
   conv->add_option("--out", convert.out, "Output .gguf path")->required();
-  dtype_option(conv, convert.dtype);
+  file_type_option(conv, "--dtype", convert.dtype, "Weight types, as llama-quantize names them");
 
   parley::GenModelOptions gen_model;
   CLI::App* gen = app.add_subcommand("gen-model", "Write a random-weight GGUF of a benchmark shape");
@@ -160,7 +165,16 @@ int main(int argc, char** argv) {
                   "vocabulary and chat template replace the synthetic vocabulary")
       ->check(CLI::ExistingDirectory);
   gen->add_option("--pre", gen_model.pre, "The tokenizer.ggml.pre type of --hf-tokenizer (default: recognised)");
-  dtype_option(gen, gen_model.dtype);
+  file_type_option(gen, "--dtype", gen_model.dtype, "Weight types, as llama-quantize names them");
+
+  parley::QuantizeOptions quantize;
+  CLI::App* quant = app.add_subcommand("quantize", "Rewrite a model with llama.cpp's per-tensor types for a file type");
+  file_type_option(quant, "--type", quantize.type, "Target file type")->required();
+  quant->add_option("in", quantize.in, "A GGUF of any supported type, or a llama2.c checkpoint (with --tokenizer)")
+      ->required()->check(CLI::ExistingFile);
+  quant->add_option("out", quantize.out, "Output .gguf path")->required();
+  quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF's vocabulary)")
+      ->check(CLI::ExistingFile);
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -168,6 +182,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("serve")) return parley::run_serve(serve);
     if (app.got_subcommand("convert")) return parley::run_convert(convert);
     if (app.got_subcommand("gen-model")) return parley::run_gen_model(gen_model);
+    if (app.got_subcommand("quantize")) return parley::run_quantize(quantize);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "parley: error: %s\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
-// `parley convert` and `parley gen-model`: write GGUF files for Parley and other engines.
+// `parley convert`, `parley gen-model` and `parley quantize`: write GGUF files for Parley and other engines.
+#include <chrono>
 #include <cstdio>
-#include <map>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,19 +15,26 @@
 namespace parley {
 namespace {
 
-GgmlType parse_dtype(const std::string& name) {
-  static const std::map<std::string, GgmlType> kDtypes{
-      {"f32", GgmlType::F32}, {"f16", GgmlType::F16}, {"bf16", GgmlType::BF16}, {"q8_0", GgmlType::Q8_0}};
-  const auto it = kDtypes.find(name);
-  if (it == kDtypes.end()) throw std::invalid_argument("unknown dtype '" + name + "' (expected f32, f16, bf16, q8_0)");
-  return it->second;
+std::string shape_text(const std::vector<uint64_t>& ne) {
+  std::string text;
+  for (uint64_t d : ne) text += (text.empty() ? "" : " x ") + std::to_string(d);
+  return text;
 }
+
+// One line per tensor on stderr: its place, name, shape and the type chosen.
+void print_tensor(const TensorWritten& t) {
+  std::fprintf(stderr, "[%3zu/%3zu] %-32s %-14s %5s -> %s%s\n", t.index + 1, t.count, t.name.c_str(),
+               shape_text(t.ne).c_str(), quant::traits(t.source).name, quant::traits(t.type).name,
+               t.copied ? " (copied)" : "");
+}
+
+double mib(const std::string& path) { return double(std::filesystem::file_size(path)) / (1024.0 * 1024.0); }
 
 }  // namespace
 
 int run_convert(const ConvertOptions& o) {
-  convert_llama2c(o.checkpoint, o.tokenizer, o.out, parse_dtype(o.dtype));
-  std::printf("wrote %s (%s)\n", o.out.c_str(), o.dtype.c_str());
+  convert_llama2c(o.checkpoint, o.tokenizer, o.out, o.dtype);
+  std::printf("wrote %s (%s)\n", o.out.c_str(), std::string(file_type_name(o.dtype)).c_str());
   return 0;
 }
 
@@ -42,11 +50,21 @@ int run_gen_model(const GenModelOptions& o) {
   ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt,
                                       shape.rope_factors);
   if (hf) model.chat_template = hf->chat_template;
-  write_model_gguf(model, o.out, parse_dtype(o.dtype));
-  std::printf("wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(), o.dtype.c_str(),
+  write_model_gguf(model, o.out, o.dtype);
+  std::printf("wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(),
+              std::string(file_type_name(o.dtype)).c_str(),
               cfg.dim, cfg.n_layers,
               o.with_mtp ? " and an MTP head" : "", cfg.vocab_size,
               hf ? (", pre-tokenizer " + hf->vocab.pre + (hf->chat_template.empty() ? "" : ", chat template")).c_str() : "");
+  return 0;
+}
+
+int run_quantize(const QuantizeOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  quantize_model(o.in, o.tokenizer, o.out, o.type, print_tensor);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "quantized %s (%.2f MiB) -> %s (%.2f MiB, %s) in %.2f s\n", o.in.c_str(), mib(o.in),
+               o.out.c_str(), mib(o.out), std::string(file_type_name(o.type)).c_str(), seconds);
   return 0;
 }
 

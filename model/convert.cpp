@@ -2,27 +2,73 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 #include "model/architecture.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/llama2c.hpp"
+#include "model/model_source.hpp"
+#include "model/quantize_recipe.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
 
 namespace {
 
-// llama.cpp's llama_ftype for a file whose 2-D weights are mostly `t`.
-uint32_t file_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::BF16: return 32;
-    default: break;
+// A tensor to write: a matrix of the model as it is, or one built when it is written (permuted, fused, a
+// vector), so that at most one built tensor is held at a time.
+struct PlannedTensor {
+  std::string name;
+  std::vector<uint64_t> ne;
+  const WeightMatrix* matrix = nullptr;
+  std::function<WeightMatrix()> build;
+};
+
+// Rows of several matrices, one after the other. Parts of one quantized type keep their blocks, so that a
+// rewrite in that type copies them as llama.cpp would copy the fused tensor.
+WeightMatrix concat_rows(std::initializer_list<const WeightMatrix*> parts) {
+  const WeightMatrix& first = **parts.begin();
+  const bool same_blocks = !first.is_f32() && std::all_of(parts.begin(), parts.end(), [&](const WeightMatrix* p) {
+    return p->type() == first.type() && p->cols() == first.cols();
+  });
+  if (same_blocks) {
+    std::vector<uint8_t> blocks;
+    int64_t rows = 0;
+    for (const WeightMatrix* p : parts) {
+      blocks.insert(blocks.end(), p->blocks().begin(), p->blocks().end());
+      rows += p->rows();
+    }
+    return WeightMatrix::from_blocks(first.type(), rows, first.cols(), std::move(blocks));
   }
-  throw std::invalid_argument(std::string("write_model_gguf: unsupported dtype ") + quant::traits(t).name);
+  std::vector<float> out;
+  for (const WeightMatrix* p : parts) {
+    const std::vector<float> values = p->to_f32();
+    out.insert(out.end(), values.begin(), values.end());
+  }
+  return WeightMatrix(std::move(out));
+}
+
+// Each tensor in the recipe's type: a quantized source is decoded to F32 and encoded again, as llama.cpp
+// requantizes, except that a source already in the chosen type is copied byte for byte (as llama.cpp does).
+void encode_tensors(GgufWriter& g, const std::vector<PlannedTensor>& plan, FileType type, const RecipeModel& model,
+                    const TensorObserver& observe) {
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PlannedTensor& t = plan[i];
+    WeightMatrix built;
+    const WeightMatrix& data = t.matrix ? *t.matrix : (built = t.build());
+    uint64_t n = 1;
+    for (uint64_t d : t.ne) n *= d;
+    if (data.size() != n)
+      throw std::invalid_argument("write_model_gguf: tensor '" + t.name + "' has " + std::to_string(data.size()) +
+                                  " values, its shape needs " + std::to_string(n));
+    const GgmlType chosen = recipe_tensor_type(type, model, {t.name, t.ne, block_index(t.name)});
+    const bool copied = !data.is_f32() && data.type() == chosen;
+    if (copied) g.add_tensor_bytes(t.name, t.ne, chosen, data.blocks());
+    else if (data.is_f32()) g.add_tensor(t.name, t.ne, chosen, data.data());
+    else g.add_tensor(t.name, t.ne, chosen, data.to_f32().data());
+    if (observe) observe({i, plan.size(), t.name, t.ne, data.type(), chosen, copied});
+  }
 }
 
 // NeoX pairs (i, i + d/2) become Adjacent pairs (2i, 2i+1): the same rotation frequencies, and
@@ -89,7 +135,7 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
 
 }  // namespace
 
-void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtype) {
+void write_model_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe) {
   const LlamaConfig& c = m.config;
   c.validate();
   const LlamaWeights& w = m.weights;
@@ -102,7 +148,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
   GgufWriter g;
   g.set_string("general.architecture", c.arch);
   g.set_string("general.name", m.name);
-  g.set_u32("general.file_type", file_type(dtype));
+  g.set_u32("general.file_type", static_cast<uint32_t>(type));
+  if (is_quantized(type)) g.set_u32("general.quantization_version", 2);  // GGML_QNT_VERSION, as llama.cpp writes
   g.set_u32("general.alignment", static_cast<uint32_t>(kGgufDefaultAlignment));
   set_arch_keys(g, c, *arch, w.mtp.has_value());
 
@@ -139,20 +186,18 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     if (!m.chat_template.empty()) g.set_string("tokenizer.chat_template", m.chat_template);
   }
 
+  // First the tensors in llama.cpp's llama layout, then each is encoded in the type the recipe picks.
+  std::vector<PlannedTensor> plan;
   const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
                  hd = c.head_dim();
   auto add = [&](const std::string& name, const WeightMatrix& data, std::vector<uint64_t> ne) {
-    uint64_t n = 1;
-    for (uint64_t d : ne) n *= d;
-    if (data.size() != n)
-      throw std::invalid_argument("write_model_gguf: tensor '" + name + "' has " + std::to_string(data.size()) +
-                                  " values, its shape needs " + std::to_string(n));
-    GgmlType t = dtype;
-    if (ne.size() == 1) t = GgmlType::F32;  // norms, biases and factors stay F32, as llama.cpp keeps them
-    // Blocks run along rows; other rows keep F16 (llama.cpp's quantizer also falls back).
-    else if (ne[0] % uint64_t(quant::traits(t).block_size) != 0) t = GgmlType::F16;
-    if (!data.is_f32() && data.type() == t) return g.add_tensor_bytes(name, std::move(ne), t, data.blocks());  // as loaded
-    g.add_tensor(name, std::move(ne), t, data.to_f32().data());
+    plan.push_back({name, std::move(ne), &data, {}});
+  };
+  auto add_built = [&](const std::string& name, std::function<WeightMatrix()> build, std::vector<uint64_t> ne) {
+    plan.push_back({name, std::move(ne), nullptr, std::move(build)});
+  };
+  auto add_vector = [&](const std::string& name, const std::vector<float>& v, std::vector<uint64_t> ne) {
+    add_built(name, [&v] { return WeightMatrix(v); }, std::move(ne));
   };
   // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.
   const bool permute = c.rope_layout != arch->rope;
@@ -160,64 +205,61 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
     throw std::invalid_argument("write_model_gguf: " + c.arch + " files have " +
                                 (arch->rope == RopeLayout::NeoX ? "NeoX" : "adjacent") + " RoPE");
   const bool fused = c.arch == "phi3";  // Phi-3 files fuse Q/K/V and gate/up
-  auto cat = [](std::initializer_list<const WeightMatrix*> parts) {
-    std::vector<float> out;
-    for (const WeightMatrix* p : parts) {
-      const std::vector<float> values = p->to_f32();
-      out.insert(out.end(), values.begin(), values.end());
-    }
-    return WeightMatrix(std::move(out));
-  };
   add("token_embd.weight", w.token_embedding, {dim, vocab});
   auto add_layer = [&](int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    add(b + "attn_norm.weight", L.attn_norm, {dim});
+    add_vector(b + "attn_norm.weight", L.attn_norm, {dim});
     if (L.wq.size() != qd * dim || L.wk.size() != kv * dim)
       throw std::invalid_argument("write_model_gguf: layer " + std::to_string(l) + " wq/wk have the wrong size");
-    const WeightMatrix wq = permute ? neox_to_adjacent(L.wq.to_f32(), c.n_heads, c.head_dim(), c.dim) : L.wq;
-    const WeightMatrix wk = permute ? neox_to_adjacent(L.wk.to_f32(), c.n_kv_heads, c.head_dim(), c.dim) : L.wk;
     if (fused) {
-      add(b + "attn_qkv.weight", cat({&wq, &wk, &L.wv}), {dim, qd + 2 * kv});
+      add_built(b + "attn_qkv.weight", [&L] { return concat_rows({&L.wq, &L.wk, &L.wv}); }, {dim, qd + 2 * kv});
       if (c.qkv_bias) {
         std::vector<float> bias = L.bq;
         bias.insert(bias.end(), L.bk.begin(), L.bk.end());
         bias.insert(bias.end(), L.bv.begin(), L.bv.end());
-        add(b + "attn_qkv.bias", std::move(bias), {qd + 2 * kv});
+        add_built(b + "attn_qkv.bias", [bias] { return WeightMatrix(bias); }, {qd + 2 * kv});
       }
     } else {
-      add(b + "attn_q.weight", wq, {dim, qd});
-      add(b + "attn_k.weight", wk, {dim, kv});
+      if (permute) {
+        add_built(b + "attn_q.weight", [&c, &L] { return neox_to_adjacent(L.wq.to_f32(), c.n_heads, c.head_dim(), c.dim); },
+                  {dim, qd});
+        add_built(b + "attn_k.weight", [&c, &L] { return neox_to_adjacent(L.wk.to_f32(), c.n_kv_heads, c.head_dim(), c.dim); },
+                  {dim, kv});
+      } else {
+        add(b + "attn_q.weight", L.wq, {dim, qd});
+        add(b + "attn_k.weight", L.wk, {dim, kv});
+      }
       add(b + "attn_v.weight", L.wv, {dim, kv});
       if (c.qkv_bias) {
         if (permute) throw std::invalid_argument("write_model_gguf: biases of a NeoX-ordered llama are not permuted");
-        add(b + "attn_q.bias", L.bq, {qd});
-        add(b + "attn_k.bias", L.bk, {kv});
-        add(b + "attn_v.bias", L.bv, {kv});
+        add_vector(b + "attn_q.bias", L.bq, {qd});
+        add_vector(b + "attn_k.bias", L.bk, {kv});
+        add_vector(b + "attn_v.bias", L.bv, {kv});
       }
     }
     if (c.qk_norm) {
-      add(b + "attn_q_norm.weight", L.q_norm, {hd});
-      add(b + "attn_k_norm.weight", L.k_norm, {hd});
+      add_vector(b + "attn_q_norm.weight", L.q_norm, {hd});
+      add_vector(b + "attn_k_norm.weight", L.k_norm, {hd});
     }
     add(b + "attn_output.weight", L.wo, {qd, dim});
-    add(b + "ffn_norm.weight", L.ffn_norm, {dim});
-    if (fused) add(b + "ffn_up.weight", cat({&L.w_gate, &L.w_up}), {dim, 2 * hidden});
+    add_vector(b + "ffn_norm.weight", L.ffn_norm, {dim});
+    if (fused) add_built(b + "ffn_up.weight", [&L] { return concat_rows({&L.w_gate, &L.w_up}); }, {dim, 2 * hidden});
     else add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
     add(b + "ffn_down.weight", L.w_down, {hidden, dim});  // llama.cpp's order: gate, down, up
     if (!fused) add(b + "ffn_up.weight", L.w_up, {dim, hidden});
     if (c.post_norms) {
-      add(b + "post_attention_norm.weight", L.post_attn_norm, {dim});
-      add(b + "post_ffw_norm.weight", L.post_ffn_norm, {dim});
+      add_vector(b + "post_attention_norm.weight", L.post_attn_norm, {dim});
+      add_vector(b + "post_ffw_norm.weight", L.post_ffn_norm, {dim});
     }
   };
   for (int l = 0; l < c.n_layers; ++l) add_layer(l, w.layers[size_t(l)]);
   if (w.mtp) {  // llama.cpp's nextn layout: the block after the main layers, plus its projection and norms
     const std::string b = "blk." + std::to_string(c.n_layers) + ".nextn.";
     add_layer(c.n_layers, w.mtp->layer);
-    add(b + "enorm.weight", w.mtp->enorm, {dim});
-    add(b + "hnorm.weight", w.mtp->hnorm, {dim});
+    add_vector(b + "enorm.weight", w.mtp->enorm, {dim});
+    add_vector(b + "hnorm.weight", w.mtp->hnorm, {dim});
     add(b + "eh_proj.weight", w.mtp->eh_proj, {2 * dim, dim});
-    add(b + "shared_head_norm.weight", w.mtp->shared_head_norm, {dim});
+    add_vector(b + "shared_head_norm.weight", w.mtp->shared_head_norm, {dim});
   }
   if (!w.rope_freq_factors.empty()) {
     const uint64_t half = uint64_t(c.rotary_dims()) / 2;
@@ -225,25 +267,47 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
       // LongRoPE: the factors given serve beyond the original context; within it, none (all 1).
       if (c.max_seq_len <= c.rope_original_context)
         throw std::invalid_argument("write_model_gguf: LongRoPE factors need a context beyond the original one");
-      add("rope_factors_long.weight", w.rope_freq_factors, {half});
-      add("rope_factors_short.weight", std::vector<float>(half, 1.0f), {half});
+      add_vector("rope_factors_long.weight", w.rope_freq_factors, {half});
+      add_built("rope_factors_short.weight", [half] { return WeightMatrix(std::vector<float>(half, 1.0f)); }, {half});
     } else {
-      add("rope_freqs.weight", w.rope_freq_factors, {half});
+      add_vector("rope_freqs.weight", w.rope_freq_factors, {half});
     }
   }
-  add("output_norm.weight", w.output_norm, {dim});
+  add_vector("output_norm.weight", w.output_norm, {dim});
   if (!c.tied_output) {
     if (c.arch == "gemma2") throw std::invalid_argument("write_model_gguf: gemma2 files tie the output to the embedding");
     add("output.weight", w.output, {dim, vocab});
   }
+  encode_tensors(g, plan, type, recipe_model(c, w.mtp.has_value()), observe);
   g.write(path);
 }
 
+void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtype) {
+  write_model_gguf(m, path, file_type_of(dtype));
+}
+
+FileType file_type_of(GgmlType dtype) {
+  switch (dtype) {
+    case GgmlType::F32: return FileType::F32;
+    case GgmlType::F16: return FileType::F16;
+    case GgmlType::BF16: return FileType::BF16;
+    case GgmlType::Q8_0: return FileType::Q8_0;
+    default: break;
+  }
+  throw std::invalid_argument(std::string("write_model_gguf: unsupported dtype ") + quant::traits(dtype).name +
+                              " (a file type names a mix of types: " + file_type_names() + ")");
+}
+
+void quantize_model(const std::string& in, const std::string& tokenizer, const std::string& out, FileType type,
+                    const TensorObserver& observe) {
+  write_model_gguf(load_model_with_vocab(in, tokenizer), out, type, observe);
+}
+
 void convert_llama2c(const std::string& checkpoint, const std::string& tokenizer_bin, const std::string& out,
-                     GgmlType dtype) {
+                     FileType type) {
   ModelFile m = read_llama2c_checkpoint(checkpoint);
   m.vocab = read_llama2c_tokenizer(tokenizer_bin, m.config.vocab_size);
-  write_model_gguf(m, out, dtype);
+  write_model_gguf(m, out, type);
 }
 
 }  // namespace parley
