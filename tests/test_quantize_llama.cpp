@@ -162,3 +162,19 @@ TEST_CASE("requantizing a q8_0 or f16 file gives llama.cpp's bytes, copying what
     }
   }
 }
+
+TEST_CASE("an 80-layer Llama with GQA, llama.cpp's 70B, gets five-bit attn_v in q4_k_m and q4_k_s", "[quantize]") {
+  TempDir dir;
+  ModelShape s = tiny_arch_shape("llama");
+  s.config.dim = 256, s.config.hidden_dim = 256, s.config.n_layers = 80, s.config.head_size = 64;
+  const std::string f32 = dir / "f32.gguf";
+  write_model_gguf(make_random_model(s.config, 14), f32, FileType::F32);
+  for (FileType type : {FileType::Q4_K_M, FileType::Q4_K_S}) {
+    INFO(file_type_name(type));
+    const std::string ours = dir / "ours.gguf", theirs = dir / "theirs.gguf";
+    llama_quantize(f32, theirs, type);
+    quantize_model(f32, "", ours, type);
+    require_same_tensors(ours, theirs);
+    CHECK(GgufFile(ours).tensor("blk.40.attn_v.weight").type == GgmlType::Q5_K);
+  }
+}
