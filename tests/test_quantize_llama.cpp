@@ -178,3 +178,15 @@ TEST_CASE("an 80-layer Llama with GQA, llama.cpp's 70B, gets five-bit attn_v in 
     CHECK(GgufFile(ours).tensor("blk.40.attn_v.weight").type == GgmlType::Q5_K);
   }
 }
+
+TEST_CASE("stories260K from its llama2.c checkpoint equals llama.cpp's quantization of its GGUF", "[quantize]") {
+  TempDir dir;
+  const std::string models = std::string(PARLEY_SHARED_DIR) + "/models/";
+  for (FileType type : {FileType::Q4_K_M, FileType::Q5_K_S, FileType::Q8_0, FileType::Q4_0}) {
+    INFO(file_type_name(type));
+    const std::string ours = dir / "ours.gguf", theirs = dir / "theirs.gguf";
+    llama_quantize(models + "stories260K.gguf", theirs, type);  // llama.cpp's own converter wrote it
+    quantize_model(models + "stories260K.bin", models + "tok512.bin", ours, type);
+    require_same_tensors(ours, theirs);
+  }
+}
