@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "test_support.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
 #include "model/quant/blocks.hpp"
@@ -16,6 +17,8 @@
 using namespace parley;
 using namespace parley::cpu;
 using quant::GgmlType;
+
+using parley::test::error_of;
 
 namespace {
 
@@ -115,15 +118,6 @@ std::vector<float> run(QuantIsa isa, int threads, const std::vector<float>& x, c
   std::vector<float> out(size_t(M) * w.N);
   quant_matmul(isa, threads, x.data() + row_offset * w.K, w, out.data(), M);
   return out;
-}
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

@@ -5,24 +5,14 @@
 #include <cstring>
 #include <vector>
 
+#include "test_support.hpp"
 #include "model/quant/ggml_types.hpp"
 #include "model/quant/half.hpp"
 #include "model/quant/quantize.hpp"
 
 using namespace parley::quant;
 
-namespace {
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
+using parley::test::error_of;
 
 TEST_CASE("The type table has ggml's ids, block sizes and block bytes", "[quant]") {
   auto has = [](GgmlType type, uint32_t id, const char* name, int64_t block, size_t bytes) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@
 #include "model/model_source.hpp"
 
 namespace parley::test {
+
+// What f throws, or "no error": for tests that compare a whole message.
+inline std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 
 // ../shared/models/NAME; the environment's PARLEY_SHARED_DIR overrides the configured folder (a GPU machine's copy).
 inline std::string shared_model(const std::string& name) {
