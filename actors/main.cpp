@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   quant->add_option("in", quantize.in, "A GGUF of any supported type, or a llama2.c checkpoint (with --tokenizer)")
       ->required()->check(CLI::ExistingFile);
   quant->add_option("out", quantize.out, "Output .gguf path")->required();
-  quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF's vocabulary)")
+  quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF vocabulary)")
       ->check(CLI::ExistingFile);
 
   CLI11_PARSE(app, argc, argv);

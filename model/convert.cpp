@@ -221,10 +221,10 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
       }
     } else {
       if (permute) {
-        add_built(b + "attn_q.weight", [&c, &L] { return neox_to_adjacent(L.wq.to_f32(), c.n_heads, c.head_dim(), c.dim); },
-                  {dim, qd});
-        add_built(b + "attn_k.weight", [&c, &L] { return neox_to_adjacent(L.wk.to_f32(), c.n_kv_heads, c.head_dim(), c.dim); },
-                  {dim, kv});
+        add_built(b + "attn_q.weight",
+                  [&c, &L] { return neox_to_adjacent(L.wq.to_f32(), c.n_heads, c.head_dim(), c.dim); }, {dim, qd});
+        add_built(b + "attn_k.weight",
+                  [&c, &L] { return neox_to_adjacent(L.wk.to_f32(), c.n_kv_heads, c.head_dim(), c.dim); }, {dim, kv});
       } else {
         add(b + "attn_q.weight", L.wq, {dim, qd});
         add(b + "attn_k.weight", L.wk, {dim, kv});

@@ -56,7 +56,8 @@ const Llama& llama() {
     if (log_set) log_set([](int, const char*, void*) {}, nullptr);  // quiet: one line per tensor otherwise
     l.default_params = reinterpret_cast<decltype(l.default_params)>(dlsym(lib, "llama_model_quantize_default_params"));
     l.quantize = reinterpret_cast<decltype(l.quantize)>(dlsym(lib, "llama_model_quantize"));
-    if (!l.default_params || !l.quantize) l.error = std::string("llama_model_quantize missing from ") + PARLEY_LLAMA_LIB;
+    if (!l.default_params || !l.quantize)
+      l.error = std::string("llama_model_quantize missing from ") + PARLEY_LLAMA_LIB;
     return l;
   }();
   if (!loaded.error.empty()) FAIL(loaded.error);
@@ -80,9 +81,9 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
 
-constexpr FileType kAllTypes[] = {FileType::Q4_0,   FileType::Q4_1,   FileType::Q5_0,   FileType::Q5_1, FileType::Q8_0,
-                                  FileType::Q4_K_S, FileType::Q4_K_M, FileType::Q5_K_S, FileType::Q5_K_M, FileType::Q6_K,
-                                  FileType::F16,    FileType::BF16,   FileType::F32};
+constexpr FileType kAllTypes[] = {FileType::Q4_0,   FileType::Q4_1,   FileType::Q5_0, FileType::Q5_1,
+                                  FileType::Q8_0,   FileType::Q4_K_S, FileType::Q4_K_M, FileType::Q5_K_S,
+                                  FileType::Q5_K_M, FileType::Q6_K,   FileType::F16,  FileType::BF16, FileType::F32};
 
 // Every tensor of ours against llama.cpp's, by name (llama.cpp orders them by block, then name).
 void require_same_tensors(const std::string& ours_path, const std::string& theirs_path) {

@@ -82,7 +82,8 @@ TEST_CASE("an unknown type name is refused with the list of valid names", "[quan
   CHECK_THAT(out, Catch::Contains("--type: unknown type 'q2_k' (expected one of q4_0,"));
 }
 
-TEST_CASE("q4_k_m and q5_k_m give attn_v and ffn_down six bits in the first, last and every third eighth", "[quantize]") {
+TEST_CASE("q4_k_m and q5_k_m give attn_v and ffn_down six bits in the first, last and every third eighth",
+          "[quantize]") {
   const RecipeModel m = dense("llama", 8);
   // use_more_bits(i, 8): i < 1, i >= 7, or (i - 1) % 3 == 2
   CHECK(per_layer(FileType::Q4_K_M, m, "attn_v.weight", {256, 256}) == "q6_K q4_K q4_K q6_K q4_K q4_K q6_K q6_K");
@@ -224,7 +225,8 @@ TEST_CASE("quantize requantizes a quantized model from its decoded values, and c
       const GgufTensorInfo& r = requantized.tensor(t.name);
       const std::vector<float> decoded = src.dequantize(t);
       std::vector<uint8_t> want(r.nbytes);
-      quant::quantize_chunk(r.type, decoded.data(), want.data(), 0, int64_t(decoded.size() / t.ne[0]), int64_t(t.ne[0]));
+      const int64_t row = int64_t(t.ne[0]);
+      quant::quantize_chunk(r.type, decoded.data(), want.data(), 0, int64_t(decoded.size()) / row, row);
       CHECK(tensor_bytes(requantized, t.name) == want);
     }
     CHECK(matrices > 0);
@@ -249,7 +251,8 @@ TEST_CASE("a model with a tensor type Parley cannot decode is refused, naming th
              Catch::Contains("parley: error:") && Catch::Contains("blk.1.attn_q.weight"));
 }
 
-TEST_CASE("parley quantize prints each tensor's type and a summary; gen-model --dtype applies the recipe", "[quantize]") {
+TEST_CASE("parley quantize prints each tensor's type and a summary; gen-model --dtype applies the recipe",
+          "[quantize]") {
   TempDir dir;
   const std::string f32 = dir / "f32.gguf", q4 = dir / "q4.gguf", gen = dir / "gen.gguf";
   REQUIRE_THAT(run_cli("gen-model --arch gemma3 --dtype f32 --out " + f32), Catch::Contains("wrote"));
