@@ -45,7 +45,7 @@ case "$mode" in
     # The same tests with AddressSanitizer and UndefinedBehaviorSanitizer, built without CUDA:
     # this is also the check that the project builds and passes where nvcc is absent.
     cmake -S . -B "$BUILD-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPARLEY_SANITIZE=ON -DPARLEY_CUDA=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-    cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests parley_quant_tests parley_quantize_tests
+    cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests parley_quant_tests
     ctest --test-dir "$BUILD-asan" --output-on-failure --no-tests=error -j "$(nproc)"
     ;;
   *)    echo "usage: $0 serve|test|run" >&2; exit 2 ;;
