@@ -251,7 +251,7 @@ TEST_CASE("a model with a tensor type Parley cannot decode is refused, naming th
              Catch::Contains("parley: error:") && Catch::Contains("blk.1.attn_q.weight"));
 }
 
-TEST_CASE("parley quantize prints each tensor's type and a summary; gen-model --dtype applies the recipe",
+TEST_CASE("parley quantize prints each tensor's type and a summary, and gen-model --dtype applies the recipe",
           "[quantize]") {
   TempDir dir;
   const std::string f32 = dir / "f32.gguf", q4 = dir / "q4.gguf", gen = dir / "gen.gguf";
