@@ -219,7 +219,7 @@ class DeviceLlama final : public DeviceModel {
   }
   Buffer upload(const std::vector<float>& v) {
     Buffer b = ops_->alloc(v.size() * 4);
-    ops_->upload(b.get(), v.data(), v.size() * 4);
+    if (!v.empty()) ops_->upload(b.get(), v.data(), v.size() * 4);  // an absent tensor (no rope_freqs) has no memory
     return b;
   }
   Buffer zeros(size_t floats) {
