@@ -84,19 +84,6 @@ TEST_CASE("the built-in model runs out of the box and is deterministic", "[gener
   REQUIRE(ra.finish == FinishReason::Length);
 }
 
-namespace {
-
-std::string run_cli(const std::string& args) {
-  const std::string cmd = std::string(PARLEY_BINARY) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("parley gen-model writes the built-in model exactly, and convert honours --dtype", "[generation][cli]") {
   TempDir dir;
   // The built-in model is make_random_model(builtin_model_config(), 0x5EED): its GGUF export must generate the same.

@@ -19,6 +19,7 @@
 #include "test_support.hpp"
 
 using namespace parley;
+using parley::test::run_cli;
 using parley::test::TempDir;
 
 namespace {
@@ -39,14 +40,6 @@ std::string per_layer(FileType target, const RecipeModel& m, const std::string& 
   return out;
 }
 
-std::string run_cli(const std::string& args) {
-  const std::string cmd = std::string(PARLEY_BINARY) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
-  return out;
-}
 
 std::vector<uint8_t> tensor_bytes(const GgufFile& f, const std::string& name) {
   const GgufTensorInfo& t = f.tensor(name);

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <array>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,18 @@
 #include "model/model_source.hpp"
 
 namespace parley::test {
+
+#ifdef PARLEY_BINARY
+// The parley binary's output (stdout and stderr) for these arguments.
+inline std::string run_cli(const std::string& args) {
+  const std::string cmd = std::string(PARLEY_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
+  return out;
+}
+#endif
 
 // What f throws, or "no error": for tests that compare a whole message.
 inline std::string error_of(auto&& f) {
