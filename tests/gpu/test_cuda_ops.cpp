@@ -1,5 +1,5 @@
 // Every CUDA op against the CPU reference on random inputs (llama.cpp's test-backend-ops): F32 ops within float
-// rounding of the reference, the GEMM within the bounds of its weight type.
+// rounding of the reference, the GEMM within the bounds of its weight type. Not yet run on a GPU.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener below
 #include <catch2/catch.hpp>
 
@@ -114,6 +114,44 @@ TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
   for (int s = 0; s < 3; ++s) REQUIRE(std::equal(g.begin() + s * dim, g.begin() + (s + 1) * dim, x.begin() + rows[size_t(s)] * dim));
 }
 
+TEST_CASE("CUDA ops of the architectures (RoPE scaling, GeGLU, biases, scales, soft-capping) equal the CPU reference", "[gpu]") {
+  CudaBackend be;
+  const int M = 37, heads = 12, hd = 64, dim = heads * hd;
+  const auto x = test::random_floats(size_t(M) * dim, 1), up = test::random_floats(x.size(), 3, 4.0f), bias = test::random_floats(dim, 5);
+  auto dx = to_device(x), dup = to_device(up), dbias = to_device(bias);
+  DeviceBuffer dout(x.size() * 4);
+  std::vector<float> want(x.size());
+  be.geglu(dx.get<float>(), dup.get<float>(), dout.get<float>(), int64_t(x.size()));
+  cpu::reference::geglu(x.data(), up.data(), want.data(), int64_t(x.size()));
+  CHECK(max_rel_error(to_host<float>(dout, x.size()), want) < 1e-5);
+
+  auto dy = to_device(up);
+  be.softcap(dy.get<float>(), 1.5f, int64_t(up.size()));
+  for (size_t i = 0; i < up.size(); ++i) want[i] = cpu::reference::softcap(up[i], 1.5f);
+  CHECK(max_rel_error(to_host<float>(dy, up.size()), want) < 1e-5);
+  dy = to_device(x);
+  be.scale(dy.get<float>(), 27.7128f, int64_t(x.size()));
+  const auto scaled = to_host<float>(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i) REQUIRE(scaled[i] == x[i] * 27.7128f);
+  dy = to_device(x);
+  be.add_bias(dy.get<float>(), dbias.get<float>(), M, dim);
+  const auto biased = to_host<float>(dy, x.size());
+  for (size_t i = 0; i < x.size(); ++i) REQUIRE(biased[i] == x[i] + bias[i % size_t(dim)]);
+
+  std::vector<int> positions(M);
+  for (int m = 0; m < M; ++m) positions[size_t(m)] = m * 53;
+  std::vector<float> factors(16);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.25f * float(i);
+  auto dpos = to_device(positions), dfactors = to_device(factors);
+  for (RopeLayout layout : {RopeLayout::Adjacent, RopeLayout::NeoX}) {
+    auto dr = to_device(x);
+    be.rope(dr.get<float>(), dpos.get<int>(), M, heads, hd, cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, dfactors.get<float>()});
+    want = x;
+    cpu::reference::rope(want.data(), positions.data(), M, heads, hd, cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, factors.data()});
+    CHECK(max_rel_error(to_host<float>(dr, x.size()), want) < 1e-4);  // device sinf/cosf/powf: a few ulp
+  }
+}
+
 TEST_CASE("CUDA GEMM through cuBLAS is within its weight type's bounds of the CPU reference and batch-invariant", "[gpu]") {
   CudaBackend be;
   const int N = 2048, K = 768, max_m = 130;
@@ -192,6 +230,14 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   be.paged_attention(dq.get<float>() + size_t(100) * n_heads * head_dim, dkv, alone, n_heads, n_kv_heads, head_dim, dout1.get<float>());
   const std::vector<float> one = to_host<float>(dout1, size_t(n_heads) * head_dim);
   REQUIRE(std::equal(one.begin(), one.end(), got.begin() + size_t(100) * n_heads * head_dim));
+
+  // The architectures' scores: a window of 100 (the decode at 300 skips its first splits), soft-capping, a query scale.
+  for (const cpu::AttentionSpec spec : {cpu::AttentionSpec{0.0f, 0.0f, 100}, cpu::AttentionSpec{0.2f, 5.0f, 24}}) {
+    CAPTURE(spec.scale, spec.softcap, spec.window);
+    be.paged_attention(dq.get<float>(), dkv, dmeta, n_heads, n_kv_heads, head_dim, dout.get<float>(), spec);
+    cpu::reference::paged_attention(q.data(), hkv, hmeta, n_heads, n_kv_heads, head_dim, want.data(), spec);
+    CHECK(max_rel_error(to_host<float>(dout, q.size()), want) < 1e-4);
+  }
 }
 
 TEST_CASE("CUDA sampling draws the CPU sampler's tokens and exact verification counts the drafts that stand", "[gpu]") {
