@@ -55,6 +55,7 @@ std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const
   m.gpu_memory_utilization = c.gpu_memory_utilization;
   m.staging_bytes = c.role == "colocated" ? 0 : int64_t(256) << 20;  // KV transfers stage through the device
   m.block_size = sc.block_size;
+  m.kv_dtype = kv_dtype_for(c.kv_cache_dtype, "cuda");
   m.max_num_tokens = sc.max_num_batched_tokens;
   m.max_num_seqs = sc.max_num_seqs;
   m.max_model_len = sc.max_model_len;

@@ -18,24 +18,25 @@
 namespace parley {
 namespace {
 
-int64_t kv_bytes_per_block(const LlamaConfig& m, int block_size) {
-  return 2 * int64_t(m.n_layers) * m.kv_dim() * block_size * int64_t(sizeof(float));
+int64_t kv_bytes_per_block(const LlamaConfig& m, int block_size, KvDtype dtype) {
+  return 2 * int64_t(m.n_layers) * m.kv_dim() * block_size * kv_dtype_bytes(dtype);  // 16-bit types hold twice the blocks
 }
 
 // Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
 // max_num_seqs full contexts capped at 1 GiB. A draft model's (or MTP head's) KV has a block of its own per block id.
 int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, const LlamaConfig& m) {
   const int bs = sc.block_size;
+  const KvDtype dt = kv_dtype_for(c.kv_cache_dtype, c.device);
   if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
   if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
-  int64_t bytes_per_block = kv_bytes_per_block(m, bs);
+  int64_t bytes_per_block = kv_bytes_per_block(m, bs, dt);
   if (c.speculative && c.speculative->method == SpecMethod::Mtp) {  // the head's one layer
     LlamaConfig head = m;
     head.n_layers = 1;
-    bytes_per_block += kv_bytes_per_block(head, bs);
+    bytes_per_block += kv_bytes_per_block(head, bs, dt);
   }
   if (c.speculative && c.speculative->method == SpecMethod::DraftModel) try {
-      bytes_per_block += kv_bytes_per_block(load_model_config(c.speculative->model), bs);
+      bytes_per_block += kv_bytes_per_block(load_model_config(c.speculative->model), bs, dt);
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument(std::string("--speculative-config: draft model: ") + e.what());
     }
@@ -122,10 +123,11 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     if (!cuda) {
       model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
-      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size);
+      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size, kv_dtype_for(config.kv_cache_dtype, "cpu"));
     }
     file_.weights = {};  // on the device now (or moved into the CPU model)
     const std::string device_name = device->device_name();
+    const KvDtype kv_dtype = device->kv_dtype();
     auto runner = std::make_unique<ModelRunner>(std::move(device), sc.max_num_seqs, eos_);
     if (config.speculative)
       runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
@@ -133,7 +135,7 @@ class ActorEngine final : public EngineClient {
     const Pd pd = check_pd(config);
     if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
-                                   {file_.config.n_layers, file_.config.kv_dim(), sc.block_size}};
+                                   {file_.config.n_layers, file_.config.kv_dim(), sc.block_size, kv_dtype}};
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
     if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);

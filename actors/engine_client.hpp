@@ -13,6 +13,7 @@
 #include "engine/sampling_params.hpp"
 #include "engine/scheduler.hpp"
 #include "engine/speculative_config.hpp"
+#include "kernels/kv_dtype.hpp"
 #include "model/llama_config.hpp"
 #include "model/tokenizer.hpp"
 
@@ -49,6 +50,7 @@ struct EngineConfig {
   std::string isa = "auto";
   SchedulerConfig scheduler;               // num_kv_blocks 0: sized from kv_cache_memory_bytes
   int64_t kv_cache_memory_bytes = 0;       // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
+  std::optional<KvDtype> kv_cache_dtype;   // --kv-cache-dtype; none: auto (kv_dtype_for)
   int max_n = 64;                          // the largest n a request may ask for
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
   std::optional<SpeculativeConfig> speculative;  // --speculative-config
@@ -70,6 +72,12 @@ struct EngineConfig {
   bool enforce_eager = false;                // --enforce-eager: no CUDA graphs
   int max_cudagraph_capture_size = 256;      // --max-cudagraph-capture-size: the largest captured decode batch (capped at max-num-seqs)
 };
+
+// --kv-cache-dtype's choice: the one given, else auto's for the device (README, "KV cache dtype": why).
+inline KvDtype kv_dtype_for(std::optional<KvDtype> given, const std::string& device) {
+  if (given) return *given;
+  return device == "cuda" ? KvDtype::Bf16 : KvDtype::F32;
+}
 
 class EngineClient {
  public:

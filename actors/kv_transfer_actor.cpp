@@ -165,7 +165,7 @@ void kv_header(Self self, KvTransferPayload p, size_t header_bytes) {
   auto& st = self->state;
   if (st.router && st.router->finished(p.req_id)) {
     ++st.stats.transfers, st.stats.blocks += p.num_blocks;
-    st.stats.bytes += int64_t(header_bytes) + p.layout.floats(p.num_blocks) * int64_t(sizeof(float));
+    st.stats.bytes += int64_t(header_bytes) + p.layout.bytes(p.num_blocks);
     report(self);
   } else {
     spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
@@ -212,7 +212,12 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {  // prefill side
         ++self->state.handled;
         try {
-          Request r = decode_prefill_request(json);
+          KvLayout theirs;
+          Request r = decode_prefill_request(json, &theirs);
+          if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
+            spdlog::warn("request {} refused: {}", r.request_id, why);  // before computing KV the decode side cannot take
+            return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id, why);
+          }
           self->state.decode_of[r.request_id] = to;
           const auto link = self->state.links_to.find(to.address());
           self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r),
@@ -230,7 +235,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.decode_of.erase(to);
         st.leases[id] = now_seconds() + st.timeout_s;
         ++st.stats.transfers, st.stats.blocks += blocks;
-        st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.floats(blocks) * int64_t(sizeof(float)) : 0);
+        st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.bytes(blocks) : 0);
         report(self);
       },
       [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
@@ -303,8 +308,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
           spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
           return;
         }
-        if (!(p.layout == st.layout))
-          return fail(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+        if (std::string why = kv_layout_mismatch(p.layout, st.layout); !why.empty()) return fail(self, p.req_id, why);
         ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);

@@ -40,6 +40,14 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str();
   cmd->add_option_function<std::string>("--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
                                         "KV cache size, e.g. 512M (default: max-num-seqs full contexts, at most 1G)");
+  cmd->add_option_function<std::string>("--kv-cache-dtype", [&e](const std::string& v) {
+        try {
+          e.kv_cache_dtype = v == "auto" ? std::nullopt : std::optional(parley::parse_kv_dtype(v));
+        } catch (const std::invalid_argument& err) {
+          throw CLI::ValidationError("--kv-cache-dtype", err.what());
+        }
+      }, "KV cache element type: auto (" + parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cpu")) + " on cpu, " +
+             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cuda")) + " on cuda), f32, f16 or bf16");
   cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str();
   cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str();
   cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str();

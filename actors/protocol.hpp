@@ -158,9 +158,9 @@ using worker_actor = caf::typed_actor<
     // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
     caf::replies_to<execute_atom, SchedulerOutput>::with<ModelRunnerOutput>,
     // Prefill side: these blocks' KV, for a transfer (answered after every step sent before it).
-    caf::replies_to<export_atom, std::vector<int>>::with<std::vector<float>>,
+    caf::replies_to<export_atom, std::vector<int>>::with<std::vector<uint8_t>>,
     // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
-    caf::replies_to<import_atom, std::vector<int>, std::vector<float>>::with<bool>,
+    caf::replies_to<import_atom, std::vector<int>, std::vector<uint8_t>>::with<bool>,
     // Device links (model/kv_link.hpp, engine/kv_links.hpp); a broken link answers each of these with an error.
     // A fresh link id, for the other end.
     caf::replies_to<link_id_atom>::with<std::string>,

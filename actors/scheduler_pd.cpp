@@ -10,7 +10,7 @@ namespace parley::scheduling {
 void route_remote_prefills(Self self) {
   auto& st = self->state;
   for (Scheduler::KvReceive& k : st.scheduler->take_kv_receives())
-    if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r));
+    if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r, st.pd.layout));
 }
 
 namespace {
@@ -21,7 +21,7 @@ void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tok
   auto& st = self->state;
   self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
       .then(
-          [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<float>& kv) {
+          [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<uint8_t>& kv) {
             ++self->state.handled;
             KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
                                 self->state.pd.layout, n, "", std::move(kv), handed.prompt_logprobs};
@@ -124,9 +124,13 @@ void kv_failure(Self self, const std::string& id, const std::string& why) {
 
 namespace {
 
-// Decode side: whether a transfer's KV fits the request's blocks (the same model and block size, the same prompt).
-bool kv_fits(Self self, const KvTransferPayload& p, const Request& r, const std::vector<int>& blocks) {
-  return p.layout == self->state.pd.layout && p.num_blocks == int(blocks.size()) && p.num_prompt_tokens == r.num_prompt_tokens();
+// Decode side: why a transfer's KV does not fit the request's blocks (another model, block size or KV dtype, another
+// prompt), or "" when it fits.
+std::string kv_misfit(Self self, const KvTransferPayload& p, const Request& r, const std::vector<int>& blocks) {
+  if (std::string why = kv_layout_mismatch(p.layout, self->state.pd.layout); !why.empty()) return why;
+  if (p.num_blocks != int(blocks.size()) || p.num_prompt_tokens != r.num_prompt_tokens())
+    return "the KV does not fit this instance (another model or block size)";
+  return "";
 }
 
 // Decode side: the KV is in the request's blocks (the worker wrote it before any later step): it runs.
@@ -147,7 +151,7 @@ void kv_arrived(Self self, KvTransferPayload& p) {
   const Request* r = st.scheduler->find(p.req_id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
   std::vector<int> blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
-  if (!kv_fits(self, p, *r, blocks)) return kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+  if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) return kv_failure(self, p.req_id, why);
   self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
       .then([self, p](bool) { kv_loaded(self, p); },
             [self, id = p.req_id](const caf::error& err) {
@@ -165,13 +169,13 @@ void kv_on_link(Self self, KvTransferPayload p) {
   std::vector<int> blocks;
   if (r && r->status == RequestStatus::WaitingForRemoteKv) {
     blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
-    if (!kv_fits(self, p, *r, blocks)) {
+    if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) {
       blocks.clear();
-      kv_failure(self, p.req_id, "the KV does not fit this instance (another model or block size)");
+      kv_failure(self, p.req_id, why);
     }
   }
-  const int64_t floats = p.layout.floats(p.num_blocks);
-  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, floats)
+  const int64_t words = p.layout.bytes(p.num_blocks) / 4;  // the link's unit (KvStaging)
+  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, words)
       .then(
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;

@@ -84,7 +84,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
           return caf::make_error(caf::sec::runtime_error, std::string("execute_model: ") + e.what());
         }
       },
-      [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<float>> {
+      [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<uint8_t>> {
         ++self->state.handled;
         try {
           return self->state.runner->device().export_blocks(blocks);
@@ -92,7 +92,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
           return caf::make_error(caf::sec::runtime_error, std::string("export KV: ") + e.what());
         }
       },
-      [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<float>& kv) -> caf::result<bool> {
+      [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<uint8_t>& kv) -> caf::result<bool> {
         ++self->state.handled;
         try {
           self->state.runner->device().import_blocks(blocks, kv);
@@ -153,9 +153,9 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         };
         return promise;
       },
-      [self](msg::kv_recv_atom, const std::string& link, int64_t floats) -> caf::result<uint64_t> {
+      [self](msg::kv_recv_atom, const std::string& link, int64_t words) -> caf::result<uint64_t> {
         ++self->state.handled;
-        return on_link<uint64_t>(self, [&](uint64_t tag) { self->state.links->recv(link, tag, floats, now_seconds()); },
+        return on_link<uint64_t>(self, [&](uint64_t tag) { self->state.links->recv(link, tag, words, now_seconds()); },
                                  [](uint64_t tag) { return tag; });
       },
       [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {

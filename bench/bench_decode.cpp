@@ -1,7 +1,7 @@
 // Offline decode and prefill throughput of Parley's forward pass, with llama.cpp measured on the same
 // GGUF in the same run (bench/peer/llama_peer.mjs through node-llama-cpp) and the ratio.
 // Usage: bench_decode --model M.gguf [--threads T] [--seqs 1,8,32] [--prompt-tokens P] [--gen-tokens G]
-//                     [--rounds R] [--peer]
+//                     [--rounds R] [--kv-cache-dtype f32|f16|bf16] [--peer]
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -23,6 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+KvDtype kv_cache_dtype = KvDtype::F32;  // --kv-cache-dtype: every Run's cache
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // S sequences of up to P + G tokens, each with its own contiguous run of blocks in one cache.
@@ -31,7 +33,7 @@ struct Run {
   int blocks_per_seq;
   KvCache kv;
   Run(const LlamaModel& m, int S, int P, int G)
-      : blocks_per_seq((P + G + bs - 1) / bs), kv(m.config(), S * blocks_per_seq, bs) {}
+      : blocks_per_seq((P + G + bs - 1) / bs), kv(m.config(), S * blocks_per_seq, bs, kv_cache_dtype) {}
 
   ForwardBatch batch_for(const std::vector<int>& seqs, const std::vector<int>& tokens, int start, int count) {
     ForwardBatch b;
@@ -123,6 +125,8 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-tokens", P, "Prompt length");
   app.add_option("--gen-tokens", G, "Tokens generated per sequence (timed)");
   app.add_option("--rounds", rounds, "Rounds; each figure is the best round")->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>("--kv-cache-dtype", [](const std::string& v) { kv_cache_dtype = parse_kv_dtype(v); },
+                                        "KV cache element type: f32 (default), f16 or bf16");
   app.add_flag("--peer", peer, "Also measure llama.cpp (node-llama-cpp) on the same file");
   CLI11_PARSE(app, argc, argv);
 
@@ -148,8 +152,9 @@ int main(int argc, char** argv) {
     ours[0] = std::max(ours[0], prefill_tps(model, P));
     for (int i = 0; i + 1 < n; ++i) ours[i + 1] = std::max(ours[i + 1], decode_tps(model, seqs[i], P, G));
   }
-  std::printf("model %s (%s), %d threads, isa %s, prompt %d tokens, %d generated per sequence, best of %d rounds\n\n",
-              model_path.c_str(), file.name.c_str(), backend.threads(), cpu::isa_name(backend.isa()).c_str(), P, G, rounds);
+  std::printf("model %s (%s), %d threads, isa %s, KV %s, prompt %d tokens, %d generated per sequence, best of %d rounds\n\n",
+              model_path.c_str(), file.name.c_str(), backend.threads(), cpu::isa_name(backend.isa()).c_str(),
+              kv_dtype_name(kv_cache_dtype).c_str(), P, G, rounds);
   std::printf("| %-16s | %14s | %20s | %6s |\n", "measure", "parley tok/s", "llama.cpp tok/s", "ratio");
   std::printf("|------------------|----------------|----------------------|--------|\n");
   for (int i = 0; i < n; ++i) {

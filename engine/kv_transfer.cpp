@@ -11,7 +11,7 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("KV transfer: " + what); }
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: the KV in the cache's dtype, the layout naming it
 
 nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
   nlohmann::json out = nlohmann::json::array();
@@ -27,11 +27,25 @@ std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
   return out;
 }
 
+nlohmann::json layout_json(const KvLayout& l) { return {l.num_layers, l.kv_dim, l.block_size, kv_dtype_name(l.dtype)}; }
+
+KvLayout read_layout(const nlohmann::json& l) {
+  return {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>(), parse_kv_dtype(l.at(3).get<std::string>())};
+}
+
 nlohmann::json optional_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 }  // namespace
 
-std::string encode_prefill_request(const Request& r) {
+std::string kv_layout_mismatch(const KvLayout& sent, const KvLayout& here) {
+  if (sent.dtype != here.dtype)
+    return "the prefill instance's KV cache holds " + kv_dtype_name(sent.dtype) + ", the decode instance's " +
+           kv_dtype_name(here.dtype) + " (give both the same --kv-cache-dtype)";
+  if (!(sent == here)) return "the KV does not fit this instance (another model or block size)";
+  return "";
+}
+
+std::string encode_prefill_request(const Request& r, const KvLayout& decode_layout) {
   const SamplingParams& p = r.sampling_params;
   nlohmann::json params = {{"n", p.n}, {"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p},
                            {"min_p", p.min_p}, {"presence_penalty", p.presence_penalty},
@@ -48,11 +62,12 @@ std::string encode_prefill_request(const Request& r) {
                         {"seed", r.seed},
                         {"child_req_ids", r.child_req_ids},
                         {"child_seeds", r.child_seeds},
+                        {"kv_layout", layout_json(decode_layout)},
                         {"sampling_params", params}}
       .dump();
 }
 
-Request decode_prefill_request(std::string_view text) {
+Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.at("version").get<int>() != kVersion) bad("request version " + j.at("version").dump());
@@ -81,6 +96,7 @@ Request decode_prefill_request(std::string_view text) {
     j.at("child_req_ids").get_to(r.child_req_ids);
     j.at("child_seeds").get_to(r.child_seeds);
     r.kv_transfer = KvTransfer::ToDecode;
+    if (decode_layout) *decode_layout = read_layout(j.at("kv_layout"));
     return r;
   } catch (const nlohmann::json::exception& e) {
     bad(std::string("bad prefill request (") + e.what() + ")");
@@ -88,23 +104,23 @@ Request decode_prefill_request(std::string_view text) {
 }
 
 std::string encode_kv_transfer(const KvTransferPayload& p) {
-  if (!p.kv_link.empty() && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its floats");
+  if (!p.kv_link.empty() && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its bytes");
   const nlohmann::json header = {{"version", kVersion},
                                  {"req_id", p.req_id},
                                  {"num_prompt_tokens", p.num_prompt_tokens},
                                  {"first_token_ids", p.first_token_ids},
                                  {"first_logprobs", logprobs_json(p.first_logprobs)},
                                  {"prompt_logprobs", logprobs_json(p.prompt_logprobs)},
-                                 {"layout", {p.layout.num_layers, p.layout.kv_dim, p.layout.block_size}},
+                                 {"layout", layout_json(p.layout)},
                                  {"num_blocks", p.num_blocks},
                                  {"kv_link", p.kv_link},
-                                 {"num_floats", !p.kv_link.empty() ? p.layout.floats(p.num_blocks) : int64_t(p.kv.size())}};
+                                 {"kv_bytes", !p.kv_link.empty() ? p.layout.bytes(p.num_blocks) : int64_t(p.kv.size())}};
   const std::vector<uint8_t> head = nlohmann::json::to_msgpack(header);
   const uint32_t n = uint32_t(head.size());
-  std::string out(4 + head.size() + p.kv.size() * sizeof(float), '\0');
+  std::string out(4 + head.size() + p.kv.size(), '\0');
   for (int i = 0; i < 4; ++i) out[size_t(i)] = char((n >> (8 * i)) & 0xff);
   std::memcpy(out.data() + 4, head.data(), head.size());
-  if (!p.kv.empty()) std::memcpy(out.data() + 4 + head.size(), p.kv.data(), p.kv.size() * sizeof(float));  // none on a link
+  if (!p.kv.empty()) std::memcpy(out.data() + 4 + head.size(), p.kv.data(), p.kv.size());  // none on a link
   return out;
 }
 
@@ -114,7 +130,7 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
   for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(bytes[size_t(i)])) << (8 * i);
   if (bytes.size() - 4 < n) bad("the header needs " + std::to_string(n) + " bytes, " + std::to_string(bytes.size() - 4) + " follow");
   KvTransferPayload p;
-  size_t num_floats = 0;
+  size_t kv_bytes = 0;
   try {
     const auto h = nlohmann::json::from_msgpack(bytes.substr(4, n));
     if (h.at("version").get<int>() != kVersion) bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
@@ -123,11 +139,10 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     p.first_token_ids = h.at("first_token_ids").get<std::vector<int>>();
     p.first_logprobs = read_logprobs(h.at("first_logprobs"));
     p.prompt_logprobs = read_logprobs(h.at("prompt_logprobs"));
-    const auto& l = h.at("layout");
-    p.layout = {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>()};
+    p.layout = read_layout(h.at("layout"));
     p.num_blocks = h.at("num_blocks").get<int>();
     p.kv_link = h.at("kv_link").get<std::string>();
-    num_floats = h.at("num_floats").get<size_t>();
+    kv_bytes = h.at("kv_bytes").get<size_t>();
   } catch (const nlohmann::json::exception& e) {
     bad(std::string("bad header (") + e.what() + ")");
   }
@@ -135,14 +150,14 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
   if (l.num_layers < 1 || l.kv_dim < 1 || l.block_size < 1 || p.num_blocks < 0 || p.num_prompt_tokens < 1 ||
       int64_t(p.num_blocks) * l.block_size < p.num_prompt_tokens)
     bad("inconsistent header for request " + p.req_id);
-  if (int64_t(num_floats) != l.floats(p.num_blocks))
-    bad("request " + p.req_id + ": " + std::to_string(num_floats) + " floats do not fill " + std::to_string(p.num_blocks) + " blocks");
-  if (!p.kv_link.empty()) num_floats = 0;  // the floats follow over the link
-  if (bytes.size() - 4 - n != num_floats * sizeof(float))
+  if (int64_t(kv_bytes) != l.bytes(p.num_blocks))
+    bad("request " + p.req_id + ": " + std::to_string(kv_bytes) + " bytes do not fill " + std::to_string(p.num_blocks) + " blocks");
+  if (!p.kv_link.empty()) kv_bytes = 0;  // the bytes follow over the link
+  if (bytes.size() - 4 - n != kv_bytes)
     bad("request " + p.req_id + ": " + std::to_string(bytes.size() - 4 - n) + " bytes of KV, the header says " +
-        std::to_string(num_floats * sizeof(float)));
-  p.kv.resize(num_floats);
-  if (num_floats > 0) std::memcpy(p.kv.data(), bytes.data() + 4 + n, num_floats * sizeof(float));
+        std::to_string(kv_bytes));
+  p.kv.resize(kv_bytes);
+  if (kv_bytes > 0) std::memcpy(p.kv.data(), bytes.data() + 4 + n, kv_bytes);
   return p;
 }
 

@@ -7,7 +7,7 @@ namespace parley {
 
 ModelProposer::ModelProposer(std::unique_ptr<LlamaModel> draft, const KvCache& target_kv, int k, int max_model_len)
     : owned_model_(std::move(draft)),
-      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size())),
+      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size(), target_kv.dtype())),
       model_(*owned_model_),
       kv_(*owned_kv_),
       num_layers_(owned_model_->config().n_layers),

@@ -16,7 +16,7 @@ LlamaConfig one_layer(LlamaConfig c) {
 
 MtpProposer::MtpProposer(LlamaModel& target, const KvCache& target_kv, int k, int max_model_len)
     : model_(target),
-      kv_(one_layer(target.config()), target_kv.num_blocks(), target_kv.block_size()),
+      kv_(one_layer(target.config()), target_kv.num_blocks(), target_kv.block_size(), target_kv.dtype()),
       k_(k),
       max_model_len_(max_model_len) {
   if (!target.has_mtp()) throw std::invalid_argument("the target model has no multi-token-prediction head");

@@ -2,6 +2,7 @@
 // over LlamaModel and KvCache (below), CUDA over device memory (kernels/cuda/cuda_model.hpp).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -30,17 +31,21 @@ struct DeviceSampling {
 
 // Device memory holding blocks in export_blocks's layout while a link transfer (model/kv_link.hpp) is in
 // flight, so the blocks themselves are free again at once (sends) or untouched until the data is whole (receives).
+// Sized in 4-byte words, the link's unit: a block's bytes are always whole words (keys and values, 2 or 4 bytes).
 class KvStaging {
  public:
   virtual ~KvStaging() = default;
   virtual float* data() = 0;
-  virtual int64_t size() const = 0;  // floats
+  virtual int64_t size() const = 0;  // 4-byte words
 };
 
 // Staging in host memory: where the device's memory is the host's.
 class HostKvStaging final : public KvStaging {
  public:
-  explicit HostKvStaging(std::vector<float> data) : data_(std::move(data)) {}
+  explicit HostKvStaging(std::span<const uint8_t> bytes) : data_((bytes.size() + 3) / 4) {
+    std::memcpy(data_.data(), bytes.data(), bytes.size());
+  }
+  explicit HostKvStaging(int64_t words) : data_(size_t(words)) {}
   float* data() override { return data_.data(); }
   int64_t size() const override { return int64_t(data_.size()); }
 
@@ -64,22 +69,21 @@ class DeviceModel {
 
   virtual int num_blocks() const = 0;
   virtual int block_size() const = 0;
+  virtual KvDtype kv_dtype() const = 0;
   // Copies one block's keys and values in every layer (a split child's partial block).
   virtual void copy_block(int src, int dst) = 0;
   // The layout and error contract of KvCache::export_blocks / import_blocks (the same bytes on every device).
-  virtual std::vector<float> export_blocks(std::span<const int> block_ids) const = 0;
-  virtual void import_blocks(std::span<const int> block_ids, std::span<const float> data) = 0;
+  virtual std::vector<uint8_t> export_blocks(std::span<const int> block_ids) const = 0;
+  virtual void import_blocks(std::span<const int> block_ids, std::span<const uint8_t> data) = 0;
   // A copy of these blocks in new staging memory, taken after every pass before (a link send's source).
   virtual std::unique_ptr<KvStaging> stage_blocks(std::span<const int> block_ids) const {
     return std::make_unique<HostKvStaging>(export_blocks(block_ids));
   }
-  // Staging memory for a link receive of `floats`.
-  virtual std::unique_ptr<KvStaging> new_staging(int64_t floats) const {
-    return std::make_unique<HostKvStaging>(std::vector<float>(size_t(floats)));
-  }
+  // Staging memory for a link receive of `words` (4 bytes each).
+  virtual std::unique_ptr<KvStaging> new_staging(int64_t words) const { return std::make_unique<HostKvStaging>(words); }
   // Writes staged KV into these blocks, before any later pass (the import_blocks contract).
   virtual void unstage_blocks(KvStaging& staged, std::span<const int> block_ids) {
-    import_blocks(block_ids, {staged.data(), size_t(staged.size())});
+    import_blocks(block_ids, {reinterpret_cast<const uint8_t*>(staged.data()), size_t(staged.size()) * 4});
   }
 
   // The host model and KV for proposers that run the model themselves (draft, layer skip, MTP): CPU only.
@@ -91,7 +95,8 @@ class DeviceModel {
 // The CPU: the model (shared, read-only weights) and this runner's own KV cache.
 class CpuDeviceModel final : public DeviceModel {
  public:
-  CpuDeviceModel(LlamaModel& model, int num_blocks, int block_size) : model_(model), kv_(model.config(), num_blocks, block_size) {}
+  CpuDeviceModel(LlamaModel& model, int num_blocks, int block_size, KvDtype kv_dtype = KvDtype::F32)
+      : model_(model), kv_(model.config(), num_blocks, block_size, kv_dtype) {}
   const LlamaConfig& config() const override { return model_.config(); }
   std::string device_name() const override { return "cpu"; }
   bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
@@ -102,9 +107,10 @@ class CpuDeviceModel final : public DeviceModel {
   std::span<const float> hidden_states() const override { return model_.hidden_states(); }
   int num_blocks() const override { return kv_.num_blocks(); }
   int block_size() const override { return kv_.block_size(); }
+  KvDtype kv_dtype() const override { return kv_.dtype(); }
   void copy_block(int src, int dst) override { kv_.copy_block(src, dst); }
-  std::vector<float> export_blocks(std::span<const int> ids) const override { return kv_.export_blocks(ids); }
-  void import_blocks(std::span<const int> ids, std::span<const float> data) override { kv_.import_blocks(ids, data); }
+  std::vector<uint8_t> export_blocks(std::span<const int> ids) const override { return kv_.export_blocks(ids); }
+  void import_blocks(std::span<const int> ids, std::span<const uint8_t> data) override { kv_.import_blocks(ids, data); }
   LlamaModel* host_model() override { return &model_; }
   KvCache* host_kv() override { return &kv_; }
 

@@ -6,20 +6,20 @@
 
 namespace parley {
 
-KvCache::KvCache(const LlamaConfig& config, int num_blocks, int block_size)
-    : num_blocks_(num_blocks), block_size_(block_size), kv_dim_(config.kv_dim()), n_layers_(config.n_layers) {
+KvCache::KvCache(const LlamaConfig& config, int num_blocks, int block_size, KvDtype dtype)
+    : num_blocks_(num_blocks), block_size_(block_size), kv_dim_(config.kv_dim()), n_layers_(config.n_layers), dtype_(dtype) {
   if (num_blocks <= 0 || block_size <= 0) throw std::invalid_argument("KV cache needs positive block count and size");
-  layer_stride_ = int64_t(num_blocks) * block_size * kv_dim_;
-  keys_.assign(size_t(layer_stride_) * n_layers_, 0.0f);
-  values_.assign(size_t(layer_stride_) * n_layers_, 0.0f);
+  layer_stride_ = int64_t(num_blocks) * block_size * kv_dim_ * kv_dtype_bytes(dtype);
+  keys_.assign(size_t(layer_stride_) * n_layers_, 0);  // zero bits are 0.0 in every dtype
+  values_.assign(size_t(layer_stride_) * n_layers_, 0);
 }
 
 cpu::KvLayerView KvCache::layer(int l) {
-  return {keys_.data() + l * layer_stride_, values_.data() + l * layer_stride_, block_size_, kv_dim_};
+  return {keys_.data() + l * layer_stride_, values_.data() + l * layer_stride_, block_size_, kv_dim_, dtype_};
 }
 
 void KvCache::copy_block(int src, int dst) {
-  const int64_t block = int64_t(block_size_) * kv_dim_;
+  const int64_t block = int64_t(block_size_) * kv_dim_ * kv_dtype_bytes(dtype_);
   for (int l = 0; l < n_layers_; ++l) {
     const int64_t base = l * layer_stride_;
     std::copy_n(keys_.begin() + base + src * block, block, keys_.begin() + base + dst * block);
@@ -37,13 +37,13 @@ void check_ids(std::span<const int> block_ids, int num_blocks) {
 
 }  // namespace
 
-std::vector<float> KvCache::export_blocks(std::span<const int> block_ids) const {
+std::vector<uint8_t> KvCache::export_blocks(std::span<const int> block_ids) const {
   check_ids(block_ids, num_blocks_);
-  const int64_t block = int64_t(block_size_) * kv_dim_;
-  std::vector<float> out;
-  out.reserve(size_t(floats_per_block()) * block_ids.size());
+  const int64_t block = int64_t(block_size_) * kv_dim_ * kv_dtype_bytes(dtype_);
+  std::vector<uint8_t> out;
+  out.reserve(size_t(bytes_per_block()) * block_ids.size());
   for (int l = 0; l < n_layers_; ++l)
-    for (const std::vector<float>* part : {&keys_, &values_})
+    for (const std::vector<uint8_t>* part : {&keys_, &values_})
       for (int b : block_ids) {
         const auto first = part->begin() + l * layer_stride_ + b * block;
         out.insert(out.end(), first, first + block);
@@ -51,15 +51,15 @@ std::vector<float> KvCache::export_blocks(std::span<const int> block_ids) const 
   return out;
 }
 
-void KvCache::import_blocks(std::span<const int> block_ids, std::span<const float> data) {
+void KvCache::import_blocks(std::span<const int> block_ids, std::span<const uint8_t> data) {
   check_ids(block_ids, num_blocks_);
-  if (int64_t(data.size()) != floats_per_block() * int64_t(block_ids.size()))
-    throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " floats for " + std::to_string(block_ids.size()) +
-                                " blocks of " + std::to_string(floats_per_block()));
-  const int64_t block = int64_t(block_size_) * kv_dim_;
+  if (int64_t(data.size()) != bytes_per_block() * int64_t(block_ids.size()))
+    throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " + std::to_string(block_ids.size()) +
+                                " blocks of " + std::to_string(bytes_per_block()) + " (" + kv_dtype_name(dtype_) + ")");
+  const int64_t block = int64_t(block_size_) * kv_dim_ * kv_dtype_bytes(dtype_);
   auto in = data.begin();
   for (int l = 0; l < n_layers_; ++l)
-    for (std::vector<float>* part : {&keys_, &values_})
+    for (std::vector<uint8_t>* part : {&keys_, &values_})
       for (int b : block_ids) {
         std::copy_n(in, block, part->begin() + l * layer_stride_ + b * block);
         in += block;

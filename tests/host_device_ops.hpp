@@ -124,13 +124,21 @@ class HostOps {
   }
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
-    host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
+    with_kv_dtype(kv.dtype, [&](auto d) {
+      host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at<decltype(d)::value>(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
+    });
   }
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec = {}) const {
+    with_kv_dtype(kv.dtype, [&](auto d) { attention_as<decltype(d)::value>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec); });
+  }
+  template <KvDtype D>
+  void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
+                    int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec) const {
     namespace body = cuda::body;
     if (head_dim > body::kMaxHeadDim) throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
-    const body::PagedKv pkv{kv.keys, kv.values, kv.block_size, kv.kv_dim};
+    using T = typename KvElem<D>::T;
+    const body::PagedKv<D> pkv{kv.keys_as<const T>(), kv.values_as<const T>(), kv.block_size, kv.kv_dim};
     const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
     const body::AttentionPlan plan = body::plan_attention(meta.max_blocks_per_seq * kv.block_size, n_heads, split_, scratch_rows_);
     const int64_t rows_used = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens) * n_heads * plan.splits;
@@ -140,11 +148,11 @@ class HostOps {
       const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
       const int64_t n = tokens * n_heads * plan.splits;
       if (head_dim <= 64)  // CudaBackend's kernels, by accumulator bound
-        host_launch(n, [&](int64_t i) { body::attention_split_at<64>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<64, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
       else if (head_dim <= 128)
-        host_launch(n, [&](int64_t i) { body::attention_split_at<128>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<128, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
       else
-        host_launch(n, [&](int64_t i) { body::attention_split_at<256>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+        host_launch(n, [&](int64_t i) { body::attention_split_at<256, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
       host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, spec); });
     }
   }

@@ -280,7 +280,7 @@ TEST_CASE("the CUDA model's KV export, import and block copy keep KvCache's layo
   auto device = host_llama(m, c, 0);
   KvCache host(m.model.config(), 6, c.block_size);
   const std::vector<int> ids{4, 1};
-  const auto data = test::random_floats(size_t(host.floats_per_block()) * ids.size(), 11);
+  const auto data = test::kv_bytes_of(test::random_floats(size_t(host.elements_per_block()) * ids.size(), 11));
   device->import_blocks(ids, data);
   host.import_blocks(ids, data);
   device->copy_block(4, 0);
@@ -289,7 +289,7 @@ TEST_CASE("the CUDA model's KV export, import and block copy keep KvCache's layo
   REQUIRE(device->export_blocks(all) == host.export_blocks(all));
   REQUIRE(device->export_blocks(std::vector<int>{0}) == host.export_blocks(std::vector<int>{4}));
   REQUIRE_THROWS_AS(device->export_blocks(std::vector<int>{6}), std::out_of_range);
-  REQUIRE_THROWS_AS(device->import_blocks(ids, std::vector<float>(3)), std::invalid_argument);
+  REQUIRE_THROWS_AS(device->import_blocks(ids, std::vector<uint8_t>(3)), std::invalid_argument);
 }
 
 TEST_CASE("the CUDA model refuses a batch it cannot hold before any kernel runs", "[cuda-host]") {
@@ -334,7 +334,7 @@ TEST_CASE("the CUDA model fills its share of device memory with KV, after the gr
     return s;
   };
   const Sized eager = sized(0, 0.5), graphs = sized(8, 0.5);  // graphs of 1, 2, 4 and 8 sequences
-  const int64_t per_block = eager.model->floats_per_block() * 4;
+  const int64_t per_block = eager.model->bytes_per_block();
   for (const Sized* s : {&eager, &graphs}) {
     INFO(s->model->num_blocks() << " blocks, " << *s->in_use << " bytes in use");
     REQUIRE(double(*s->in_use + staging) <= share);  // the graphs' memory is in use by now, and it fits

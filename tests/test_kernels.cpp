@@ -229,15 +229,15 @@ TEST_CASE("KvCache::copy_block copies one block's keys and values in every layer
   const int block = 2 * c.kv_dim();
   for (int l = 0; l < 3; ++l) {
     KvLayerView v = kv.layer(l);
-    for (int i = 0; i < 4 * block; ++i) v.keys[i] = float(l * 1000 + i), v.values[i] = -float(l * 1000 + i);
+    for (int i = 0; i < 4 * block; ++i) v.keys_as<float>()[i] = float(l * 1000 + i), v.values_as<float>()[i] = -float(l * 1000 + i);
   }
   kv.copy_block(1, 3);
   for (int l = 0; l < 3; ++l) {
     KvLayerView v = kv.layer(l);
     for (int i = 0; i < block; ++i) {
-      REQUIRE(v.keys[3 * block + i] == float(l * 1000 + block + i));
-      REQUIRE(v.values[3 * block + i] == -float(l * 1000 + block + i));
+      REQUIRE(v.keys_as<float>()[3 * block + i] == float(l * 1000 + block + i));
+      REQUIRE(v.values_as<float>()[3 * block + i] == -float(l * 1000 + block + i));
     }
-    REQUIRE(v.keys[2 * block] == float(l * 1000 + 2 * block));  // neighbours untouched
+    REQUIRE(v.keys_as<float>()[2 * block] == float(l * 1000 + 2 * block));  // neighbours untouched
   }
 }

@@ -21,7 +21,7 @@ constexpr double kTimeout = 5;
 void fill_random(DeviceModel& d, uint32_t seed) {
   std::vector<int> all(size_t(d.num_blocks()));
   for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
-  d.import_blocks(all, test::random_floats(size_t(d.export_blocks(std::vector<int>{0}).size()) * all.size(), seed));
+  d.import_blocks(all, test::kv_bytes_of(test::random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
 }
 
 std::vector<uint64_t> tags_of(const std::vector<KvLinkEvent>& events, Kind kind) {
@@ -51,7 +51,7 @@ struct CpuLinkedPair {
   test::Loaded m{test::shared_model("stories260K.bin"), test::shared_model("tok512.bin")};
   CpuDeviceModel prefill{m.model, 8, 16}, decode{m.model, 8, 16};
   LinkedPair link{prefill, decode};
-  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());  // floats
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size()) / 4;  // words, the link's unit
 };
 
 // `ops`, if given, gets the emulated device (to fill it up).
@@ -86,14 +86,14 @@ TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posti
     LinkedPair link(*prefill, *decode);
     const std::vector<std::vector<int>> sent = {{3, 1, 4}, {7}, {0, 11}};
     const std::vector<std::vector<int>> into = {{0, 5, 2}, {9}, {6, 8}};
-    const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size());
-    const std::vector<float> untouched = decode->export_blocks(std::vector<int>{0, 5, 2, 9, 6, 8});
-    const std::vector<float> untouched_9 = decode->export_blocks(std::vector<int>{9});
+    const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size()) / 4;
+    const std::vector<uint8_t> untouched = decode->export_blocks(std::vector<int>{0, 5, 2, 9, 6, 8});
+    const std::vector<uint8_t> untouched_9 = decode->export_blocks(std::vector<int>{9});
     for (size_t i = 0; i < sent.size(); ++i) {
       link.b.recv("to-a", 10 + i, per_block * int64_t(sent[i].size()), 1);
       link.a.send("to-b", 20 + i, sent[i], 1);
     }
-    const std::vector<float> sent_0 = prefill->export_blocks(sent[0]);
+    const std::vector<uint8_t> sent_0 = prefill->export_blocks(sent[0]);
     fill_random(*prefill, 3);  // sends were staged: the blocks are free again at once
     REQUIRE(tags_of(link.a.poll(1), Kind::Done) == std::vector<uint64_t>{20, 21, 22});
     REQUIRE(tags_of(link.b.poll(1), Kind::Done) == std::vector<uint64_t>{10, 11, 12});
@@ -178,7 +178,7 @@ TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, brea
 
   // The receiver expects 2 blocks then 1; the sender sends 1 then 2: the first pair does not match.
   LinkedPair link(prefill, decode);
-  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size());
+  const int64_t per_block = int64_t(prefill.export_blocks(std::vector<int>{0}).size()) / 4;
   link.b.recv("to-a", 1, per_block * 2, 0), link.b.recv("to-a", 2, per_block, 0);
   link.a.send("to-b", 3, std::vector<int>{0}, 0), link.a.send("to-b", 4, std::vector<int>{1, 2}, 0);
   REQUIRE(tags_of(link.a.poll(0), Kind::Failed) == std::vector<uint64_t>{3, 4});
@@ -202,8 +202,9 @@ TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device m
   REQUIRE(small->data() != first);
   std::unique_ptr<KvStaging> again = d->stage_blocks(std::vector<int>{6, 7});
   REQUIRE(again->data() == first);
-  REQUIRE(again->size() == 2 * int64_t(d->export_blocks(std::vector<int>{0}).size()));
-  REQUIRE(std::vector<float>(again->data(), again->data() + again->size()) == d->export_blocks(std::vector<int>{6, 7}));
+  REQUIRE(again->size() * 4 == 2 * int64_t(d->export_blocks(std::vector<int>{0}).size()));
+  const auto* staged = reinterpret_cast<const uint8_t*>(again->data());
+  REQUIRE(std::vector<uint8_t>(staged, staged + again->size() * 4) == d->export_blocks(std::vector<int>{6, 7}));
 }
 
 TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), and a receive waits for staging memory in posting order", "[pd][links]") {
@@ -212,7 +213,7 @@ TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), and 
   std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops), decode = host_cuda_model(m, 12, &decode_ops);
   fill_random(*prefill, 5), fill_random(*decode, 6);
   LinkedPair link(*prefill, *decode);
-  const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size());
+  const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size()) / 4;
 
   // The prefill device is full: the send throws before anything is posted, and the link pairs the next one right.
   prefill_ops->leave_free(0);
@@ -268,7 +269,7 @@ TEST_CASE("kv links: on a full device the staging pool frees the buffers it keep
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   test::HostOps* ops = nullptr;
   std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12, &ops);
-  const int64_t per_block = int64_t(d->export_blocks(std::vector<int>{0}).size());  // its staging is kept
+  const int64_t per_block = int64_t(d->export_blocks(std::vector<int>{0}).size()) / 4;  // its staging is kept
   {
     std::unique_ptr<KvStaging> a = d->new_staging(per_block), b = d->new_staging(per_block);  // a second one-block buffer
   }

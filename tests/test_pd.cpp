@@ -254,8 +254,8 @@ TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late
 TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit", "[pd]") {
   KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, "", {},
                       {{7, -2.5f, 4, {{3, -0.125f}}}}};
-  p.kv.resize(size_t(2 * 2 * 4 * 16 * 2));
-  for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = float(i) * 0.5f - 3.0f;
+  p.kv.resize(size_t(2 * 2 * 4 * 16 * 2) * 4);  // an F32 layout's bytes
+  for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = uint8_t(i * 7 + 3);
   const std::string wire = encode_kv_transfer(p);
   const KvTransferPayload back = decode_kv_transfer(wire);
   REQUIRE(back.req_id == "req-1");
@@ -283,11 +283,11 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   REQUIRE_THROWS_AS(encode_kv_transfer(linked), std::logic_error);
   linked.kv.clear();
   const std::string head = encode_kv_transfer(linked);
-  REQUIRE(head.size() - linked.kv_link.size() + p.kv.size() * sizeof(float) == wire.size());  // the name, not the floats
+  REQUIRE(head.size() - linked.kv_link.size() + p.kv.size() == wire.size());  // the name, not the KV's bytes
   const KvTransferPayload linked_back = decode_kv_transfer(head);
   REQUIRE(linked_back.kv_link == "link 00c0ffee to h:1");
   REQUIRE(linked_back.kv.empty());
-  REQUIRE(linked_back.layout.floats(linked_back.num_blocks) == int64_t(p.kv.size()));
+  REQUIRE(linked_back.layout.bytes(linked_back.num_blocks) == int64_t(p.kv.size()));
   REQUIRE_THROWS_WITH(decode_kv_transfer(head + std::string(8, '\0')), Catch::Contains("bytes of KV, the header says 0"));
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,13 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+// Floats as the bytes an F32 cache's export_blocks holds.
+inline std::vector<uint8_t> kv_bytes_of(const std::vector<float>& floats) {
+  std::vector<uint8_t> bytes(floats.size() * 4);
+  std::memcpy(bytes.data(), floats.data(), bytes.size());
+  return bytes;
 }
 
 // A fresh directory under the system temp dir, removed when the object dies.

@@ -32,7 +32,7 @@ bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::Auto:
     case Isa::Generic: return true;
-    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case Isa::Avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   }
   return false;
@@ -126,7 +126,11 @@ void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim
 
 void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots,
                           int M) const {
-  reference::kv_write(kv, k, v, slots, M);
+  if (kv.dtype != KvDtype::F16) return reference::kv_write(kv, k, v, slots, M);
+  for (int m = 0; m < M; ++m) {  // F16C's rounding: the reference's bits (tested)
+    simd_.to_f16(k + int64_t(m) * kv.kv_dim, kv.keys_as<uint16_t>() + slots[m] * kv.kv_dim, kv.kv_dim);
+    simd_.to_f16(v + int64_t(m) * kv.kv_dim, kv.values_as<uint16_t>() + slots[m] * kv.kv_dim, kv.kv_dim);
+  }
 }
 
 void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
@@ -138,6 +142,11 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
   for (int t = 0; t < meta.num_tokens; ++t)
     work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
   const int workers = work < kParallelFlops ? 1 : threads_;
+  const auto dot = simd_.dot_kv[int(kv.dtype)];
+  const auto axpy = simd_.axpy_kv[int(kv.dtype)];
+  const int64_t elem = kv_dtype_bytes(kv.dtype);
+  const char* keys = static_cast<const char*>(kv.keys);
+  const char* values = static_cast<const char*>(kv.values);
 #pragma omp parallel num_threads(workers)
   {
     std::vector<float> scores;
@@ -153,7 +162,7 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
       float max_score = -INFINITY;
       for (int j = first; j <= pos; ++j) {
         const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-        scores[j] = reference::softcap(simd_.dot(qh, kv.keys + slot * kv.kv_dim + head_off, head_dim) * scale, spec.softcap);
+        scores[j] = reference::softcap(dot(qh, keys + (slot * kv.kv_dim + head_off) * elem, head_dim) * scale, spec.softcap);
         max_score = std::max(max_score, scores[j]);
       }
       float sum = 0.0f;
@@ -165,7 +174,7 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
       std::fill(oh, oh + head_dim, 0.0f);
       for (int j = first; j <= pos; ++j) {
         const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-        simd_.axpy(scores[j] / sum, kv.values + slot * kv.kv_dim + head_off, oh, head_dim);
+        axpy(scores[j] / sum, values + (slot * kv.kv_dim + head_off) * elem, oh, head_dim);
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/weight_buffer.hpp"
 #include "kernels/host_device.hpp"
+#include "kernels/kv_dtype.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley::cpu {
@@ -19,12 +20,17 @@ Isa best_isa();
 
 struct QuantMatrix;  // kernels/cpu/quant_matrix.hpp
 
-// One layer's paged KV storage: [num_blocks][block_size][kv_dim] for keys and for values.
+// One layer's paged KV storage: [num_blocks][block_size][kv_dim] for keys and for values, elements of dtype.
 struct KvLayerView {
-  float* keys;
-  float* values;
+  void* keys;
+  void* values;
   int block_size;
   int kv_dim;
+  KvDtype dtype = KvDtype::F32;
+  template <class T>
+  T* keys_as() const { return static_cast<T*>(keys); }
+  template <class T>
+  T* values_as() const { return static_cast<T*>(values); }
 };
 
 // Where each token of a flattened batch reads and writes the KV cache (vLLM's attention metadata).
@@ -74,6 +80,10 @@ struct SimdKernels {
   void (*matmul)(const float* x, const float* packed, float* out, int M, int N, int K, int p_begin, int p_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+  // The same over a KV row of each KvDtype (indexed by it), widened to F32 as it is read.
+  float (*dot_kv[3])(const float* a, const void* b, int n);
+  void (*axpy_kv[3])(float a, const void* x, float* y, int n);
+  void (*to_f16)(const float* x, uint16_t* out, int n);  // round to nearest even (F16C where the ISA has it)
   // Runs iters rounds of independent register FMAs (2 * W * 10 flops a round): the peak probe for benchmarks.
   float (*fma_probe)(int64_t iters);
   int lanes;  // W, floats per vector

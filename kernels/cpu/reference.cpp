@@ -75,10 +75,34 @@ void embedding(const float* table, const int* tokens, int M, int dim, float* out
     std::memcpy(out + int64_t(m) * dim, table + int64_t(tokens[m]) * dim, sizeof(float) * dim);
 }
 
+namespace {
+
+template <KvDtype D>
+void kv_write_as(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) {
+  using E = KvElem<D>;
+  for (int m = 0; m < M; ++m)
+    for (int d = 0; d < kv.kv_dim; ++d) {
+      E::store(kv.keys_as<typename E::T>(), slots[m] * kv.kv_dim + d, k[int64_t(m) * kv.kv_dim + d]);
+      E::store(kv.values_as<typename E::T>(), slots[m] * kv.kv_dim + d, v[int64_t(m) * kv.kv_dim + d]);
+    }
+}
+
+// Element i of a layer's keys or values, widened to F32.
+float kv_load(const void* base, KvDtype dtype, int64_t i) {
+  switch (dtype) {
+    case KvDtype::F16: return KvElem<KvDtype::F16>::load(static_cast<const uint16_t*>(base), i);
+    case KvDtype::Bf16: return KvElem<KvDtype::Bf16>::load(static_cast<const uint16_t*>(base), i);
+    default: return static_cast<const float*>(base)[i];
+  }
+}
+
+}  // namespace
+
 void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) {
-  for (int m = 0; m < M; ++m) {
-    std::memcpy(kv.keys + slots[m] * kv.kv_dim, k + int64_t(m) * kv.kv_dim, sizeof(float) * kv.kv_dim);
-    std::memcpy(kv.values + slots[m] * kv.kv_dim, v + int64_t(m) * kv.kv_dim, sizeof(float) * kv.kv_dim);
+  switch (kv.dtype) {
+    case KvDtype::F16: return kv_write_as<KvDtype::F16>(kv, k, v, slots, M);
+    case KvDtype::Bf16: return kv_write_as<KvDtype::Bf16>(kv, k, v, slots, M);
+    default: return kv_write_as<KvDtype::F32>(kv, k, v, slots, M);
   }
 }
 
@@ -94,9 +118,9 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
   float max_score = -INFINITY;
   for (int j = first; j <= pos; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-    const float* kj = kv.keys + slot * kv.kv_dim + kv_head * head_dim;
+    const int64_t kj = slot * kv.kv_dim + kv_head * head_dim;
     float s = 0.0f;
-    for (int d = 0; d < head_dim; ++d) s += qh[d] * kj[d];
+    for (int d = 0; d < head_dim; ++d) s += qh[d] * kv_load(kv.keys, kv.dtype, kj + d);
     scores[j] = softcap(s * scale, spec.softcap);
     if (scores[j] > max_score) max_score = scores[j];
   }
@@ -109,9 +133,9 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
   for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
   for (int j = first; j <= pos; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-    const float* vj = kv.values + slot * kv.kv_dim + kv_head * head_dim;
+    const int64_t vj = slot * kv.kv_dim + kv_head * head_dim;
     const float p = scores[j] / sum;
-    for (int d = 0; d < head_dim; ++d) oh[d] += p * vj[d];
+    for (int d = 0; d < head_dim; ++d) oh[d] += p * kv_load(kv.values, kv.dtype, vj + d);
   }
 }
 

@@ -16,6 +16,11 @@ struct Avx2 {
   static T load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static T load_bf16(const uint16_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
   static float hsum(T v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -24,11 +29,15 @@ struct Avx2 {
   }
 };
 
+void to_f16(const float* x, uint16_t* out, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  simd::to_f16_scalar(x + i, out + i, n - i);
+}
+
 }  // namespace
 
-SimdKernels avx2_kernels() {
-  return {Isa::Avx2, &simd::matmul<Avx2>, &simd::dot<Avx2>, &simd::axpy<Avx2>,
-          &simd::fma_probe<Avx2>, Avx2::W};
-}
+SimdKernels avx2_kernels() { return simd::make_kernels<Avx2>(Isa::Avx2, &to_f16); }
 
 }  // namespace parley::cpu

@@ -16,6 +16,11 @@ struct Avx512 {
   static T load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static T load_bf16(const uint16_t* p) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
   // A fixed tree: halves, then quarters, then the AVX2-style 128-bit reduction.
   static float hsum(T v) {
     const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
@@ -27,11 +32,15 @@ struct Avx512 {
   }
 };
 
+void to_f16(const float* x, uint16_t* out, int n) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  simd::to_f16_scalar(x + i, out + i, n - i);
+}
+
 }  // namespace
 
-SimdKernels avx512_kernels() {
-  return {Isa::Avx512, &simd::matmul<Avx512>, &simd::dot<Avx512>, &simd::axpy<Avx512>,
-          &simd::fma_probe<Avx512>, Avx512::W};
-}
+SimdKernels avx512_kernels() { return simd::make_kernels<Avx512>(Isa::Avx512, &to_f16); }
 
 }  // namespace parley::cpu

@@ -15,13 +15,12 @@ struct Scalar {
   static void store(float* p, T v) { *p = v; }
   static T fma(T a, T b, T c) { return a * b + c; }
   static float hsum(T v) { return v; }
+  static T load_f16(const uint16_t* p) { return f16_to_f32(*p); }
+  static T load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
 };
 
 }  // namespace
 
-SimdKernels generic_kernels() {
-  return {Isa::Generic, &simd::matmul<Scalar>, &simd::dot<Scalar>, &simd::axpy<Scalar>,
-          &simd::fma_probe<Scalar>, Scalar::W};
-}
+SimdKernels generic_kernels() { return simd::make_kernels<Scalar>(Isa::Generic, &simd::to_f16_scalar); }
 
 }  // namespace parley::cpu

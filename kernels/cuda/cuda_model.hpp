@@ -25,6 +25,7 @@ struct DeviceLlamaOptions {
   double gpu_memory_utilization = 0.9;  // the share of the device's memory this instance may hold
   int64_t staging_bytes = 0;       // device memory kept for KV transfers' staging (PD), set aside before the KV
   int block_size = 16;
+  KvDtype kv_dtype = KvDtype::F32;  // the KV blocks' element type (--kv-cache-dtype)
   int max_num_tokens = 0;          // tokens in one eager pass (the scheduler's max_num_batched_tokens)
   int max_num_seqs = 0;            // sequences in one pass
   int max_model_len = 0;

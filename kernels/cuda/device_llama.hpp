@@ -124,23 +124,26 @@ class DeviceLlama final : public DeviceModel {
   void copy_block(int src, int dst) override {
     ops_->activate();
     check_ids(std::vector<int>{src, dst});
-    const size_t block = size_t(o_.block_size) * c_.kv_dim() * 4;
+    const size_t block = size_t(o_.block_size) * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype);
     for (int l = 0; l < c_.n_layers; ++l)
       for (Buffer* part : {&keys_[l], &values_[l]})
         ops_->copy(part->template get<char>() + dst * block, part->template get<char>() + src * block, block);
   }
 
   // KvCache::export_blocks's layout: per layer, the keys of every block, then the values (through staging).
-  std::vector<float> export_blocks(std::span<const int> ids) const override {
+  std::vector<uint8_t> export_blocks(std::span<const int> ids) const override {
     std::unique_ptr<KvStaging> staged = stage_blocks(ids);
-    std::vector<float> out(size_t(staged->size()));
-    ops_->download(out.data(), staged->data(), out.size() * 4);
+    std::vector<uint8_t> out(size_t(staged->size()) * 4);
+    ops_->download(out.data(), staged->data(), out.size());
     return out;
   }
 
-  void import_blocks(std::span<const int> ids, std::span<const float> data) override {
-    std::unique_ptr<KvStaging> staged = new_staging(int64_t(data.size()));
-    ops_->upload(staged->data(), data.data(), data.size() * 4);
+  void import_blocks(std::span<const int> ids, std::span<const uint8_t> data) override {
+    if (int64_t(data.size()) != bytes_per_block() * int64_t(ids.size()))
+      throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " + std::to_string(ids.size()) +
+                                  " blocks of " + std::to_string(bytes_per_block()) + " (" + kv_dtype_name(o_.kv_dtype) + ")");
+    std::unique_ptr<KvStaging> staged = new_staging(int64_t(data.size()) / 4);
+    ops_->upload(staged->data(), data.data(), data.size());
     unstage_blocks(*staged, ids);
   }
 
@@ -149,30 +152,31 @@ class DeviceLlama final : public DeviceModel {
   std::unique_ptr<KvStaging> stage_blocks(std::span<const int> ids) const override {
     ops_->activate();
     check_ids(ids);
-    std::unique_ptr<KvStaging> staged = new_staging(floats_per_block() * int64_t(ids.size()));
+    std::unique_ptr<KvStaging> staged = new_staging(bytes_per_block() / 4 * int64_t(ids.size()));
     move_blocks(ids, staged->data(), true);
     ops_->synchronize();
     return staged;
   }
-  std::unique_ptr<KvStaging> new_staging(int64_t floats) const override {
+  std::unique_ptr<KvStaging> new_staging(int64_t words) const override {
     ops_->activate();
-    return staging_.take(floats, [this](size_t bytes) { return ops_->alloc_staging(bytes); });
+    return staging_.take(words, [this](size_t bytes) { return ops_->alloc_staging(bytes); });
   }
   void unstage_blocks(KvStaging& staged, std::span<const int> ids) override {
     ops_->activate();
     check_ids(ids);
-    if (staged.size() != floats_per_block() * int64_t(ids.size()))
-      throw std::invalid_argument("KV data of " + std::to_string(staged.size()) + " floats for " + std::to_string(ids.size()) +
-                                  " blocks of " + std::to_string(floats_per_block()));
+    if (staged.size() * 4 != bytes_per_block() * int64_t(ids.size()))
+      throw std::invalid_argument("KV data of " + std::to_string(staged.size() * 4) + " bytes for " + std::to_string(ids.size()) +
+                                  " blocks of " + std::to_string(bytes_per_block()));
     move_blocks(ids, staged.data(), false);
     ops_->synchronize();  // the caller frees the staging next
   }
 
   // The device pointers of one layer's KV.
   cpu::KvLayerView layer(int l) const {
-    return {keys_[l].template get<float>(), values_[l].template get<float>(), o_.block_size, c_.kv_dim()};
+    return {keys_[l].get(), values_[l].get(), o_.block_size, c_.kv_dim(), o_.kv_dtype};
   }
-  int64_t floats_per_block() const { return int64_t(2) * c_.n_layers * o_.block_size * c_.kv_dim(); }
+  KvDtype kv_dtype() const override { return o_.kv_dtype; }
+  int64_t bytes_per_block() const { return int64_t(2) * c_.n_layers * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype); }
 
  private:
   struct Layer {
@@ -201,13 +205,14 @@ class DeviceLlama final : public DeviceModel {
   }
 
   // Device-to-device copies between the KV blocks and staging (to_staging) in export_blocks's layout.
-  void move_blocks(std::span<const int> ids, float* staging, bool to_staging) const {
-    const size_t block = size_t(o_.block_size) * c_.kv_dim();
+  void move_blocks(std::span<const int> ids, float* staging_words, bool to_staging) const {
+    const size_t block = size_t(o_.block_size) * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype);
+    char* staging = reinterpret_cast<char*>(staging_words);
     for (int l = 0; l < c_.n_layers; ++l)
       for (const Buffer* part : {&keys_[l], &values_[l]})
         for (int b : ids) {
-          float* kv = part->template get<float>() + b * block;
-          ops_->copy(to_staging ? staging : kv, to_staging ? kv : staging, block * 4);
+          char* kv = part->template get<char>() + b * block;
+          ops_->copy(to_staging ? staging : kv, to_staging ? kv : staging, block);
           staging += block;
         }
   }
@@ -229,9 +234,9 @@ class DeviceLlama final : public DeviceModel {
   }
 
   void allocate_kv() {
-    const size_t layer_floats = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim();
-    keys_.clear(), values_.clear();
-    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_floats)), values_.push_back(zeros(layer_floats));
+    const size_t layer_words = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype) / 4 + 1;
+    keys_.clear(), values_.clear();  // zero bits are 0.0 in every KV dtype
+    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_words)), values_.push_back(zeros(layer_words));
   }
 
   // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use after
@@ -251,7 +256,7 @@ class DeviceLlama final : public DeviceModel {
     }
     keys_.clear(), values_.clear();
     const DeviceMemory m = ops_->memory();
-    const int64_t per_block = floats_per_block() * 4;
+    const int64_t per_block = bytes_per_block();
     const double budget = o_.gpu_memory_utilization * double(m.total) - double(m.total - m.free) - double(graph_bytes) -
                           double(o_.staging_bytes);
     if (budget < double(per_block))

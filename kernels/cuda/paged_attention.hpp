@@ -12,6 +12,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/pointwise.hpp"
 #include "kernels/host_device.hpp"
+#include "kernels/kv_dtype.hpp"
 
 namespace parley::cuda::body {
 
@@ -19,9 +20,11 @@ constexpr int kMaxHeadDim = 256;        // the largest head the split kernel hol
 constexpr int kSplitPositions = 64;     // positions per split
 constexpr int64_t kScratchRows = 1 << 17;  // (token, head, split) partials a pass keeps at once, at most
 
+// One layer's KV as attention reads it: elements of D (kernels/kv_dtype.hpp), widened to F32 as they are read.
+template <KvDtype D>
 struct PagedKv {
-  const float* keys;    // [num_blocks * block_size][kv_dim]
-  const float* values;
+  const typename KvElem<D>::T* keys;  // [num_blocks * block_size][kv_dim]
+  const typename KvElem<D>::T* values;
   int block_size, kv_dim;
 };
 
@@ -68,8 +71,8 @@ inline int64_t attention_scratch_rows(int max_tokens, int n_heads, int max_posit
 // before its window) writes nothing; spec scores and windows as the CPU backend does. MaxD >= head_dim
 // bounds the accumulator at compile time, so the unrolled loops keep it in registers (launch with the
 // smallest of 64, 128, 256 that holds the head); the arithmetic is the same whatever MaxD.
-template <int MaxD>
-PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRows rows, int n_heads, int n_kv_heads,
+template <int MaxD, KvDtype D>
+PARLEY_HD inline void attention_split_at(const float* q, PagedKv<D> kv, AttentionRows rows, int n_heads, int n_kv_heads,
                                          int head_dim, AttentionPartials parts, int64_t first, int64_t i,
                                          cpu::AttentionSpec spec) {
   const int split = int(i % parts.splits);
@@ -93,12 +96,12 @@ PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRo
   float max_score = -INFINITY, sum = 0.0f;
   for (int j = begin; j <= end; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-    const float* kj = kv.keys + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
-    const float* vj = kv.values + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
+    const auto* kj = kv.keys + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
+    const auto* vj = kv.values + slot * kv.kv_dim + int64_t(kv_head) * head_dim;
     float s = 0.0f;
     PARLEY_UNROLL
     for (int d = 0; d < MaxD; ++d)
-      if (d < head_dim) s += qh[d] * kj[d];
+      if (d < head_dim) s += qh[d] * KvElem<D>::load(kj, d);
     s *= scale;
     if (spec.softcap > 0.0f) s = softcap(s, spec.softcap);
     if (s > max_score) {  // rescale what was summed against the old maximum
@@ -112,7 +115,7 @@ PARLEY_HD inline void attention_split_at(const float* q, PagedKv kv, AttentionRo
     sum += p;
     PARLEY_UNROLL
     for (int d = 0; d < MaxD; ++d)
-      if (d < head_dim) acc[d] += p * vj[d];
+      if (d < head_dim) acc[d] += p * KvElem<D>::load(vj, d);
   }
   parts.max[i] = max_score;
   parts.sum[i] = sum;
