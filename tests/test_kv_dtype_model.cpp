@@ -96,7 +96,7 @@ TEST_CASE("f16 and bf16 KV move stories260K's logprobs by a small bounded amount
     const double mean = total / n;
     INFO("dtype " << kv_dtype_name(d) << ": mean |dlogprob| " << mean << ", max " << worst << ", top-1 kept " << same_top << "/" << n);
     CHECK(mean > 0);  // 16-bit KV is not F32 KV: a test that saw no difference would be reading F32
-    // Measured: f16 mean 2.4e-4, bf16 mean 1.9e-3 (8x f16's: 3 fewer mantissa bits); bounds with 2x room.
+    // Bounds from the mantissa widths (f16 11 bits, bf16 8): not yet checked against a run, tighten once measured.
     REQUIRE(mean < (d == KvDtype::F16 ? 5e-4 : 4e-3));
     REQUIRE(worst < (d == KvDtype::F16 ? 1e-2 : 6e-2));
     REQUIRE(same_top >= n - (d == KvDtype::F16 ? 2 : 8));
