@@ -1,8 +1,11 @@
 #include "model/linear.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "model/quant/quantize.hpp"
 
 namespace parley {
 
@@ -20,14 +23,17 @@ Linear Linear::stack(int in, std::initializer_list<WeightMatrix*> parts) {
       rows = int(stacked.size() / size_t(in));
       l.parts_.push_back({cpu::pack_matrix(stacked.data(), rows, in), rows});
     } else {
-      std::vector<uint8_t> stacked;
+      std::vector<uint8_t> stacked;  // only when fusing: a lone matrix packs from its own blocks
       for (WeightMatrix* m : run) {
         if (m->cols() != in) throw std::invalid_argument("Linear: a " + std::to_string(m->cols()) + "-column part in a stack of " + std::to_string(in));
-        stacked.insert(stacked.end(), m->blocks().begin(), m->blocks().end());
         rows += int(m->rows());
-        *m = {};
       }
-      l.parts_.push_back({cpu::pack_quant_matrix(type, stacked.data(), rows, in), rows});
+      if (run.size() > 1) {
+        stacked.reserve(quant::row_bytes(type, in) * size_t(rows));
+        for (WeightMatrix* m : run) stacked.insert(stacked.end(), m->blocks().begin(), m->blocks().end());
+      }
+      l.parts_.push_back({cpu::pack_quant_matrix(type, run.size() > 1 ? stacked.data() : run.front()->blocks().data(), rows, in), rows});
+      for (WeightMatrix* m : run) *m = {};
     }
     l.N_ += rows;
     run.clear();
@@ -55,6 +61,26 @@ void Linear::matmul(const cpu::CpuBackend& be, const float* x, float* out, int M
     std::visit([&](const auto& m) { be.matmul(x, m, scratch.data(), M); }, p.matrix);
     for (int r = 0; r < M; ++r) std::copy_n(scratch.data() + size_t(r) * p.rows, p.rows, out + size_t(r) * N_ + at);
     at += p.rows;
+  }
+}
+
+void Linear::rows(const int* rows, int count, float* out) const {
+  std::vector<uint8_t> blocks;
+  for (int i = 0; i < count; ++i) {
+    int n = rows[i];
+    auto part = parts_.begin();
+    for (; part != parts_.end() && n >= part->rows; ++part) n -= part->rows;
+    if (part == parts_.end()) throw std::out_of_range("Linear::rows: row " + std::to_string(rows[i]) + " of " + std::to_string(N_));
+    float* dst = out + size_t(i) * K_;
+    if (const auto* f = std::get_if<cpu::PackedMatrix>(&part->matrix)) {  // panels of kPanel columns, [k][column]
+      const float* panel = f->data.data() + size_t(n / cpu::PackedMatrix::kPanel) * K_ * cpu::PackedMatrix::kPanel + n % cpu::PackedMatrix::kPanel;
+      for (int k = 0; k < K_; ++k) dst[k] = panel[size_t(k) * cpu::PackedMatrix::kPanel];
+    } else {
+      const auto& q = std::get<cpu::QuantMatrix>(part->matrix);
+      blocks.resize(quant::row_bytes(q.type, K_));
+      cpu::quant_matrix_row(q, n, blocks.data());
+      quant::dequantize_row(q.type, blocks.data(), dst, K_);
+    }
   }
 }
 

@@ -24,6 +24,8 @@ class Linear {
   size_t bytes() const;  // resident weight bytes
   // out[M][N] = x[M][K] * W^T; scratch holds one part's output when there are several.
   void matmul(const cpu::CpuBackend& be, const float* x, float* out, int M, std::vector<float>& scratch) const;
+  // out[i] = row rows[i] of W, decoded to floats (a tied embedding's lookup, read from the head's packing).
+  void rows(const int* rows, int count, float* out) const;
 
  private:
   struct Part {

@@ -3,6 +3,8 @@
 #include "kernels/cpu/reference.hpp"
 #include "model/quant/quantize.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -58,9 +60,9 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!weights.rope_freq_factors.empty() && weights.rope_freq_factors.size() != size_t(config_.rotary_dims() / 2))
     throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
   const int dim = config.dim;
-  if (weights.output.empty()) weights.output = weights.token_embedding;  // tied: the head packs its own copy
-  output_ = Linear::stack(dim, {&weights.output});
-  token_embedding_ = std::move(weights.token_embedding);
+  const bool tied = weights.output.empty();  // tied: the head's packed rows serve as the embedding, one copy
+  output_ = Linear::stack(dim, {tied ? &weights.token_embedding : &weights.output});
+  if (!tied) token_embedding_ = std::move(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
   rope_freq_factors_ = std::move(weights.rope_freq_factors);
   for (int l = 0; l < config.n_layers; ++l)
@@ -74,6 +76,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     mtp_->eh_proj = Linear::stack(2 * dim, {&w.eh_proj});
     mtp_->layer = pack_layer(w.layer, false);
   }
+  malloc_trim(0);  // glibc keeps the heap chunks the file's blocks were freed from; give them back to the OS
 }
 
 size_t LlamaModel::weight_bytes() const {
@@ -81,6 +84,12 @@ size_t LlamaModel::weight_bytes() const {
   for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
   if (mtp_) total += mtp_->eh_proj.bytes() + mtp_->layer.wqkv.bytes() + mtp_->layer.wo.bytes() + mtp_->layer.w_gate_up.bytes() +
                      mtp_->layer.w_down.bytes();
+  return total;
+}
+
+size_t LlamaModel::streamed_weight_bytes() const {
+  size_t total = output_.bytes();
+  for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
   return total;
 }
 
@@ -182,7 +191,9 @@ void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm,
 
 void LlamaModel::embed(const ForwardBatch& batch) {
   const int M = batch.num_tokens(), dim = config_.dim;
-  if (token_embedding_.is_f32()) {
+  if (token_embedding_.empty()) {
+    output_.rows(batch.token_ids.data(), M, x_.data());
+  } else if (token_embedding_.is_f32()) {
     backend_->embedding(token_embedding_.data(), batch.token_ids.data(), M, dim, x_.data());
   } else {
     const size_t row = quant::row_bytes(token_embedding_.type(), dim);

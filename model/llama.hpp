@@ -35,6 +35,8 @@ class LlamaModel {
   const cpu::CpuBackend& backend() const { return *backend_; }
   // The matrices' resident bytes (packed, in their types), embedding included.
   size_t weight_bytes() const;
+  // What a decode step reads in full: the layers' matrices and the head (not a separate embedding, read by rows).
+  size_t streamed_weight_bytes() const;
 
   // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
   // num_layers < n_layers runs only the first layers, then the final norm and head (layer-skip drafting).
@@ -78,8 +80,8 @@ class LlamaModel {
   void head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits);
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
-  WeightMatrix token_embedding_;  // rows looked up by token id, decoded one at a time
-  Linear output_;                 // the head, packed (a copy of the embedding when tied)
+  WeightMatrix token_embedding_;  // rows looked up by token id, decoded one at a time; empty when tied
+  Linear output_;                 // the head, packed; when tied, also the embedding's rows
   std::vector<float> output_norm_;
   std::vector<float> rope_freq_factors_;  // [rotary_dims / 2], or empty
   std::vector<Layer> layers_;

@@ -279,6 +279,28 @@ TEST_CASE("The repacked matrix stays within 3% of the file's bytes, in 64-byte a
   }
 }
 
+// A tied embedding reads its rows back from the head's packing, so every bit of every block must survive it.
+TEST_CASE("Every row of a repacked matrix reads back as the file's bytes, quantized or random, in a part-full panel",
+          "[qmatmul]") {
+  for (const TypeCase& tc : type_cases()) {
+    const int N = 13, K = tc.ks.back();
+    Weights wt = weights(tc.type, N, K, 21);
+    Random rng(5);
+    std::vector<uint8_t> noise(wt.bytes.size());
+    for (uint8_t& b : noise) b = static_cast<uint8_t>((rng.uniform() + 1.0f) * 128.0f);
+    for (const std::vector<uint8_t>* file : {&wt.bytes, &noise}) {
+      const QuantMatrix w = pack_quant_matrix(tc.type, file->data(), N, K);
+      const size_t row = quant::row_bytes(tc.type, K);
+      std::vector<uint8_t> back(row);
+      for (int n = 0; n < N; ++n) {
+        INFO(name_of(tc.type) << " row " << n << (file == &noise ? " (random bytes)" : ""));
+        quant_matrix_row(w, n, back.data());
+        REQUIRE(std::memcmp(back.data(), file->data() + size_t(n) * row, row) == 0);
+      }
+    }
+  }
+}
+
 // (d) Refusals name the problem: the type, or the row length and the block it must be a multiple of.
 TEST_CASE("Bad input: rows that are not whole blocks and types without a kernel are refused by name", "[qmatmul]") {
   const std::vector<uint8_t> bytes(1 << 16);

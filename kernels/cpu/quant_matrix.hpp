@@ -47,6 +47,8 @@ PanelLayout panel_layout(quant::GgmlType type);
 // rows: N rows of quant::row_bytes(type, K) bytes exactly as a GGUF file stores them (any alignment).
 // Throws std::invalid_argument for a type without a kernel (naming it), or a K that is not whole blocks.
 QuantMatrix pack_quant_matrix(quant::GgmlType type, const void* rows, int N, int K);
+// Row `row` of w back as quant::row_bytes(w.type, w.K) bytes of ggml blocks, exactly as the file held them.
+void quant_matrix_row(const QuantMatrix& w, int row, uint8_t* out);
 
 // The kernel variants, chosen at run time; the bits are the same in all of them.
 enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni };
