@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark and prints their tables: kernel GFLOP/s against the measured
-# peak, sampling cost per token, then prefill/decode tokens/s on stories260K and on random models of the 110M, qwen3-0.6b
-# and llama3.2-1b shapes, each with
+# peak, sampling cost per token, then prefill/decode tokens/s on stories260K and on random models of the 110M shape
+# (F32), and of the 110M, qwen3-0.6b and llama3.2-1b shapes at Q8_0 and Q4_K_M (bench/run_quantized.sh), each with
 # llama.cpp (node-llama-cpp) measured on the same GGUF in the same run.
 #   bench/run_all.sh [threads]     (default: all cores; run on an otherwise idle machine)
 set -euo pipefail
@@ -20,11 +20,7 @@ echo "## Tokenization: Llama 3 and Qwen3 vocabularies"; tests/e2e/install.sh >/d
 echo "## Chat templates: parse and render time, 10 messages (Jinja2 beside)"; "$BUILD/bench_templates"; echo
 echo "## stories260K"; "$BUILD/bench_decode" --model ../shared/models/stories260K.gguf --threads "$threads" --peer; echo
 echo "## 110M shape (random weights)"; "$BUILD/bench_decode" --model "$model110" --threads "$threads" --gen-tokens 32 --peer
-for shape in qwen3-0.6b llama3.2-1b; do  # real shapes of popular models, F32 until quantized weights come
-  f=bench/out/parley-$shape-f32.gguf
-  [ -f "$f" ] || "$BUILD/parley" gen-model --shape "$shape" --dtype f32 --out "$f"
-  echo; echo "## $shape shape (random weights)"; "$BUILD/bench_decode" --model "$f" --threads "$threads" --gen-tokens 16 --rounds 2 --peer
-done
+echo; PARLEY_BUILD_DIR="$BUILD" bench/run_quantized.sh "$threads"  # 110M, qwen3-0.6b and llama3.2-1b at Q8_0 and Q4_K_M, and the plot
 echo; echo "## Persistent batch: sampling metadata per step"; "$BUILD/bench_persistent_batch"
 echo; echo "## Serving: stories260K, 16 concurrent streaming clients, 64 prompt + 64 output tokens"
 node bench/serve/load.mjs --concurrency 16 --num-requests 200 --prompt-tokens 64 --output-tokens 64 --spawn "$BUILD/parley" --threads "$threads"

@@ -2,15 +2,15 @@
 // Peer benchmark: llama.cpp through node-llama-cpp 3.21.1 prebuilt CPU binaries.
 //
 // Usage: node bench/peer/llama_peer.mjs --model PATH.gguf --threads T \
-//          --seqs 1,8,32 --prompt-tokens P --gen-tokens G [--reps R]
+//          --seqs 1,8,32 --prompt-tokens P --gen-tokens G [--prefill-tokens N] [--reps R]
 //
 // Prints one JSON object on stdout; llama.cpp logs are silenced.
 //
 // Method (token ids only, tokenization is never measured):
 //  * prompt = token ids 100 + (i % 50), i = 0..P-1.
-//  * prefill: one sequence, P prompt tokens through
+//  * prefill: one sequence, N prompt tokens (default P) through
 //    LlamaContextSequence.evaluateWithoutGeneratingNewTokens(); median of R runs
-//    (history cleared between runs) after one warm-up run. tokens/s = P / time.
+//    (history cleared between runs) after one warm-up run. tokens/s = N / time.
 //  * decode at S sequences: one context with S sequences. Each sequence runs its own
 //    LlamaContextSequence.evaluate() generator (greedy, temperature 0,
 //    yieldEogToken: true so EOS never stops it). The first next() evaluates the prompt
@@ -27,7 +27,7 @@ const WARMUP_DECODE_STEPS = 1;
 function usage(msg) {
     if (msg) console.error(`llama_peer: ${msg}`);
     console.error("usage: node bench/peer/llama_peer.mjs --model PATH.gguf --threads T " +
-        "--seqs 1,8,32 --prompt-tokens P --gen-tokens G [--reps R]");
+        "--seqs 1,8,32 --prompt-tokens P --gen-tokens G [--prefill-tokens N] [--reps R]");
     process.exit(2);
 }
 
@@ -46,6 +46,7 @@ try {
             seqs: { type: "string", default: "1,8,32" },
             "prompt-tokens": { type: "string" },
             "gen-tokens": { type: "string" },
+            "prefill-tokens": { type: "string" },
             reps: { type: "string", default: "5" },
         },
     }));
@@ -57,6 +58,7 @@ const threads = positiveInt("threads", values.threads);
 const P = positiveInt("prompt-tokens", values["prompt-tokens"]);
 const G = positiveInt("gen-tokens", values["gen-tokens"]);
 const reps = positiveInt("reps", values.reps);
+const N = values["prefill-tokens"] === undefined ? P : positiveInt("prefill-tokens", values["prefill-tokens"]);
 const seqsList = values.seqs.split(",").map((s) => positiveInt("seqs", s.trim()));
 
 const now = () => Number(process.hrtime.bigint()) / 1e9;
@@ -70,30 +72,32 @@ const llama = await getLlama({
     progressLogs: false,
 });
 const model = await llama.loadModel({ modelPath: values.model, gpuLayers: 0 });
-const prompt = Array.from({ length: P }, (_, i) => 100 + (i % 50)); // needs vocab >= 150
+const promptOf = (n) => Array.from({ length: n }, (_, i) => 100 + (i % 50)); // needs vocab >= 150
+const prompt = promptOf(P);
 
 // contextSize in node-llama-cpp is per sequence; the KV cache holds S times that.
-async function makeContext(S) {
+async function makeContext(S, tokens = P) {
     return model.createContext({
         sequences: S,
-        contextSize: P + G + WARMUP_DECODE_STEPS + 8,
-        batchSize: Math.max(512, S, P),
+        contextSize: tokens + G + WARMUP_DECODE_STEPS + 8,
+        batchSize: Math.max(512, S, tokens),
         threads: { ideal: threads, min: threads },
     });
 }
 
 async function measurePrefill() {
-    const ctx = await makeContext(1);
+    const ctx = await makeContext(1, N);
     const seq = ctx.getSequence();
+    const tokens = promptOf(N);
     const times = [];
     for (let r = 0; r <= reps; r++) {
         await seq.clearHistory();
         const t0 = now();
-        await seq.evaluateWithoutGeneratingNewTokens(prompt);
+        await seq.evaluateWithoutGeneratingNewTokens(tokens);
         if (r > 0) times.push(now() - t0); // run 0 is the warm-up
     }
     await ctx.dispose();
-    return P / median(times);
+    return N / median(times);
 }
 
 async function measureDecode(S) {
