@@ -70,11 +70,13 @@ void Linear::rows(const int* rows, int count, float* out) const {
     int n = rows[i];
     auto part = parts_.begin();
     for (; part != parts_.end() && n >= part->rows; ++part) n -= part->rows;
-    if (part == parts_.end()) throw std::out_of_range("Linear::rows: row " + std::to_string(rows[i]) + " of " + std::to_string(N_));
+    if (part == parts_.end())
+      throw std::out_of_range("Linear::rows: row " + std::to_string(rows[i]) + " of " + std::to_string(N_));
     float* dst = out + size_t(i) * K_;
     if (const auto* f = std::get_if<cpu::PackedMatrix>(&part->matrix)) {  // panels of kPanel columns, [k][column]
-      const float* panel = f->data.data() + size_t(n / cpu::PackedMatrix::kPanel) * K_ * cpu::PackedMatrix::kPanel + n % cpu::PackedMatrix::kPanel;
-      for (int k = 0; k < K_; ++k) dst[k] = panel[size_t(k) * cpu::PackedMatrix::kPanel];
+      constexpr int P = cpu::PackedMatrix::kPanel;
+      const float* panel = f->data.data() + size_t(n / P) * K_ * P + n % P;
+      for (int k = 0; k < K_; ++k) dst[k] = panel[size_t(k) * P];
     } else {
       const auto& q = std::get<cpu::QuantMatrix>(part->matrix);
       blocks.resize(quant::row_bytes(q.type, K_));
