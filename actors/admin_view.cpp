@@ -19,6 +19,13 @@ const char* state_name(RequestStatus s) {
 
 std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling, const std::vector<uint64_t>& steps_in_flight) {
   nlohmann::json requests = nlohmann::json::array();
+  const KVCacheManager& kv = scheduler.kv_cache_manager();
+  auto held = [&](const std::string& id) {  // every block it references, the null block left out
+    std::vector<int> ids;
+    for (int b : flatten_block_ids(kv.block_ids(id)))
+      if (!kv.block_pool().null_block() || b != kv.block_pool().null_block()->block_id) ids.push_back(b);
+    return ids;
+  };
   for (const Request* r : scheduler.requests())
     requests.push_back({{"id", r->request_id},
                         {"user_request", r->user_request_id()},
@@ -27,7 +34,8 @@ std::string admin_requests_json(const Scheduler& scheduler, bool async_schedulin
                         {"output_tokens", r->num_output_tokens()},
                         {"computed_tokens", r->num_computed_tokens},
                         {"placeholders", r->num_output_placeholders},
-                        {"blocks", scheduler.kv_cache_manager().block_ids(r->request_id)},
+                        {"blocks", held(r->request_id)},
+                        {"block_tables", kv.block_ids(r->request_id)},  // per KV group
                         {"n", r->awaits_split() ? int(r->child_req_ids.size()) : 1},
                         {"preemptions", r->num_preemptions}});
   const SchedulerStats s = scheduler.stats();

@@ -18,8 +18,9 @@
 namespace parley {
 namespace {
 
-int64_t kv_bytes_per_block(const LlamaConfig& m, int block_size, KvDtype dtype) {
-  return 2 * int64_t(m.n_layers) * m.kv_dim() * block_size * kv_dtype_bytes(dtype);  // 16-bit types hold twice the blocks
+// A block holds the layers of one KV group (model/kv_cache_layout.hpp); a draft's cache gives each layer a slot.
+int64_t kv_bytes_per_block(const LlamaConfig& m, int slots, int block_size, KvDtype dtype) {
+  return 2 * int64_t(slots) * m.kv_dim() * block_size * kv_dtype_bytes(dtype);  // 16-bit types hold twice the blocks
 }
 
 // Blocks for the KV cache: the explicit count, else what the memory size holds, else enough for
@@ -29,20 +30,18 @@ int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, cons
   const KvDtype dt = kv_dtype_for(c.kv_cache_dtype, c.device);
   if (bs < 1) throw std::invalid_argument("--block-size must be at least 1");
   if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
-  int64_t bytes_per_block = kv_bytes_per_block(m, bs, dt);
-  if (c.speculative && c.speculative->method == SpecMethod::Mtp) {  // the head's one layer
-    LlamaConfig head = m;
-    head.n_layers = 1;
-    bytes_per_block += kv_bytes_per_block(head, bs, dt);
-  }
+  const KvCacheLayout layout = KvCacheLayout::for_model(m);
+  int64_t bytes_per_block = kv_bytes_per_block(m, layout.slots_per_block, bs, dt);
+  if (c.speculative && c.speculative->method == SpecMethod::Mtp) bytes_per_block += kv_bytes_per_block(m, 1, bs, dt);  // the head's one layer
   if (c.speculative && c.speculative->method == SpecMethod::DraftModel) try {
-      bytes_per_block += kv_bytes_per_block(load_model_config(c.speculative->model), bs, dt);
+      const LlamaConfig draft = load_model_config(c.speculative->model);
+      bytes_per_block += kv_bytes_per_block(draft, draft.n_layers, bs, dt);
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument(std::string("--speculative-config: draft model: ") + e.what());
     }
   int64_t bytes = c.kv_cache_memory_bytes;
   if (bytes == 0) {
-    const int64_t full = int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * bytes_per_block;
+    const int64_t full = int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * layout.num_groups() * bytes_per_block;
     bytes = std::min<int64_t>(full, int64_t(1) << 30);
   }
   const int64_t blocks = bytes / bytes_per_block;
@@ -126,6 +125,7 @@ class ActorEngine final : public EngineClient {
       device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size, kv_dtype_for(config.kv_cache_dtype, "cpu"));
     }
     file_.weights = {};  // on the device now (or moved into the CPU model)
+    sc.kv_group_windows = device->kv_layout().group_windows();
     const std::string device_name = device->device_name();
     const KvDtype kv_dtype = device->kv_dtype();
     auto runner = std::make_unique<ModelRunner>(std::move(device), sc.max_num_seqs, eos_);
@@ -135,7 +135,8 @@ class ActorEngine final : public EngineClient {
     const Pd pd = check_pd(config);
     if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
-                                   {file_.config.n_layers, file_.config.kv_dim(), sc.block_size, kv_dtype}};
+                                   {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size,
+                                    kv_dtype}};
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
     if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);

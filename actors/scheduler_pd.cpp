@@ -150,7 +150,7 @@ void kv_arrived(Self self, KvTransferPayload& p) {
   auto& st = self->state;
   const Request* r = st.scheduler->find(p.req_id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
-  std::vector<int> blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+  std::vector<int> blocks = flatten_block_ids(st.scheduler->kv_cache_manager().block_ids(p.req_id));
   if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) return kv_failure(self, p.req_id, why);
   self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
       .then([self, p](bool) { kv_loaded(self, p); },
@@ -168,7 +168,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
   const Request* r = st.scheduler->find(p.req_id);
   std::vector<int> blocks;
   if (r && r->status == RequestStatus::WaitingForRemoteKv) {
-    blocks = st.scheduler->kv_cache_manager().block_ids(p.req_id);
+    blocks = flatten_block_ids(st.scheduler->kv_cache_manager().block_ids(p.req_id));
     if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) {
       blocks.clear();
       kv_failure(self, p.req_id, why);

@@ -43,7 +43,7 @@ CachedRequestState make_request(int serial, Rng& rng) {
   if (rng.below(10) == 0) p.logit_bias = {{11, 2.0f}, {500, -5.0f}};
   if (rng.below(10) == 0) p.min_tokens = 8, p.stop_token_ids = {13};
   r.seed = rng.next();
-  r.block_ids = {serial % 1000};
+  r.block_ids = {{serial % 1000}};
   r.num_computed_tokens = kPromptLen;
   return r;
 }

@@ -21,11 +21,15 @@ std::string id_of(const KVCacheBlock* b) { return "block " + std::to_string(b->b
 
 }  // namespace
 
-BlockPool::BlockPool(int num_blocks, bool enable_caching)
+BlockPool::BlockPool(int num_blocks, bool enable_caching, bool reserve_null_block)
     : num_gpu_blocks_(num_blocks),
       enable_caching_(enable_caching),
       blocks_(make_blocks(num_blocks)),
-      free_block_queue_(blocks_) {}
+      free_block_queue_(blocks_) {
+  if (!reserve_null_block) return;
+  if (num_blocks < 2) throw std::invalid_argument("a block pool with a null block needs at least two blocks");
+  null_block_ = free_block_queue_.popleft();  // block 0: the first in the queue
+}
 
 bool BlockPool::owns(const KVCacheBlock* block) const {
   // std::less gives a total order even over pointers into different objects.
@@ -36,7 +40,15 @@ bool BlockPool::owns(const KVCacheBlock* block) const {
 void BlockPool::check_owned(const KVCacheBlock* block, const char* what) const {
   if (!owns(block))
     throw std::logic_error(std::string(what) + ": a block that is not this pool's" + (block ? "" : " (null)"));
+  if (block == null_block_) throw std::logic_error(std::string(what) + ": the null block");
 }
+
+namespace {
+
+// One hash map serves every KV group: group g > 0 keys its blocks by the hash chained once more on g.
+BlockHash group_key(const BlockHash& h, int group) { return group == 0 ? h : hash_block_tokens(h, {}, uint64_t(group)); }
+
+}  // namespace
 
 std::vector<KVCacheBlock*> BlockPool::get_new_blocks(int num_blocks) {
   if (num_blocks < 0) throw std::invalid_argument("get_new_blocks: a negative block count");
@@ -91,13 +103,13 @@ void BlockPool::touch(const std::vector<KVCacheBlock*>& blocks) {
   }
 }
 
-KVCacheBlock* BlockPool::get_cached_block(const BlockHash& block_hash) const {
-  const auto it = cached_block_hash_to_block_.find(block_hash);
+KVCacheBlock* BlockPool::get_cached_block(const BlockHash& block_hash, int group) const {
+  const auto it = cached_block_hash_to_block_.find(group_key(block_hash, group));
   return it == cached_block_hash_to_block_.end() ? nullptr : it->second.front();
 }
 
 void BlockPool::cache_full_blocks(const std::vector<KVCacheBlock*>& blocks, const std::vector<BlockHash>& block_hashes,
-                                  int num_cached_blocks, int num_full_blocks) {
+                                  int num_cached_blocks, int num_full_blocks, int group) {
   if (num_cached_blocks < 0 || num_cached_blocks > num_full_blocks || size_t(num_full_blocks) > blocks.size() ||
       size_t(num_full_blocks) > block_hashes.size())
     throw std::invalid_argument("cache_full_blocks: blocks [" + std::to_string(num_cached_blocks) + ", " +
@@ -106,20 +118,22 @@ void BlockPool::cache_full_blocks(const std::vector<KVCacheBlock*>& blocks, cons
   if (!enable_caching_) return;
   for (int i = num_cached_blocks; i < num_full_blocks; ++i) {
     const KVCacheBlock* b = blocks[size_t(i)];
+    if (b == null_block_ && b) continue;  // a position that left a sliding window
     check_owned(b, "cache_full_blocks");
     if (b->ref_cnt <= 0) throw std::logic_error("cache_full_blocks: " + id_of(b) + " is not referenced");
     if (b->block_hash) throw std::logic_error("cache_full_blocks: " + id_of(b) + " is already cached");
   }
   for (int i = num_cached_blocks; i < num_full_blocks; ++i) {
     KVCacheBlock* b = blocks[size_t(i)];
-    b->block_hash = block_hashes[size_t(i)];
-    cached_block_hash_to_block_[block_hashes[size_t(i)]].push_back(b);
+    if (b == null_block_) continue;
+    b->block_hash = group_key(block_hashes[size_t(i)], group);
+    cached_block_hash_to_block_[*b->block_hash].push_back(b);
     ++num_cached_blocks_;
   }
 }
 
 bool BlockPool::reset_prefix_cache() {
-  if (get_num_free_blocks() != num_gpu_blocks_) return false;  // a running request still reads its blocks
+  if (num_used() != 0) return false;  // a running request still reads its blocks
   cached_block_hash_to_block_.clear();
   for (KVCacheBlock& b : blocks_) b.block_hash.reset();
   num_cached_blocks_ = 0;
@@ -140,6 +154,10 @@ void BlockPool::check_invariants() const {
   for (size_t i = 0; i < n; ++i) {
     const KVCacheBlock& b = blocks_[i];
     if (b.block_id != int(i)) fail("the block at index " + std::to_string(i) + " has id " + std::to_string(b.block_id));
+    if (&b == null_block_) {
+      if (in_queue[i] || b.ref_cnt != 0 || b.block_hash) fail("the null block is in the queue, referenced or cached");
+      continue;
+    }
     if (!in_queue[i]) {
       if (b.ref_cnt <= 0) fail(id_of(&b) + " is out of the free queue with ref_cnt " + std::to_string(b.ref_cnt));
       if (b.prev_free_block || b.next_free_block) fail(id_of(&b) + " has free-queue links but is not in the queue");
@@ -165,9 +183,9 @@ void BlockPool::check_invariants() const {
   if (num_cached_blocks_ != hashed)
     fail("num_cached_blocks is " + std::to_string(num_cached_blocks_) + " but " + std::to_string(hashed) +
          " blocks hold a hash");
-  if (get_num_free_blocks() + referenced != num_gpu_blocks_)
+  if (get_num_free_blocks() + referenced != num_usable_blocks())
     fail(std::to_string(get_num_free_blocks()) + " free + " + std::to_string(referenced) + " referenced != " +
-         std::to_string(num_gpu_blocks_) + " blocks");
+         std::to_string(num_usable_blocks()) + " usable blocks");
 }
 
 }  // namespace parley

@@ -12,8 +12,9 @@ namespace parley {
 
 class BlockPool {
  public:
-  // No null block (vLLM reserves block 0 for skipped sliding-window slots; there are none here).
-  BlockPool(int num_blocks, bool enable_caching);
+  // reserve_null_block: block 0 never leaves the pool's hands; block tables of sliding-window groups name it
+  // for positions that left the window (vLLM's null block). It is neither free nor used.
+  BlockPool(int num_blocks, bool enable_caching, bool reserve_null_block = false);
   // Blocks and the free queue point at each other: the pool stays where it was built.
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
@@ -27,20 +28,22 @@ class BlockPool {
   void free_blocks(const std::vector<KVCacheBlock*>& ordered_blocks);
   // Cache hits: one more reference each; a block that had none leaves the free queue.
   void touch(const std::vector<KVCacheBlock*>& blocks);
-  // A cached block holding this prefix, or nullptr (always nullptr with caching off).
-  KVCacheBlock* get_cached_block(const BlockHash& block_hash) const;
+  // A cached block of this KV group holding this prefix, or nullptr (always nullptr with caching off).
+  KVCacheBlock* get_cached_block(const BlockHash& block_hash, int group = 0) const;
   // Records block_hashes[i] for blocks[i], i in [num_cached_blocks, num_full_blocks): the blocks of one
-  // request that became full since the last call. A no-op with caching off.
+  // request that became full since the last call, in one KV group (null blocks are skipped). A no-op with caching off.
   void cache_full_blocks(const std::vector<KVCacheBlock*>& blocks, const std::vector<BlockHash>& block_hashes,
-                         int num_cached_blocks, int num_full_blocks);
+                         int num_cached_blocks, int num_full_blocks, int group = 0);
   // Forgets every cached hash; refused (false) while any block is referenced, as vLLM does.
   bool reset_prefix_cache();
 
   int get_num_free_blocks() const { return free_block_queue_.num_free_blocks(); }
-  // Fraction of blocks referenced (vLLM's kv_cache_usage): cached free blocks count as free.
-  double get_usage() const { return 1.0 - double(get_num_free_blocks()) / double(num_gpu_blocks_); }
-  int num_blocks() const { return num_gpu_blocks_; }
-  int num_used() const { return num_gpu_blocks_ - get_num_free_blocks(); }
+  // Fraction of usable blocks referenced (vLLM's kv_cache_usage): cached free blocks count as free.
+  double get_usage() const { return 1.0 - double(get_num_free_blocks()) / double(num_usable_blocks()); }
+  int num_blocks() const { return num_gpu_blocks_; }  // block ids are [0, num_blocks)
+  int num_usable_blocks() const { return num_gpu_blocks_ - (null_block_ ? 1 : 0); }
+  int num_used() const { return num_usable_blocks() - get_num_free_blocks(); }
+  KVCacheBlock* null_block() const { return null_block_; }  // nullptr unless reserved
   // Blocks that hold a cached hash, referenced or not.
   int num_cached_blocks() const { return num_cached_blocks_; }
   bool enable_caching() const { return enable_caching_; }
@@ -59,6 +62,7 @@ class BlockPool {
 
   int num_gpu_blocks_;
   bool enable_caching_;
+  KVCacheBlock* null_block_ = nullptr;
   std::vector<KVCacheBlock> blocks_;  // never resized: the queue and the map hold pointers into it
   FreeKVCacheBlockQueue free_block_queue_;
   // Several blocks can hold the same prefix (two requests filled it before either was cached);

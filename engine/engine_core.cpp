@@ -10,6 +10,12 @@ SchedulerConfig with_speculation(SchedulerConfig c, const std::optional<Speculat
   return c;
 }
 
+// The scheduler keeps one block table per KV group of the device's cache.
+SchedulerConfig with_kv_groups(SchedulerConfig c, const DeviceModel& device) {
+  c.kv_group_windows = device.kv_layout().group_windows();
+  return c;
+}
+
 EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
     // CpuDeviceModel's KvCache throws for a bad block size or count
@@ -18,7 +24,7 @@ EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_sch
 
 EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
-    : scheduler_(with_speculation(std::move(config), speculative)),
+    : scheduler_(with_speculation(with_kv_groups(std::move(config), *device), speculative)),
       runner_(std::move(device), scheduler_.config().max_num_seqs, scheduler_.config().eos_token_ids),
       async_scheduling_(async_scheduling) {
   if (runner_.device().num_blocks() != scheduler_.config().num_kv_blocks)

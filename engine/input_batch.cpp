@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace parley {
 
-InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids)
+InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids,
+                       int num_kv_groups)
     : max_num_reqs_(max_num_reqs),
       max_model_len_(max_model_len),
       max_blocks_(max_num_blocks_per_req),
@@ -14,13 +16,13 @@ InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_p
       num_tokens_(max_num_reqs),
       num_prompt_tokens_(max_num_reqs),
       num_computed_tokens_(max_num_reqs),
-      block_table_(size_t(max_num_reqs) * max_num_blocks_per_req),
-      num_blocks_(max_num_reqs),
+      block_tables_(size_t(std::max(num_kv_groups, 1)),
+                    BlockTable{std::vector<int>(size_t(max_num_reqs) * max_num_blocks_per_req), std::vector<int>(size_t(max_num_reqs))}),
       params_(max_num_reqs),
       seeds_(max_num_reqs),
       min_tokens_stop_ids_(max_num_reqs) {
-  if (max_num_reqs < 1 || max_model_len < 1 || max_num_blocks_per_req < 1)
-    throw std::invalid_argument("InputBatch needs at least one row, one token and one block per row");
+  if (max_num_reqs < 1 || max_model_len < 1 || max_num_blocks_per_req < 1 || num_kv_groups < 1)
+    throw std::invalid_argument("InputBatch needs at least one row, one token, one block per row and one KV group");
   req_ids_.reserve(max_num_reqs);
   refresh_sampling_metadata();
   num_metadata_rebuilds_ = 0;
@@ -31,10 +33,12 @@ int InputBatch::add_request(const CachedRequestState& r) {
   if (req_id_to_index_.count(r.req_id)) throw std::logic_error("InputBatch: request " + r.req_id + " is already in the batch");
   if (holes_.empty() && int(req_ids_.size()) == max_num_reqs_)
     throw std::logic_error("InputBatch: all " + std::to_string(max_num_reqs_) + " rows are taken");
-  if (r.prompt_token_ids.empty() || r.num_tokens() > max_model_len_ || int(r.block_ids.size()) > max_blocks_ ||
-      r.num_computed_tokens < 0 || r.num_computed_tokens > r.num_tokens())
-    throw std::logic_error("InputBatch: request " + r.req_id +
-                           " has no prompt, more tokens or blocks than a row holds, or more computed tokens than tokens");
+  bool too_many_blocks = r.block_ids.size() != block_tables_.size();
+  for (const auto& ids : r.block_ids) too_many_blocks = too_many_blocks || int(ids.size()) > max_blocks_;
+  if (r.prompt_token_ids.empty() || r.num_tokens() > max_model_len_ || too_many_blocks || r.num_computed_tokens < 0 ||
+      r.num_computed_tokens > r.num_tokens())
+    throw std::logic_error("InputBatch: request " + r.req_id + " has no prompt, more tokens than a row holds, not one block " +
+                           "list per KV group or more blocks than a row holds, or more computed tokens than tokens");
   int row;
   if (!holes_.empty()) {
     row = holes_.front();
@@ -52,8 +56,10 @@ int InputBatch::add_request(const CachedRequestState& r) {
   num_tokens_[row] = r.num_tokens();
   num_prompt_tokens_[row] = int(r.prompt_token_ids.size());
   num_computed_tokens_[row] = r.num_computed_tokens;
-  std::copy(r.block_ids.begin(), r.block_ids.end(), block_table_.begin() + size_t(row) * max_blocks_);
-  num_blocks_[row] = int(r.block_ids.size());
+  for (size_t g = 0; g < block_tables_.size(); ++g) {
+    std::copy(r.block_ids[g].begin(), r.block_ids[g].end(), block_tables_[g].ids.begin() + size_t(row) * max_blocks_);
+    block_tables_[g].num_blocks[size_t(row)] = int(r.block_ids[g].size());
+  }
   params_[row] = r.sampling_params;
   seeds_[row] = r.seed;
 
@@ -92,7 +98,8 @@ std::optional<int> InputBatch::remove_request(const std::string& req_id) {
   num_logprobs_.erase(req_id);
   params_[row] = SamplingParams{};  // drops its vectors now, not when the row is reused
   min_tokens_stop_ids_[row].clear();
-  num_tokens_[row] = num_prompt_tokens_[row] = num_computed_tokens_[row] = num_blocks_[row] = 0;
+  num_tokens_[row] = num_prompt_tokens_[row] = num_computed_tokens_[row] = 0;
+  for (auto& t : block_tables_) t.num_blocks[size_t(row)] = 0;
   batch_changed_ = true;
   return row;
 }
@@ -117,17 +124,19 @@ void InputBatch::move_row(int from, int to) {
   req_id_to_index_[req_ids_[to]] = to;
   const size_t L = size_t(max_model_len_), B = size_t(max_blocks_);
   std::copy_n(token_ids_.begin() + from * L, num_tokens_[from], token_ids_.begin() + to * L);
-  std::copy_n(block_table_.begin() + from * B, num_blocks_[from], block_table_.begin() + to * B);
+  for (auto& t : block_tables_) {
+    std::copy_n(t.ids.begin() + from * B, t.num_blocks[size_t(from)], t.ids.begin() + to * B);
+    t.num_blocks[size_t(to)] = std::exchange(t.num_blocks[size_t(from)], 0);
+  }
   num_tokens_[to] = num_tokens_[from];
   num_prompt_tokens_[to] = num_prompt_tokens_[from];
   num_computed_tokens_[to] = num_computed_tokens_[from];
-  num_blocks_[to] = num_blocks_[from];
   seeds_[to] = seeds_[from];
   params_[to] = std::move(params_[from]);
   params_[from] = SamplingParams{};
   min_tokens_stop_ids_[to] = std::move(min_tokens_stop_ids_[from]);
   min_tokens_stop_ids_[from].clear();
-  num_tokens_[from] = num_prompt_tokens_[from] = num_computed_tokens_[from] = num_blocks_[from] = 0;
+  num_tokens_[from] = num_prompt_tokens_[from] = num_computed_tokens_[from] = 0;
 }
 
 std::optional<int> InputBatch::req_index(const std::string& req_id) const {
@@ -149,8 +158,9 @@ std::span<const int> InputBatch::output_token_ids(int row) const {
   return token_ids(row).subspan(num_prompt_tokens_[row]);
 }
 
-std::span<const int> InputBatch::block_ids(int row) const {
-  return {block_table_.data() + size_t(row) * max_blocks_, size_t(num_blocks_[row])};
+std::span<const int> InputBatch::block_ids(int row, int group) const {
+  const BlockTable& t = block_tables_.at(size_t(group));
+  return {t.ids.data() + size_t(row) * max_blocks_, size_t(t.num_blocks[size_t(row)])};
 }
 
 CachedRequestState InputBatch::request_state(int row) const {
@@ -162,19 +172,29 @@ CachedRequestState InputBatch::request_state(int row) const {
   r.output_token_ids.assign(tokens.begin() + num_prompt_tokens_[row], tokens.end());
   r.sampling_params = params_[row];
   r.seed = seeds_[row];
-  const auto blocks = block_ids(row);
-  r.block_ids.assign(blocks.begin(), blocks.end());
+  for (int g = 0; g < num_kv_groups(); ++g) {
+    const auto blocks = block_ids(row, g);
+    r.block_ids.emplace_back(blocks.begin(), blocks.end());
+  }
   r.num_computed_tokens = num_computed_tokens_[row];
   return r;
 }
 
-void InputBatch::append_block_ids(int row, std::span<const int> block_ids) {
+void InputBatch::append_block_ids(int row, const GroupBlockIds& block_ids) {
   check_row(row);
-  if (num_blocks_[row] + int(block_ids.size()) > max_blocks_)
-    throw std::logic_error("InputBatch: request " + req_ids_[row] + " would hold more than " +
-                           std::to_string(max_blocks_) + " blocks");
-  std::copy(block_ids.begin(), block_ids.end(), block_table_.begin() + size_t(row) * max_blocks_ + num_blocks_[row]);
-  num_blocks_[row] += int(block_ids.size());
+  if (block_ids.empty()) return;  // nothing new in any group
+  if (block_ids.size() != block_tables_.size())
+    throw std::logic_error("InputBatch: request " + req_ids_[row] + " got blocks for " + std::to_string(block_ids.size()) +
+                           " KV groups, the batch has " + std::to_string(block_tables_.size()));
+  for (size_t g = 0; g < block_tables_.size(); ++g)
+    if (block_tables_[g].num_blocks[size_t(row)] + int(block_ids[g].size()) > max_blocks_)
+      throw std::logic_error("InputBatch: request " + req_ids_[row] + " would hold more than " +
+                             std::to_string(max_blocks_) + " blocks");
+  for (size_t g = 0; g < block_tables_.size(); ++g) {
+    BlockTable& t = block_tables_[g];
+    std::copy(block_ids[g].begin(), block_ids[g].end(), t.ids.begin() + size_t(row) * max_blocks_ + t.num_blocks[size_t(row)]);
+    t.num_blocks[size_t(row)] += int(block_ids[g].size());
+  }
 }
 
 void InputBatch::set_num_computed_tokens(int row, int num_computed_tokens) {

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/kv_cache_utils.hpp"
 #include "engine/sampling_metadata.hpp"
 #include "engine/sampling_params.hpp"
 
@@ -23,7 +24,7 @@ struct CachedRequestState {
   std::vector<int> output_token_ids;
   SamplingParams sampling_params;
   uint64_t seed = 0;
-  std::vector<int> block_ids;
+  GroupBlockIds block_ids;  // per KV group
   int num_computed_tokens = 0;
 
   int num_tokens() const { return int(prompt_token_ids.size() + output_token_ids.size()); }
@@ -32,7 +33,9 @@ struct CachedRequestState {
 class InputBatch {
  public:
   // eos_token_ids are masked with the stop_token_ids while a request is under min_tokens (unless ignore_eos).
-  InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids = {});
+  // Each of num_kv_groups KV groups has its own block table.
+  InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_per_req, std::vector<int> eos_token_ids = {},
+             int num_kv_groups = 1);
   // The metadata points into this object's rows.
   InputBatch(const InputBatch&) = delete;
   InputBatch& operator=(const InputBatch&) = delete;
@@ -55,13 +58,14 @@ class InputBatch {
   int num_tokens(int row) const { return num_tokens_[row]; }
   int num_prompt_tokens(int row) const { return num_prompt_tokens_[row]; }
   int num_computed_tokens(int row) const { return num_computed_tokens_[row]; }
-  std::span<const int> block_ids(int row) const;
+  std::span<const int> block_ids(int row, int group = 0) const;
+  int num_kv_groups() const { return int(block_tables_.size()); }
   const SamplingParams& sampling_params(int row) const { return params_[row]; }
   uint64_t seed(int row) const { return seeds_[row]; }
   CachedRequestState request_state(int row) const;  // a copy of everything the row holds
 
   // Per-step updates: none of them changes the batch, so the metadata stays valid.
-  void append_block_ids(int row, std::span<const int> block_ids);
+  void append_block_ids(int row, const GroupBlockIds& block_ids);  // one list per KV group (or none: nothing new)
   void set_num_computed_tokens(int row, int num_computed_tokens);
   void append_token(int row, int token);  // a sampled token, seen by penalties from the next step on
 
@@ -98,8 +102,11 @@ class InputBatch {
   // Preallocated per-row state.
   std::vector<int> token_ids_;  // [max_num_reqs][max_model_len]
   std::vector<int> num_tokens_, num_prompt_tokens_, num_computed_tokens_;
-  std::vector<int> block_table_;  // [max_num_reqs][max_num_blocks_per_req]
-  std::vector<int> num_blocks_;
+  struct BlockTable {  // one KV group's (vLLM's BlockTable)
+    std::vector<int> ids;  // [max_num_reqs][max_num_blocks_per_req]
+    std::vector<int> num_blocks;
+  };
+  std::vector<BlockTable> block_tables_;
   std::vector<SamplingParams> params_;
   std::vector<uint64_t> seeds_;
   std::vector<std::vector<int>> min_tokens_stop_ids_;

@@ -5,9 +5,20 @@
 
 namespace parley {
 
-KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_caching)
-    : block_size_(block_size), pool_(num_blocks, enable_caching) {
+namespace {
+
+bool any_window(const std::vector<int>& windows) {
+  return std::any_of(windows.begin(), windows.end(), [](int w) { return w > 0; });
+}
+
+}  // namespace
+
+KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_caching, std::vector<int> group_windows)
+    : block_size_(block_size), pool_(num_blocks, enable_caching, any_window(group_windows)) {
   if (block_size < 1) throw std::invalid_argument("block_size must be at least 1");
+  if (group_windows.empty()) group_windows = {0};
+  for (size_t g = 0; g < group_windows.size(); ++g)
+    groups_.push_back(std::make_unique<SingleTypeKVCacheManager>(pool_, int(g), block_size, group_windows[g]));
 }
 
 void KVCacheManager::update_block_hashes(Request& request) const {
@@ -19,100 +30,101 @@ void KVCacheManager::update_block_hashes(Request& request) const {
   }
 }
 
-std::vector<KVCacheBlock*> KVCacheManager::get_computed_blocks(Request& request, int* num_computed_tokens) {
+KVCacheBlocks KVCacheManager::get_computed_blocks(Request& request, int* num_computed_tokens) {
   *num_computed_tokens = 0;
-  if (!pool_.enable_caching()) return {};
+  KVCacheBlocks hits(groups_.size());
+  if (!pool_.enable_caching()) return hits;
   update_block_hashes(request);
   // The last token must be computed to get logits: a hit on every token still recomputes the last block.
-  const int max_hit_blocks = (request.num_tokens() - 1) / block_size_;
-  std::vector<KVCacheBlock*> hits;
-  for (int b = 0; b < max_hit_blocks; ++b) {
-    KVCacheBlock* block = pool_.get_cached_block(request.block_hashes[b]);
-    if (!block) break;
-    hits.push_back(block);
+  int length = (request.num_tokens() - 1) / block_size_;
+  // A length every group can resume from: each group's longest hit within the others' (full attention's
+  // hits are prefixes, so they shrink with it; a window's must be looked up again).
+  for (bool shrunk = true; shrunk;) {
+    shrunk = false;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      hits[g] = groups_[g]->find_longest_cache_hit(request.block_hashes, length);
+      if (int(hits[g].size()) < length) length = int(hits[g].size()), shrunk = true;
+    }
   }
-  *num_computed_tokens = int(hits.size()) * block_size_;
+  *num_computed_tokens = length * block_size_;
   return hits;
 }
 
-bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
-                                    const std::vector<KVCacheBlock*>& new_computed_blocks, bool cache_blocks) {
+void KVCacheManager::remove_skipped_blocks(const Request& request, int num_computed_tokens) {
+  for (auto& g : groups_) g->remove_skipped_blocks(request.request_id, num_computed_tokens);
+}
+
+bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const KVCacheBlocks& new_computed_blocks,
+                                    bool cache_blocks, int num_in_flight_drafts) {
   if (num_new_tokens < 0) throw std::invalid_argument("allocate_slots: negative token count");
-  auto& blocks = req_to_blocks_[request.request_id];
-  const int num_computed = request.num_computed_tokens + int(new_computed_blocks.size()) * block_size_;
-  const int needed = num_blocks_needed(num_computed + num_new_tokens);
-  const int num_new_blocks = std::max(0, needed - int(blocks.size()) - int(new_computed_blocks.size()));
-  // Prefix hits that sit in the free queue stop counting as free once touched.
-  int evictable_hits = 0;
-  for (const KVCacheBlock* b : new_computed_blocks) evictable_hits += b->ref_cnt == 0;
-  if (num_new_blocks > pool_.get_num_free_blocks() - evictable_hits) {
-    if (blocks.empty()) req_to_blocks_.erase(request.request_id);
-    return false;
-  }
-  pool_.touch(new_computed_blocks);
-  blocks.insert(blocks.end(), new_computed_blocks.begin(), new_computed_blocks.end());
-  auto fresh = pool_.get_new_blocks(num_new_blocks);
-  blocks.insert(blocks.end(), fresh.begin(), fresh.end());
-  auto& new_ids = new_block_ids_[request.request_id];
-  for (const KVCacheBlock* b : fresh) new_ids.push_back(b->block_id);
+  if (!new_computed_blocks.empty() && new_computed_blocks.size() != groups_.size())
+    throw std::invalid_argument("allocate_slots: prefix hits for " + std::to_string(new_computed_blocks.size()) +
+                                " KV groups, the cache has " + std::to_string(groups_.size()));
+  static const std::vector<KVCacheBlock*> no_hits;
+  auto hits_of = [&](size_t g) -> const std::vector<KVCacheBlock*>& {
+    return new_computed_blocks.empty() ? no_hits : new_computed_blocks[g];
+  };
+  const int num_hits = int(hits_of(0).size());
+  const int num_computed = request.num_computed_tokens + num_hits * block_size_;
+  // Blocks the window left give room first; drafts a verification may reject keep theirs.
+  remove_skipped_blocks(request, request.num_computed_tokens - num_in_flight_drafts);
+  int wanted = 0;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    wanted += groups_[g]->num_blocks_to_allocate(request.request_id, num_computed + num_new_tokens, hits_of(g));
+  if (wanted > pool_.get_num_free_blocks()) return false;
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->save_hits(request.request_id, hits_of(g));
+  for (auto& g : groups_) g->allocate_new(request.request_id, num_computed + num_new_tokens);
+  requests_.insert(request.request_id);
   if (pool_.enable_caching() && cache_blocks) {
     // Blocks whose every token is known after this step join the cache; the KV is written in this
     // step, before any later step can hit them.
     update_block_hashes(request);
     const int num_full = std::min(num_computed + num_new_tokens, request.num_tokens()) / block_size_;
-    int& num_cached = num_cached_blocks_[request.request_id];
-    num_cached = std::max(num_cached, int(new_computed_blocks.size()));  // prefix hits are cached already
-    if (num_full > num_cached) {
-      pool_.cache_full_blocks(blocks, request.block_hashes, num_cached, num_full);
-      num_cached = num_full;
-    }
+    for (auto& g : groups_) g->cache_blocks(request, num_full, num_hits);
   }
   return true;
 }
 
-std::optional<std::pair<int, int>> KVCacheManager::fork(const Request& parent, const Request& child) {
-  const auto& pb = req_to_blocks_.at(parent.request_id);
+std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Request& parent, const Request& child) {
   const int full = parent.num_prompt_tokens() / block_size_;
   const bool partial = parent.num_prompt_tokens() % block_size_ != 0;
-  if (int(pb.size()) < full + (partial ? 1 : 0)) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
-  if (partial && pool_.get_num_free_blocks() < 1) return std::nullopt;
-  std::vector<KVCacheBlock*> shared(pb.begin(), pb.begin() + full);
-  pool_.touch(shared);
-  std::pair<int, int> copy{-1, -1};
-  if (partial) {
-    KVCacheBlock* dst = pool_.get_new_blocks(1)[0];
-    copy = {pb[size_t(full)]->block_id, dst->block_id};
-    shared.push_back(dst);
+  if (partial && pool_.get_num_free_blocks() < num_groups()) return std::nullopt;
+  std::vector<std::pair<int, int>> copies;
+  for (auto& g : groups_) {
+    const int dst = g->fork(parent.request_id, child.request_id, full, partial);
+    if (dst >= 0) copies.emplace_back(g->block_ids(parent.request_id)[size_t(full)], dst);
   }
-  req_to_blocks_[child.request_id] = std::move(shared);
-  num_cached_blocks_[child.request_id] = std::min(num_cached_blocks_[parent.request_id], full);
-  return copy;
+  requests_.insert(child.request_id);
+  return copies;
 }
 
 void KVCacheManager::free(const std::string& req_id) {
-  auto it = req_to_blocks_.find(req_id);
-  if (it != req_to_blocks_.end()) {
-    pool_.free_blocks({it->second.rbegin(), it->second.rend()});
-    req_to_blocks_.erase(it);
-  }
-  num_cached_blocks_.erase(req_id);
-  new_block_ids_.erase(req_id);
+  for (auto& g : groups_) pool_.free_blocks(g->take_blocks(req_id));
+  requests_.erase(req_id);
 }
 
-std::vector<int> KVCacheManager::block_ids(const std::string& req_id) const {
-  std::vector<int> ids;
-  auto it = req_to_blocks_.find(req_id);
-  if (it != req_to_blocks_.end())
-    for (const KVCacheBlock* b : it->second) ids.push_back(b->block_id);
+GroupBlockIds KVCacheManager::block_ids(const std::string& req_id) const {
+  GroupBlockIds ids;
+  for (const auto& g : groups_) ids.push_back(g->block_ids(req_id));
   return ids;
 }
 
-std::vector<int> KVCacheManager::take_new_block_ids(const std::string& req_id) {
-  auto it = new_block_ids_.find(req_id);
-  if (it == new_block_ids_.end()) return {};
-  std::vector<int> ids = std::move(it->second);
-  new_block_ids_.erase(it);
+GroupBlockIds KVCacheManager::take_new_block_ids(const std::string& req_id) {
+  GroupBlockIds ids;
+  for (auto& g : groups_) ids.push_back(g->take_new_block_ids(req_id));
   return ids;
+}
+
+int KVCacheManager::max_blocks_held(int num_tokens, int step_tokens) const {
+  int n = 0;
+  for (const auto& g : groups_) n += g->max_blocks_held(num_tokens, step_tokens);
+  return n;
+}
+
+std::vector<int> flatten_block_ids(const GroupBlockIds& ids) {
+  std::vector<int> flat;
+  for (const auto& g : ids) flat.insert(flat.end(), g.begin(), g.end());
+  return flat;
 }
 
 }  // namespace parley

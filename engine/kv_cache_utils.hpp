@@ -20,6 +20,9 @@ struct BlockHash {
   bool operator==(const BlockHash&) const = default;
 };
 
+// Block ids per KV group, in group order (model/kv_cache_layout.hpp).
+using GroupBlockIds = std::vector<std::vector<int>>;
+
 // The parent of a sequence's first block (vLLM's NONE_HASH); fixed, so hashes are reproducible.
 inline constexpr BlockHash NONE_HASH{};
 

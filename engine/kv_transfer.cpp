@@ -27,7 +27,7 @@ std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
   return out;
 }
 
-nlohmann::json layout_json(const KvLayout& l) { return {l.num_layers, l.kv_dim, l.block_size, kv_dtype_name(l.dtype)}; }
+nlohmann::json layout_json(const KvLayout& l) { return {l.num_slots, l.kv_dim, l.block_size, kv_dtype_name(l.dtype)}; }
 
 KvLayout read_layout(const nlohmann::json& l) {
   return {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>(), parse_kv_dtype(l.at(3).get<std::string>())};
@@ -147,7 +147,7 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     bad(std::string("bad header (") + e.what() + ")");
   }
   const KvLayout& l = p.layout;
-  if (l.num_layers < 1 || l.kv_dim < 1 || l.block_size < 1 || p.num_blocks < 0 || p.num_prompt_tokens < 1 ||
+  if (l.num_slots < 1 || l.kv_dim < 1 || l.block_size < 1 || p.num_blocks < 0 || p.num_prompt_tokens < 1 ||
       int64_t(p.num_blocks) * l.block_size < p.num_prompt_tokens)
     bad("inconsistent header for request " + p.req_id);
   if (int64_t(kv_bytes) != l.bytes(p.num_blocks))

@@ -18,11 +18,11 @@
 namespace parley {
 
 struct KvLayout {
-  int num_layers = 0, kv_dim = 0, block_size = 0;
+  int num_slots = 0, kv_dim = 0, block_size = 0;  // num_slots: layers one block holds (model/kv_cache_layout.hpp)
   KvDtype dtype = KvDtype::F32;
   bool operator==(const KvLayout&) const = default;
   int64_t bytes(int num_blocks) const {
-    return int64_t(2) * num_layers * kv_dim * block_size * num_blocks * kv_dtype_bytes(dtype);
+    return int64_t(2) * num_slots * kv_dim * block_size * num_blocks * kv_dtype_bytes(dtype);
   }
 };
 

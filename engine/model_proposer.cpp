@@ -7,7 +7,9 @@ namespace parley {
 
 ModelProposer::ModelProposer(std::unique_ptr<LlamaModel> draft, const KvCache& target_kv, int k, int max_model_len)
     : owned_model_(std::move(draft)),
-      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size(), target_kv.dtype())),
+      // Its layers' KV sits at the target's first (full-attention) group's block ids: one group of its own.
+      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size(), target_kv.dtype(),
+                                          KvCacheLayout::single_group(owned_model_->config().n_layers))),
       model_(*owned_model_),
       kv_(*owned_kv_),
       num_layers_(owned_model_->config().n_layers),

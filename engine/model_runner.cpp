@@ -20,7 +20,7 @@ ModelRunner::ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, i
 ModelRunner::ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, std::vector<int> eos_token_ids)
     : device_(std::move(device)),
       input_batch_(max_num_seqs, device_->config().max_seq_len, ceil_div(device_->config().max_seq_len, device_->block_size()),
-                   std::move(eos_token_ids)) {}
+                   std::move(eos_token_ids), device_->kv_layout().num_groups()) {}
 
 KvCache& ModelRunner::kv_cache() {
   KvCache* kv = device_->host_kv();
@@ -28,11 +28,18 @@ KvCache& ModelRunner::kv_cache() {
   return *kv;
 }
 
-void ModelRunner::check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const {
-  for (int b : block_ids)
-    if (b < 0 || b >= device_->num_blocks())
-      throw std::logic_error("ModelRunner: request " + req_id + " names block " + std::to_string(b) + " of " +
-                             std::to_string(device_->num_blocks()));
+void ModelRunner::check_block_id(const std::string& req_id, int block_id) const {
+  if (block_id < 0 || block_id >= device_->num_blocks())
+    throw std::logic_error("ModelRunner: request " + req_id + " names block " + std::to_string(block_id) + " of " +
+                           std::to_string(device_->num_blocks()));
+}
+
+void ModelRunner::check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const {
+  if (!block_ids.empty() && int(block_ids.size()) != device_->kv_layout().num_groups())
+    throw std::logic_error("ModelRunner: request " + req_id + " has block tables for " + std::to_string(block_ids.size()) +
+                           " KV groups, the cache has " + std::to_string(device_->kv_layout().num_groups()));
+  for (const auto& group : block_ids)
+    for (int b : group) check_block_id(req_id, b);
 }
 
 // vLLM's _update_states, except that rows not scheduled this step stay in the batch.
@@ -91,8 +98,11 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices}) v->clear();
   f.slot_mapping.clear();
   f.max_blocks_per_seq = 1;
+  f.num_kv_groups = b.num_kv_groups();
   for (int row = 0; row < b.num_reqs(); ++row)
-    if (num_scheduled_[row]) f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row).size()));
+    for (int g = 0; g < f.num_kv_groups && num_scheduled_[row]; ++g)
+      f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row, g).size()));
+
   sample_rows_.clear();
   sample_positions_.clear();
   verifications_.clear();
@@ -104,7 +114,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     const int n = num_scheduled_[row];
     if (n == 0) continue;
     const auto tokens = b.token_ids(row);
-    const auto blocks = b.block_ids(row);
+    const auto blocks = b.block_ids(row, 0);
     const std::string& id = b.req_ids()[row];
     const auto d = drafts_of.find(id);
     const int drafts = d == drafts_of.end() ? 0 : d->second;
@@ -115,9 +125,10 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     if (real_end > int(tokens.size()))
       throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) + " of " +
                              std::to_string(tokens.size()));
-    if (ceil_div(end, device_->block_size()) > int(blocks.size()))
-      throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(blocks.size()) +
-                             " blocks, too few for " + std::to_string(end) + " tokens");
+    for (int g = 0; g < f.num_kv_groups; ++g)
+      if (ceil_div(end, device_->block_size()) > int(b.block_ids(row, g).size()))
+        throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(b.block_ids(row, g).size()) +
+                               " blocks, too few for " + std::to_string(end) + " tokens");
     const bool samples = real_end == int(tokens.size());
     if (samples && end >= b.max_model_len())
       throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
@@ -150,6 +161,18 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     }
     ++seq;
   }
+  // Every further KV group's tables [seq] and slots [token] after group 0's, in the same row order.
+  const int bs = device_->block_size();
+  for (int g = 1; g < f.num_kv_groups; ++g)
+    for (int row = 0, s = 0; row < b.num_reqs(); ++row) {
+      if (num_scheduled_[row] == 0) continue;
+      const auto gb = b.block_ids(row, g);
+      f.block_tables.resize(size_t(g * seq + s + 1) * f.max_blocks_per_seq, 0);
+      std::copy(gb.begin(), gb.end(), f.block_tables.begin() + size_t(g * seq + s) * f.max_blocks_per_seq);
+      for (int p = b.num_computed_tokens(row), end = p + num_scheduled_[row]; p < end; ++p)
+        f.slot_mapping.push_back(int64_t(gb[size_t(p / bs)]) * bs + p % bs);
+      ++s;
+    }
   for (Verification& v : verifications_) v.first_logits_row += int(f.logits_indices.size());
   f.logits_indices.insert(f.logits_indices.end(), verify_logits.begin(), verify_logits.end());
   prompt_rows_.append_logits_indices(f.logits_indices);
@@ -200,7 +223,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.prompt_logprobs.resize(out.req_ids.size());
   if (proposer_) out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
-    check_block_ids("block copy", {src, dst});
+    for (int b : {src, dst}) check_block_id("block copy", b);
     device_->copy_block(src, dst);
     if (proposer_) proposer_->copy_block(src, dst);
   }

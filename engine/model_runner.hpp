@@ -52,7 +52,8 @@ class ModelRunner {
  private:
   void update_states(const SchedulerOutput& scheduler_output);
   void prepare_inputs(const SchedulerOutput& scheduler_output);
-  void check_block_ids(const std::string& req_id, const std::vector<int>& block_ids) const;
+  void check_block_id(const std::string& req_id, int block_id) const;
+  void check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const;
   void drop_request(const std::string& req_id);
   void plan_device_sampling();
   SamplerOutput sample_on_host();

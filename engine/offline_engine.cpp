@@ -23,9 +23,10 @@ void check_request(const GenerationRequest& r, size_t index, const LlamaConfig& 
       throw std::invalid_argument(who + ": token id " + std::to_string(t) + " outside the vocabulary");
 }
 
+// Every KV group's table covers the whole request (a sliding window's gives blocks back, never needs more).
 int blocks_for(const GenerationRequest& r, const LlamaConfig& cfg, int block_size) {
   const int longest = std::min(int(r.prompt_token_ids.size()) + r.params.max_tokens, cfg.max_seq_len);
-  return (longest + block_size - 1) / block_size;
+  return (longest + block_size - 1) / block_size * KvCacheLayout::for_model(cfg).num_groups();
 }
 
 }  // namespace
@@ -54,11 +55,12 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   sc.long_prefill_token_threshold = options_.long_prefill_token_threshold;
   sc.max_waiting = std::max<int>(1, int(requests.size()));
   sc.block_size = options_.block_size;
-  sc.num_kv_blocks = options_.num_kv_blocks > 0 ? options_.num_kv_blocks : std::max(1, blocks_for_all);
+  const bool null_block = KvCacheLayout::for_model(cfg).has_sliding_window();  // the pool reserves one
+  sc.num_kv_blocks = options_.num_kv_blocks > 0 ? options_.num_kv_blocks : std::max(1, blocks_for_all) + (null_block ? 1 : 0);
   sc.enable_prefix_caching = false;  // a fresh pool per call: nothing carries over from an earlier one
   sc.eos_token_ids = options_.stop_token_ids;
   sc.vocab_size = cfg.vocab_size;
-  if (largest > sc.num_kv_blocks)
+  if (largest > sc.num_kv_blocks - (null_block ? 1 : 0))
     throw std::invalid_argument("a request needs " + std::to_string(largest) + " KV blocks but the cache has " +
                                 std::to_string(sc.num_kv_blocks));
   core_.reset();

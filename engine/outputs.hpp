@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kv_cache_utils.hpp"
 #include "engine/request.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/token_logprobs.hpp"
@@ -19,7 +20,7 @@ struct NewRequestData {
   std::vector<int> output_token_ids;  // tokens already generated (non-empty only when resumed)
   SamplingParams sampling_params;
   uint64_t seed = 0;
-  std::vector<int> block_ids;         // every block it holds now
+  GroupBlockIds block_ids;            // every block it holds now, per KV group
   int num_computed_tokens = 0;        // prefix-cache hits: KV already there
   // n > 1 before its delayed split: when its prefill ends, the worker samples one first token per seed
   // from the same logits (child i's generator); empty for an ordinary request.
@@ -29,7 +30,7 @@ struct NewRequestData {
 // A request the worker already holds: only what changed.
 struct CachedRequestData {
   std::string req_id;
-  std::vector<int> new_block_ids;     // appended to its block table
+  GroupBlockIds new_block_ids;        // appended to its block table of each KV group (empty: none)
   int num_computed_tokens = 0;        // before this step's tokens
 };
 

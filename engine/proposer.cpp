@@ -5,6 +5,7 @@
 #include "engine/model_proposer.hpp"
 #include "engine/mtp_proposer.hpp"
 #include "engine/ngram_proposer.hpp"
+#include "model/kv_cache.hpp"
 #include "model/model_file.hpp"
 
 namespace parley {
@@ -47,6 +48,15 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
   const int k = config.num_speculative_tokens;
   if (config.method != SpecMethod::Ngram && (!target.model || !target.kv))
     refuse("method " + config.method_name() + " runs the model on the CPU (--device cpu); on another device use ngram");
+  // A proposer running a model reads the first KV group's block table: it must see every position.
+  if (config.method != SpecMethod::Ngram) {
+    const KvCacheLayout& layout = target.kv->layout();
+    if (!layout.has_full_attention_group())
+      refuse("method " + config.method_name() + " needs a full-attention layer in the target; it has only sliding-window layers");
+    if (config.method == SpecMethod::LayerSkip && layout.num_groups() > 1)
+      refuse("method layer_skip shares the target's KV blocks, which this model splits into " + layout.describe() +
+             "; use ngram or draft_model");
+  }
   switch (config.method) {
     case SpecMethod::Ngram:
       return std::make_unique<NgramDrafts>(config, target.max_model_len);

@@ -25,7 +25,7 @@ void SchedulerConfig::validate() const {
 
 Scheduler::Scheduler(SchedulerConfig config)
     : config_((config.validate(), std::move(config))),
-      kv_(config_.num_kv_blocks, config_.block_size, config_.enable_prefix_caching) {}
+      kv_(config_.num_kv_blocks, config_.block_size, config_.enable_prefix_caching, config_.kv_group_windows) {}
 
 void Scheduler::add_request(Request request) {
   const std::string& id = request.request_id;
@@ -43,9 +43,11 @@ void Scheduler::add_request(Request request) {
   const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens +
                                    config_.num_speculative_tokens + config_.num_lookahead_tokens,
                                config_.max_model_len);
-  if (kv_.num_blocks_needed(longest) > config_.num_kv_blocks)
-    throw std::invalid_argument("the request may need " + std::to_string(kv_.num_blocks_needed(longest)) +
-                                " KV blocks but the cache has " + std::to_string(config_.num_kv_blocks));
+  const int step_tokens = config_.max_num_batched_tokens + config_.num_speculative_tokens + config_.num_lookahead_tokens;
+  const int most_blocks = kv_.max_blocks_held(longest, step_tokens);
+  if (most_blocks > kv_.block_pool().num_usable_blocks())
+    throw std::invalid_argument("the request may need " + std::to_string(most_blocks) + " KV blocks but the cache has " +
+                                std::to_string(kv_.block_pool().num_usable_blocks()));
   check_children(request);
   if (request.sampling_params.prompt_logprobs && !config_.prompt_logprobs_refusal.empty())
     throw std::invalid_argument(config_.prompt_logprobs_refusal);
@@ -172,7 +174,7 @@ SchedulerOutput Scheduler::schedule() {
       ++i;
       continue;
     }
-    bool allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n));
+    bool allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
     while (!allocated) {
       Request* victim = running_.back();
       running_.pop_back();
@@ -180,7 +182,7 @@ SchedulerOutput Scheduler::schedule() {
       preempted = true;
       if (worker_knows_.erase(victim->request_id)) out.preempted_req_ids.push_back(victim->request_id);
       if (victim == r) break;
-      allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n));
+      allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
     if (worker_knows_.count(r->request_id)) {
@@ -207,8 +209,7 @@ SchedulerOutput Scheduler::schedule() {
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
     const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size());
     int num_hit = 0;
-    std::vector<KVCacheBlock*> hits =
-        reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : std::vector<KVCacheBlock*>{};
+    KVCacheBlocks hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : KVCacheBlocks{};
     const int n = chunk(*r, num_hit);
     if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
@@ -316,8 +317,8 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
                           parent.block_hashes.begin() + std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
     c.num_cached_tokens = parent.num_cached_tokens;
     c.prompt_logprobs = parent.prompt_logprobs;  // every choice carries the prompt's
-    std::optional<std::pair<int, int>> copy = kv_.fork(parent, c);
-    if (copy) {
+    std::optional<std::vector<std::pair<int, int>>> copies = kv_.fork(parent, c);
+    if (copies) {
       c.num_computed_tokens = parent.num_prompt_tokens();
       c.status = RequestStatus::Running;
       running_.push_back(&c);
@@ -327,7 +328,7 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
     }
     outputs.push_back(after_tokens(c, {first_tokens[i]}, lp(i)));
     // A child that finished on its first token gave its blocks back: nothing to copy into.
-    if (copy && copy->first >= 0 && requests_.count(ids[i])) pending_block_copies_.push_back(*copy);
+    if (copies && requests_.count(ids[i])) pending_block_copies_.insert(pending_block_copies_.end(), copies->begin(), copies->end());
   }
   outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
 }

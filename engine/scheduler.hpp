@@ -34,6 +34,7 @@ struct SchedulerConfig {
   int max_waiting = 1024;                // waiting-queue bound: add_request refuses beyond it (503)
   int block_size = 16;
   int num_kv_blocks = 0;
+  std::vector<int> kv_group_windows;     // per KV group its sliding window (0: full attention); empty: one group
   bool enable_prefix_caching = true;
   bool enable_delayed_split = true;      // n > 1: prefill once, then split; off: n independent requests
   std::vector<int> eos_token_ids;        // end a request unless ignore_eos
@@ -99,7 +100,7 @@ class Scheduler {
   // wait (WaitingForRemoteKv) until finish_remote_kv or fail_remote_kv.
   struct KvReceive {
     std::string req_id;
-    std::vector<int> block_ids;
+    std::vector<int> block_ids;  // every group's, one after another (flatten_block_ids)
   };
   std::vector<KvReceive> take_kv_receives() { return std::exchange(kv_receives_, {}); }
   // Decode side: the worker holds the request's prompt KV now; it continues from its first token(s) (n of them,
@@ -112,7 +113,7 @@ class Scheduler {
   std::vector<std::string> fail_remote_kv(const std::string& req_id, bool recompute);
   // Prefill side: a ToDecode request that sampled its first token(s) finished here but keeps its blocks, for
   // the KV transfer, until release_held (the decode side acknowledged, or the lease expired). held_block_ids
-  // are its prompt's blocks, in order.
+  // are its prompt's blocks in every group, in KvReceive's order.
   std::vector<int> held_block_ids(const std::string& req_id) const;
   void release_held(const std::string& req_id);
   int num_held() const { return int(held_.size()); }

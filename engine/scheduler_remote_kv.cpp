@@ -31,9 +31,9 @@ EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens,
 std::vector<int> Scheduler::held_block_ids(const std::string& req_id) const {
   const auto it = held_.find(req_id);
   if (it == held_.end()) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
-  std::vector<int> ids = kv_.block_ids(req_id);
-  ids.resize(std::min(ids.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
-  return ids;
+  GroupBlockIds ids = kv_.block_ids(req_id);
+  for (auto& group : ids) group.resize(std::min(group.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
+  return flatten_block_ids(ids);
 }
 
 void Scheduler::release_held(const std::string& req_id) {
@@ -44,11 +44,14 @@ void Scheduler::release_held(const std::string& req_id) {
 bool Scheduler::admit_remote(Request& r) {
   // The KV arrives later: its full blocks join the prefix cache only once it is there.
   if (!kv_.allocate_slots(r, r.num_prompt_tokens(), {}, false)) return false;
+  // Its first step computes the token after the prompt: what that query cannot see need not arrive (the
+  // table names the null block there, into which the sender's bytes for it go).
+  kv_.remove_skipped_blocks(r, r.num_prompt_tokens());
   waiting_.pop_front();
   kv_.take_new_block_ids(r.request_id);
   r.status = RequestStatus::WaitingForRemoteKv;
   remote_kv_.push_back(&r);
-  kv_receives_.push_back({r.request_id, kv_.block_ids(r.request_id)});
+  kv_receives_.push_back({r.request_id, flatten_block_ids(kv_.block_ids(r.request_id))});
   return true;
 }
 

@@ -17,7 +17,7 @@ SchedulerStats Scheduler::stats() const {
   s.num_running = int(running_users.size());
   s.num_waiting = int(waiting_users.size());
   s.kv_cache_usage = pool.get_usage();
-  s.num_total_blocks = pool.num_blocks();
+  s.num_total_blocks = pool.num_usable_blocks();
   s.num_used_blocks = pool.num_used();
   s.num_free_blocks = pool.get_num_free_blocks();
   s.num_cached_blocks = pool.num_cached_blocks();

@@ -71,7 +71,7 @@ PARLEY_HD inline uint16_t f32_to_f16(float f) {
 PARLEY_HD inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  if (e == 31) return bits_float(sign | 0x7f800000 | (m << 13));
+  if (e == 31) return bits_float(sign | 0x7f800000 | (m << 13) | (m ? 0x400000u : 0u));  // NaNs quieted, as F16C does
   if (e == 0) {
     if (m == 0) return bits_float(sign);
     e = 113;  // a subnormal: normalize it

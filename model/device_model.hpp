@@ -70,7 +70,9 @@ class DeviceModel {
   virtual int num_blocks() const = 0;
   virtual int block_size() const = 0;
   virtual KvDtype kv_dtype() const = 0;
-  // Copies one block's keys and values in every layer (a split child's partial block).
+  // Which layers share which block table (the forward pass takes one per group).
+  virtual const KvCacheLayout& kv_layout() const = 0;
+  // Copies one block's keys and values in every slot (a split child's partial block).
   virtual void copy_block(int src, int dst) = 0;
   // The layout and error contract of KvCache::export_blocks / import_blocks (the same bytes on every device).
   virtual std::vector<uint8_t> export_blocks(std::span<const int> block_ids) const = 0;
@@ -108,6 +110,7 @@ class CpuDeviceModel final : public DeviceModel {
   int num_blocks() const override { return kv_.num_blocks(); }
   int block_size() const override { return kv_.block_size(); }
   KvDtype kv_dtype() const override { return kv_.dtype(); }
+  const KvCacheLayout& kv_layout() const override { return kv_.layout(); }
   void copy_block(int src, int dst) override { kv_.copy_block(src, dst); }
   std::vector<uint8_t> export_blocks(std::span<const int> ids) const override { return kv_.export_blocks(ids); }
   void import_blocks(std::span<const int> ids, std::span<const uint8_t> data) override { kv_.import_blocks(ids, data); }

@@ -119,6 +119,9 @@ cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   meta.token_seq = batch.token_seq.data();
   meta.block_tables = batch.block_tables.data();
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
+  if (batch.num_kv_groups < 1 || batch.slot_mapping.size() != size_t(batch.num_kv_groups) * M)
+    throw std::invalid_argument("forward: " + std::to_string(batch.slot_mapping.size()) + " slots for " + std::to_string(M) +
+                                " tokens in " + std::to_string(batch.num_kv_groups) + " KV groups");
   return meta;
 }
 
@@ -136,8 +139,7 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
   backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
 }
 
-void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const ForwardBatch& batch,
-                           const cpu::AttentionMetadata& meta) {
+void LlamaModel::run_layer(const Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
@@ -154,7 +156,10 @@ void LlamaModel::run_layer(const Layer& L, const cpu::KvLayerView& kvl, const Fo
     std::copy_n(row + qd + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
   }
   rotate(L, batch);
-  be.kv_write(kvl, k_.data(), v_.data(), batch.slot_mapping.data(), M);
+  const int group = kv.layout().group_of_layer[size_t(l)];
+  meta.block_tables = batch.group_block_tables(group);
+  const cpu::KvLayerView kvl = kv.layer(l);
+  be.kv_write(kvl, k_.data(), v_.data(), batch.group_slot_mapping(group), M);
   const cpu::AttentionSpec attention{c.query_scale, c.attn_softcap, L.sliding ? c.sliding_window : 0};
   be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
   L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
@@ -211,9 +216,12 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   if (num_layers < 0) num_layers = config_.n_layers;
   if (num_layers < 1 || num_layers > config_.n_layers)
     throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(config_.n_layers));
+  if (batch.num_kv_groups != kv.layout().num_groups())
+    throw std::invalid_argument("forward: block tables for " + std::to_string(batch.num_kv_groups) + " KV groups, the cache has " +
+                                std::to_string(kv.layout().num_groups()));
   const cpu::AttentionMetadata meta = prepare(batch);
   embed(batch);
-  for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], kv.layer(l), batch, meta);
+  for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], l, kv, batch, meta);
   head(batch, output_norm_, logits);
 }
 
@@ -232,7 +240,7 @@ void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> p
   be.rmsnorm(prev_hidden.data(), mtp_->hnorm.data(), xb_.data(), M, dim, config_.norm_eps);
   for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim + dim);
   mtp_->eh_proj.matmul(be, concat_.data(), x_.data(), M, part_);
-  run_layer(mtp_->layer, kv.layer(0), batch, meta);
+  run_layer(mtp_->layer, 0, kv, batch, meta);
   hidden_out.assign(x_.begin(), x_.begin() + size_t(M) * dim);
   head(batch, mtp_->shared_head_norm, logits);
 }

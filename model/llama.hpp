@@ -12,17 +12,22 @@
 
 namespace parley {
 
-// The model runner's input for one step: every scheduled token of every sequence, flattened.
+// The model runner's input for one step: every scheduled token of every sequence, flattened. Each KV group
+// (model/kv_cache_layout.hpp) has its own block tables and slots; one group is the plain case.
 struct ForwardBatch {
   std::vector<int> token_ids;         // [num_tokens]
   std::vector<int> positions;         // [num_tokens] position within its sequence
   std::vector<int> token_seq;         // [num_tokens] row of block_tables the token belongs to
-  std::vector<int64_t> slot_mapping;  // [num_tokens] KV slot the token writes
-  std::vector<int> block_tables;      // [num_seqs][max_blocks_per_seq]
+  std::vector<int64_t> slot_mapping;  // [num_kv_groups][num_tokens] KV slot the token writes
+  std::vector<int> block_tables;      // [num_kv_groups][num_seqs][max_blocks_per_seq]
   int max_blocks_per_seq = 0;
+  int num_kv_groups = 1;
   std::vector<int> logits_indices;    // tokens whose next-token logits are wanted
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
+  int num_seqs() const { return max_blocks_per_seq > 0 ? int(block_tables.size()) / (num_kv_groups * max_blocks_per_seq) : 0; }
+  const int* group_block_tables(int g) const { return block_tables.data() + size_t(g) * num_seqs() * max_blocks_per_seq; }
+  const int64_t* group_slot_mapping(int g) const { return slot_mapping.data() + size_t(g) * num_tokens(); }
 };
 
 class LlamaModel {
@@ -71,7 +76,8 @@ class LlamaModel {
   // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.
   cpu::AttentionMetadata prepare(const ForwardBatch& batch);
   // One transformer block over x_ in place, writing its KV.
-  void run_layer(const Layer& layer, const cpu::KvLayerView& kv, const ForwardBatch& batch, const cpu::AttentionMetadata& meta);
+  // Layer l of the batch over KV group group_of_layer[l]'s tables.
+  void run_layer(const Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
   // The token embeddings of the batch into x_ (scaled where the architecture scales them).
   void embed(const ForwardBatch& batch);
   // Q and K of one layer rotated in place by the layer's RoPE.

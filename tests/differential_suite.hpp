@@ -21,10 +21,12 @@ inline std::vector<Request> arch_requests(const Tokenizer& tok) {
                               shared + "Max. Max was big. Max was big.", "The sun was hot."});
 }
 
+// num_kv_blocks per KV group (model/kv_cache_layout.hpp), so that every architecture is as short of blocks.
 inline SchedulerConfig suite_config(const ModelFile& file, int num_kv_blocks, bool caching) {
   SchedulerConfig c;
   c.max_model_len = file.config.max_seq_len;
-  c.num_kv_blocks = num_kv_blocks;
+  const KvCacheLayout layout = KvCacheLayout::for_model(file.config);
+  c.num_kv_blocks = num_kv_blocks * layout.num_groups() + (layout.has_sliding_window() ? 1 : 0);
   c.eos_token_ids = {file.vocab->eos_id};
   c.vocab_size = file.config.vocab_size;
   c.enable_prefix_caching = caching;

@@ -15,11 +15,13 @@ namespace parley::fakes {
 // Plays the worker: mirrors each request's tokens from the SchedulerOutputs alone and "samples" a token
 // that is a function of every token before it and the request's seed, as a real model's draw is. Its
 // fake KV cache stores the token id each slot was computed from, so a request reading a slot it did not
-// fill (a wrong block table, a shared block overwritten, a missing copy-on-write) fails at once.
+// fill (a wrong block table, a shared block overwritten, a missing copy-on-write) fails at once. Each KV
+// group has its own tables; a sliding-window group's queries read only their window.
 struct FakeWorker {
+  std::vector<int> windows = {0};                  // per KV group (SchedulerConfig::kv_group_windows)
   std::map<std::string, std::vector<int>> tokens;  // prompt + output as the worker knows them
   std::map<std::string, int> computed;
-  std::map<std::string, std::vector<int>> blocks;
+  std::map<std::string, GroupBlockIds> blocks;
   std::map<std::string, uint64_t> seeds;
   std::map<std::string, std::vector<uint64_t>> child_seeds;  // parents awaiting their split
   std::map<int, std::map<int, int>> kv;                      // block -> slot -> token id computed there
@@ -50,18 +52,35 @@ struct FakeWorker {
     for (const auto& d : so.scheduled_cached_reqs) {
       REQUIRE(tokens.count(d.req_id));
       REQUIRE(computed[d.req_id] == d.num_computed_tokens);
-      blocks[d.req_id].insert(blocks[d.req_id].end(), d.new_block_ids.begin(), d.new_block_ids.end());
+      auto& held = blocks[d.req_id];
+      for (size_t g = 0; g < d.new_block_ids.size(); ++g) held[g].insert(held[g].end(), d.new_block_ids[g].begin(), d.new_block_ids[g].end());
     }
     ModelRunnerOutput out;
     out.step_id = so.step_id;
     int total = 0;
+    // As in a real pass, every token's KV is written before any attention reads: a block that joined the
+    // prefix cache in this step is whole for a request that hit it in the same step.
+    for (const auto& [id, n] : so.num_scheduled_tokens) {
+      const auto& seq = tokens.at(id);
+      const int c = computed[id];
+      REQUIRE(c + n <= int(seq.size()));
+      REQUIRE(blocks[id].size() == windows.size());
+      for (const auto& table : blocks[id]) {
+        REQUIRE(int(table.size()) * 16 >= c + n);  // the tests use block size 16
+        for (int p = c; p < c + n; ++p) kv[table[size_t(p / 16)]][p % 16] = seq[p];
+      }
+    }
     for (const auto& [id, n] : so.num_scheduled_tokens) {
       auto& seq = tokens.at(id);
       int& c = computed[id];
-      REQUIRE(c + n <= int(seq.size()));
-      REQUIRE(int(blocks[id].size()) * 16 >= c + n);  // the tests use block size 16
-      for (int p = 0; p < c; ++p) REQUIRE(kv[blocks[id][p / 16]][p % 16] == seq[p]);  // the KV it reads is its own
-      for (int p = c; p < c + n; ++p) kv[blocks[id][p / 16]][p % 16] = seq[p];
+      for (size_t g = 0; g < windows.size(); ++g) {
+        const auto& table = blocks[id][g];
+        const int first = windows[g] > 0 ? std::max(0, c - windows[g] + 1) : 0;  // what its first query sees
+        for (int p = first; p < c; ++p) {
+          CAPTURE(id, g, p, c);
+          REQUIRE(kv[table[size_t(p / 16)]][p % 16] == seq[p]);  // the KV it reads is its own
+        }
+      }
       c += n;
       total += n;
       out.req_ids.push_back(id);

@@ -90,10 +90,10 @@ class RunnerDriver {
       }
       r.blocks.insert(r.blocks.end(), new_blocks.begin(), new_blocks.end());
       if (!r.on_worker) {
-        so.scheduled_new_reqs.push_back({r.id, r.prompt, r.output, r.params, r.seed, r.blocks, r.num_computed, {}});
+        so.scheduled_new_reqs.push_back({r.id, r.prompt, r.output, r.params, r.seed, GroupBlockIds{r.blocks}, r.num_computed, {}});
         r.on_worker = true;
       } else {
-        so.scheduled_cached_reqs.push_back({r.id, new_blocks, r.num_computed});
+        so.scheduled_cached_reqs.push_back({r.id, GroupBlockIds{new_blocks}, r.num_computed});
       }
       so.num_scheduled_tokens.emplace_back(id, n);
       so.total_num_scheduled_tokens += n;

@@ -22,7 +22,7 @@ using test::TinyArch;
 
 std::vector<float> logits_of(LlamaModel& model, const std::vector<int>& tokens) {
   const int bs = 16, nb = int(tokens.size() + bs - 1) / bs;
-  KvCache kv(model.config(), nb, bs);
+  KvCache kv(model.config(), nb, bs, KvDtype::F32, KvCacheLayout::single_group(model.config().n_layers));  // one table
   ForwardBatch b;
   b.token_ids = tokens;
   b.max_blocks_per_seq = nb;

@@ -24,18 +24,19 @@ double max_abs_error(const std::vector<float>& got, const std::vector<float>& wa
 }
 
 // One sequence's prefill, every position's logits.
-ForwardBatch prefill(const std::vector<int>& tokens, int block_size) {
+// KV group g's blocks follow group g - 1's, each group's out of order.
+ForwardBatch prefill(const std::vector<int>& tokens, int block_size, int num_kv_groups) {
   ForwardBatch b;
   const int nb = int(tokens.size() + block_size - 1) / block_size;
   b.token_ids = tokens;
   b.max_blocks_per_seq = nb;
-  for (int i = 0; i < nb; ++i) b.block_tables.push_back(nb - 1 - i);  // blocks out of order
-  for (int p = 0; p < int(tokens.size()); ++p) {
-    b.positions.push_back(p);
-    b.token_seq.push_back(0);
-    b.slot_mapping.push_back(int64_t(b.block_tables[size_t(p / block_size)]) * block_size + p % block_size);
-    b.logits_indices.push_back(p);
-  }
+  b.num_kv_groups = num_kv_groups;
+  for (int g = 0; g < num_kv_groups; ++g)
+    for (int i = 0; i < nb; ++i) b.block_tables.push_back(g * nb + nb - 1 - i);
+  for (int p = 0; p < int(tokens.size()); ++p) b.positions.push_back(p), b.token_seq.push_back(0), b.logits_indices.push_back(p);
+  for (int g = 0; g < num_kv_groups; ++g)
+    for (int p = 0; p < int(tokens.size()); ++p)
+      b.slot_mapping.push_back(int64_t(b.block_tables[size_t(g * nb + p / block_size)]) * block_size + p % block_size);
   return b;
 }
 
@@ -135,7 +136,7 @@ TEST_CASE("the CUDA model path (host emulation) of every architecture equals the
                                                            test::device_options(c, graphs));
     };
     const std::vector<int> tokens = long_prompt(60);
-    const ForwardBatch b = prefill(tokens, c.block_size);
+    const ForwardBatch b = prefill(tokens, c.block_size, KvCacheLayout::for_model(m.file.config).num_groups());
     std::vector<float> got, want;
     REQUIRE_FALSE(device(0)->forward(b, got));
     KvCache kv(m.file.config, 64, c.block_size);

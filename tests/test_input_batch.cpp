@@ -21,7 +21,7 @@ CachedRequestState make_request(int k) {
   r.sampling_params.top_k = k;
   r.sampling_params.seed = uint64_t(k);
   r.seed = 1000 + uint64_t(k);
-  r.block_ids = {10 * k, 10 * k + 1};
+  r.block_ids = {{10 * k, 10 * k + 1}};
   r.num_computed_tokens = k % 3;
   return r;
 }
@@ -89,17 +89,17 @@ TEST_CASE("per-step updates change one row and nothing else", "[input_batch]") {
   b.add_request(a);
   b.add_request(c);
   b.append_token(0, 77);
-  b.append_block_ids(0, std::vector<int>{99});
+  b.append_block_ids(0, GroupBlockIds{{99}});
   b.set_num_computed_tokens(0, 4);
   a.output_token_ids.push_back(77);
-  a.block_ids.push_back(99);
+  a.block_ids[0].push_back(99);
   a.num_computed_tokens = 4;
   require_row_holds(b, a);
   require_row_holds(b, c);
   REQUIRE(b.num_tokens(0) == 5);
   REQUIRE(b.num_prompt_tokens(0) == 3);
   // Rows have fixed capacity: 16 tokens, 3 blocks.
-  REQUIRE_THROWS_AS(b.append_block_ids(0, std::vector<int>{1}), std::logic_error);
+  REQUIRE_THROWS_AS(b.append_block_ids(0, GroupBlockIds{{1}}), std::logic_error);
   for (int i = b.num_tokens(1); i < 16; ++i) b.append_token(1, i);
   REQUIRE_THROWS_AS(b.append_token(1, 5), std::logic_error);
   REQUIRE_THROWS_AS(b.set_num_computed_tokens(0, 6), std::logic_error);
@@ -117,7 +117,7 @@ TEST_CASE("a full batch, a duplicate id and an oversized request are refused", "
   big.prompt_token_ids.assign(9, 1);
   REQUIRE_THROWS_AS(b.add_request(big), std::logic_error);
   big = make_request(3);
-  big.block_ids = {1, 2, 3};
+  big.block_ids = {{1, 2, 3}};
   REQUIRE_THROWS_AS(b.add_request(big), std::logic_error);
   REQUIRE(b.add_request(make_request(4)) == 0);  // the refusals left the hole usable
 }
@@ -177,7 +177,7 @@ TEST_CASE("sampling metadata is rebuilt only when the batch changes", "[input_ba
   // Steps that only append tokens, blocks and computed counts rebuild nothing.
   for (int s = 0; s < 10; ++s) {
     for (int row = 0; row < b.num_reqs(); ++row) b.append_token(row, 40 + s);
-    b.append_block_ids(0, std::vector<int>{}), b.set_num_computed_tokens(1, 3);
+    b.append_block_ids(0, GroupBlockIds{{}}), b.set_num_computed_tokens(1, 3);
     step();
   }
   REQUIRE(b.num_metadata_rebuilds() == 1);

@@ -194,7 +194,7 @@ TEST_CASE("the runner refuses a SchedulerOutput it cannot follow", "[model_runne
   SamplingParams p;
   p.temperature = 0.0f;
   SchedulerOutput first;
-  first.scheduled_new_reqs.push_back({"a", {1, 403, 407}, {}, p, 0, {0}, 0, {}});
+  first.scheduled_new_reqs.push_back({"a", {1, 403, 407}, {}, p, 0, GroupBlockIds{{0}}, 0, {}});
   first.num_scheduled_tokens = {{"a", 3}};
   first.total_num_scheduled_tokens = 3;
   first.finished_req_ids = {"never-seen"};  // aborted before it reached the worker: skipped
@@ -217,6 +217,6 @@ TEST_CASE("the runner refuses a SchedulerOutput it cannot follow", "[model_runne
   fails([](SchedulerOutput& so) { so.num_scheduled_tokens[0].second = 2, so.total_num_scheduled_tokens = 2; },
         "scheduled up to token 5 of 4");
   fails([](SchedulerOutput& so) { so.total_num_scheduled_tokens = 5; }, "total_num_scheduled_tokens is 5");
-  fails([](SchedulerOutput& so) { so.scheduled_cached_reqs[0].new_block_ids = {kNumBlocks}; }, "names block 256");
-  fails([](SchedulerOutput& so) { so.scheduled_new_reqs.push_back({"a", {1}, {}, {}, 0, {1}, 0, {}}); }, "already in the batch");
+  fails([](SchedulerOutput& so) { so.scheduled_cached_reqs[0].new_block_ids = GroupBlockIds{{kNumBlocks}}; }, "names block 256");
+  fails([](SchedulerOutput& so) { so.scheduled_new_reqs.push_back({"a", {1}, {}, {}, 0, GroupBlockIds{{1}}, 0, {}}); }, "already in the batch");
 }

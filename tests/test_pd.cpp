@@ -45,7 +45,7 @@ struct PdPair {
       const std::vector<int> held = prefill.scheduler().held_block_ids(o.req_id);
       const KvCache& kv = prefill.runner().kv_cache();
       KvTransferPayload p{o.req_id, sent.at(o.req_id).num_prompt_tokens(), o.new_token_ids, o.new_logprobs,
-                          {kv.num_layers(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held),
+                          {kv.num_slots(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held),
                           o.prompt_logprobs};
       const std::string wire = encode_kv_transfer(p);
       prefill.scheduler().release_held(o.req_id);  // acknowledged
@@ -336,7 +336,8 @@ TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[p
   REQUIRE_FALSE(unseeded.sampling_params.seed.has_value());
   REQUIRE_FALSE(unseeded.sampling_params.logprobs.has_value());
   REQUIRE_FALSE(unseeded.sampling_params.prompt_logprobs.has_value());
-  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("bad prefill request"));
+  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("request version 1"));  // an older build
+  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 2})"), Catch::Contains("bad prefill request"));  // fields missing
   REQUIRE_THROWS_WITH(decode_prefill_request("not json"), Catch::Contains("bad prefill request"));
 }
 

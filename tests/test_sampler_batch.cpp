@@ -17,7 +17,7 @@ constexpr int kEos = 2;
 
 CachedRequestState request(const std::string& id, std::vector<int> prompt, std::vector<int> output, SamplingParams p,
                            uint64_t seed = 0) {
-  return {id, std::move(prompt), std::move(output), std::move(p), seed, {0}, 0};
+  return {id, std::move(prompt), std::move(output), std::move(p), seed, {{0}}, 0};
 }
 
 SamplingParams greedy() {

@@ -39,7 +39,7 @@ class DeviceLlama final : public DeviceModel {
   // Uploads the weights, sizes the activations for the largest pass, allocates the KV blocks (num_blocks 0:
   // as many as fit in the share of the device's memory, see blocks_in_share) and captures the graphs.
   DeviceLlama(std::unique_ptr<Ops> ops, const LlamaConfig& config, const LlamaWeights& w, const DeviceLlamaOptions& o)
-      : ops_(std::move(ops)), c_(config), o_(o) {
+      : ops_(std::move(ops)), c_(config), o_(o), layout_(KvCacheLayout::for_model(config)) {
     c_.validate();
     if (o_.num_blocks < 0 || o_.block_size < 1) throw std::invalid_argument("the device KV cache needs a positive block size");
     if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1) throw std::invalid_argument("DeviceLlama: bad batch limits");
@@ -73,9 +73,10 @@ class DeviceLlama final : public DeviceModel {
     logits_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
     compact_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);
     token_ids_ = ops_->alloc(T * 4), positions_ = ops_->alloc(T * 4), token_seq_ = ops_->alloc(T * 4);
-    slots_ = ops_->alloc(T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4), pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
+    const size_t G = size_t(layout_.num_groups());  // each KV group has its own slots and tables
+    slots_ = ops_->alloc(G * T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4), pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
     sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
-    block_tables_ = ops_->alloc(size_t(max_seqs_) * max_blocks_ * 4);
+    block_tables_ = ops_->alloc(G * max_seqs_ * max_blocks_ * 4);
     ops_->reserve_matmul(max_tokens_, std::max({dim, qd, hidden}), std::max({c_.vocab_size, dim, qd, hidden, kv}));
     ops_->reserve_attention(max_tokens_, c_.n_heads, c_.head_dim(), max_blocks_ * o.block_size);
     if (o_.num_blocks == 0) o_.num_blocks = blocks_in_share();
@@ -95,15 +96,17 @@ class DeviceLlama final : public DeviceModel {
   std::string device_name() const override { return ops_->name(); }
   int num_blocks() const override { return o_.num_blocks; }
   int block_size() const override { return o_.block_size; }
+  const KvCacheLayout& kv_layout() const override { return layout_; }
   DeviceStats stats() const override { return stats_; }
 
   bool samples_on_device() const override { return o_.sample_on_device; }
 
   bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
     ops_->activate();
-    check_batch(batch, sampling, {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size, c_.max_seq_len});
+    check_batch(batch, sampling, {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size,
+                                  c_.max_seq_len, layout_.num_groups()});
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
-    const int seqs = batch.max_blocks_per_seq > 0 ? int(batch.block_tables.size()) / batch.max_blocks_per_seq : 0;
+    const int seqs = batch.num_seqs();
     const int padded = graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
     ops_->upload(logits_rows_.get(), batch.logits_indices.data(), size_t(S) * 4);
     if (padded > 0) {  // the graph's head covers every token: pick the logits rows out of it
@@ -114,7 +117,7 @@ class DeviceLlama final : public DeviceModel {
       return true;
     }
     upload_inputs(batch, seqs, 0);
-    run_layers(M, batch.max_blocks_per_seq);
+    run_layers(M, batch.max_blocks_per_seq, seqs);
     ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim, selected_.template get<float>());
     head(selected_.template get<float>(), S);
     deliver(logits_.template get<float>(), compact_.template get<float>(), S, sampling, logits);
@@ -125,12 +128,12 @@ class DeviceLlama final : public DeviceModel {
     ops_->activate();
     check_ids(std::vector<int>{src, dst});
     const size_t block = size_t(o_.block_size) * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype);
-    for (int l = 0; l < c_.n_layers; ++l)
+    for (size_t l = 0; l < keys_.size(); ++l)
       for (Buffer* part : {&keys_[l], &values_[l]})
         ops_->copy(part->template get<char>() + dst * block, part->template get<char>() + src * block, block);
   }
 
-  // KvCache::export_blocks's layout: per layer, the keys of every block, then the values (through staging).
+  // KvCache::export_blocks's layout: per slot, the keys of every block, then the values (through staging).
   std::vector<uint8_t> export_blocks(std::span<const int> ids) const override {
     std::unique_ptr<KvStaging> staged = stage_blocks(ids);
     std::vector<uint8_t> out(size_t(staged->size()) * 4);
@@ -171,12 +174,15 @@ class DeviceLlama final : public DeviceModel {
     ops_->synchronize();  // the caller frees the staging next
   }
 
-  // The device pointers of one layer's KV.
+  // The device pointers of one layer's KV: its slot of the blocks.
   cpu::KvLayerView layer(int l) const {
-    return {keys_[l].get(), values_[l].get(), o_.block_size, c_.kv_dim(), o_.kv_dtype};
+    const size_t slot = size_t(layout_.slot_of_layer[size_t(l)]);
+    return {keys_[slot].get(), values_[slot].get(), o_.block_size, c_.kv_dim(), o_.kv_dtype};
   }
   KvDtype kv_dtype() const override { return o_.kv_dtype; }
-  int64_t bytes_per_block() const { return int64_t(2) * c_.n_layers * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype); }
+  int64_t bytes_per_block() const {
+    return int64_t(2) * layout_.slots_per_block * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype);
+  }
 
  private:
   struct Layer {
@@ -208,7 +214,7 @@ class DeviceLlama final : public DeviceModel {
   void move_blocks(std::span<const int> ids, float* staging_words, bool to_staging) const {
     const size_t block = size_t(o_.block_size) * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype);
     char* staging = reinterpret_cast<char*>(staging_words);
-    for (int l = 0; l < c_.n_layers; ++l)
+    for (size_t l = 0; l < keys_.size(); ++l)
       for (const Buffer* part : {&keys_[l], &values_[l]})
         for (int b : ids) {
           char* kv = part->template get<char>() + b * block;
@@ -236,7 +242,7 @@ class DeviceLlama final : public DeviceModel {
   void allocate_kv() {
     const size_t layer_words = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype) / 4 + 1;
     keys_.clear(), values_.clear();  // zero bits are 0.0 in every KV dtype
-    for (int l = 0; l < c_.n_layers; ++l) keys_.push_back(zeros(layer_words)), values_.push_back(zeros(layer_words));
+    for (int s = 0; s < layout_.slots_per_block; ++s) keys_.push_back(zeros(layer_words)), values_.push_back(zeros(layer_words));
   }
 
   // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use after
@@ -314,7 +320,7 @@ class DeviceLlama final : public DeviceModel {
     ops_->upload(token_ids_.get(), b.token_ids.data(), M * 4);
     ops_->upload(positions_.get(), b.positions.data(), M * 4);
     ops_->upload(token_seq_.get(), b.token_seq.data(), M * 4);
-    ops_->upload(slots_.get(), b.slot_mapping.data(), M * 8);
+    ops_->upload(slots_.get(), b.slot_mapping.data(), b.slot_mapping.size() * 8);  // [group][token]
     ops_->upload(block_tables_.get(), b.block_tables.data(), b.block_tables.size() * 4);
   }
 
@@ -322,13 +328,15 @@ class DeviceLlama final : public DeviceModel {
   // size reads them, and returns that graph's pass: everything after the upload, the head over every token.
   std::function<void()> filler_pass(int seqs) {
     const int M = seqs * o_.graph_query_len;
+    const int G = layout_.num_groups();
     ForwardBatch filler;
-    filler.token_ids.assign(size_t(M), 0), filler.positions.assign(size_t(M), 0), filler.slot_mapping.assign(size_t(M), -1);
+    filler.num_kv_groups = G;
+    filler.token_ids.assign(size_t(M), 0), filler.positions.assign(size_t(M), 0), filler.slot_mapping.assign(size_t(G) * M, -1);
     for (int i = 0; i < M; ++i) filler.token_seq.push_back(i / o_.graph_query_len);
-    filler.max_blocks_per_seq = 1, filler.block_tables.assign(size_t(seqs), 0);
+    filler.max_blocks_per_seq = 1, filler.block_tables.assign(size_t(G) * seqs, 0);
     upload_inputs(filler, seqs, seqs);
-    return [this, M] {
-      run_layers(M, max_blocks_);
+    return [this, M, seqs] {
+      run_layers(M, max_blocks_, seqs);
       head(x_.template get<float>(), M);
     };
   }
@@ -341,18 +349,21 @@ class DeviceLlama final : public DeviceModel {
     graphs_.emplace(seqs, ops_->capture(pass));
   }
 
-  void run_layers(int M, int max_blocks_per_seq) {
+  // seqs: the block tables' rows per KV group (group g's tables follow the groups before it, as its slots do).
+  void run_layers(int M, int max_blocks_per_seq, int seqs) {
     const int dim = c_.dim, hidden = c_.hidden_dim, hd = c_.head_dim();
     float *x = x_.template get<float>(), *xb = xb_.template get<float>(), *q = q_.template get<float>();
     float *k = k_.template get<float>(), *v = v_.template get<float>(), *attn = attn_.template get<float>();
     float *gate = gate_.template get<float>(), *up = up_.template get<float>(), *hid = hid_.template get<float>();
     const int* positions = positions_.template get<int>();
-    const cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(), max_blocks_per_seq};
+    cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(), max_blocks_per_seq};
     ops_->embedding(embedding_.template get<float>(), token_ids_.template get<int>(), M, dim, x);
     if (c_.scale_embeddings) ops_->scale(x, std::sqrt(float(dim)), int64_t(M) * dim);
     for (int l = 0; l < c_.n_layers; ++l) {
       const Layer& L = layers_[size_t(l)];
       const cpu::KvLayerView kvl = layer(l);
+      const int group = layout_.group_of_layer[size_t(l)];
+      meta.block_tables = block_tables_.template get<int>() + int64_t(group) * seqs * max_blocks_per_seq;
       ops_->rmsnorm(x, L.attn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->matmul(xb, L.wq, q, M);
       ops_->matmul(xb, L.wk, k, M);
@@ -369,7 +380,7 @@ class DeviceLlama final : public DeviceModel {
       const cpu::RopeSpec rope = rope_spec(L);
       ops_->rope(q, positions, M, c_.n_heads, hd, rope);
       ops_->rope(k, positions, M, c_.n_kv_heads, hd, rope);
-      ops_->kv_write(kvl, k, v, slots_.template get<int64_t>(), M);
+      ops_->kv_write(kvl, k, v, slots_.template get<int64_t>() + int64_t(group) * M, M);
       const cpu::AttentionSpec attention{c_.query_scale, c_.attn_softcap, L.sliding ? c_.sliding_window : 0};
       ops_->paged_attention(q, kvl, meta, c_.n_heads, c_.n_kv_heads, hd, attn, attention);
       ops_->matmul(attn, L.wo, xb, M);
@@ -404,11 +415,12 @@ class DeviceLlama final : public DeviceModel {
   std::unique_ptr<Ops> ops_;  // first: every buffer below is freed before it
   LlamaConfig c_;
   DeviceLlamaOptions o_;
+  KvCacheLayout layout_;  // which layers share which block table; a block holds slots_per_block layers
   int max_blocks_ = 0, max_tokens_ = 0, max_seqs_ = 0, max_logits_ = 0;
   Buffer embedding_, output_norm_, rope_freq_factors_;
   Matrix output_;
   std::vector<Layer> layers_;
-  std::vector<Buffer> keys_, values_;  // per layer: [num_blocks * block_size][kv_dim]
+  std::vector<Buffer> keys_, values_;  // per slot: [num_blocks * block_size][kv_dim]
   // Activations, sized for the largest pass.
   Buffer x_, xb_, q_, k_, v_, attn_, gate_, up_, hid_, selected_, logits_, compact_;
   // Inputs: the graphs read these buffers, so every pass uploads into them.

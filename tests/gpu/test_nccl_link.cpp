@@ -63,8 +63,10 @@ TEST_CASE("NCCL links: KV from one GPU lands bit-identical on another; a peer th
   }
   auto sender = model_on(m, c, 0), receiver = model_on(m, c, 1);
   const std::vector<int> blocks{3, 1, 4}, into{0, 9, 2};
-  const int64_t floats = int64_t(sender->export_blocks(blocks).size());
-  sender->import_blocks(blocks, test::random_floats(size_t(floats), 7));
+  const int64_t bytes = int64_t(sender->export_blocks(blocks).size());
+  const int64_t floats = bytes / 4;  // the link moves 4-byte words
+  const std::vector<float> noise = test::random_floats(size_t(floats), 7);
+  sender->import_blocks(blocks, {reinterpret_cast<const uint8_t*>(noise.data()), size_t(bytes)});
   KvLinks a(*sender, cuda::nccl_link_factory(0), 20), b(*receiver, cuda::nccl_link_factory(1), 20);
   const std::string id = a.new_id();
   a.open("to-b", id, 0, 1, now());
