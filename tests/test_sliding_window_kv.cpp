@@ -184,3 +184,22 @@ TEST_CASE("scheduling with a sliding-window group: the same tokens, every read i
     REQUIRE(short_stats.num_preemptions > 0);
   }
 }
+
+TEST_CASE("a window keeps the blocks of drafts a verification may still reject", "[kv_cache_manager][window]") {
+  // 30 computed tokens of which the last 4 are drafts in flight: if all are rejected the next query is at
+  // 26, whose window of 10 starts at 17, in block 4 (16..19). Counting the drafts as computed would free it.
+  const int bs = 4, window = 10;
+  KVCacheManager kv(32, bs, true, {0, window});
+  Request r = prompt_request("a", tokens(30, 4));
+  REQUIRE(kv.allocate_slots(r, 30));
+  r.num_computed_tokens = 30;
+  REQUIRE(kv.allocate_slots(r, 1, {}, true, 4));
+  GroupBlockIds ids = kv.block_ids("a");
+  REQUIRE(ids[1][4] != null_id(kv));
+  REQUIRE(ids[1][3] == null_id(kv));  // 12..15: before 17 either way
+  REQUIRE(kv.allocate_slots(r, 1));    // the drafts stood: now block 4 is out of the window of 30
+  ids = kv.block_ids("a");
+  REQUIRE(ids[1][4] == null_id(kv));
+  kv.free(r);
+  REQUIRE(kv.block_pool().num_used() == 0);
+}
