@@ -199,7 +199,8 @@ main('pd', async (parley, t) => {
   await assertNoLeaks(small.base, { label: 'prefill R' });
   t.check();
 
-  // A prefill instance whose KV has another layout (block size 32): the decode side refuses it and prefills.
+  // A prefill instance whose KV has another layout (block size 32): it refuses the request before prefilling (the
+  // decode side's layout travels with it) and the decode side prefills.
   const wide = await t.start([...ADMIN, '--role', 'prefill', '--kv-port', '0', '--block-size', '32'], { label: 'prefill W' });
   const strict = await t.start([...ADMIN, '--role', 'decode', '--prefill-peers', `127.0.0.1:${kvPortOf(wide)}`], { label: 'decode (layout)' });
   await waitPeers(strict.base, 1, 'decode (layout)');
@@ -208,7 +209,7 @@ main('pd', async (parley, t) => {
   assert.equal(m(sl, 'parley:kv_transfer_failures_total'), 4);
   assert.equal(m(sl, 'parley:kv_blocks_transferred_total'), 0);
   assert.ok(m(sl, 'parley:prefill_tokens_computed_total') > 0);
-  assert.match(strict.logs(), /KV transfer failed \(the KV does not fit this instance/);
+  assert.match(strict.logs(), /KV transfer failed \(the prefill instance refused it: the KV does not fit this instance/);
   await assertNoLeaks(wide.base, { timeoutMs: 10000, label: 'prefill W' });
   t.check();
 
