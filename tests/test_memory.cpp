@@ -43,6 +43,11 @@ LlamaConfig tied_config() {
 TEST_CASE("A loaded Q8_0 or Q4_K_M model with a tied head holds at most its "
           "file, its KV cache and 10% more",
           "[memory]") {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's allocator keeps freed memory in quarantine and its own shadow: RSS measures it, not us.
+  WARN("resident memory is not measured under AddressSanitizer");
+  return;
+#endif
   const test::TempDir dir;
   for (const FileType type : {FileType::Q8_0, FileType::Q4_K_M}) {
     const std::string path =
