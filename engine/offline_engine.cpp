@@ -24,9 +24,9 @@ void check_request(const GenerationRequest& r, size_t index, const LlamaConfig& 
 }
 
 // Every KV group's table covers the whole request (a sliding window's gives blocks back, never needs more).
-int blocks_for(const GenerationRequest& r, const LlamaConfig& cfg, int block_size) {
+int blocks_for(const GenerationRequest& r, const LlamaConfig& cfg, int block_size, int num_kv_groups) {
   const int longest = std::min(int(r.prompt_token_ids.size()) + r.params.max_tokens, cfg.max_seq_len);
-  return (longest + block_size - 1) / block_size * KvCacheLayout::for_model(cfg).num_groups();
+  return (longest + block_size - 1) / block_size * num_kv_groups;
 }
 
 }  // namespace
@@ -42,11 +42,13 @@ OfflineEngine::~OfflineEngine() = default;
 std::vector<GenerationResult> OfflineEngine::generate(const std::vector<GenerationRequest>& requests,
                                                       const std::function<void(int, int)>& on_token) {
   const LlamaConfig& cfg = model_.config();
+  const KvCacheLayout layout = KvCacheLayout::for_model(cfg);
   int blocks_for_all = 0, largest = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     check_request(requests[i], i, cfg);
-    blocks_for_all += blocks_for(requests[i], cfg, options_.block_size);
-    largest = std::max(largest, blocks_for(requests[i], cfg, options_.block_size));
+    const int blocks = blocks_for(requests[i], cfg, options_.block_size, layout.num_groups());
+    blocks_for_all += blocks;
+    largest = std::max(largest, blocks);
   }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = options_.max_num_batched_tokens;
@@ -55,7 +57,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   sc.long_prefill_token_threshold = options_.long_prefill_token_threshold;
   sc.max_waiting = std::max<int>(1, int(requests.size()));
   sc.block_size = options_.block_size;
-  const bool null_block = KvCacheLayout::for_model(cfg).has_sliding_window();  // the pool reserves one
+  const bool null_block = layout.has_sliding_window();  // the pool reserves one
   sc.num_kv_blocks = options_.num_kv_blocks > 0 ? options_.num_kv_blocks : std::max(1, blocks_for_all) + (null_block ? 1 : 0);
   sc.enable_prefix_caching = false;  // a fresh pool per call: nothing carries over from an earlier one
   sc.eos_token_ids = options_.stop_token_ids;

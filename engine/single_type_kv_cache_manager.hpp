@@ -33,8 +33,8 @@ class SingleTypeKVCacheManager {
   void allocate_new(const std::string& req_id, int num_tokens);
   // Full blocks up to num_full join the prefix cache (num_hits of them were hits, cached already).
   void cache_blocks(const Request& request, int num_full, int num_hits);
-  // The child shares the parent's first num_full blocks; a fresh block for its copy of the partial one
-  // (copy_from >= 0) is appended and its id returned, else -1.
+  // The child shares the parent's first num_full blocks; with `partial`, a fresh block for its copy of the
+  // partial one is appended and its id returned, else -1.
   int fork(const std::string& parent, const std::string& child, int num_full, bool partial);
   // Every block of the request, tail first (so its prefix stays cached longest), for the pool to free.
   std::vector<KVCacheBlock*> take_blocks(const std::string& req_id);

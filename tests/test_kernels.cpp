@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/reference.hpp"
+#include "tests/kernel_inputs.hpp"
 #include "model/kv_cache.hpp"
 
 using namespace parley;
@@ -16,22 +17,8 @@ using namespace parley::cpu;
 
 namespace {
 
-std::vector<float> random_vec(size_t n, uint64_t seed, float scale = 1.0f) {
-  std::vector<float> v(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& x : v) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    x = scale * (static_cast<float>(s >> 40) / float(1 << 24) * 2.0f - 1.0f);
-  }
-  return v;
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
-}
+using test::random_vec;
+using test::supported_isas;
 
 // |a-b| within a relative bound scaled by the sum of |terms|, the error budget of a reordered sum.
 void require_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& mag,

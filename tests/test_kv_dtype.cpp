@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/reference.hpp"
+#include "tests/kernel_inputs.hpp"
 #include "kernels/cuda/kv_write.hpp"
 #include "kernels/cuda/paged_attention.hpp"
 #include "model/kv_cache.hpp"
@@ -27,22 +28,8 @@ __attribute__((target("f16c"))) uint16_t f16c_round(float f) {
 }
 __attribute__((target("f16c"))) float f16c_widen(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
-std::vector<float> random_vec(size_t n, uint64_t seed, float scale = 1.0f) {
-  std::vector<float> v(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& x : v) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    x = scale * (static_cast<float>(s >> 40) / float(1 << 24) * 2.0f - 1.0f);
-  }
-  return v;
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
-}
+using test::random_vec;
+using test::supported_isas;
 
 // Every 251st float bit pattern (17 million, every exponent and sign), plus the edges of the F16 range.
 std::vector<float> float_sweep() {
