@@ -106,8 +106,11 @@ std::vector<double> quantized_activations(GgmlType type, const std::vector<float
     } else {
       std::vector<quant::BlockQ8_0> blocks(K / 32);
       quant::quantize_row(GgmlType::Q8_0, row, blocks.data(), K);
-      for (int k = 0; k < K; ++k)
-        out[size_t(m) * K + k] = double(quant::half_to_float(blocks[k / 32].d)) * blocks[k / 32].qs[k % 32];
+      for (int k = 0; k < K; ++k) {  // ggml's quants, with the block scale amax / 127 kept in f32 (not fp16)
+        float amax = 0;
+        for (int j = k / 32 * 32; j < k / 32 * 32 + 32; ++j) amax = std::max(amax, std::fabs(row[j]));
+        out[size_t(m) * K + k] = double(amax / 127.0f) * blocks[k / 32].qs[k % 32];
+      }
     }
   }
   return out;

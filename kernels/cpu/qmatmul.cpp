@@ -4,13 +4,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/qmatmul_kernels.hpp"
 #include "model/quant/blocks.hpp"
-#include "model/quant/half.hpp"
 #include "model/quant/quantize.hpp"
 
 namespace parley::cpu {
@@ -38,19 +38,18 @@ Activations activations_for(GgmlType type) {
   }
 }
 
-// One row as q8_0 blocks: the quants, each block's scale and integer sum, and d * sum where an offset needs it
-// (q8_1's s, kept in float rather than ggml's fp16).
+// One row as q8_0 blocks: ggml's quants (round(x / d), d = amax / 127), each block's integer sum, and d * sum
+// where an offset needs it. d stays in f32 here: a file's fp16 d would add its rounding (up to 2^-11) to every
+// product of the block, and nothing reads these blocks but the kernels.
 void quantize_row_q8_0(const float* x, int K, int8_t* qs, float* d, int32_t* sums, float* offsets) {
-  thread_local std::vector<quant::BlockQ8_0> blocks;
-  blocks.resize(K / 32);
-  quant::quantize_row(GgmlType::Q8_0, x, blocks.data(), K);
-  for (int b = 0; b < K / 32; ++b) {
-    d[b] = quant::half_to_float(blocks[b].d);
-    std::memcpy(qs + 32 * b, blocks[b].qs, 32);
+  for (int b = 0; b < K / 32; ++b, x += 32, qs += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float scale = amax / 127.0f, inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
     int32_t sum = 0;
-    for (int8_t q : blocks[b].qs) sum += q;
-    sums[b] = sum;
-    if (offsets) offsets[b] = d[b] * static_cast<float>(sum);
+    for (int j = 0; j < 32; ++j) sum += qs[j] = static_cast<int8_t>(std::round(x[j] * inverse));
+    d[b] = scale, sums[b] = sum;
+    if (offsets) offsets[b] = scale * static_cast<float>(sum);
   }
 }
 
