@@ -1,5 +1,5 @@
 // Models in ggml's weight types through the engine: the quantized matmuls are batch-invariant, so every
-// differential suite gives the ids of a plain run; the logits stay close to those of the same weights decoded
+// differential suite (PD's prefill and decode instances too) gives the ids of a plain run; the logits stay close to those of the same weights decoded
 // and run in F32; the weights stay resident in their types; stories260K runs at Q8_0 end to end; the CUDA path
 // (host emulation) decodes them at load.
 #include <catch2/catch.hpp>
@@ -14,6 +14,7 @@
 #include "model/quant/quantize.hpp"
 #include "model/random_model.hpp"
 #include "model_test_util.hpp"
+#include "pd_pair.hpp"
 
 namespace parley {
 namespace {
@@ -86,13 +87,20 @@ const Case kCases[] = {{GgmlType::Q8_0, GgmlType::Q8_0, false}, {GgmlType::Q4_0,
 
 }  // namespace
 
-TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, speculation and async change no token", "[quant-model]") {
+TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, speculation, async and PD change no token", "[quant-model]") {
   const cpu::CpuBackend backend(2);
   for (const Case& k : kCases) {
     CAPTURE(quant::traits(k.type).name, quant::traits(k.more).name);
     const ModelFile file = quantized_model(k.k_rows ? kquant_config() : tiny_arch_shape("llama").config, k.type, k.more);
     LlamaModel model(file.config, file.weights, backend);
     test::require_differential_suite(model, file);
+    // Prefill on one instance, decode on another: the quantized KV producer and consumer agree with colocated.
+    const Tokenizer tok(*file.vocab);
+    const auto reqs = test::arch_requests(tok);
+    const SchedulerConfig c = test::suite_config(file, 256, true);
+    test::PdPair pd(model, c);
+    test::require_same_outputs(pd.run(reqs), test::run_core(model, reqs, c, false));
+    REQUIRE(pd.transfers == int64_t(reqs.size()));
   }
 }
 
