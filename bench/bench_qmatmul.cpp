@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   std::printf("| %-10s | %-5s | %-11s | %9s | %9s | %10s |\n", "isa", "type", "N x K", "M=1 GB/s", "M=1 us",
               "M=32 GF/s");
   std::printf("|------------|-------|-------------|-----------|-----------|------------|\n");
-  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni}) {
+  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx}) {
     if (!only.empty() && quant_isa_name(isa) != only) continue;
     if (!quant_isa_supported(isa)) {
       std::printf("| %-10s | (not supported by this CPU)\n", quant_isa_name(isa).c_str());

@@ -48,7 +48,7 @@ bool floats_in(GgmlType type) { return type == GgmlType::F16 || type == GgmlType
 // Every variant this CPU runs; the others are named once, as skipped.
 std::vector<QuantIsa> runnable_isas() {
   std::vector<QuantIsa> out;
-  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni}) {
+  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx}) {
     if (quant_isa_supported(isa))
       out.push_back(isa);
     else
@@ -266,6 +266,27 @@ TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17 and 64, on
     std::vector<float> via_backend(size_t(3) * N);
     CpuBackend(2).matmul(xs.data(), w, via_backend.data(), 3);
     REQUIRE(std::memcmp(via_backend.data(), generic_batch.data(), via_backend.size() * sizeof(float)) == 0);
+  }
+}
+
+// Rows whose scaled values fall exactly on halves: q8_0 rounds them away from zero (std::round) and q8_K to even
+// (ggml's nearest_int), and every ISA's activation encoder must agree with the scalar one on each.
+TEST_CASE("Activations on exact halves are rounded as the scalar encoders round them, on every ISA", "[qmatmul]") {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+    const int K = 256, N = 16, M = 2;
+    std::vector<float> x(size_t(M) * K);
+    for (int k = 0; k < K; ++k) {  // each block's largest magnitude is 127 (row 1: -127), so its scale is exactly 1
+      const bool first = k % 32 == 0;
+      x[k] = first ? 127.0f : 0.5f + float(k % 7) - (k % 2 ? 0.0f : 4.0f);
+      x[K + k] = first ? -127.0f : -x[k];
+    }
+    const Weights wt = weights(type, N, K, 77);
+    const QuantMatrix w = pack_quant_matrix(type, wt.bytes.data(), N, K);
+    const std::vector<float> want = run(QuantIsa::Generic, 1, x, w, M);
+    for (QuantIsa isa : runnable_isas()) {
+      INFO(name_of(type) << " " << quant_isa_name(isa));
+      REQUIRE(std::memcmp(run(isa, 1, x, w, M).data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
   }
 }
 

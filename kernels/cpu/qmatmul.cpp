@@ -1,7 +1,10 @@
 // quant_matmul: the activations are quantized once per call, each row on its own (model/quant's q8_0 and q8_K
 // encoders, so their bytes are ggml's), then the weight panels are spread over threads. Work is split by
 // output column panels only, so a row's bits never depend on M, its company, or the thread count.
+#include <cpuid.h>
 #include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -64,7 +67,8 @@ void quantize_row_q8_K(const float* x, int K, int8_t* qs, float* d, int32_t* bsu
   }
 }
 
-void quantize_activations(const float* x, int M, int K, Activations format, int threads, qmm::QuantizedRows& rows) {
+void quantize_activations(const float* x, int M, int K, Activations format, QuantIsa isa, int threads,
+                          qmm::QuantizedRows& rows) {
   rows.M = M, rows.K = K, rows.x = x;
   if (format == Activations::Floats) {
     rows.qs.clear(), rows.d.clear(), rows.sums.clear(), rows.offsets.clear();
@@ -76,6 +80,9 @@ void quantize_activations(const float* x, int M, int K, Activations format, int 
   rows.d.resize(size_t(M) * blocks);
   rows.sums.resize(size_t(M) * sums);
   rows.offsets.resize(format == Activations::Q8_0WithOffsets ? size_t(M) * blocks : 0);
+  const bool avx512 = isa == QuantIsa::Avx512 || isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx;
+  const auto q8_0 = avx512 ? qmm::quantize_row_q8_0_avx512 : quantize_row_q8_0;
+  const auto q8_K = avx512 ? qmm::quantize_row_q8_K_avx512 : quantize_row_q8_K;
   const int workers = int64_t(M) * K < (1 << 15) ? 1 : std::min(threads, M);
 #pragma omp parallel for num_threads(workers) schedule(static)
   for (int m = 0; m < M; ++m) {
@@ -83,10 +90,10 @@ void quantize_activations(const float* x, int M, int K, Activations format, int 
     float* d = rows.d.data() + size_t(m) * blocks;
     int32_t* s = rows.sums.data() + size_t(m) * sums;
     if (format == Activations::Q8_K) {
-      quantize_row_q8_K(x + size_t(m) * K, K, qs, d, s);
+      q8_K(x + size_t(m) * K, K, qs, d, s);
     } else {
       float* offsets = rows.offsets.empty() ? nullptr : rows.offsets.data() + size_t(m) * blocks;
-      quantize_row_q8_0(x + size_t(m) * K, K, qs, d, s, offsets);
+      q8_0(x + size_t(m) * K, K, qs, d, s, offsets);
     }
   }
 }
@@ -99,9 +106,23 @@ qmm::PanelsFn panels_for(QuantIsa isa) {
       return qmm::panels_avx512;
     case QuantIsa::Avx512Vnni:
       return qmm::panels_avx512vnni;
+    case QuantIsa::Amx:
+      return qmm::panels_amx;
     default:
       return qmm::panels_generic;
   }
+}
+
+// AMX needs the CPU's tile instructions and Linux's leave to use the tile state (asked once for the process).
+bool amx_usable() {
+  static const bool usable = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool tile = d & (1u << 24), int8 = d & (1u << 25);
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+    return tile && int8 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
 }
 
 // Below this much work a matmul runs on the calling thread: a fork/join costs more than it saves.
@@ -119,6 +140,8 @@ std::string quant_isa_name(QuantIsa isa) {
       return "avx512bw";
     case QuantIsa::Avx512Vnni:
       return "avx512vnni";
+    case QuantIsa::Amx:
+      return "amx";
   }
   return "?";
 }
@@ -136,6 +159,8 @@ bool quant_isa_supported(QuantIsa isa) {
       return avx512;
     case QuantIsa::Avx512Vnni:
       return avx512 && __builtin_cpu_supports("avx512vnni");
+    case QuantIsa::Amx:
+      return avx512 && __builtin_cpu_supports("avx512vnni") && amx_usable();
   }
   return false;
 }
@@ -143,6 +168,7 @@ bool quant_isa_supported(QuantIsa isa) {
 QuantIsa quant_isa_for(Isa isa) {
   if (isa == Isa::Auto) isa = best_isa();
   if (isa == Isa::Avx512) {
+    if (quant_isa_supported(QuantIsa::Amx)) return QuantIsa::Amx;
     if (quant_isa_supported(QuantIsa::Avx512Vnni)) return QuantIsa::Avx512Vnni;
     if (quant_isa_supported(QuantIsa::Avx512)) return QuantIsa::Avx512;
     isa = Isa::Avx2;  // AVX-512F without BW: the byte kernels need BW
@@ -162,16 +188,17 @@ void quant_matmul(QuantIsa isa, int threads, const float* x, const QuantMatrix& 
     thread_local qmm::QuantizedRows scratch;  // reused: a decode step allocates nothing
     return scratch;
   }();
-  quantize_activations(x, M, w.K, activations_for(w.type), threads, rows);
+  quantize_activations(x, M, w.K, activations_for(w.type), isa, threads, rows);
   const qmm::PanelsFn panels_fn = panels_for(isa);
   const int panels = w.panels();
   const int workers = int64_t(M) * w.N * w.K < kParallelWork ? 1 : std::min(threads, panels);
-  if (workers <= 1) return panels_fn(rows, w, out, M, 0, panels);
-  // About 8 chunks of panels per thread, taken dynamically, as in the f32 matmul.
-  const int chunk = std::max(1, (panels + workers * 8 - 1) / (workers * 8));
+  if (workers <= 1) return panels_fn(rows, w, out, 0, M, 0, panels);
+  // About 8 chunks of panels per thread, taken dynamically, as in the f32 matmul (AMX: pairs of panels).
+  int chunk = std::max(1, (panels + workers * 8 - 1) / (workers * 8));
+  if (isa == QuantIsa::Amx) chunk += chunk % 2;
   const int num_chunks = (panels + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(workers) schedule(dynamic, 1)
-  for (int c = 0; c < num_chunks; ++c) panels_fn(rows, w, out, M, c * chunk, std::min(panels, (c + 1) * chunk));
+  for (int c = 0; c < num_chunks; ++c) panels_fn(rows, w, out, 0, M, c * chunk, std::min(panels, (c + 1) * chunk));
 }
 
 void CpuBackend::matmul(const float* x, const QuantMatrix& w, float* out, int M) const {

@@ -101,8 +101,9 @@ struct Avx2 : YmmColumns {
 
 }  // namespace
 
-void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
-  panels<Avx2>(x, w, out, M, p_begin, p_end);
+void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                 int p_end) {
+  panels<Avx2>(x, w, out, m_begin, m_end, p_begin, p_end);
 }
 
 }  // namespace parley::cpu::qmm

@@ -3,8 +3,9 @@
 
 namespace parley::cpu::qmm {
 
-void panels_avx512vnni(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
-  panels<Avx512<true>>(x, w, out, M, p_begin, p_end);
+void panels_avx512vnni(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                       int p_end) {
+  panels<Avx512<true>>(x, w, out, m_begin, m_end, p_begin, p_end);
 }
 
 }  // namespace parley::cpu::qmm

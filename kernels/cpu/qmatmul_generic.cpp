@@ -174,8 +174,9 @@ struct Generic {
 
 }  // namespace
 
-void panels_generic(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
-  panels<Generic>(x, w, out, M, p_begin, p_end);
+void panels_generic(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                    int p_end) {
+  panels<Generic>(x, w, out, m_begin, m_end, p_begin, p_end);
 }
 
 }  // namespace parley::cpu::qmm

@@ -252,53 +252,53 @@ inline void rest_rows(int rows, int m, Run& run) {
 
 // Rows in tiles of MR and one smaller tile: a row's arithmetic is the same in any tile.
 template <int MR, class Run>
-inline void row_tiles(int M, Run run) {
-  int m = 0;
-  for (; m + MR <= M; m += MR) run(std::integral_constant<int, MR>{}, m);
-  rest_rows<MR - 1>(M - m, m, run);
+inline void row_tiles(int m_begin, int m_end, Run run) {
+  int m = m_begin;
+  for (; m + MR <= m_end; m += MR) run(std::integral_constant<int, MR>{}, m);
+  rest_rows<MR - 1>(m_end - m, m, run);
 }
 
 template <class V, class T>
-void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin, int p_end) {
   const PanelLayout layout = panel_layout(w.type);
   for (int p = p_begin; p < p_end; ++p)
-    row_tiles<V::MR>(M, [&](auto r, int m0) { quant_tile<V, T, decltype(r)::value>(x, w, layout, out, m0, p); });
+    row_tiles<V::MR>(m_begin, m_end, [&](auto r, int m0) { quant_tile<V, T, decltype(r)::value>(x, w, layout, out, m0, p); });
 }
 
 template <class V, bool Bf16>
-void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin, int p_end) {
   int p = p_begin;
-  if (M < 4)
+  if (m_end - m_begin < 4)
     for (; p + 4 <= p_end; p += 4)
-      row_tiles<3>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 4>(x, w, out, m0, p); });
+      row_tiles<3>(m_begin, m_end, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 4>(x, w, out, m0, p); });
   for (; p < p_end; ++p)
-    row_tiles<V::MR_HALF>(M, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 1>(x, w, out, m0, p); });
+    row_tiles<V::MR_HALF>(m_begin, m_end, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 1>(x, w, out, m0, p); });
 }
 
 template <class V>
-void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end) {
+void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin, int p_end) {
   using quant::GgmlType;
   switch (w.type) {
     case GgmlType::Q4_0:
-      return quant_panels<V, Legacy0<4>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, Legacy0<4>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q5_0:
-      return quant_panels<V, Legacy0<5>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, Legacy0<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q4_1:
-      return quant_panels<V, Legacy1<4>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, Legacy1<4>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q5_1:
-      return quant_panels<V, Legacy1<5>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, Legacy1<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q8_0:
-      return quant_panels<V, Q8>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, Q8>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q4_K:
-      return quant_panels<V, K45<4>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, K45<4>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q5_K:
-      return quant_panels<V, K45<5>>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, K45<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q6_K:
-      return quant_panels<V, K6>(x, w, out, M, p_begin, p_end);
+      return quant_panels<V, K6>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::F16:
-      return half_panels<V, false>(x, w, out, M, p_begin, p_end);
+      return half_panels<V, false>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::BF16:
-      return half_panels<V, true>(x, w, out, M, p_begin, p_end);
+      return half_panels<V, true>(x, w, out, m_begin, m_end, p_begin, p_end);
     default:
       break;
   }

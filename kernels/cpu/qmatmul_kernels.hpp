@@ -20,11 +20,23 @@ struct QuantizedRows {
   int sums_per_row() const { return static_cast<int>(sums.size()) / M; }
 };
 
-// out[m][n] for rows [0, M) and panels [p_begin, p_end) of w, one definition per ISA's translation unit.
-using PanelsFn = void (*)(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
-void panels_generic(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
-void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
-void panels_avx512(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
-void panels_avx512vnni(const QuantizedRows& x, const QuantMatrix& w, float* out, int M, int p_begin, int p_end);
+// One row's q8_0 blocks (with d * sum where offsets is not null) and q8_K super-blocks, as the scalar encoders
+// in qmatmul.cpp compute them (the same bytes), with AVX-512.
+void quantize_row_q8_0_avx512(const float* x, int K, int8_t* qs, float* d, int32_t* sums, float* offsets);
+void quantize_row_q8_K_avx512(const float* x, int K, int8_t* qs, float* d, int32_t* bsums);
+
+// out[m][n] for rows [m_begin, m_end) and panels [p_begin, p_end) of w, one definition per ISA's translation unit.
+using PanelsFn = void (*)(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                          int p_end);
+void panels_generic(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                    int p_end);
+void panels_avx2(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                 int p_end);
+void panels_avx512(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                   int p_end);
+void panels_avx512vnni(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                       int p_end);
+void panels_amx(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                int p_end);
 
 }  // namespace parley::cpu::qmm

@@ -51,7 +51,7 @@ QuantMatrix pack_quant_matrix(quant::GgmlType type, const void* rows, int N, int
 void quant_matrix_row(const QuantMatrix& w, int row, uint8_t* out);
 
 // The kernel variants, chosen at run time; the bits are the same in all of them.
-enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni };
+enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni, Amx };  // Amx: q8_0 on tiles, the rest as Avx512Vnni
 std::string quant_isa_name(QuantIsa isa);
 bool quant_isa_supported(QuantIsa isa);
 QuantIsa quant_isa_for(Isa isa);  // the best variant an Isa's instruction sets allow on this CPU
