@@ -195,6 +195,51 @@ TEST_CASE("paged attention matches the reference over scattered blocks with GQA"
     }
 }
 
+// The tiled attention groups a prefill's queries and stages their keys in chunks of up to 256; a query's bits
+// must still be its own: each token of a 300-token prefill beside a second sequence's decode token equals that
+// token alone, on 1 and 2 threads, per ISA and KV dtype, with and without a window and soft-capping.
+TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill and beside another sequence", "[kernels][invariance]") {
+  const int n_heads = 8, n_kv_heads = 2, head_dim = 64, kv_dim = n_kv_heads * head_dim, block_size = 16;
+  const int prefill = 300, max_blocks = 20, num_blocks = 2 * max_blocks;
+  for (KvDtype dtype : {KvDtype::F32, KvDtype::F16, KvDtype::Bf16}) {
+    const auto wide_k = random_vec(size_t(num_blocks) * block_size * kv_dim, 21), wide_v = random_vec(wide_k.size(), 22);
+    std::vector<float> keys = wide_k, values = wide_v;  // 16-bit KV: the first half read as 16-bit elements
+    if (dtype != KvDtype::F32)
+      for (size_t i = 0; i < wide_k.size(); ++i) {
+        auto* k16 = reinterpret_cast<uint16_t*>(keys.data());
+        auto* v16 = reinterpret_cast<uint16_t*>(values.data());
+        k16[i] = dtype == KvDtype::F16 ? f32_to_f16(wide_k[i]) : f32_to_bf16(wide_k[i]);
+        v16[i] = dtype == KvDtype::F16 ? f32_to_f16(wide_v[i]) : f32_to_bf16(wide_v[i]);
+      }
+    const KvLayerView kv{keys.data(), values.data(), block_size, kv_dim, dtype};
+    std::vector<int> tables(2 * max_blocks);
+    for (int i = 0; i < max_blocks; ++i) tables[i] = num_blocks - 1 - 2 * i, tables[max_blocks + i] = 2 * i;
+    // Sequence 1's decode token sits among sequence 0's prefill tokens, as a mixed batch orders them.
+    std::vector<int> positions, token_seq;
+    for (int t = 0; t < prefill; ++t) {
+      positions.push_back(t), token_seq.push_back(0);
+      if (t == 100) positions.push_back(277), token_seq.push_back(1);
+    }
+    const int n = int(positions.size());
+    const auto q = random_vec(size_t(n) * n_heads * head_dim, 23);
+    for (const AttentionSpec spec : {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 37}})
+      for (Isa isa : supported_isas()) {
+        std::vector<float> batch(q.size());
+        CpuBackend(2, isa).paged_attention(q.data(), kv, {n, positions.data(), token_seq.data(), tables.data(), max_blocks},
+                                           n_heads, n_kv_heads, head_dim, batch.data(), spec);
+        const CpuBackend one(1, isa);
+        for (int tt = 0; tt < n; ++tt) {
+          std::vector<float> alone(size_t(n_heads) * head_dim);
+          one.paged_attention(q.data() + size_t(tt) * n_heads * head_dim, kv,
+                              {1, &positions[size_t(tt)], &token_seq[size_t(tt)], tables.data(), max_blocks}, n_heads,
+                              n_kv_heads, head_dim, alone.data(), spec);
+          INFO("isa " << isa_name(isa) << " kv " << kv_dtype_name(dtype) << " token " << tt << " window " << spec.window);
+          REQUIRE(std::memcmp(alone.data(), batch.data() + size_t(tt) * n_heads * head_dim, alone.size() * 4) == 0);
+        }
+      }
+  }
+}
+
 TEST_CASE("kv_write lands each token at its slot", "[kernels]") {
   const int kv_dim = 3, block_size = 4;
   std::vector<float> keys(8 * block_size * kv_dim, -1.0f), values(keys.size(), -1.0f);

@@ -135,47 +135,38 @@ void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v,
 
 void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
                                  int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
-  const int group = n_heads / n_kv_heads;
-  const float scale = spec.score_scale(head_dim);
-  const int64_t pairs = int64_t(meta.num_tokens) * n_heads;
   int64_t work = 0;
   for (int t = 0; t < meta.num_tokens; ++t)
     work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
   const int workers = work < kParallelFlops ? 1 : threads_;
-  const auto dot = simd_.dot_kv[int(kv.dtype)];
-  const auto axpy = simd_.axpy_kv[int(kv.dtype)];
-  const int64_t elem = kv_dtype_bytes(kv.dtype);
-  const char* keys = static_cast<const char*>(kv.keys);
-  const char* values = static_cast<const char*>(kv.values);
+  // Tiles of about kTileQueries queries: a run of one sequence's consecutive tokens at one kv head's query
+  // heads (a prefill: each key row staged once for the run), or, for a run too short for that (decode),
+  // at several kv heads (each slot read in one stretch). A tile's bits are each query's own, so the split is free.
+  constexpr int kTileQueries = 32;
+  const int group = n_heads / n_kv_heads;
+  struct Tile { int token_begin, token_end, kv_begin, kv_end; };
+  std::vector<Tile> tiles;
+  for (int t = 0, end; t < meta.num_tokens; t = end) {
+    for (end = t + 1; end < meta.num_tokens && end - t < kTileQueries / group && meta.token_seq[end] == meta.token_seq[t];) ++end;
+    const int heads = std::clamp(kTileQueries / ((end - t) * group), 1, n_kv_heads);
+    for (int h = 0; h < n_kv_heads; h += heads) tiles.push_back({t, end, h, std::min(n_kv_heads, h + heads)});
+  }
+  if (int(tiles.size()) < workers) {  // too few for the threads: one kv head each
+    std::vector<Tile> split;
+    for (const Tile& tile : tiles)
+      for (int h = tile.kv_begin; h < tile.kv_end; ++h) split.push_back({tile.token_begin, tile.token_end, h, h + 1});
+    tiles.swap(split);
+  }
+  const AttentionCall call{q, &kv, &meta, n_heads, n_kv_heads, head_dim, spec, out};
+  const int64_t count = int64_t(tiles.size());
 #pragma omp parallel num_threads(workers)
   {
-    std::vector<float> scores;
-#pragma omp for schedule(dynamic, 4)
-    for (int64_t p = 0; p < pairs; ++p) {
-      const int t = static_cast<int>(p / n_heads), h = static_cast<int>(p % n_heads);
-      const int pos = meta.positions[t];
-      const int* table = meta.block_tables + int64_t(meta.token_seq[t]) * meta.max_blocks_per_seq;
-      const float* qh = q + (int64_t(t) * n_heads + h) * head_dim;
-      const int64_t head_off = int64_t(h / group) * head_dim;
-      const int first = spec.first_key(pos);
-      scores.resize(pos + 1);
-      float max_score = -INFINITY;
-      for (int j = first; j <= pos; ++j) {
-        const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-        scores[j] = reference::softcap(dot(qh, keys + (slot * kv.kv_dim + head_off) * elem, head_dim) * scale, spec.softcap);
-        max_score = std::max(max_score, scores[j]);
-      }
-      float sum = 0.0f;
-      for (int j = first; j <= pos; ++j) {
-        scores[j] = std::exp(scores[j] - max_score);
-        sum += scores[j];
-      }
-      float* oh = out + (int64_t(t) * n_heads + h) * head_dim;
-      std::fill(oh, oh + head_dim, 0.0f);
-      for (int j = first; j <= pos; ++j) {
-        const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
-        axpy(scores[j] / sum, values + (slot * kv.kv_dim + head_off) * elem, oh, head_dim);
-      }
+    thread_local std::vector<float> scratch;
+    // Later tiles see more keys: taken first, they leave the short ones to even out the threads' ends.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < count; ++i) {
+      const Tile& tile = tiles[size_t(count - 1 - i)];
+      simd_.attention_tile(call, tile.token_begin, tile.token_end, tile.kv_begin, tile.kv_end, scratch);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/weight_buffer.hpp"
 #include "kernels/host_device.hpp"
@@ -73,6 +74,16 @@ struct PackedMatrix {
 };
 PackedMatrix pack_matrix(const float* w, int N, int K);
 
+// One paged_attention call's arguments, as each tile of it reads them (see SimdKernels::attention_tile).
+struct AttentionCall {
+  const float* q;
+  const KvLayerView* kv;
+  const AttentionMetadata* meta;
+  int n_heads, n_kv_heads, head_dim;
+  AttentionSpec spec;
+  float* out;
+};
+
 // Function pointers of one instruction set's vectorized kernels.
 struct SimdKernels {
   Isa isa;
@@ -80,9 +91,11 @@ struct SimdKernels {
   void (*matmul)(const float* x, const float* packed, float* out, int M, int N, int K, int p_begin, int p_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
-  // The same over a KV row of each KvDtype (indexed by it), widened to F32 as it is read.
-  float (*dot_kv[3])(const float* a, const void* b, int n);
-  void (*axpy_kv[3])(float a, const void* x, float* y, int n);
+  // The attention of the batch tokens [token_begin, token_end), all of one sequence, at the query heads of kv
+  // heads [kv_begin, kv_end); each query's bits depend on its own keys only (simd_impl.hpp). scratch: the
+  // calling thread's, grown as needed.
+  void (*attention_tile)(const AttentionCall& call, int token_begin, int token_end, int kv_begin, int kv_end,
+                         std::vector<float>& scratch);
   void (*to_f16)(const float* x, uint16_t* out, int n);  // round to nearest even (F16C where the ISA has it)
   // Runs iters rounds of independent register FMAs (2 * W * 10 flops a round): the peak probe for benchmarks.
   float (*fma_probe)(int64_t iters);

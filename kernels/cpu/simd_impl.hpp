@@ -7,9 +7,12 @@
 // on M, on the tile shape, or on how threads split the panels.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/simd_attention.hpp"
 
 namespace parley::cpu::simd {
 
@@ -99,38 +102,6 @@ void axpy(float alpha, const float* x, float* y, int n) {
   for (int i = n_full; i < n; ++i) y[i] += alpha * x[i];
 }
 
-// A KV row's vector of W values at b + i, widened to F32.
-template <class V, KvDtype D>
-typename V::T load_kv(const void* b, int i) {
-  if constexpr (D == KvDtype::F32) return V::load(static_cast<const float*>(b) + i);
-  else if constexpr (D == KvDtype::F16) return V::load_f16(static_cast<const uint16_t*>(b) + i);
-  else return V::load_bf16(static_cast<const uint16_t*>(b) + i);
-}
-
-template <KvDtype D>
-float kv_at(const void* b, int i) {
-  return KvElem<D>::load(static_cast<const typename KvElem<D>::T*>(b), i);
-}
-
-// dot and axpy with the KV operand stored as D: the same order of operations as the F32 versions.
-template <class V, KvDtype D>
-float dot_kv(const float* a, const void* b, int n) {
-  typename V::T acc = V::zero();
-  const int n_full = n - n % V::W;
-  for (int i = 0; i < n_full; i += V::W) acc = V::fma(V::load(a + i), load_kv<V, D>(b, i), acc);
-  float s = V::hsum(acc);
-  for (int i = n_full; i < n; ++i) s += a[i] * kv_at<D>(b, i);
-  return s;
-}
-
-template <class V, KvDtype D>
-void axpy_kv(float alpha, const void* x, float* y, int n) {
-  const typename V::T av = V::set1(alpha);
-  const int n_full = n - n % V::W;
-  for (int i = 0; i < n_full; i += V::W) V::store(y + i, V::fma(av, load_kv<V, D>(x, i), V::load(y + i)));
-  for (int i = n_full; i < n; ++i) y[i] += alpha * kv_at<D>(x, i);
-}
-
 // Ten independent FMA chains in named registers hide the FMA latency, so this runs at the core's
 // FMA throughput (the peak that benchmarks quote against).
 template <class V>
@@ -146,14 +117,14 @@ float fma_probe(int64_t iters) {
          V::hsum(c7) + V::hsum(c8) + V::hsum(c9);
 }
 
+
 template <class V>
 SimdKernels make_kernels(Isa isa, void (*to_f16)(const float*, uint16_t*, int)) {
   return {isa,
           &matmul<V>,
           &dot<V>,
           &axpy<V>,
-          {&dot_kv<V, KvDtype::F32>, &dot_kv<V, KvDtype::F16>, &dot_kv<V, KvDtype::Bf16>},
-          {&axpy_kv<V, KvDtype::F32>, &axpy_kv<V, KvDtype::F16>, &axpy_kv<V, KvDtype::Bf16>},
+          &attention::tile<V>,
           to_f16,
           &fma_probe<V>,
           V::W};

@@ -1,0 +1,314 @@
+// Paged attention over the KV cache for the SIMD kernels (simd_impl.hpp): a tile of queries of one sequence
+// at a few kv heads, keys and values staged widened to F32, with one fixed order of operations per query.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/reference.hpp"
+
+namespace parley::cpu::simd {
+
+// A KV row's vector of W values at b + i, widened to F32.
+template <class V, KvDtype D>
+typename V::T load_kv(const void* b, int i) {
+  if constexpr (D == KvDtype::F32) return V::load(static_cast<const float*>(b) + i);
+  else if constexpr (D == KvDtype::F16) return V::load_f16(static_cast<const uint16_t*>(b) + i);
+  else return V::load_bf16(static_cast<const uint16_t*>(b) + i);
+}
+
+template <KvDtype D>
+float kv_at(const void* b, int i) {
+  return KvElem<D>::load(static_cast<const typename KvElem<D>::T*>(b), i);
+}
+
+// exp(x) for x <= 0, elementwise (Cephes' expf: 2^n times a degree-7 polynomial on [-ln2/2, ln2/2]; within
+// 2 ulp of std::exp, and 0 below -87 where std::exp would be denormal).
+template <class V>
+typename V::T exp_nonpositive(typename V::T x) {
+  using T = typename V::T;
+  const T lo = V::set1(-87.0f);
+  const T xc = V::max(x, lo);
+  const T n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
+  T r = V::fma(n, V::set1(-0.693359375f), xc);  // x - n ln2 in two steps: the first is exact
+  r = V::fma(n, V::set1(2.12194440e-4f), r);
+  T p = V::set1(1.9875691500e-4f);
+  p = V::fma(p, r, V::set1(1.3981999507e-3f));
+  p = V::fma(p, r, V::set1(8.3334519073e-3f));
+  p = V::fma(p, r, V::set1(4.1665795894e-2f));
+  p = V::fma(p, r, V::set1(1.6666665459e-1f));
+  p = V::fma(p, r, V::set1(5.0000001201e-1f));
+  p = V::add(V::fma(p, V::mul(r, r), r), V::set1(1.0f));
+  return V::zero_below(x, lo, V::mul(p, V::pow2(n)));
+}
+
+// Paged attention, one tile at a time: the queries of consecutive tokens of one sequence at the heads of one
+// kv head. Batch invariance: every number a query computes depends on that query's own keys alone, however
+// many queries share the tile, so a token alone, in a prefill or beside other sequences gets the same bits:
+//  - a score is one FMA chain over the head's W-wide slices (zero-padded to a whole vector), then hsum's tree,
+//    W keys at once (hsum_each) with the same tree in every lane: which lane a key lands in does not matter;
+//  - the max, the exps and their sum run over the query's keys from its first, W at a time;
+//  - each output element is one FMA chain over the query's keys in ascending order, divided by the sum once.
+// The tile stages each chunk of keys (then values) widened to F32 once, for all its queries to read from L1.
+namespace attention {
+
+constexpr int kQueries = 4;  // queries sharing each staged value row in the weighted sum
+
+inline int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+// Where a tile's staging reads: one layer's keys or values, one sequence's block table, kv heads [head, head + heads).
+struct StageSource {
+  const void* base;
+  const KvLayerView* kv;
+  const int* table;
+  int head, heads, hd, hd_pad;
+  int64_t head_stride;  // floats between two heads' staged chunks
+};
+
+// Floats between two staged groups of W keys: a cache line more than they hold, for strides of 4 KiB
+// multiples would map every head's and every group's row to the same L1 set.
+template <class V>
+int64_t group_stride(int hd_pad) { return int64_t(hd_pad) * V::W + 16; }
+
+// Keys [k0, k1) of each head widened to F32 and zero-padded to hd_pad, head h's from out + h * head_stride.
+// For score_group W keys make a group, laid out [group][slice][key in group][W] so that a group's scores read
+// one contiguous stretch; values are rows [key][hd_pad]. A slot's heads are read in one pass, front to back.
+template <class V, KvDtype D>
+void stage(const StageSource& src, int k0, int k1, bool values, float* out) {
+  constexpr int W = V::W;
+  const KvLayerView& kv = *src.kv;
+  const int hd = src.hd, hd_pad = src.hd_pad, full = hd / W, slices = hd_pad / W, slice_stride = values ? W : W * W;
+  const int64_t row_bytes = int64_t(kv.kv_dim) * kv_dtype_bytes(D), head_bytes = int64_t(hd) * kv_dtype_bytes(D);
+  const int64_t head_stride = src.head_stride, groups = group_stride<V>(hd_pad);
+  const char* first_head = static_cast<const char*>(src.base) + src.head * head_bytes;
+  int block = k0 / kv.block_size, offset = k0 % kv.block_size;  // walked, not divided, key by key
+  for (int k = 0; k < k1 - k0; ++k) {
+    const char* slot = first_head + (int64_t(src.table[block]) * kv.block_size + offset) * row_bytes;
+    if (++offset == kv.block_size) offset = 0, ++block;
+    for (int h = 0; h < src.heads; ++h) {
+      const void* from = slot + h * head_bytes;
+      float* row = out + h * head_stride + (values ? int64_t(k) * hd_pad : k / W * groups + (k % W) * W);
+      for (int i = 0; i < full; ++i) V::store(row + i * slice_stride, load_kv<V, D>(from, i * W));
+      if (full < slices) {
+        float tail[W] = {};
+        for (int d = full * W; d < hd; ++d) tail[d - full * W] = kv_at<D>(from, d);
+        V::store(row + full * slice_stride, V::load(tail));
+      }
+    }
+  }
+  if (!values)  // the last group's unused keys: scores nobody reads, kept finite
+    for (int h = 0; h < src.heads; ++h)
+      for (int k = k1 - k0; k < round_up(k1 - k0, W); ++k)
+        for (int i = 0; i < slices; ++i)
+          V::store(out + h * head_stride + k / W * groups + (k % W) * W + i * slice_stride, V::zero());
+}
+
+using StageFn = void (*)(const StageSource&, int, int, bool, float*);
+
+template <class V>
+StageFn stage_for(KvDtype d) {
+  switch (d) {
+    case KvDtype::F16: return &stage<V, KvDtype::F16>;
+    case KvDtype::Bf16: return &stage<V, KvDtype::Bf16>;
+    default: return &stage<V, KvDtype::F32>;
+  }
+}
+
+// The W scores of one query (zero-padded, slices of W) against one staged group of W keys.
+template <class V>
+typename V::T score_group(const float* q, const float* group, int slices) {
+  constexpr int W = V::W;
+  typename V::T acc[W];
+#pragma GCC unroll 16
+  for (int k = 0; k < W; ++k) acc[k] = V::zero();
+  for (int i = 0; i < slices; ++i) {
+    const typename V::T qv = V::load(q + i * W);
+    const float* g = group + int64_t(i) * W * W;
+#pragma GCC unroll 16
+    for (int k = 0; k < W; ++k) acc[k] = V::fma(qv, V::load(g + k * W), acc[k]);
+  }
+  return V::hsum_each(acc);
+}
+
+// Softcap, max, exp and sum over one query's n scores (in place, from its first key); returns the sum.
+template <class V>
+float softmax_row(float* row, int n, float softcap) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  if (softcap > 0.0f)
+    for (int i = 0; i < n; ++i) row[i] = reference::softcap(row[i], softcap);
+  const int full = n - n % W;
+  float max_score = -INFINITY;
+  if (full > 0) {
+    T m = V::load(row);
+    for (int i = W; i < full; i += W) m = V::max(m, V::load(row + i));
+    float lanes[W];
+    V::store(lanes, m);
+    for (float x : lanes) max_score = std::max(max_score, x);
+  }
+  for (int i = full; i < n; ++i) max_score = std::max(max_score, row[i]);
+  const T mv = V::set1(max_score);
+  T sum = V::zero();
+  for (int i = 0; i < full; i += W) {
+    const T e = exp_nonpositive<V>(V::sub(V::load(row + i), mv));
+    V::store(row + i, e);
+    sum = V::add(sum, e);
+  }
+  if (full < n) {  // the last partial vector: the missing lanes' exps are 0
+    float tail[W];
+    std::fill_n(tail, W, -INFINITY);
+    std::copy(row + full, row + n, tail);
+    const T e = exp_nonpositive<V>(V::sub(V::load(tail), mv));
+    V::store(tail, e);
+    std::copy_n(tail, n - full, row + full);
+    sum = V::add(sum, e);
+  }
+  return V::hsum(sum);
+}
+
+// One query of the weighted sum: its exps (indexed by key), its accumulator row and the keys it sees.
+struct SumQuery {
+  const float* weights;  // key j's at j - weights_from
+  int weights_from;
+  float* acc;
+  int first, last;
+};
+
+// NB slices from slice s of QG queries' accumulators over the staged value rows of keys [k0, ...): keys
+// [lo, hi) all QG see run unmasked; those only some see, before and after, take the FMA only for those.
+template <class V, int QG, int NB>
+void sum_slices(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int from, int lo, int hi, int to) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  T acc[QG][NB];
+#pragma GCC unroll 16
+  for (int g = 0; g < QG; ++g)
+#pragma GCC unroll 16
+    for (int v = 0; v < NB; ++v) acc[g][v] = V::load(qs[g].acc + (s + v) * W);
+  auto step = [&](int key, bool all) __attribute__((always_inline)) {
+    const float* row = staged + int64_t(key - k0) * hd_pad + s * W;
+    T vals[NB];
+#pragma GCC unroll 16
+    for (int v = 0; v < NB; ++v) vals[v] = V::load(row + v * W);
+#pragma GCC unroll 16
+    for (int g = 0; g < QG; ++g) {
+      if (!all && (key < qs[g].first || key > qs[g].last)) continue;
+      const T w = V::set1(qs[g].weights[key - qs[g].weights_from]);
+#pragma GCC unroll 16
+      for (int v = 0; v < NB; ++v) acc[g][v] = V::fma(w, vals[v], acc[g][v]);
+    }
+  };
+  for (int key = from; key < lo; ++key) step(key, false);
+  for (int key = lo; key < hi; ++key) step(key, true);
+  for (int key = std::max(lo, hi); key < to; ++key) step(key, false);
+#pragma GCC unroll 16
+  for (int g = 0; g < QG; ++g)
+#pragma GCC unroll 16
+    for (int v = 0; v < NB; ++v) V::store(qs[g].acc + (s + v) * W, acc[g][v]);
+}
+
+template <class V, int QG, int NB>
+void sum_tail(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int nb, int from, int lo, int hi, int to) {
+  if constexpr (NB > 0) {
+    if (nb == NB) return sum_slices<V, QG, NB>(qs, staged, hd_pad, k0, s, from, lo, hi, to);
+    sum_tail<V, QG, NB - 1>(qs, staged, hd_pad, k0, s, nb, from, lo, hi, to);
+  }
+}
+
+// QG queries over the staged values of keys [k0, k1), in blocks of slices that keep the accumulators in registers.
+template <class V, int QG>
+void weighted_sum(const SumQuery* qs, const float* staged, int hd_pad, int k0, int k1) {
+  constexpr int NB = V::kSumAccumulators / QG;
+  int from = k1, to = k0, lo = k0, hi = k1;  // the union and the intersection of the queries' keys in the chunk
+  for (int g = 0; g < QG; ++g) {
+    from = std::min(from, std::max(k0, qs[g].first)), to = std::max(to, std::min(k1, qs[g].last + 1));
+    lo = std::max(lo, qs[g].first), hi = std::min(hi, qs[g].last + 1);
+  }
+  if (from >= to) return;
+  if (lo >= hi) lo = hi = to;  // no key all see: every key takes the masked step
+  const int slices = hd_pad / V::W;
+  for (int s = 0; s < slices; s += NB)
+    sum_tail<V, QG, NB>(qs, staged, hd_pad, k0, s, std::min(NB, slices - s), from, lo, hi, to);
+}
+
+// Queries are numbered head-major: kv head kv_begin + q / per_head, token token_begin + q % per_head / group.
+template <class V>
+void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end, std::vector<float>& scratch) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  const AttentionMetadata& meta = *c.meta;
+  const int group = c.n_heads / c.n_kv_heads, hd = c.head_dim, hd_pad = round_up(hd, W), slices = hd_pad / W;
+  const int heads = kv_end - kv_begin, per_head = (token_end - token_begin) * group, nq = heads * per_head;
+  auto token = [&](int q) { return token_begin + q % per_head / group; };
+  auto first_key = [&](int q) { return c.spec.first_key(meta.positions[token(q)]); };
+  auto last_key = [&](int q) { return meta.positions[token(q)]; };
+  auto q_row = [&](int q) { return int64_t(token(q)) * c.n_heads + (kv_begin + q / per_head) * group + q % group; };
+  int key_begin = first_key(0), key_end = last_key(0) + 1;  // every key a query of the tile sees
+  for (int q = group; q < per_head; q += group) key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
+  const int row = round_up(key_end - key_begin, W);
+  const int chunk = std::clamp(8192 / (heads * hd_pad) / W * W, W, 256);  // keys staged at once: ~32 KiB
+  const int64_t groups = group_stride<V>(hd_pad), head_stride = chunk / W * groups + 16;  // see group_stride
+
+  scratch.resize(size_t(nq) * (2 * hd_pad + row) + size_t(heads) * head_stride + nq + 16);
+  float* queries = scratch.data() + (-reinterpret_cast<uintptr_t>(scratch.data()) / 4 & 15);  // [nq][hd_pad], zero-padded
+  // (64-byte aligned, as every part below then is: their sizes are whole vectors)
+  float* acc = queries + size_t(nq) * hd_pad;  // [nq][hd_pad]
+  float* scores = acc + size_t(nq) * hd_pad;   // [nq][row]: key j at j - key_begin
+  float* staged = scores + size_t(nq) * row;   // [heads][chunk][hd_pad]
+  float* sums = staged + size_t(heads) * head_stride;
+  for (int q = 0; q < nq; ++q) {
+    std::copy_n(c.q + q_row(q) * hd, hd, queries + int64_t(q) * hd_pad);
+    std::fill(queries + int64_t(q) * hd_pad + hd, queries + int64_t(q + 1) * hd_pad, 0.0f);
+  }
+  std::fill_n(acc, size_t(nq) * hd_pad, 0.0f);
+  const StageFn stage_rows = stage_for<V>(c.kv->dtype);
+  const int* table = meta.block_tables + int64_t(meta.token_seq[token_begin]) * meta.max_blocks_per_seq;
+  const StageSource keys{c.kv->keys, c.kv, table, kv_begin, heads, hd, hd_pad, head_stride};
+  const StageSource values{c.kv->values, c.kv, table, kv_begin, heads, hd, hd_pad, head_stride};
+
+  // Scores, a chunk of keys at a time.
+  const T scale = V::set1(c.spec.score_scale(hd));
+  for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
+    const int k1 = std::min(key_end, k0 + chunk);
+    stage_rows(keys, k0, k1, false, staged);
+    for (int q = 0; q < nq; ++q) {
+      const float* head_keys = staged + q / per_head * head_stride;
+      const int lo = std::max(k0, first_key(q)), hi = std::min(k1, last_key(q) + 1);
+      for (int g = (lo - k0) / W; k0 + g * W < hi; ++g)
+        V::store(scores + int64_t(q) * row + (k0 - key_begin) + g * W,
+                 V::mul(score_group<V>(queries + int64_t(q) * hd_pad, head_keys + g * groups, slices), scale));
+    }
+  }
+  for (int q = 0; q < nq; ++q)
+    sums[q] = softmax_row<V>(scores + int64_t(q) * row + first_key(q) - key_begin, last_key(q) + 1 - first_key(q), c.spec.softcap);
+
+  // The weighted sum of values, a chunk of keys at a time, kQueries queries of one head sharing each row.
+  SumQuery qs[kQueries];
+  for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
+    const int k1 = std::min(key_end, k0 + chunk);
+    stage_rows(values, k0, k1, true, staged);
+    for (int h = 0; h < heads; ++h)
+      for (int q0 = h * per_head; q0 < (h + 1) * per_head;) {
+        const int n = (h + 1) * per_head - q0 >= kQueries ? kQueries : 1;
+        for (int g = 0; g < n; ++g)
+          qs[g] = {scores + int64_t(q0 + g) * row, key_begin, acc + int64_t(q0 + g) * hd_pad, first_key(q0 + g), last_key(q0 + g)};
+        if (n == kQueries) weighted_sum<V, kQueries>(qs, staged + h * head_stride, hd_pad, k0, k1);
+        else weighted_sum<V, 1>(qs, staged + h * head_stride, hd_pad, k0, k1);
+        q0 += n;
+      }
+  }
+  const int full = hd / W;
+  for (int q = 0; q < nq; ++q) {
+    float* out = c.out + q_row(q) * hd;
+    const float* a = acc + int64_t(q) * hd_pad;
+    const T sum = V::set1(sums[q]);
+    for (int i = 0; i < full; ++i) V::store(out + i * W, V::div(V::load(a + i * W), sum));
+    for (int d = full * W; d < hd; ++d) out[d] = a[d] / sums[q];
+  }
+}
+
+}  // namespace attention
+
+}  // namespace parley::cpu::simd
