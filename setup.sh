@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
 BUILD=${PARLEY_BUILD_DIR:-build}
+# Paths under the checkout hash as relative ones, so another clone (CI's) reuses this machine's compiled objects.
+export CCACHE_BASEDIR="$PWD"
 
 install_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev
