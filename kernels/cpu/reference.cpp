@@ -31,15 +31,20 @@ void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, fl
 // Frequencies as run.c computes them (powf/cosf/sinf in float), over rot_dims instead of the head.
 void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) {
   const int rot = spec.rot_dims > 0 ? spec.rot_dims : head_dim, half = rot / 2;
+  thread_local std::vector<float> cos_sin;  // one token's rotation, the same for every head
+  cos_sin.resize(2 * size_t(half));
   for (int m = 0; m < M; ++m) {
     const float pos = static_cast<float>(positions[m]) * spec.freq_scale;
+    for (int i = 0; i < half; ++i) {
+      float freq = 1.0f / std::pow(spec.theta, static_cast<float>(2 * i) / static_cast<float>(rot));
+      if (spec.freq_factors) freq /= spec.freq_factors[i];
+      const float val = pos * freq;
+      cos_sin[2 * i] = std::cos(val) * spec.attn_factor, cos_sin[2 * i + 1] = std::sin(val) * spec.attn_factor;
+    }
     for (int h = 0; h < n_heads; ++h) {
       float* head = x + (int64_t(m) * n_heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        float freq = 1.0f / std::pow(spec.theta, static_cast<float>(2 * i) / static_cast<float>(rot));
-        if (spec.freq_factors) freq /= spec.freq_factors[i];
-        const float val = pos * freq;
-        const float c = std::cos(val) * spec.attn_factor, s = std::sin(val) * spec.attn_factor;
+        const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
         const int a = spec.layout == RopeLayout::Adjacent ? 2 * i : i;
         const int b = spec.layout == RopeLayout::Adjacent ? 2 * i + 1 : i + half;
         const float v0 = head[a], v1 = head[b];
