@@ -119,12 +119,7 @@ std::string Generation::error_text(const ApiError& e) const {
   switch (transport_) {
     case Transport::Json: return error_body(e);
     case Transport::Sse: return stream_error_event(e) + std::string(kStreamDone);
-    case Transport::WebSocket: {
-      nlohmann::json m = nlohmann::json::parse(error_body(e));
-      m["id"] = client_id_;
-      m["type"] = "error";
-      return m.dump();
-    }
+    case Transport::WebSocket: return websocket_error(e, client_id_);
   }
   return "";
 }

@@ -72,7 +72,8 @@ void reject_unknown_fields(const json& body, std::span<const std::string_view> a
 void check_model(const json& body, const ServingContext& ctx) {
   const auto model = get_string(body, "model");
   if (model && *model != ctx.model_name)
-    throw RequestError{ApiError{404, "The model `" + *model + "` does not exist.", "NotFoundError", "model", ""}};
+    throw RequestError{
+        ApiError{404, "The model `" + *model + "` does not exist.", "NotFoundError", "model", "model_not_found"}};
 }
 
 const json* field(const json& obj, std::string_view key) {

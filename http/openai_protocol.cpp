@@ -12,12 +12,13 @@ using namespace detail;
 namespace {
 
 ojson error_json(const ApiError& e) {
-  // vLLM's ErrorResponse: {"error": {"message", "type", "param", "code"}}, code the HTTP status.
+  // OpenAI's ErrorResponse: {"error": {"message", "type", "param", "code"}}; code a string or null (the status
+  // is the HTTP one; vLLM's numeric code breaks the specification).
   return {{"error",
            {{"message", e.message},
             {"type", e.type},
             {"param", e.param.empty() ? ojson(nullptr) : ojson(e.param)},
-            {"code", e.code.empty() ? ojson(e.status) : ojson(e.code)}}}};
+            {"code", e.code.empty() ? ojson(nullptr) : ojson(e.code)}}}};
 }
 
 constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "messages", "add_special_tokens",
@@ -32,6 +33,12 @@ constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 std::string error_body(const ApiError& e) { return dump(error_json(e)); }
 
 std::string stream_error_event(const ApiError& e) { return sse(error_json(e)); }
+
+std::string websocket_error(const ApiError& e, const std::string& id) {
+  ojson m = {{"id", id}, {"type", "error"}, {"status", e.status}};
+  m["error"] = std::move(error_json(e)["error"]);
+  return dump(m);
+}
 
 std::string models_response(const ServingContext& ctx, long created) {
   const ojson card = {{"id", ctx.model_name},       {"object", "model"},

@@ -25,9 +25,11 @@ struct ApiError {
   std::string message;
   std::string type = "BadRequestError";  // vLLM's names: BadRequestError, NotFoundError, ...
   std::string param;                     // the offending field, "" for none (rendered as null)
-  std::string code;                      // "" renders as the status number, as vLLM does
+  std::string code;                      // OpenAI's string code ("model_not_found", ...); "" renders as null
 };
 std::string error_body(const ApiError& e);
+// The websocket's error message {"id", "type": "error", "status", "error": {...}}: status stands in for HTTP's.
+std::string websocket_error(const ApiError& e, const std::string& id);
 
 // What the parser needs to know about the served model.
 struct ServingContext {

@@ -129,7 +129,7 @@ ojson chat_logprobs(const GenerateRequest& req, const std::vector<int>& ids, con
     content.push_back(std::move(entry));
     prev = ids[i];
   }
-  return {{"content", content}};
+  return {{"content", content}, {"refusal", nullptr}};  // refusal: required beside content, never produced
 }
 
 // null unless the request asked for logprobs and there are tokens (an echoed prompt's or new ones), each with its
@@ -163,7 +163,8 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
     const int offset = req.echo && p < req.prompt_texts.size() ? utf8_length(req.prompt_texts[p]) : 0;
     const EchoedPrompt echoed{prompt_ids(req, c.index), c.prompt_logprobs};
     ojson choice = {{"index", c.index}};
-    if (is_chat(req)) choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (is_chat(req))
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
     else choice["text"] = c.text;
     choice["logprobs"] = logprobs_json(req, c.token_ids, c.logprobs, prompt_last_token(req, c.index), offset, tok,
                                        req.echo ? &echoed : nullptr);
@@ -192,7 +193,8 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
   auto event = [&](ojson choice) {
     ojson chunk = envelope(req, id, created, chunk_object(req));
     chunk["choices"] = ojson::array({std::move(choice)});
-    if (req.include_usage) chunk["usage"] = nullptr;  // OpenAI: null on every chunk, counts in the last one
+    // Chat: null on every chunk, counts in the last (OpenAI); a completion chunk's usage may not be null: left out.
+    if (req.include_usage && is_chat(req)) chunk["usage"] = nullptr;
     events += sse(chunk);
   };
   std::string text = delta.text;

@@ -13,9 +13,9 @@ RouteResult respond(int status, std::string body, std::string type = "applicatio
   return r;
 }
 
-RouteResult error(int status, const std::string& message, const std::string& type) {
+RouteResult error(int status, const std::string& message, const std::string& type, const std::string& code = "") {
   ApiError e;
-  e.status = status, e.message = message, e.type = type;
+  e.status = status, e.message = message, e.type = type, e.code = code;
   return respond(status, error_body(e));
 }
 
@@ -45,10 +45,11 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   const std::string path = path_of(req.target);
   const bool get = req.method == "GET", post = req.method == "POST";
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
-    return error(401, "Unauthorized", "AuthenticationError");
+    return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
   if (path.rfind("/admin/", 0) == 0) {
     if (config.admin_token.empty()) return error(404, "The admin endpoints are off: start the server with --admin-token.", "NotFoundError");
-    if (!bearer_matches(req.authorization, config.admin_token)) return error(401, "Unauthorized", "AuthenticationError");
+    if (!bearer_matches(req.authorization, config.admin_token))
+      return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
   }
   auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed", "MethodNotAllowed"); };
 

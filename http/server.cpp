@@ -87,10 +87,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec) return close();  // end of stream, timeout, reset, or a malformed request line
     auto req = parser_->release();
     if (beast::websocket::is_upgrade(req)) {
-      if (req.target() != "/v1/ws") return respond(404, "{\"error\":{\"message\":\"Not Found\"}}", "application/json", false);
+      if (req.target() != "/v1/ws")
+        return respond(404, error_body({404, "Not Found: " + std::string(req.target()), "NotFoundError", "", ""}),
+                       "application/json", false);
       HttpRequestView view{"GET", std::string(req.target()), std::string(req[bhttp::field::authorization]), ""};
       if (!ctx_.options.router.api_key.empty() && !bearer_matches(view.authorization, ctx_.options.router.api_key))
-        return respond(401, "{\"error\":{\"message\":\"Unauthorized\",\"type\":\"AuthenticationError\",\"param\":null,\"code\":401}}",
+        return respond(401, error_body({401, "Unauthorized", "AuthenticationError", "", "invalid_api_key"}),
                        "application/json", false);
       return start_websocket(ctx_, std::move(stream_), std::move(req));
     }

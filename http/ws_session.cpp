@@ -66,10 +66,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void fail(const std::string& id, const std::string& message) {
     ApiError e;
     e.message = message;
-    nlohmann::json m = nlohmann::json::parse(error_body(e));
-    m["id"] = id;
-    m["type"] = "error";
-    send(m.dump());
+    send(websocket_error(e, id));
   }
 
   void on_message(const std::string& text) {
@@ -95,19 +92,11 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (body == m.end() || !body->is_object()) return fail(id, "\"body\" must be an OpenAI request object.");
     const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
     auto parsed = parse_generate_request(ep, body->dump(), ctx_.serving);
-    if (auto* e = std::get_if<ApiError>(&parsed)) {
-      nlohmann::json err = nlohmann::json::parse(error_body(*e));
-      err["id"] = id;
-      err["type"] = "error";
-      return send(err.dump());
-    }
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send(websocket_error(*e, id));
     if (ctx_.draining) {
       ApiError e;
       e.status = 503, e.message = kShuttingDown, e.type = "ServiceUnavailableError";
-      nlohmann::json err = nlohmann::json::parse(error_body(e));
-      err["id"] = id;
-      err["type"] = "error";
-      return send(err.dump());
+      return send(websocket_error(e, id));
     }
     auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),

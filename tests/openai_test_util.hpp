@@ -52,15 +52,13 @@ inline ApiError parse_error(Endpoint ep, const std::string& body) {
   return std::get<ApiError>(r);
 }
 
-// The rendered body must be exactly {"error": {message, type, param (null when ""), code (the status)}}.
+// The rendered body must be exactly {"error": {message, type, param, code}}, param and code null when "".
 inline void check_error(const ApiError& e, int status, const std::string& type, const std::string& param,
-                        const std::string& message) {
+                        const std::string& message, const std::string& code = "") {
   CHECK(e.status == status);
-  const nlohmann::json expected = {{"error",
-                                    {{"message", message},
-                                     {"type", type},
-                                     {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
-                                     {"code", status}}}};
+  auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  const nlohmann::json expected = {
+      {"error", {{"message", message}, {"type", type}, {"param", or_null(param)}, {"code", or_null(code)}}}};
   CHECK(nlohmann::json::parse(error_body(e)) == expected);
 }
 

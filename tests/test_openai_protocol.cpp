@@ -96,7 +96,7 @@ TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what
     CHECK(e.status == 400);
     CHECK(e.param.empty());
     CHECK_THAT(e.message, Catch::StartsWith("Invalid JSON body: "));
-    CHECK(json::parse(error_body(e))["error"]["code"] == 400);
+    CHECK(json::parse(error_body(e))["error"]["code"] == nullptr);  // OpenAI: a string or null, never the status
   }
   check_all(Endpoint::Completions, {
       {"[1, 2]", "", "The request body must be a JSON object, got an array."},
@@ -132,9 +132,10 @@ TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what
 
 TEST_CASE("an unknown model is a 404 NotFoundError and a missing one is the served model", "[openai]") {
   check_error(parse_error(Endpoint::Completions, R"({"model": "gpt-4", "prompt": "Hi"})"), 404, "NotFoundError",
-              "model", "The model `gpt-4` does not exist.");
-  check_error(parse_error(Endpoint::ChatCompletions, R"({"model": "x", "messages": [{"role": "user", "content": "Hi"}]})"),
-              404, "NotFoundError", "model", "The model `x` does not exist.");
+              "model", "The model `gpt-4` does not exist.", "model_not_found");
+  check_error(
+      parse_error(Endpoint::ChatCompletions, R"({"model": "x", "messages": [{"role": "user", "content": "Hi"}]})"), 404,
+      "NotFoundError", "model", "The model `x` does not exist.", "model_not_found");
   CHECK(parse_ok(Endpoint::Completions, R"({"prompt": "Hi"})").model == "stories260K");
   CHECK(parse_ok(Endpoint::Completions, R"({"model": null, "prompt": "Hi"})").model == "stories260K");
   CHECK(parse_ok(Endpoint::Completions, R"({"model": "stories260K", "prompt": "Hi"})").model == "stories260K");

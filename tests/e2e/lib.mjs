@@ -335,7 +335,7 @@ export function randomTokenIds(n, seed, { lo = 3, hi = VOCAB } = {}) {
   return Array.from({ length: n }, () => lo + Math.floor(r() * (hi - lo)));
 }
 
-/** Asserts an OpenAI-shaped error body: {error: {message, type, param, code}}. */
+/** Asserts an OpenAI-shaped error body: {error: {message, type, param, code}}, code a string or null. */
 export function assertErrorShape(r, status, what) {
   assert.equal(r.status, status, `${what}: expected ${status}, got ${r.status}: ${r.text.slice(0, 500)}`);
   assert.ok(r.json && typeof r.json === 'object', `${what}: error body is not JSON: ${r.text.slice(0, 300)}`);
@@ -345,6 +345,8 @@ export function assertErrorShape(r, status, what) {
   assert.equal(typeof e.message, 'string', `${what}: error.message must be a string`);
   assert.ok(e.message.length > 3, `${what}: error.message is empty: ${r.text}`);
   assert.equal(typeof e.type, 'string', `${what}: error.type must be a string`);
+  assert.ok(e.code === null || typeof e.code === 'string', `${what}: error.code must be a string or null (OpenAI's ` +
+            `specification; the status is HTTP's): ${JSON.stringify(e.code)}`);
   return e;
 }
 

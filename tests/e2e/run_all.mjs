@@ -5,7 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const TESTS = ['openai_client', 'bad_inputs', 'concurrency', 'preemption', 'disconnects', 'prefix_cache'];
+const TESTS = ['openai_client', 'bad_inputs', 'concurrency', 'preemption', 'disconnects', 'prefix_cache',
+               'openapi_conformance'];
 // Run only when named: they check behaviour the server does not have yet (see each file's header).
 const EXTRA = ['shutdown'];
 
