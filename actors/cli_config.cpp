@@ -4,14 +4,46 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 namespace parley {
 namespace {
+
+// A key of the file and the line (from 1) it is on, or a [section] line.
+struct KeyLine {
+  std::string key;
+  int line = 0;
+};
+
+std::string trimmed(const std::string& s) {
+  const size_t begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
+}
+
+// Where each key is set: the text before `=` of each line, or a line in brackets. Locates errors, parses nothing.
+std::vector<KeyLine> key_lines(std::istream& in) {
+  std::vector<KeyLine> out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string text = trimmed(line);
+    if (text.empty() || text.front() == '#') continue;
+    if (text.front() == '[' && text.back() == ']') {
+      out.push_back({text, number});
+      continue;
+    }
+    if (text.find('=') == std::string::npos) continue;  // a list's continuation line
+    std::string key = trimmed(text.substr(0, text.find('=')));
+    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front())
+      key = key.substr(1, key.size() - 2);
+    out.push_back({key, number});
+  }
+  return out;
+}
 
 // CLI11 reads the file on the top-level app only; this formatter files each top-level key under the command given
 // (serve or generate), so a file holds plain flag names. Sections and repeated keys are refused, not merged.
@@ -22,16 +54,26 @@ class CommandScopedToml : public CLI::ConfigTOML {
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
     const std::vector<CLI::App*> commands = app_.get_subcommands();
     if (commands.empty() || !commands.front()->get_option_no_throw("--print-config"))
-      throw CLI::ConfigError("--config applies to `parley serve` and `parley generate` only", CLI::ExitCodes::ConfigError);
-    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
-    std::set<std::string> seen;
+      throw CLI::ConfigError("--config applies to `parley serve` and `parley generate` only",
+                             CLI::ExitCodes::ConfigError);
+    std::ostringstream text;
+    text << input.rdbuf();
+    // CLI11 joins a key's repeated lines into one list; TOML refuses a key set twice, and so do we.
+    std::istringstream lines(text.str());
+    std::map<std::string, int> first_line;
+    for (const KeyLine& k : key_lines(lines))
+      if (auto [at, fresh] = first_line.emplace(k.key, k.line); !fresh && k.key.front() != '[')
+        throw CLI::ConfigError("--" + k.key + " is set twice (lines " + std::to_string(at->second) + " and " +
+                                   std::to_string(k.line) + ")",
+                               CLI::ExitCodes::ConfigError);
+    std::istringstream toml(text.str());
+    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(toml);
     for (CLI::ConfigItem& item : items) {
       if (!item.parents.empty())
-        throw CLI::ConfigError("[" + item.parents.front() + "]: sections and dotted keys are not used; write each flag " +
+        throw CLI::ConfigError("[" + item.parents.front() +
+                                   "]: sections and dotted keys are not used; write each flag " +
                                    "by its long name at the top level",
                                CLI::ExitCodes::ConfigError);
-      if (!seen.insert(item.name).second)
-        throw CLI::ConfigError("--" + item.name + " is set twice", CLI::ExitCodes::ConfigError);
       // CLI11 would read 3 or "yes" as a flag's value; TOML has true and false.
       const CLI::Option* flag = commands.front()->get_option_no_throw("--" + item.name);
       if (flag != nullptr && flag->get_expected_min() == 0 &&
@@ -47,44 +89,12 @@ class CommandScopedToml : public CLI::ConfigTOML {
   const CLI::App& app_;
 };
 
-// A key of the file and the line (from 1) it is on, or a [section] line.
-struct KeyLine {
-  std::string key;
-  int line = 0;
-};
-
-std::string trimmed(const std::string& s) {
-  const size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
-}
-
-// Where each key is set: the text before `=` of each line, or a line in brackets. Locates errors, parses nothing.
-std::vector<KeyLine> key_lines(const std::string& path) {
-  std::vector<KeyLine> out;
-  std::ifstream in(path);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const std::string text = trimmed(line);
-    if (text.empty() || text.front() == '#') continue;
-    if (text.front() == '[' && text.back() == ']') {
-      out.push_back({text, number});
-      continue;
-    }
-    std::string key = trimmed(text.substr(0, text.find('=')));
-    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front())
-      key = key.substr(1, key.size() - 2);
-    out.push_back({key, number});
-  }
-  return out;
-}
-
 // Whether `message` names `name` whole (not as the start of a longer flag name).
 bool names(const std::string& message, const std::string& name) {
   for (size_t at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
     const size_t end = at + name.size();
-    if (end == message.size() || !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-' ||
-                                   message[end] == '_'))
+    if (end == message.size() ||
+        !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-' || message[end] == '_'))
       return true;
   }
   return false;
@@ -107,17 +117,24 @@ std::string located(const CLI::App& app, const CLI::ParseError& error, int argc,
   const std::string path = config->results().back();
   const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
   // These name a key that only the file can hold; the others may be about a flag on the command line.
-  const bool file_only = message.rfind("INI was not able to parse ", 0) == 0 ||
-                         message.find("not allowed in a configuration file") != std::string::npos;
-  if (message.rfind("INI was not able to parse ", 0) == 0) message = "unknown key: not a flag of parley " + command;
-  for (const KeyLine& k : key_lines(path)) {
+  const std::string unknown = "INI was not able to parse ";
+  const bool unknown_key = message.rfind(unknown, 0) == 0;
+  const bool file_only = unknown_key || message.find("not allowed in a configuration file") != std::string::npos;
+  std::string unknown_name;
+  if (unknown_key) {
+    unknown_name = message.substr(unknown.size());
+    if (unknown_name.rfind(command + ".", 0) == 0) unknown_name = unknown_name.substr(command.size() + 1);
+    message = "unknown key: not a flag of parley " + command;
+  }
+  std::ifstream file(path);
+  for (const KeyLine& k : key_lines(file)) {
     const bool section = k.key.front() == '[';
     const bool named = section ? message.find(k.key) != std::string::npos
                                : names(error.what(), "--" + k.key) || names(error.what(), command + "." + k.key);
     if (named && (section || file_only || !on_command_line(k.key, argc, argv)))
       return path + ":" + std::to_string(k.line) + ": " + (section ? "" : k.key + ": ") + message;
   }
-  return message;
+  return unknown_key ? path + ": " + unknown_name + ": " + message : message;
 }
 
 // A number from an option's text, or why it is not one.
@@ -205,7 +222,8 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
 }
 
 std::string effective_config(const CLI::App& command) {
-  return "# parley " + command.get_name() + ": the effective configuration (file, flags, defaults); read back with --config\n" +
+  return "# parley " + command.get_name() +
+         ": the effective configuration (file, flags, defaults); read back with --config\n" +
          command.config_to_str(true, true);
 }
 

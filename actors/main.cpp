@@ -34,10 +34,12 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option("--model", e.model_path, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
   cmd->add_option("--tokenizer", e.tokenizer_path, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
   cmd->add_option("--served-model-name", e.served_model_name, "Model name in the API (default: the model file's stem)");
-  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str()->check(parley::at_least(0));
+  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option("--isa", e.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
   auto& s = e.scheduler;
-  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str()->check(parley::at_least(1));
+  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str()
       ->check(parley::at_least(0));
   cmd->add_option_function<std::string>("--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
@@ -52,8 +54,10 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
              parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cuda")) + " on cuda), f32, f16 or bf16")->default_str("auto");
   cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str()->check(parley::at_least(1));
-  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str()->check(parley::at_least(0));
+  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option("--long-prefill-token-threshold", s.long_prefill_token_threshold,
                   "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str()
       ->check(parley::at_least(0));
@@ -131,21 +135,26 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   add_engine_flags(cmd, o.engine);
   auto& s = o.server;
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
-  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str()->check(parley::in_range(0, 65535));
-  CLI::Option* key = cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
+  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str()
+      ->check(parley::in_range(0, 65535));
+  CLI::Option* key =
+      cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
   cmd->add_option_function<std::string>("--api-key-file", [&s](const std::string& path) {
         s.router.api_key = parley::read_secret_file("--api-key-file", path);
       }, "--api-key read from a file (one line; keeps the key out of the command line and --print-config)")->excludes(key);
-  CLI::Option* token = cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
+  CLI::Option* token =
+      cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
   cmd->add_option_function<std::string>("--admin-token-file", [&s](const std::string& path) {
         s.router.admin_token = parley::read_secret_file("--admin-token-file", path);
       }, "--admin-token read from a file (one line)")->excludes(token);
-  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str()->check(parley::at_least(1));
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str()->check(parley::at_least(1));
+  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--chat-template", s.chat_template_file,
                   "A Jinja chat template file rendered instead of the model's tokenizer.chat_template")
       ->check(CLI::ExistingFile);

@@ -8,7 +8,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { main, complete, get, post, readMetrics, metricValue, sleep, REPO_ROOT, MODEL_PATH, TOKENIZER_PATH } from './lib.mjs';
+import { main, complete, get, post, readMetrics, metricValue, sleep, REPO_ROOT, MODEL_PATH, TOKENIZER_PATH }
+  from './lib.mjs';
 
 const CONFIG_DIR = path.join(REPO_ROOT, 'config');
 const config = (name) => path.join(CONFIG_DIR, name);
@@ -76,10 +77,12 @@ main('config_files', async (parley, t) => {
   const defaults = printsItself(parley, ['serve', ...MODEL], 'defaults');
   for (const on of ['async-scheduling', 'enable-prefix-caching', 'delayed-split'])
     assert.match(defaults, new RegExp(`^${on}=true$`, 'm'), `${on} defaults on`);
-  assert.ok(!/^(prefill-peers|devices|api-key|speculative-config)=/m.test(defaults), `unset options are printed:\n${defaults}`);
+  assert.ok(!/^(prefill-peers|devices|api-key|speculative-config)=/m.test(defaults),
+            `unset options are printed:\n${defaults}`);
   // Unedited, a file stops at the model it names, with where to edit it.
   refuses(parley, ['serve', '--config', config('cpu-colocated.toml'), '--print-config'],
-          `${config('cpu-colocated.toml')}:7: model: --model: File does not exist: /path/to/model.gguf`, 'unedited model');
+          `${config('cpu-colocated.toml')}:7: model: --model: File does not exist: /path/to/model.gguf`,
+          'unedited model');
   t.check();
 
   // Colocated CPU serving.
@@ -129,15 +132,18 @@ main('config_files', async (parley, t) => {
   const admin = await t.start(['--config', config('admin-console.toml'), ...fileFlags['admin-console.toml']],
                               { label: 'admin-console' });
   assert.equal((await post(admin.base, '/v1/completions', GREEDY)).status, 401, 'no API key: 401');
-  const keyed = await post(admin.base, '/v1/completions', GREEDY, { headers: { Authorization: 'Bearer key-secret-2' } });
+  const keyed = await post(admin.base, '/v1/completions', GREEDY,
+                           { headers: { Authorization: 'Bearer key-secret-2' } });
   assert.equal(keyed.status, 200, `the key from the file: ${keyed.text}`);
-  assert.equal((await adminGet(admin.base, '/admin/config', 'key-secret-2')).status, 401, 'the API key is no admin token');
+  assert.equal((await adminGet(admin.base, '/admin/config', 'key-secret-2')).status, 401,
+               'the API key is no admin token');
   const shown = await adminGet(admin.base, '/admin/config', 'adm-secret-1');
   assert.equal(shown.status, 200, `/admin/config: ${shown.text}`);
   assert.match(shown.headers.get('content-type'), /application\/toml/);
   assert.ok(shown.text.includes(`admin-token-file="${adminFile}"`) && shown.text.includes(`api-key-file="${keyFile}"`),
             `/admin/config lacks the token files:\n${shown.text}`);
-  assert.ok(!shown.text.includes('adm-secret-1') && !shown.text.includes('key-secret-2'), '/admin/config shows a secret');
+  assert.ok(!shown.text.includes('adm-secret-1') && !shown.text.includes('key-secret-2'),
+            '/admin/config shows a secret');
   assert.equal((await adminGet(admin.base, '/admin/requests', 'adm-secret-1')).status, 200);
   t.check();
 
@@ -162,7 +168,8 @@ main('config_files', async (parley, t) => {
   // generate reads the same keys, prompt included; it prints what the same flags print.
   const gen = write('generate.toml', 'prompt = "Once upon a time"\nmax-tokens = 12\ntemperature = 0\n');
   const fromFile = run(parley, ['generate', '--config', gen, ...MODEL]);
-  const fromFlags = run(parley, ['generate', ...MODEL, '--prompt', 'Once upon a time', '--max-tokens', '12', '--temperature', '0']);
+  const fromFlags = run(parley, ['generate', ...MODEL, '--prompt', 'Once upon a time', '--max-tokens', '12',
+                                 '--temperature', '0']);
   assert.equal(fromFile.code, 0, fromFile.err);
   assert.ok(fromFile.out.length > 0 && fromFile.out === fromFlags.out, `generate: ${fromFile.out} vs ${fromFlags.out}`);
   assert.match(printsItself(parley, ['generate', '--config', gen], 'generate'), /^prompt="Once upon a time"$/m);
@@ -181,32 +188,44 @@ main('config_files', async (parley, t) => {
           `${f('flag.toml')}:2: enforce-eager: --enforce-eager: expected true or false, got 3`, 'a number for a flag');
   refuses(parley, bad('range.toml', 'host = "127.0.0.1"\n\nport = 70000\n'),
           `${f('range.toml')}:3: port: --port: must be in [0, 65535], got 70000`, 'port out of range');
-  refuses(parley, bad('threads.toml', 'threads = -1\n'), `${f('threads.toml')}:1: threads: --threads: must be at least 0, got -1`,
+  refuses(parley, bad('threads.toml', 'threads = -1\n'),
+          `${f('threads.toml')}:1: threads: --threads: must be at least 0, got -1`,
           'threads out of range');
   refuses(parley, bad('gpu.toml', 'gpu-memory-utilization = 0\n'),
-          `${f('gpu.toml')}:1: gpu-memory-utilization: --gpu-memory-utilization: must be in (0, 1], got 0`, 'utilization 0');
-  refuses(parley, bad('twice.toml', 'port = 1\nthreads = 1\nport = 2\n'), `${f('twice.toml')}:1: port: --port is set twice`,
-          'a key set twice');
+          `${f('gpu.toml')}:1: gpu-memory-utilization: --gpu-memory-utilization: must be in (0, 1], got 0`,
+          'utilization 0');
+  refuses(parley, bad('twice.toml', 'port = 1\nthreads = 1\nport = 2\n'),
+          `${f('twice.toml')}:1: port: --port is set twice (lines 1 and 3)`, 'a key set twice');
+  refuses(parley, bad('list-twice.toml', 'prefill-peers = ["a:1"]\nprefill-peers = ["b:2"]\n'),
+          `${f('list-twice.toml')}:1: prefill-peers: --prefill-peers is set twice (lines 1 and 2)`, 'a list set twice');
   refuses(parley, bad('section.toml', 'port = 1\n[serve]\nthreads = 1\n'), `${f('section.toml')}:2: [serve]: sections`,
           'a section');
   refuses(parley, bad('notcfg.toml', 'print-config = true\n'),
           `${f('notcfg.toml')}:1: print-config: serve.print-config: This option is not allowed in a configuration file`,
           'a command-line-only key');
-  refuses(parley, ['serve', '--config', f('absent.toml')], `parley: error: config file ${f('absent.toml')}: not found or not readable`,
+  refuses(parley, ['serve', '--config', f('absent.toml')],
+          `parley: error: config file ${f('absent.toml')}: not found or not readable`,
           'a missing file');
   refuses(parley, ['generate', '--config', write('serve-only.toml', 'prompt = "x"\nport = 1\n')],
           `${f('serve-only.toml')}:2: port: unknown key: not a flag of parley generate`, 'a serve key for generate');
-  refuses(parley, ['serve', '--config', f('type.toml'), '--config', f('range.toml')], '--config: give one file', 'two files');
+  refuses(parley, ['serve', '--config', f('type.toml'), '--config', f('range.toml')], '--config: give one file',
+          'two files');
   // A value the command line replaces is never read: the file's threads = -1 does not stop --threads 2.
   const overridden = run(parley, ['serve', '--config', f('threads.toml'), '--threads', '2', '--print-config']);
   assert.equal(overridden.code, 0, overridden.err);
   assert.match(overridden.out, /^threads=2$/m);
-  // The same checks on the command line name the flag only.
-  refuses(parley, ['serve', '--port', '70000'], 'parley: error: --port: must be in [0, 65535], got 70000', 'flag out of range');
+  // The same checks on the command line name the flag only, even beside a file.
+  const cli = refuses(parley, ['serve', '--port', '70000'], 'parley: error: --port: must be in [0, 65535], got 70000',
+                      'flag out of range');
+  const beside = ['serve', '--config', write('port.toml', 'port = 1\n'), '--port', '70000'];
+  assert.equal(refuses(parley, beside, [], 'beside a file'), cli,
+               'an error of the command line is not put on the file');
   // Secrets from files.
   const empty = write('empty', '\n');
-  refuses(parley, ['serve', '--admin-token-file', empty], `--admin-token-file: ${empty} is empty`, 'an empty token file');
-  refuses(parley, ['serve', '--api-key-file', f('none')], `--api-key-file: cannot read ${f('none')}`, 'an unreadable key file');
+  refuses(parley, ['serve', '--admin-token-file', empty], `--admin-token-file: ${empty} is empty`,
+          'an empty token file');
+  refuses(parley, ['serve', '--api-key-file', f('none')], `--api-key-file: cannot read ${f('none')}`,
+          'an unreadable key file');
   refuses(parley, ['serve', '--api-key', 'k', '--api-key-file', keyFile], '--api-key excludes --api-key-file', 'both');
   refuses(parley, ['serve', '--admin-token-file', write('two', 'a\nb\n')], 'holds more than one line', 'two lines');
   t.check();
