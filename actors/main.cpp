@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "actors/cli_config.hpp"
 #include "actors/commands.hpp"
 #include "model/model_shapes.hpp"
 
@@ -33,11 +34,14 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option("--model", e.model_path, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
   cmd->add_option("--tokenizer", e.tokenizer_path, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
   cmd->add_option("--served-model-name", e.served_model_name, "Model name in the API (default: the model file's stem)");
-  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option("--isa", e.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
   auto& s = e.scheduler;
-  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str();
-  cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str();
+  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option_function<std::string>("--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
                                         "KV cache size, e.g. 512M (default: max-num-seqs full contexts, at most 1G)");
   cmd->add_option_function<std::string>("--kv-cache-dtype", [&e](const std::string& v) {
@@ -47,18 +51,25 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
           throw CLI::ValidationError("--kv-cache-dtype", err.what());
         }
       }, "KV cache element type: auto (" + parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cpu")) + " on cpu, " +
-             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cuda")) + " on cuda), f32, f16 or bf16");
-  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str();
-  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str();
-  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str();
+             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cuda")) + " on cuda), f32, f16 or bf16")->default_str("auto");
+  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option("--long-prefill-token-threshold", s.long_prefill_token_threshold,
-                  "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str();
-  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")->capture_default_str();
-  cmd->add_flag("!--no-enable-prefix-caching", s.enable_prefix_caching, "Turn prefix caching off");
-  cmd->add_flag("!--no-delayed-split", s.enable_delayed_split,
-                "n > 1 as n independent requests instead of one prefill split into n");
+                  "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str()
+      ->check(parley::at_least(0));
+  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")->capture_default_str()
+      ->check(parley::at_least(1));
+  // A flag that defaults on says so in default_str: --print-config writes it, and a config file sets it, by its positive name.
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", s.enable_prefix_caching,
+                "Reuse cached KV blocks of a shared prompt prefix (default on)")->default_str("true");
+  cmd->add_flag("--delayed-split,!--no-delayed-split", s.enable_delayed_split,
+                "n > 1 as one prefill split into n (default on; off: n independent requests)")->default_str("true");
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", e.async_scheduling,
-                "Plan step N+1 while the worker runs step N (default on)");
+                "Plan step N+1 while the worker runs step N (default on)")->default_str("true");
   cmd->add_option_function<std::string>("--speculative-config", [&e](const std::string& v) {
         try {
           e.speculative = parley::SpeculativeConfig::parse(v);
@@ -66,30 +77,33 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
           throw CLI::ValidationError("--speculative-config", err.what());
         }
       }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
-  cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str();
+  cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str()
+      ->check(parley::in_range(1, 128));
   cmd->add_option("--role", e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}))->capture_default_str();
   cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
-      ->capture_default_str();
+      ->capture_default_str()->check(parley::in_range(0, 65535));
   cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")->delimiter(',');
   cmd->add_option("--prefill-routing", e.prefill_routing, "Decode role: round_robin or least_loaded")
       ->check(CLI::IsMember({"round_robin", "least_loaded"}))->capture_default_str();
   cmd->add_option_function<std::string>("--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
-                                        "Decode role: when a transfer fails, recompute the prompt here or fail the request (default recompute)")
-      ->check(CLI::IsMember({"recompute", "fail"}));
+                                        "Decode role: when a transfer fails, recompute the prompt here or fail the request")
+      ->check(CLI::IsMember({"recompute", "fail"}))->default_str("recompute");
   cmd->add_option("--device", e.device, "Where the model runs: cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  cmd->add_option("--devices", e.devices, "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")->delimiter(',');
+  cmd->add_option("--devices", e.devices, "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")->delimiter(',')
+      ->check(parley::at_least(0));
   cmd->add_option("--data-parallel-size", e.data_parallel_size,
                   "Engines (scheduler, worker, KV cache each) behind one front door; with --device cuda, the number of --devices")
-      ->capture_default_str();
+      ->capture_default_str()->check(parley::at_least(1));
   cmd->add_option("--dtype", e.dtype, "Weights of the GEMMs: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16")
       ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}))->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
                   "CUDA: the share of the GPU's memory for weights, activations and KV blocks (the blocks take what is left)")
-      ->capture_default_str();
+      ->capture_default_str()->check(parley::in_range(0, 1, true));
   cmd->add_flag("--enforce-eager", e.enforce_eager, "CUDA: run every step eagerly (no CUDA graphs)");
   cmd->add_option("--max-cudagraph-capture-size", e.max_cudagraph_capture_size,
-                  "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str();
+                  "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--kv-transport", e.kv_transport,
                   "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)")
       ->check(CLI::IsMember({"tcp", "nccl"}))->capture_default_str();
@@ -121,18 +135,31 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   add_engine_flags(cmd, o.engine);
   auto& s = o.server;
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
-  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str();
-  cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
-  cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
-  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str();
-  cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str();
-  cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str();
-  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str();
+  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str()
+      ->check(parley::in_range(0, 65535));
+  CLI::Option* key =
+      cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
+  cmd->add_option_function<std::string>("--api-key-file", [&s](const std::string& path) {
+        s.router.api_key = parley::read_secret_file("--api-key-file", path);
+      }, "--api-key read from a file (one line; keeps the key out of the command line and --print-config)")->excludes(key);
+  CLI::Option* token =
+      cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
+  cmd->add_option_function<std::string>("--admin-token-file", [&s](const std::string& path) {
+        s.router.admin_token = parley::read_secret_file("--admin-token-file", path);
+      }, "--admin-token read from a file (one line)")->excludes(token);
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--chat-template", s.chat_template_file,
                   "A Jinja chat template file rendered instead of the model's tokenizer.chat_template")
       ->check(CLI::ExistingFile);
   cmd->add_option("--shutdown-grace", s.shutdown_grace_s, "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
-      ->capture_default_str();
+      ->capture_default_str()->check(parley::at_least(0));
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
@@ -146,10 +173,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "parley 0.1.0");
 
   parley::GenerateOptions generate;
-  add_generate_flags(app.add_subcommand("generate", "Generate text in-process (the same engine, no HTTP)"), generate);
+  CLI::App* gen_cmd = app.add_subcommand("generate", "Generate text in-process (the same engine, no HTTP)");
+  add_generate_flags(gen_cmd, generate);
+  bool print_config = false;
+  parley::add_config_flags(app, gen_cmd, print_config);
 
   parley::ServeOptions serve;
-  add_serve_flags(app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API and the /v1/ws websocket"), serve);
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API and the /v1/ws websocket");
+  add_serve_flags(serve_cmd, serve);
+  parley::add_config_flags(app, serve_cmd, print_config);
 
   parley::ConvertOptions convert;
   CLI::App* conv = app.add_subcommand("convert", "Write a GGUF (llama.cpp layout) from a llama2.c checkpoint and tokenizer.bin");
@@ -184,7 +216,12 @@ int main(int argc, char** argv) {
   quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF vocabulary)")
       ->check(CLI::ExistingFile);
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int exit_code = parley::parse_command_line(app, argc, argv); exit_code >= 0) return exit_code;
+  if (print_config) {
+    std::fputs(parley::effective_config(app.got_subcommand("serve") ? *serve_cmd : *gen_cmd).c_str(), stdout);
+    return 0;
+  }
+  serve.server.router.effective_config = parley::redacted_config(*serve_cmd);
   try {
     if (app.got_subcommand("generate")) return parley::run_generate(generate);
     if (app.got_subcommand("serve")) return parley::run_serve(serve);

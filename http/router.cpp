@@ -84,6 +84,10 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     r.kind = RouteResult::Kind::AdminRequests;
     return r;
   }
+  if (path == "/admin/config") {
+    if (auto e = only(get)) return *e;
+    return respond(200, config.effective_config, "application/toml");
+  }
   if (path == "/v1/ws") {
     RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
     return r;

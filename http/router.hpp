@@ -12,6 +12,7 @@ struct RouterConfig {
   std::string api_key;      // "" : /v1 is open
   std::string admin_token;  // "" : /admin is off
   std::string version = "0.1.0";
+  std::string effective_config;  // GET /admin/config: the TOML the server was started with (secrets hidden)
 };
 
 struct HttpRequestView {

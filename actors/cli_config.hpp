@@ -1,0 +1,30 @@
+// Configuration files for `parley serve` and `parley generate`: a TOML file whose keys are the flags' long names
+// (CLI11's own config support), --print-config, and secrets read from files. See config/README.md.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace parley {
+
+// Gives `command` (a subcommand of `app`) --config FILE and --print-config. Call once per command, before parsing.
+void add_config_flags(CLI::App& app, CLI::App* command, bool& print_config);
+
+// app.parse; a parse error is printed (with the file and line of the key it names when the value came from
+// --config) and its exit code returned. Returns -1 when parsing succeeded.
+int parse_command_line(CLI::App& app, int argc, char** argv);
+
+// The configuration `command` runs with (file, flags and defaults) as TOML that --config reads back.
+std::string effective_config(const CLI::App& command);
+
+// effective_config with the values of api-key and admin-token hidden (for GET /admin/config).
+std::string redacted_config(const CLI::App& command);
+
+// Range checks for numeric flags, with plain messages ("must be at least 1, got 0"); a non-number is refused too.
+CLI::Validator at_least(double min);
+CLI::Validator in_range(double low, double high, bool low_open = false);  // [low, high], or (low, high] when low_open
+
+// The secret in `path` for `flag` (--api-key-file, --admin-token-file): one line, its trailing newline stripped.
+// Throws CLI::ValidationError when the file cannot be read, is empty or holds more than one line.
+std::string read_secret_file(const std::string& flag, const std::string& path);
+
+}  // namespace parley
