@@ -73,7 +73,7 @@ struct EngineConfig {
   int max_cudagraph_capture_size = 256;      // --max-cudagraph-capture-size: the largest captured decode batch (capped at max-num-seqs)
 };
 
-// --kv-cache-dtype's choice: the one given, else auto's for the device (README, "KV cache dtype": why).
+// --kv-cache-dtype's choice: the one given, else auto's for the device (docs/models.md, "KV cache dtype": why).
 inline KvDtype kv_dtype_for(std::optional<KvDtype> given, const std::string& device) {
   if (given) return *given;
   return device == "cuda" ? KvDtype::Bf16 : KvDtype::F32;
