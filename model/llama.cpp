@@ -168,12 +168,8 @@ void LlamaModel::run_layer(const Layer& L, int l, KvCache& kv, const ForwardBatc
 
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
-  for (int i = 0; i < M; ++i) {
-    const float* row = hb_.data() + size_t(i) * 2 * hidden;
-    float* out = hidden_.data() + size_t(i) * hidden;
-    if (c.activation == FfnActivation::GeluTanh) be.geglu(row, row + hidden, out, hidden);
-    else be.swiglu(row, row + hidden, out, hidden);
-  }
+  if (c.activation == FfnActivation::GeluTanh) be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
+  else be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
   L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);

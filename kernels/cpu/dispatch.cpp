@@ -91,15 +91,17 @@ void CpuBackend::matmul(const float* x, const PackedMatrix& w, float* out, int M
     simd_.matmul(x, w.data.data(), out, M, N, K, c * chunk, std::min(panels, (c + 1) * chunk));
 }
 
-void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
-  reference::rmsnorm(x, weight, out, M, dim, eps);
-}
-
-void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) const {
-  reference::rope(x, positions, M, n_heads, head_dim, spec);
-}
-
 namespace {
+// Rows [0, M) in one contiguous range per thread when there is enough work; each row's arithmetic is its own,
+// so the split changes no bits.
+template <class Run>
+void split_rows(int threads, int M, int64_t work_per_row, Run run) {
+  const int workers = int64_t(M) * work_per_row < (1 << 15) ? 1 : std::min(threads, M);
+  if (workers <= 1) return run(0, M);
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int t = 0; t < workers; ++t) run(int(int64_t(M) * t / workers), int(int64_t(M) * (t + 1) / workers));
+}
+
 // An elementwise gated activation over count values, split evenly across threads (each value alone).
 template <class Op>
 void gated(int threads, const float* gate, const float* up, float* out, int64_t count, Op op) {
@@ -110,7 +112,28 @@ void gated(int threads, const float* gate, const float* up, float* out, int64_t 
     op(gate + b, up + b, out + b, e - b);
   }
 }
+
+template <class Op>
+void gated_rows(int threads, const float* gate_up, float* out, int M, int hidden, Op op) {
+  split_rows(threads, M, 8 * int64_t(hidden), [&](int begin, int end) {
+    for (int m = begin; m < end; ++m)
+      op(gate_up + int64_t(m) * 2 * hidden, gate_up + int64_t(m) * 2 * hidden + hidden, out + int64_t(m) * hidden, hidden);
+  });
+}
 }  // namespace
+
+void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
+  split_rows(threads_, M, dim, [&](int begin, int end) {
+    reference::rmsnorm(x + int64_t(begin) * dim, weight, out + int64_t(begin) * dim, end - begin, dim, eps);
+  });
+}
+
+void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) const {
+  const int rot = spec.rot_dims > 0 ? spec.rot_dims : head_dim;
+  split_rows(threads_, M, 16 * int64_t(rot) + int64_t(n_heads) * head_dim, [&](int begin, int end) {
+    reference::rope(x + int64_t(begin) * n_heads * head_dim, positions + begin, end - begin, n_heads, head_dim, spec);
+  });
+}
 
 void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t count) const {
   gated(threads_, gate, up, out, count, reference::swiglu);
@@ -118,6 +141,14 @@ void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t 
 
 void CpuBackend::geglu(const float* gate, const float* up, float* out, int64_t count) const {
   gated(threads_, gate, up, out, count, reference::geglu);
+}
+
+void CpuBackend::swiglu_rows(const float* gate_up, float* out, int M, int hidden) const {
+  gated_rows(threads_, gate_up, out, M, hidden, reference::swiglu);
+}
+
+void CpuBackend::geglu_rows(const float* gate_up, float* out, int M, int hidden) const {
+  gated_rows(threads_, gate_up, out, M, hidden, reference::geglu);
 }
 
 void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim, float* out) const {

@@ -129,6 +129,9 @@ class CpuBackend {
   void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
   // out = gelu_tanh(gate) * up (GeGLU), elementwise over count values
   void geglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // swiglu (or geglu) of M rows laid out [gate: hidden | up: hidden] into out[M][hidden]
+  void swiglu_rows(const float* gate_up, float* out, int M, int hidden) const;
+  void geglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   // out[m] = table[tokens[m]]
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
   // Writes each token's k and v rows ([M][kv_dim]) to its slot.
