@@ -87,12 +87,47 @@ TEST_CASE("elementwise kernels match the reference", "[kernels]") {
     backend.rmsnorm(twos.data(), ones.data(), y.data(), 1, dim, 0.0f);
     for (float v : y) REQUIRE(v == Approx(1.0f).epsilon(1e-6));
   }
-  for (int64_t count : {int64_t(1), int64_t(17), int64_t(20000)}) {
-    auto g = random_vec(count, 1, 4.0f), u = random_vec(count, 2);
-    std::vector<float> got(count), want(count);
-    backend.swiglu(g.data(), u.data(), got.data(), count);
-    for (int64_t i = 0; i < count; ++i) want[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-    for (int64_t i = 0; i < count; ++i) REQUIRE(got[i] == Approx(want[i]).margin(1e-6));
+  for (int M : {1, 3, 64}) {  // 64 rows of 300: enough work to split the rows across both threads
+    const int hidden = M == 1 ? 17 : 300;
+    auto gate_up = random_vec(size_t(M) * 2 * hidden, M, 4.0f);
+    std::vector<float> got(size_t(M) * hidden);
+    backend.swiglu_rows(gate_up.data(), got.data(), M, hidden);
+    for (int m = 0; m < M; ++m)
+      for (int i = 0; i < hidden; ++i) {
+        const float g = gate_up[size_t(m) * 2 * hidden + i], u = gate_up[size_t(m) * 2 * hidden + hidden + i];
+        REQUIRE(got[size_t(m) * hidden + i] == Approx(g / (1.0f + std::exp(-g)) * u).margin(1e-6));
+      }
+  }
+}
+
+TEST_CASE("rmsnorm and rope and the gated activations split across threads give each row the reference bits",
+          "[kernels]") {
+  const int M = 600, dim = 64, n_heads = 4, head_dim = 16, hidden = 96;  // each op over its split threshold
+  auto x = random_vec(size_t(M) * dim, 7), weight = random_vec(dim, 8), gate_up = random_vec(size_t(M) * 2 * hidden, 9);
+  std::vector<int> positions(M);
+  for (int m = 0; m < M; ++m) positions[m] = (m * 37) % 1000;
+  std::vector<float> norm_want(x.size()), norm_got(x.size()), rope_want = x, rope_got = x;
+  reference::rmsnorm(x.data(), weight.data(), norm_want.data(), M, dim, 1e-5f);
+  reference::rope(rope_want.data(), positions.data(), M, n_heads, head_dim, RopeSpec{10000.0f, RopeLayout::NeoX});
+  std::vector<float> swiglu_want(size_t(M) * hidden), geglu_want(size_t(M) * hidden);
+  for (int m = 0; m < M; ++m) {
+    const float* row = gate_up.data() + size_t(m) * 2 * hidden;
+    reference::swiglu(row, row + hidden, swiglu_want.data() + size_t(m) * hidden, hidden);
+    reference::geglu(row, row + hidden, geglu_want.data() + size_t(m) * hidden, hidden);
+  }
+  for (int threads : {1, 2, 3}) {
+    INFO("threads " << threads);
+    CpuBackend backend(threads);
+    backend.rmsnorm(x.data(), weight.data(), norm_got.data(), M, dim, 1e-5f);
+    REQUIRE(norm_got == norm_want);
+    rope_got = x;
+    backend.rope(rope_got.data(), positions.data(), M, n_heads, head_dim, 10000.0f, RopeLayout::NeoX);
+    REQUIRE(rope_got == rope_want);
+    std::vector<float> got(size_t(M) * hidden);
+    backend.swiglu_rows(gate_up.data(), got.data(), M, hidden);
+    REQUIRE(got == swiglu_want);
+    backend.geglu_rows(gate_up.data(), got.data(), M, hidden);
+    REQUIRE(got == geglu_want);
   }
 }
 
@@ -154,9 +189,9 @@ TEST_CASE("rope: partial rotary, frequency factors, position scaling and the att
 
 TEST_CASE("geglu is GELU's tanh approximation times up", "[kernels]") {
   // PyTorch: torch.nn.functional.gelu(torch.tensor([1.0, -2.0]), approximate="tanh") = [0.8411920, -0.0454023]
-  const std::vector<float> gate{1.0f, -2.0f}, up{1.0f, 2.0f};
+  const std::vector<float> gate_up{1.0f, -2.0f, 1.0f, 2.0f};  // one row: gate [1, -2], up [1, 2]
   std::vector<float> out(2);
-  CpuBackend(1).geglu(gate.data(), up.data(), out.data(), 2);
+  CpuBackend(1).geglu_rows(gate_up.data(), out.data(), 1, 2);
   REQUIRE(out[0] == Approx(0.8411920f).margin(1e-6));
   REQUIRE(out[1] == Approx(2 * -0.0454023f).margin(1e-6));
 }

@@ -102,17 +102,7 @@ void split_rows(int threads, int M, int64_t work_per_row, Run run) {
   for (int t = 0; t < workers; ++t) run(int(int64_t(M) * t / workers), int(int64_t(M) * (t + 1) / workers));
 }
 
-// An elementwise gated activation over count values, split evenly across threads (each value alone).
-template <class Op>
-void gated(int threads, const float* gate, const float* up, float* out, int64_t count, Op op) {
-  const int workers = count < 8192 ? 1 : threads;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int t = 0; t < workers; ++t) {
-    const int64_t b = count * t / workers, e = count * (t + 1) / workers;
-    op(gate + b, up + b, out + b, e - b);
-  }
-}
-
+// A gated activation row by row: op(gate, up, out, hidden) on each row's halves.
 template <class Op>
 void gated_rows(int threads, const float* gate_up, float* out, int M, int hidden, Op op) {
   split_rows(threads, M, 8 * int64_t(hidden), [&](int begin, int end) {
@@ -133,14 +123,6 @@ void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int he
   split_rows(threads_, M, 16 * int64_t(rot) + int64_t(n_heads) * head_dim, [&](int begin, int end) {
     reference::rope(x + int64_t(begin) * n_heads * head_dim, positions + begin, end - begin, n_heads, head_dim, spec);
   });
-}
-
-void CpuBackend::swiglu(const float* gate, const float* up, float* out, int64_t count) const {
-  gated(threads_, gate, up, out, count, reference::swiglu);
-}
-
-void CpuBackend::geglu(const float* gate, const float* up, float* out, int64_t count) const {
-  gated(threads_, gate, up, out, count, reference::geglu);
 }
 
 void CpuBackend::swiglu_rows(const float* gate_up, float* out, int M, int hidden) const {

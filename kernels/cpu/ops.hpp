@@ -125,11 +125,8 @@ class CpuBackend {
   void rope(float* x, const int* positions, int M, int n_heads, int head_dim, float theta, RopeLayout layout) const {
     rope(x, positions, M, n_heads, head_dim, RopeSpec{theta, layout});
   }
-  // out = silu(gate) * up, elementwise over count values
-  void swiglu(const float* gate, const float* up, float* out, int64_t count) const;
-  // out = gelu_tanh(gate) * up (GeGLU), elementwise over count values
-  void geglu(const float* gate, const float* up, float* out, int64_t count) const;
-  // swiglu (or geglu) of M rows laid out [gate: hidden | up: hidden] into out[M][hidden]
+  // out[m] = silu(gate) * up (SwiGLU) or gelu_tanh(gate) * up (GeGLU), elementwise, for M rows laid out
+  // [gate: hidden | up: hidden]
   void swiglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   void geglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   // out[m] = table[tokens[m]]
