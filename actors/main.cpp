@@ -221,10 +221,12 @@ int main(int argc, char** argv) {
     std::fputs(parley::effective_config(app.got_subcommand("serve") ? *serve_cmd : *gen_cmd).c_str(), stdout);
     return 0;
   }
-  serve.server.router.effective_config = parley::redacted_config(*serve_cmd);
   try {
     if (app.got_subcommand("generate")) return parley::run_generate(generate);
-    if (app.got_subcommand("serve")) return parley::run_serve(serve);
+    if (app.got_subcommand("serve")) {
+      serve.server.router.effective_config = parley::redacted_config(*serve_cmd);
+      return parley::run_serve(serve);
+    }
     if (app.got_subcommand("convert")) return parley::run_convert(convert);
     if (app.got_subcommand("gen-model")) return parley::run_gen_model(gen_model);
     if (app.got_subcommand("quantize")) return parley::run_quantize(quantize);
