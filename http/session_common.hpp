@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 
+#include "http/connection_metrics.hpp"
 #include "http/generation.hpp"
 #include "http/server.hpp"
 
@@ -23,6 +24,7 @@ struct ServerContext {
   std::atomic<uint64_t> next_id{0};
   std::atomic<int> live_generations{0};  // shutdown waits for these to end
   std::atomic<bool> draining{false};     // SIGTERM came: new generations (on open connections) get 503
+  ConnectionMetrics connections;
 };
 
 inline constexpr const char* kShuttingDown = "The server is shutting down; no new requests are accepted.";
@@ -64,6 +66,8 @@ struct StrandSink : RequestSink {
 
 std::string new_request_id(ServerContext& ctx, const char* prefix);
 long epoch_seconds();
+// Starts an HTTP session on an accepted connection.
+void start_http_session(ServerContext& ctx, tcp::socket socket);
 // Starts a websocket session on an upgraded connection.
 void start_websocket(ServerContext& ctx, beast::tcp_stream stream, beast::http::request<beast::http::string_body> req);
 

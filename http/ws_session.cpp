@@ -20,11 +20,12 @@ namespace ws = beast::websocket;
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(ServerContext& ctx, beast::tcp_stream stream) : ctx_(ctx), ws_(std::move(stream)) {}
+  ~WsSession() { ctx_.connections.on_closed(); }
 
   void run(beast::http::request<beast::http::string_body> req) {
     beast::get_lowest_layer(ws_).expires_never();
     ws_.set_option(ws::stream_base::timeout::suggested(beast::role_type::server));
-    ws_.read_message_max(ctx_.options.max_body_bytes);
+    ws_.read_message_max(0);  // the size check is ours (do_read), so that the close waits for earlier answers
     ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return;
       self->do_read();
@@ -53,14 +54,33 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   }
 
  private:
+  // A message is read in pieces so that an oversized one is caught here, before it is buffered whole.
+  // (Beast's own limit would close at once, dropping the answers still queued, and its teardown leaves the
+  // rest of the message unread, so the client sees a reset instead of the close frame.)
   void do_read() {
-    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->closed();
+    ws_.async_read_some(in_, kReadPiece, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->closed();  // Beast has sent 1002/1007 itself for a protocol or UTF-8 error
+      if (self->in_.size() > self->ctx_.options.max_body_bytes)
+        return self->close_after_answers(ws::close_code::too_big, "message exceeds " +
+                                                                      std::to_string(self->ctx_.options.max_body_bytes) + " bytes");
+      if (!self->ws_.is_message_done()) return self->do_read();
       std::string text = beast::buffers_to_string(self->in_.data());
       self->in_.consume(self->in_.size());
       self->on_message(text);
       self->do_read();
     });
+  }
+
+  // Reading stops; requests still running are aborted and end with their `abort` messages; once every
+  // answer is written the close frame goes out (Beast's close drains the rest of the client's message).
+  void close_after_answers(ws::close_code code, std::string reason) {
+    spdlog::info("websocket closing with {}: {}; aborting {} request(s)", int(code), reason, live_.size());
+    state_ = State::Closing;
+    closing_hold_ = shared_from_this();  // no read is pending now, and the engine's sinks hold the session weakly
+    close_reason_ = ws::close_reason(code, reason);
+    in_.clear();
+    for (auto& [id, live] : live_) ctx_.engine->abort(live.gen->unfinished_req_ids());
+    write_next();
   }
 
   void fail(const std::string& id, const std::string& message) {
@@ -113,15 +133,20 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     auto it = live_.find(client_id);
     flushing_.push_back(std::move(it->second.counted));
     live_.erase(it);
-    if (!writing_ && outbox_.empty()) flushing_.clear();
+    write_next();
   }
   void send(std::string text) {
+    if (state_ == State::Closed) return;
     outbox_.push_back(std::move(text));
-    if (!writing_) write_next();
+    write_next();
   }
   void write_next() {
-    if (outbox_.empty()) flushing_.clear();
-    if (outbox_.empty() || closed_) return;
+    if (state_ == State::Closed || writing_) return;
+    if (outbox_.empty()) {
+      flushing_.clear();
+      if (state_ == State::Closing && live_.empty()) send_close();
+      return;
+    }
     writing_ = true;
     current_ = std::move(outbox_.front());
     outbox_.pop_front();
@@ -133,14 +158,20 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     });
   }
 
+  void send_close() {
+    state_ = State::Closed;
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) { self->closing_hold_.reset(); });
+  }
+
   // The socket is gone: every generation still running on it is aborted.
   void closed() {
-    if (closed_) return;
-    closed_ = true;
+    if (state_ == State::Closed) return;
+    state_ = State::Closed;
     for (auto& [id, live] : live_) ctx_.engine->abort(live.gen->unfinished_req_ids());
     live_.clear();
     outbox_.clear();
     flushing_.clear();
+    closing_hold_.reset();
   }
 
   ServerContext& ctx_;
@@ -154,7 +185,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::vector<std::unique_ptr<LiveGeneration>> flushing_;  // ended generations whose last message is still queued
   std::deque<std::string> outbox_;
   std::string current_;
-  bool writing_ = false, closed_ = false;
+  bool writing_ = false;
+  // Open: messages are read. Closing: a close is owed once the answers are written. Closed: the socket is done.
+  enum class State { Open, Closing, Closed } state_ = State::Open;
+  ws::close_reason close_reason_;
+  std::shared_ptr<WsSession> closing_hold_;
+  static constexpr size_t kReadPiece = 64 * 1024;
 };
 
 }  // namespace

@@ -1,0 +1,35 @@
+// The HTTP server's own counters, appended to the engine's /metrics text: connections accepted and
+// open, and malformed or refused requests by the status they were answered with. Shared by the io
+// threads, so one mutex around the registry.
+#pragma once
+#include <mutex>
+#include <string>
+
+#include "http/prometheus.hpp"
+
+namespace parley::http {
+
+class ConnectionMetrics {
+ public:
+  ConnectionMetrics()
+      : accepted_(registry_.counter("parley:http_connections_total", "HTTP connections accepted.").get()),
+        open_(registry_.gauge("parley:http_connections_open", "HTTP and websocket connections open now.").get()),
+        refused_(registry_.counter("parley:http_refused_requests_total",
+                                   "Requests answered with an error before routing (malformed, too large, timed "
+                                   "out, past the pipelining limit), by status.",
+                                   {"status"})) {}
+
+  void on_accepted() { std::lock_guard lock(mutex_); accepted_.inc(), open_.inc(); }
+  void on_closed() { std::lock_guard lock(mutex_); open_.dec(); }
+  void on_refused(int status) { std::lock_guard lock(mutex_); refused_.labels({std::to_string(status)}).inc(); }
+  std::string render() const { std::lock_guard lock(mutex_); return registry_.render(); }
+
+ private:
+  mutable std::mutex mutex_;
+  prom::Registry registry_;
+  prom::Counter& accepted_;
+  prom::Gauge& open_;
+  prom::Family<prom::Counter>& refused_;
+};
+
+}  // namespace parley::http

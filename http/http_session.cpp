@@ -1,0 +1,394 @@
+// One HTTP/1.1 connection. Requests are read all the time (pipelined ones queue up in the RequestReader,
+// and the same read notices a client that goes away mid-generation), answered one at a time in arrival
+// order, and every answer's bytes go through one outbox with one write in flight. The connection stays
+// open as the client asks; after a refusal it closes gracefully: our side shut, the client's bytes read and
+// dropped for a bounded time, so the client reads the status instead of a reset.
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <deque>
+
+#include "http/request_reader.hpp"
+#include "http/session_common.hpp"
+
+namespace parley::http {
+namespace {
+
+namespace bhttp = beast::http;
+
+constexpr size_t kMaxPipelined = 16;        // requests waiting behind the one being answered; the next gets 503
+constexpr int kLingerSeconds = 5;           // after the last answer, the client's leftovers are drained this long
+constexpr size_t kLingerBytes = 256u << 20;  // ... and up to this many bytes (a large upload refused with 413)
+
+enum class BodyFraming { Length, Chunked, UntilClose };
+
+std::string response_head(int status, const std::string& type, BodyFraming framing, size_t length, bool keep_alive) {
+  std::string h = "HTTP/1.1 " + std::to_string(status) + " " +
+                  std::string(bhttp::obsolete_reason(bhttp::status(status))) + "\r\nServer: parley\r\nContent-Type: " +
+                  type + "\r\n";
+  if (framing == BodyFraming::Length) h += "Content-Length: " + std::to_string(length) + "\r\n";
+  else h += "Cache-Control: no-cache\r\n";
+  if (framing == BodyFraming::Chunked) h += "Transfer-Encoding: chunked\r\n";
+  h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return h;
+}
+
+std::string body_piece(BodyFraming framing, const std::string& text) {
+  if (framing != BodyFraming::Chunked) return text;
+  char size[20];
+  std::snprintf(size, sizeof size, "%zx\r\n", text.size());
+  return size + text + "\r\n";
+}
+
+ApiError api_error(int status, const std::string& message) {
+  ApiError e;
+  e.status = status, e.message = message;
+  e.type = status == 503 ? "ServiceUnavailableError" : status == 413 ? "RequestEntityTooLarge" : "BadRequestError";
+  return e;
+}
+std::string error_json(int status, const std::string& message) { return error_body(api_error(status, message)); }
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(ServerContext& ctx, tcp::socket socket)
+      : ctx_(ctx), stream_(std::move(socket)), deadline_timer_(stream_.get_executor()),
+        reader_({ctx.options.max_body_bytes, RequestReader::Limits{}.max_header_bytes, kMaxPipelined}) {}
+  ~HttpSession() {
+    if (conn_ != Conn::HandedOver) ctx_.connections.on_closed();
+  }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->update_deadline();
+      self->read_more();
+    });
+  }
+
+  void on_engine_output(const std::string&, const RequestOutput& out) {
+    if (!gen_ || conn_ == Conn::Closed) return;
+    std::string text = gen_->gen->on_output(out);
+    if (!text.empty()) send_body(std::move(text));
+    if (!gen_->gen->done()) return;
+    if (const auto& failed = gen_->gen->failure()) finish_generation(gen_->gen->error_text(*failed), failed->status);
+    else finish_generation(gen_->gen->closing_text());
+  }
+  // Admitted: a stream can commit to 200 now (a refusal before this gets its own status).
+  void on_engine_admitted(const std::string&) {
+    if (gen_ && conn_ != Conn::Closed) send_head();
+  }
+  void on_engine_rejected(const std::string&, int status, const std::string& message) {
+    if (!gen_ || conn_ == Conn::Closed) return;
+    if (gen_->head_sent) return finish_generation(gen_->gen->error_text(api_error(status, message)), status);
+    const bool keep_alive = gen_->keep_alive;
+    gen_.reset();
+    answer(status, error_json(status, message), "application/json", keep_alive);
+  }
+
+ private:
+  // Open: requests are read and answered. Closing: the last answer is queued, the rest is not read.
+  // Lingering: it is written and our side shut; the client's bytes are dropped until it closes (bounded).
+  enum class Conn { Open, Closing, Lingering, Closed, HandedOver };
+  // What the deadline timer guards: an idle keep-alive wait, a request arriving, the linger.
+  enum class Deadline { None, Idle, Request, Linger };
+
+  struct Piece {
+    std::string bytes;
+    std::unique_ptr<LiveGeneration> live;  // a generation's last bytes: shutdown waits until they are written
+  };
+  struct GenerationInFlight {
+    std::unique_ptr<Generation> gen;
+    std::unique_ptr<LiveGeneration> live;
+    BodyFraming framing;
+    bool keep_alive;
+    bool head_sent = false;  // streams only
+    std::shared_ptr<HttpSession> hold;  // the engine's sink holds the session weakly, and a read may not be pending
+  };
+
+  // --- Reading ----------------------------------------------------------------------------------
+  void read_more() {
+    if (reading_ || peer_closed_ || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    if (reader_.state() == RequestReader::State::Upgrade) return;  // what follows belongs to the websocket
+    reading_ = true;
+    stream_.socket().async_read_some(net::buffer(inbuf_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->on_bytes(ec, n);
+    });
+  }
+
+  void on_bytes(beast::error_code ec, size_t n) {
+    reading_ = false;
+    if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    if (ec) return on_peer_gone(ec == net::error::eof);
+    if (conn_ == Conn::Lingering) {
+      lingered_bytes_ += n;
+      return lingered_bytes_ > kLingerBytes ? close() : read_more();
+    }
+    reader_.feed({inbuf_.data(), n});  // after a refusal, dropped
+    serve_next();
+    update_deadline();
+    read_more();
+  }
+
+  // End of stream or a reset. A generation in flight is aborted; requests already read are still answered
+  // after a clean end of stream (a client may shut its sending side and wait for the answers).
+  void on_peer_gone(bool end_of_stream) {
+    if (conn_ == Conn::Lingering || !end_of_stream || gen_) return client_disconnected();
+    peer_closed_ = true;
+    serve_next();
+    update_deadline();
+  }
+
+  void client_disconnected() {
+    if (gen_) {
+      spdlog::info("{}: client disconnected; aborting {} request(s)", gen_->gen->id(),
+                   gen_->gen->unfinished_req_ids().size());
+      ctx_.engine->abort(gen_->gen->unfinished_req_ids());
+    }
+    close();
+  }
+
+  // --- Answering, one request at a time ---------------------------------------------------------
+  void serve_next() {
+    if (answering_ || conn_ != Conn::Open) return;
+    std::optional<Incoming> in = reader_.pop();
+    if (!in) {
+      if (peer_closed_ || reader_.state() == RequestReader::State::Refused) finish_connection();
+      return;
+    }
+    answering_ = true;
+    if (in->kind == Incoming::Kind::Refusal) {
+      ctx_.connections.on_refused(in->status);
+      spdlog::info("refused a request with {}: {}", in->status, in->message);
+      return answer(in->status, error_json(in->status, in->message), "application/json", false);
+    }
+    serve(std::move(in->request));
+  }
+
+  void serve(bhttp::request<bhttp::string_body> req) {
+    const bool keep_alive = req.keep_alive();
+    if (beast::websocket::is_upgrade(req)) return upgrade(std::move(req));
+    HttpRequestView view{std::string(req.method_string()), std::string(req.target()),
+                         std::string(req[bhttp::field::authorization]), std::move(req.body())};
+    RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
+    switch (r.kind) {
+      case RouteResult::Kind::Respond:
+      case RouteResult::Kind::WebSocket: return answer(r.status, std::move(r.body), r.content_type, keep_alive);
+      case RouteResult::Kind::Metrics:
+      case RouteResult::Kind::AdminActors:
+      case RouteResult::Kind::AdminRequests: return ask_engine(r.kind, r.content_type, keep_alive);
+      case RouteResult::Kind::Generate:
+        if (ctx_.draining)  // a request read on an open connection after SIGTERM
+          return answer(503, error_json(503, kShuttingDown), "application/json", false);
+        return start_generation(std::move(*r.generate), keep_alive, req.version());
+    }
+  }
+
+  // The answer comes from the engine's actors; the callback holds the session until then.
+  void ask_engine(RouteResult::Kind kind, std::string type, bool keep_alive) {
+    const bool metrics = kind == RouteResult::Kind::Metrics;
+    auto reply = [self = shared_from_this(), ex = stream_.get_executor(), type, keep_alive, metrics](std::string text) {
+      net::post(ex, [self, type, keep_alive, metrics, text = std::move(text)]() mutable {
+        if (self->conn_ != Conn::Open) return;
+        if (metrics) text += self->ctx_.connections.render();
+        self->answer(200, std::move(text), type, keep_alive);
+      });
+    };
+    if (metrics) ctx_.engine->metrics(reply);
+    else if (kind == RouteResult::Kind::AdminActors) ctx_.engine->admin_actors(reply);
+    else ctx_.engine->admin_requests(reply);
+  }
+
+  void upgrade(bhttp::request<bhttp::string_body> req) {
+    if (req.target() != "/v1/ws")
+      return answer(404, error_body({404, "Not Found: " + std::string(req.target()), "NotFoundError", "", ""}),
+                    "application/json", false);
+    if (!ctx_.options.router.api_key.empty() &&
+        !bearer_matches(std::string(req[bhttp::field::authorization]), ctx_.options.router.api_key))
+      return answer(401, error_body({401, "Unauthorized", "AuthenticationError", "", "invalid_api_key"}),
+                    "application/json", false);
+    upgrade_.emplace(std::move(req));
+    write_next();  // hands the socket over once the answers before it are written
+  }
+
+  void answer(int status, std::string body, const std::string& type, bool keep_alive) {
+    enqueue({response_head(status, type, BodyFraming::Length, body.size(), keep_alive) + body, nullptr});
+    answer_done(keep_alive);
+  }
+
+  // The answer's bytes are queued: the next request may be served (its bytes queue behind).
+  void answer_done(bool keep_alive) {
+    answering_ = false;
+    if (!keep_alive) return finish_connection();
+    serve_next();
+    update_deadline();
+  }
+
+  void start_generation(GenerateRequest req, bool keep_alive, unsigned version) {
+    const bool chat = req.endpoint == Endpoint::ChatCompletions;
+    const bool stream = req.stream;
+    // HTTP/1.0 has no chunked encoding: a stream's end is the connection's end.
+    const BodyFraming framing = !stream ? BodyFraming::Length : version == 10 ? BodyFraming::UntilClose : BodyFraming::Chunked;
+    auto gen = std::make_unique<Generation>(std::move(req), new_request_id(ctx_, chat ? "chatcmpl" : "cmpl"), epoch_seconds(),
+                                            *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
+    spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
+                 gen->request().params.n, gen->request().params.max_tokens, stream,
+                 gen->request().user.empty() ? "" : ", user=", gen->request().user);
+    auto specs = gen->engine_requests();
+    auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
+    gen_.emplace(GenerationInFlight{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), framing,
+                                    keep_alive && framing != BodyFraming::UntilClose, false, shared_from_this()});
+    ctx_.engine->submit(std::move(specs), sink);
+  }
+
+  void send_head() {
+    if (gen_->framing == BodyFraming::Length || gen_->head_sent) return;
+    gen_->head_sent = true;
+    enqueue({response_head(200, "text/event-stream", gen_->framing, 0, gen_->keep_alive), nullptr});
+  }
+
+  void send_body(std::string text) {
+    if (gen_->framing == BodyFraming::Length) return;  // a JSON answer is written whole at the end
+    send_head();
+    enqueue({body_piece(gen_->framing, text), nullptr});
+  }
+
+  void finish_generation(std::string closing, int status = 200) {
+    GenerationInFlight g = std::move(*gen_);
+    gen_.reset();
+    if (g.framing == BodyFraming::Length) {
+      enqueue({response_head(status, "application/json", BodyFraming::Length, closing.size(), g.keep_alive) + closing,
+               std::move(g.live)});
+    } else {
+      if (!g.head_sent) enqueue({response_head(200, "text/event-stream", g.framing, 0, g.keep_alive), nullptr});
+      std::string tail = body_piece(g.framing, closing);
+      if (g.framing == BodyFraming::Chunked) tail += "0\r\n\r\n";
+      enqueue({std::move(tail), std::move(g.live)});
+    }
+    answer_done(g.keep_alive);
+  }
+
+  // --- Writing: one write in flight -------------------------------------------------------------
+  void enqueue(Piece piece) {
+    outbox_.push_back(std::move(piece));
+    write_next();
+  }
+
+  void write_next() {
+    if (writing_ || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    if (outbox_.empty()) {
+      if (upgrade_) return hand_over();
+      if (conn_ == Conn::Closing) return linger();
+      return update_deadline();
+    }
+    writing_ = true;
+    current_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));  // a client that stops reading
+    net::async_write(stream_, net::buffer(current_.bytes), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      self->current_.live.reset();
+      if (ec) return self->client_disconnected();
+      self->write_next();
+    });
+  }
+
+  void hand_over() {
+    conn_ = Conn::HandedOver;
+    deadline_timer_.cancel();
+    stream_.expires_never();
+    start_websocket(ctx_, std::move(stream_), std::move(*upgrade_));
+  }
+
+  // --- Closing ----------------------------------------------------------------------------------
+  // No more requests are read; what is queued is written, then the connection lingers and closes.
+  void finish_connection() {
+    if (conn_ != Conn::Open) return;
+    conn_ = Conn::Closing;
+    write_next();
+  }
+
+  // Our side is shut; the client's remaining bytes are read and dropped until it closes, so that unread
+  // bytes do not turn our close into a reset that destroys the answer before the client reads it.
+  void linger() {
+    conn_ = Conn::Lingering;
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec || peer_closed_) return close();
+    update_deadline();
+    read_more();
+  }
+
+  void close() {
+    if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    conn_ = Conn::Closed;
+    gen_.reset();
+    outbox_.clear();
+    deadline_timer_.cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+  }
+
+  // --- Deadlines --------------------------------------------------------------------------------
+  Deadline wanted_deadline() const {
+    if (conn_ == Conn::Lingering) return Deadline::Linger;
+    if (conn_ != Conn::Open) return Deadline::None;
+    if (!peer_closed_ && reader_.mid_request()) return Deadline::Request;  // from the request's first byte
+    if (!answering_ && !writing_ && outbox_.empty() && reader_.queued() == 0 && !peer_closed_) return Deadline::Idle;
+    return Deadline::None;
+  }
+
+  void update_deadline() {
+    const Deadline want = wanted_deadline();
+    if (want == deadline_) return;
+    deadline_ = want;
+    ++deadline_epoch_;
+    deadline_timer_.cancel();
+    if (want == Deadline::None) return;
+    const int seconds = want == Deadline::Idle      ? ctx_.options.idle_timeout_s
+                        : want == Deadline::Request ? ctx_.options.read_timeout_s
+                                                    : kLingerSeconds;
+    deadline_timer_.expires_after(std::chrono::seconds(seconds));
+    deadline_timer_.async_wait([self = shared_from_this(), epoch = deadline_epoch_](beast::error_code ec) {
+      if (!ec && epoch == self->deadline_epoch_) self->on_deadline();
+    });
+  }
+
+  void on_deadline() {
+    const Deadline what = deadline_;
+    deadline_ = Deadline::None;
+    if (what == Deadline::Request) {
+      reader_.refuse(408, "The request did not arrive whole within " + std::to_string(ctx_.options.read_timeout_s) +
+                              " seconds.");
+      serve_next();
+      return update_deadline();
+    }
+    close();  // idle keep-alive, or the linger is over
+  }
+
+  ServerContext& ctx_;
+  beast::tcp_stream stream_;
+  net::steady_timer deadline_timer_;
+  RequestReader reader_;
+  std::array<char, 64 * 1024> inbuf_;
+  Conn conn_ = Conn::Open;
+  Deadline deadline_ = Deadline::None;
+  uint64_t deadline_epoch_ = 0;
+  bool reading_ = false;      // a read is in flight (never more than one)
+  bool peer_closed_ = false;  // the client shut its sending side
+  bool answering_ = false;    // a request is being answered (its bytes not all queued yet)
+  std::optional<GenerationInFlight> gen_;
+  std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
+  std::deque<Piece> outbox_;
+  Piece current_;
+  bool writing_ = false;  // one write in flight
+  size_t lingered_bytes_ = 0;
+};
+
+}  // namespace
+
+void start_http_session(ServerContext& ctx, tcp::socket socket) {
+  ctx.connections.on_accepted();
+  std::make_shared<HttpSession>(ctx, std::move(socket))->start();
+}
+
+}  // namespace parley::http

@@ -1,0 +1,102 @@
+#include "http/request_reader.hpp"
+
+#include <cctype>
+
+namespace parley::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+// "HTTP/2.0", "HTTP/3": a version written well that is not 1.0 or 1.1 (505, where garbage gets 400).
+bool is_other_http_version(std::string_view request_line) {
+  const size_t last_space = request_line.rfind(' ');
+  if (last_space == std::string_view::npos) return false;
+  std::string_view v = request_line.substr(last_space + 1);
+  if (v.substr(0, 5) != "HTTP/" || v.size() < 6) return false;
+  v.remove_prefix(5);
+  const bool digits = std::isdigit(static_cast<unsigned char>(v[0])) &&
+                      (v.size() == 1 || (v.size() == 3 && v[1] == '.' && std::isdigit(static_cast<unsigned char>(v[2]))));
+  return digits && v != "1.0" && v != "1.1";
+}
+
+}  // namespace
+
+int refusal_status(boost::beast::error_code ec) {
+  if (ec == bhttp::error::body_limit) return 413;
+  if (ec == bhttp::error::header_limit) return 431;
+  return 400;
+}
+
+void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
+  const int status = refusal_status(ec);
+  if (status == 413) return refuse(413, "Request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) + " bytes.");
+  if (status == 431)
+    return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
+  if (ec == bhttp::error::bad_version) {
+    const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const std::string_view line = pending.substr(0, pending.find("\r\n"));
+    if (is_other_http_version(line))
+      return refuse(505, "HTTP version " + std::string(line.substr(line.rfind(' ') + 6)) + " is not supported; use HTTP/1.1.");
+  }
+  refuse(400, "Malformed HTTP request: " + ec.message() + ".");
+}
+
+RequestReader::RequestReader(Limits limits) : limits_(limits) { start_request(); }
+
+void RequestReader::start_request() {
+  parser_.emplace();
+  parser_->body_limit(limits_.max_body_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+  parser_->eager(true);  // a body arriving with its header is parsed in the same call
+}
+
+void RequestReader::refuse(int status, std::string message) {
+  if (state_ != State::Reading) return;
+  Incoming r;
+  r.kind = Incoming::Kind::Refusal, r.status = status, r.message = std::move(message);
+  ready_.push_back(std::move(r));
+  state_ = State::Refused;
+  buffer_.clear();
+}
+
+void RequestReader::feed(std::string_view bytes) {
+  if (state_ != State::Reading) return;
+  auto dst = buffer_.prepare(bytes.size());
+  boost::asio::buffer_copy(dst, boost::asio::buffer(bytes.data(), bytes.size()));
+  buffer_.commit(bytes.size());
+  while (state_ == State::Reading && buffer_.size() > 0) {
+    boost::beast::error_code ec;
+    const size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more) break;  // the rest of a header (or chunk line) is still to come
+    if (ec) return refuse_parse_error(ec);
+    if (parser_->is_done()) request_done();
+    else if (used == 0) break;
+  }
+}
+
+void RequestReader::request_done() {
+  if (ready_.size() >= limits_.max_queued)
+    return refuse(503, "More than " + std::to_string(limits_.max_queued) +
+                           " pipelined requests are waiting on this connection; send the rest after their answers.");
+  Incoming r;
+  r.request = parser_->release();
+  const bool upgrade = boost::beast::websocket::is_upgrade(r.request);
+  ready_.push_back(std::move(r));
+  if (upgrade) {
+    state_ = State::Upgrade;  // what follows is the websocket's
+    buffer_.clear();
+    return;
+  }
+  start_request();
+}
+
+std::optional<Incoming> RequestReader::pop() {
+  if (ready_.empty()) return std::nullopt;
+  Incoming r = std::move(ready_.front());
+  ready_.pop_front();
+  return r;
+}
+
+}  // namespace parley::http
