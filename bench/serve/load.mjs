@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Serving load generator for parley (or any OpenAI-compatible server): streaming /v1/completions with
 // random token-id prompts, at a fixed concurrency or a Poisson request rate; reports TTFT, TPOT, ITL and
-// throughput. No npm dependencies: Node 20's fetch.
+// throughput, over keep-alive connections or one connection per request (or both, compared). No npm
+// dependencies: node:http.
 //
 //   node bench/serve/load.mjs --url http://127.0.0.1:8000 --concurrency 16 --num-requests 200 \
 //        --prompt-tokens 64 --output-tokens 64 [--model NAME]
@@ -10,6 +11,7 @@
 // See bench/serve/README.md.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,12 +29,15 @@ const USAGE = `usage: node bench/serve/load.mjs (--url URL | --spawn PARLEY [ser
   --temperature T        sampling temperature (default 0: greedy)
   --api-key KEY          Authorization: Bearer KEY
   --warmup N             untimed requests first (default 2)
+  --connections MODE     keep-alive (default: a pool of persistent connections, as the openai SDKs use),
+                         per-request (a new connection per request, Connection: close), or compare (both, the
+                         same requests, one table with the ratio)
   --json FILE            also write the results as JSON
   --spawn PARLEY ...     start 'PARLEY serve ...' on a free port (must be the last option; the rest of the
                          arguments are server flags; --model/--tokenizer default to ../shared/models/stories260K)`;
 
 function parseArgs(argv) {
-  const o = { numRequests: 200, promptTokens: 64, outputTokens: 64, vocab: 512, seed: 0, temperature: 0, warmup: 2 };
+  const o = { connections: 'keep-alive', numRequests: 200, promptTokens: 64, outputTokens: 64, vocab: 512, seed: 0, temperature: 0, warmup: 2 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -58,6 +63,12 @@ function parseArgs(argv) {
       case '--temperature': o.temperature = num(); break;
       case '--api-key': o.apiKey = val(); break;
       case '--warmup': o.warmup = num(); break;
+      case '--connections': {
+        o.connections = val();
+        if (!['keep-alive', 'per-request', 'compare'].includes(o.connections))
+          throw new Error(`--connections must be keep-alive, per-request or compare, not ${o.connections}`);
+        break;
+      }
       case '--json': o.json = val(); break;
       case '--spawn': o.spawn = val(); o.serverFlags = argv.slice(i + 1); i = argv.length; break;
       case '-h': case '--help': console.log(USAGE); process.exit(0); break;
@@ -128,10 +139,22 @@ async function spawnServer(parley, flags) {
   };
 }
 
+// A POST through node:http: resolves with the response (its body an async iterable of chunks).
+function post(o, route, headers, body) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(route, o.url);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: o.agent,
+                               headers: { ...headers, 'Content-Length': Buffer.byteLength(body) } }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 // One streamed completion; returns {ok, ttft, e2e, itls, tokens, error} in milliseconds.
 async function oneRequest(o, prompt) {
   const headers = { 'Content-Type': 'application/json' };
   if (o.apiKey) headers.Authorization = `Bearer ${o.apiKey}`;
+  if (!o.agent) headers.Connection = 'close';
   const body = {
     model: o.model, prompt, max_tokens: o.outputTokens, ignore_eos: true, temperature: o.temperature,
     stream: true, stream_options: { include_usage: true },
@@ -139,16 +162,18 @@ async function oneRequest(o, prompt) {
   const start = performance.now();
   const res = { ok: false, ttft: NaN, e2e: NaN, itls: [], tokens: 0, chunks: 0, error: null };
   try {
-    const r = await fetch(`${o.url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify(body) });
-    if (r.status !== 200) {
-      res.error = `HTTP ${r.status}: ${(await r.text()).slice(0, 200)}`;
+    const r = await post(o, '/v1/completions', headers, JSON.stringify(body));
+    if (r.statusCode !== 200) {
+      let text = '';
+      for await (const chunk of r) text += chunk;
+      res.error = `HTTP ${r.statusCode}: ${text.slice(0, 200)}`;
       return res;
     }
     const decoder = new TextDecoder();
     let buf = '';
     let last = 0;
     let done = false;
-    for await (const chunk of r.body) {
+    for await (const chunk of r) {
       buf += decoder.decode(chunk, { stream: true });
       let i;
       while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -253,7 +278,7 @@ async function run(o) {
       url: o.url, model: o.model, concurrency: o.concurrency ?? null,
       request_rate: o.requestRate === undefined ? null : (Number.isFinite(o.requestRate) ? o.requestRate : 'inf'),
       num_requests: o.numRequests, prompt_tokens: o.promptTokens, output_tokens: o.outputTokens,
-      temperature: o.temperature, seed: o.seed,
+      temperature: o.temperature, seed: o.seed, connections: o.agent ? 'keep-alive' : 'per-request',
     },
     completed: ok.length,
     failed: failed.length,
@@ -277,6 +302,7 @@ function printTable(r) {
   const rows = [
     ['Model', r.config.model],
     ['Load', mode],
+    ['Connections', `${r.config.connections}${r.connections_opened != null ? ` (${r.connections_opened} opened)` : ''}`],
     ['Prompt / output tokens', `${r.config.prompt_tokens} / ${r.config.output_tokens}`],
     ['Successful requests', `${r.completed}`],
     ['Failed requests', `${r.failed}`],
@@ -297,6 +323,31 @@ function printTable(r) {
   for (const [k, v] of rows) console.log(`${k.padEnd(w)}  ${v}`);
   console.log(line);
   if (r.first_errors.length) console.log(`errors: ${r.first_errors.join(' | ')}`);
+}
+
+// The server's parley:http_connections_total (null for a server without it).
+async function connectionsAccepted(o) {
+  try {
+    const text = await (await fetch(`${o.url}/metrics`, { headers: o.apiKey ? { Authorization: `Bearer ${o.apiKey}` } : {} })).text();
+    const m = text.match(/^parley:http_connections_total(?:\{[^}]*\})? (\S+)$/m);
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+function printComparison(keep, fresh) {
+  const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const rows = [
+    ['Request throughput (req/s)', keep.request_throughput, fresh.request_throughput],
+    ['Output token throughput (tok/s)', keep.output_token_throughput, fresh.output_token_throughput],
+    ['TTFT p50 (ms)', keep.ttft_ms.p50, fresh.ttft_ms.p50],
+    ['E2E p50 (ms)', keep.e2e_ms.p50, fresh.e2e_ms.p50],
+    ['Connections opened', keep.connections_opened, fresh.connections_opened],
+  ];
+  console.log('| | keep-alive | per-request | keep-alive / per-request |');
+  console.log('|---|---|---|---|');
+  for (const [k, a, b] of rows) console.log(`| ${k} | ${f(a)} | ${f(b)} | ${f(a / b)} |`);
 }
 
 async function mainCli() {
@@ -320,10 +371,22 @@ async function mainCli() {
       if (!r.ok) throw new Error(`GET /v1/models: ${r.status} ${await r.text()}`);
       o.model = (await r.json()).data[0].id;
     }
-    const result = await run(o);
-    printTable(result);
-    if (o.json) fs.writeFileSync(o.json, JSON.stringify(result, null, 2) + '\n');
-    if (result.failed > 0) process.exitCode = 1;
+    const modes = o.connections === 'compare' ? ['keep-alive', 'per-request'] : [o.connections];
+    const results = [];
+    for (const mode of modes) {
+      o.agent = mode === 'keep-alive' ? new http.Agent({ keepAlive: true, maxSockets: Infinity }) : false;
+      const before = await connectionsAccepted(o);
+      const result = await run(o);
+      const after = await connectionsAccepted(o);
+      // The two /metrics reads open a connection each (fetch's own pool: at most one).
+      result.connections_opened = before != null && after != null ? after - before - 1 : null;
+      if (o.agent) o.agent.destroy();
+      printTable(result);
+      results.push(result);
+    }
+    if (results.length === 2) printComparison(results[0], results[1]);
+    if (o.json) fs.writeFileSync(o.json, JSON.stringify(results.length === 1 ? results[0] : results, null, 2) + '\n');
+    if (results.some((r) => r.failed > 0)) process.exitCode = 1;
   } finally {
     if (server) await server.stop();
   }
