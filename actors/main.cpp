@@ -153,6 +153,12 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
       ->check(parley::at_least(1));
   cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str()
       ->check(parley::at_least(1));
+  cmd->add_option("--max-connections", s.max_connections,
+                  "Open HTTP and websocket connections at most; a connection past it is answered 503 and closed")
+      ->capture_default_str()->check(parley::at_least(1));
+  cmd->add_option("--max-ws-requests", s.max_ws_requests,
+                  "Requests running at once on one websocket; a request past it gets a 429 error message")
+      ->capture_default_str()->check(parley::at_least(1));
   cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--chat-template", s.chat_template_file,

@@ -19,7 +19,12 @@ class ConnectionMetrics {
                                    "out, past the pipelining limit), by status.",
                                    {"status"})) {}
 
-  void on_accepted() { std::lock_guard lock(mutex_); accepted_.inc(), open_.inc(); }
+  // Returns the number of connections open, this one included.
+  int on_accepted() {
+    std::lock_guard lock(mutex_);
+    accepted_.inc(), open_.inc();
+    return int(open_.value());
+  }
   void on_closed() { std::lock_guard lock(mutex_); open_.dec(); }
   void on_refused(int status) { std::lock_guard lock(mutex_); refused_.labels({std::to_string(status)}).inc(); }
   std::string render() const { std::lock_guard lock(mutex_); return registry_.render(); }

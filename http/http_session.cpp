@@ -57,8 +57,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ != Conn::HandedOver) ctx_.connections.on_closed();
   }
 
-  void start() {
+  // over_limit: the server has too many connections open: this one is answered 503 and closed.
+  void start(bool over_limit) {
+    if (over_limit)
+      reader_.refuse(503, "The server has " + std::to_string(ctx_.options.max_connections) +
+                              " connections open (--max-connections); retry later.");
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->serve_next();
       self->update_deadline();
       self->read_more();
     });
@@ -387,8 +392,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 }  // namespace
 
 void start_http_session(ServerContext& ctx, tcp::socket socket) {
-  ctx.connections.on_accepted();
-  std::make_shared<HttpSession>(ctx, std::move(socket))->start();
+  const bool over_limit = ctx.connections.on_accepted() > ctx.options.max_connections;
+  std::make_shared<HttpSession>(ctx, std::move(socket))->start(over_limit);
 }
 
 }  // namespace parley::http

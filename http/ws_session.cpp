@@ -105,6 +105,13 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     }
     if (type != "request") return fail(id, "\"type\" must be \"request\" or \"cancel\".");
     if (live_.count(id)) return fail(id, "A request with id " + id + " is already running on this socket.");
+    if (int(live_.size()) >= ctx_.options.max_ws_requests) {
+      ApiError e;
+      e.status = 429, e.type = "RateLimitError";
+      e.message = std::to_string(live_.size()) + " requests are running on this socket (--max-ws-requests " +
+                  std::to_string(ctx_.options.max_ws_requests) + "); send more when one ends.";
+      return send(websocket_error(e, id));
+    }
     const std::string endpoint = m.value("endpoint", "completions");
     if (endpoint != "completions" && endpoint != "chat.completions")
       return fail(id, "\"endpoint\" must be \"completions\" or \"chat.completions\".");

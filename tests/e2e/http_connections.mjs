@@ -2,7 +2,8 @@
 // requests answered in order (and a client leaving in the middle of a pipelined stream aborts it); the
 // pipelining limit; malformed requests answered with their status before a graceful close (400, 408, 413,
 // 431, 505), 20 uploads of 64 MB each reading their 413 instead of a reset; websocket close codes 1009, 1007
-// and 1002 after the answers already produced, with nothing leaked.
+// and 1002 after the answers already produced, with nothing leaked; the limits: --max-connections (503),
+// --max-ws-requests (429), and a client trickling one byte a second cut by --read-timeout holding nothing.
 //   node tests/e2e/http_connections.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -320,12 +321,69 @@ async function websocket(t, base, port) {
   t.note('websocket 1009, 1007, 1002');
 }
 
+async function limits(t) {
+  // --idle-timeout 1: the connection that polled /health at the start closes before the count matters.
+  const { base, port } = await t.start(['--max-connections', '3', '--max-ws-requests', '2', '--read-timeout', String(READ_TIMEOUT_S),
+                                        '--idle-timeout', '1'], { label: 'limits' });
+  await sleep(1500);
+  // Three idle connections are the limit; the fourth is answered 503 and closed; with one gone, a new one is served.
+  const idle = await Promise.all([0, 1, 2].map(() => new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => resolve(s));
+    s.on('error', () => {});
+  })));
+  await sleep(200);
+  const over = await rawExchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.equal(over.responses[0]?.status, 503, `the 4th connection: ${over.raw.toString().slice(0, 200)}`);
+  assert.match(JSON.parse(over.responses[0].text).error.message, /--max-connections/);
+  assert.equal(over.reset, null);
+  idle.pop().destroy();
+  await sleep(200);
+  const again = await rawExchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.equal(again.responses[0]?.status, 200, 'a connection below the limit again is served');
+  t.check();
+
+  // One byte a second: cut by the read timeout with 408, and the engine never sees a request.
+  const started = Date.now();
+  const bytes = [...'POST /v1/completions HTTP/1.1\r\nHost: x\r\n'].flatMap((c) => [c, 1000]);
+  const slow = rawExchange(port, bytes, { timeoutMs: 15000 });
+  await sleep(1000);
+  assert.equal(await metric(base, 'parley:num_requests_waiting') + await metric(base, 'parley:num_requests_running'), 0);
+  const cut = await slow;
+  const took = (Date.now() - started) / 1000;
+  assert.equal(cut.responses[0]?.status, 408, `a trickling client: ${cut.raw.toString().slice(0, 200)}`);
+  assert.ok(took >= READ_TIMEOUT_S && took < READ_TIMEOUT_S + 3, `cut after ${took} s (--read-timeout ${READ_TIMEOUT_S})`);
+  t.check();
+  for (const s of idle) s.destroy();
+  await sleep(200);
+
+  // Two requests run on one websocket; the third gets 429 and the two still finish; then there is room again.
+  const r = await wsSession(port, async (ws, messages) => {
+    ws.send(wsRequest('a', { max_tokens: 200, ignore_eos: true, stream: true }));
+    ws.send(wsRequest('b', { max_tokens: 200, ignore_eos: true, stream: true }));
+    ws.send(wsRequest('c', { max_tokens: 4 }));
+    while (!finalOf(messages, 'a') || !finalOf(messages, 'b')) await sleep(10);
+    ws.send(wsRequest('d', { max_tokens: 4 }));
+    while (!finalOf(messages, 'd')) await sleep(10);
+    ws.close();
+  });
+  const c = r.messages.find((m) => m.id === 'c');
+  assert.equal(c.type, 'error');
+  assert.equal(c.status, 429, JSON.stringify(c));
+  assert.match(c.error.message, /--max-ws-requests 2/);
+  for (const id of ['a', 'b']) assert.equal(finalOf(r.messages, id).choices[0].finish_reason, 'length');
+  assert.equal(finalOf(r.messages, 'd').choices[0].finish_reason, 'length');
+  await assertNoLeaks(base, { label: 'limits' });
+  t.check();
+  t.note('limits 503 / 408 / 429');
+}
+
 main('http_connections', async (parley, t) => {
   const { base, port } = await t.start(['--max-body-bytes', String(MAX_BODY), '--read-timeout', String(READ_TIMEOUT_S)]);
   await keepAlive(t, port);
   await pipelining(t, base, port);
   await malformed(t, base, port);
   await websocket(t, base, port);
+  await limits(t);
   await assertNoLeaks(base, { label: 'end' });
   const open = metricValue(parseMetrics(await (await fetch(`${base}/metrics`)).text()), 'parley:http_connections_open',
                            { model_name: undefined });
