@@ -31,9 +31,11 @@ msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig con
 // timeout_s bounds a transfer on the decode side and a lease on the prefill side. layout: this instance's KV
 // layout; KV of another arrives as a failed transfer. link_transport: the worker's device links ("": none):
 // a decode instance opens one to each prefill instance it reaches, and their KV then travels on it.
+// kv_secret: "" trusts every peer; else a peer must authenticate (engine/kv_peer_auth.hpp) before it is used.
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
                                          std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
-                                         msg::worker_actor worker = {}, std::string link_transport = "");
+                                         msg::worker_actor worker = {}, std::string link_transport = "",
+                                         std::string kv_secret = "");
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);

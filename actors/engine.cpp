@@ -11,6 +11,7 @@
 #include "actors/device_setup.hpp"
 #include "actors/output_service.hpp"
 #include "engine/engine_core.hpp"
+#include "engine/kv_peer_auth.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
 #include "model/model_source.hpp"
@@ -54,10 +55,11 @@ struct Pd {
   std::string role;
   std::vector<PeerAddress> peers;
   RoutingPolicy routing = RoutingPolicy::RoundRobin;
+  std::string kv_secret;  // --kv-secret's file read
 };
 
 Pd check_pd(const EngineConfig& c) {
-  Pd pd{c.role, {}, RoutingPolicy::RoundRobin};
+  Pd pd{c.role, {}, RoutingPolicy::RoundRobin, ""};
   if (c.role != "colocated" && c.role != "prefill" && c.role != "decode")
     throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + c.role + "'");
   if (c.prefill_routing == "least_loaded") pd.routing = RoutingPolicy::LeastLoaded;
@@ -69,6 +71,10 @@ Pd check_pd(const EngineConfig& c) {
   if (c.role != "decode" && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
   if (c.kv_port < 0 || c.kv_port > 65535) throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
   if (c.role != "prefill" && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
+  if (c.role != "prefill" && !c.kv_host.empty()) throw std::invalid_argument("--kv-host applies only to --role prefill");
+  if (c.role == "colocated" && !c.kv_secret_file.empty())
+    throw std::invalid_argument("--kv-secret applies only to --role prefill or decode");
+  if (!c.kv_secret_file.empty()) pd.kv_secret = read_kv_secret(c.kv_secret_file);
   // Flags of another role are refused rather than ignored (a value equal to the default cannot be told apart).
   if (c.role != "decode" && (c.prefill_routing != "round_robin" || !c.kv_recompute_on_failure))
     throw std::invalid_argument("--prefill-routing and --kv-load-failure-policy apply only to --role decode");
@@ -146,17 +152,24 @@ class ActorEngine final : public EngineClient {
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     if (pd.role != "colocated") {
       kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout,
-                              worker_, links ? links->transport() : "");
+                              worker_, links ? links->transport() : "",
+                              pd.kv_secret);
       caf::anon_send(scheduler_, kv_);
     }
     if (pd.role == "prefill") {
-      auto port = system_->middleman().publish(kv_, uint16_t(config.kv_port), nullptr, true);
+      auto port = system_->middleman().publish(kv_, uint16_t(config.kv_port),
+                                               config.kv_host.empty() ? nullptr : config.kv_host.c_str(), true);
       if (!port) {
         const std::string why = system_->render(port.error());
         shutdown();
         throw std::runtime_error("cannot publish the KV transfer actor on port " + std::to_string(config.kv_port) + ": " + why);
       }
       spdlog::info("prefill instance: KV transfer actor published on port {}", *port);
+      const bool loopback = config.kv_host == "127.0.0.1" || config.kv_host == "::1" || config.kv_host == "localhost";
+      if (config.kv_secret_file.empty() && !loopback)
+        spdlog::warn("the KV port {} on {} accepts prompts and KV from any peer that reaches it: set --kv-secret FILE "
+                     "on the prefill and decode instances (docs/pd.md, threat model)", *port,
+                     config.kv_host.empty() ? "every interface" : config.kv_host);
     }
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
     spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "

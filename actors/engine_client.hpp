@@ -57,6 +57,8 @@ struct EngineConfig {
   // Prefill/decode disaggregation.
   std::string role = "colocated";            // --role colocated|prefill|decode
   int kv_port = 0;                           // prefill: where its KV transfer actor is published
+  std::string kv_host;                       // prefill: the address it is bound to ("": every interface)
+  std::string kv_secret_file;                // --kv-secret: peers prove they hold this file's secret (engine/kv_peer_auth.hpp)
   std::vector<std::string> prefill_peers;    // decode: host:port of each prefill instance's --kv-port
   std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
   bool kv_recompute_on_failure = true;       // decode: --kv-load-failure-policy recompute (else fail)

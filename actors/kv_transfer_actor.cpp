@@ -5,6 +5,8 @@
 // lease runs out. Only built-in types cross processes: JSON and encode_kv_transfer bytes in strings.
 // With a device link transport, a decode instance opens a link to each prefill instance it reaches (the
 // id travels here, the workers open the ends); a prefill instance then sends that instance's KV on it.
+// With --kv-secret a decode instance authenticates to each prefill instance (and it to the decode instance)
+// before any prompt or KV moves; messages from other processes that may not come from them are refused.
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
@@ -16,6 +18,7 @@
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "engine/kv_peer_auth.hpp"
 
 namespace parley {
 namespace {
@@ -43,6 +46,7 @@ struct KvState {
   std::unordered_map<std::string, double> leases;         // pushed: blocks held until release or this deadline
   std::map<caf::actor_addr, std::string> links_to;        // decode instance -> the device link to it, once up
   msg::KvTransferStats stats;
+  KvPeerAuth auth;  // --kv-secret ("": every peer trusted, as before)
   uint64_t handled = 0;
 };
 using Self = msg::kv_transfer_actor::stateful_pointer<KvState>;
@@ -112,6 +116,87 @@ void open_link(Self self, size_t peer) {
           });
 }
 
+// A message refused for where it came from: counted (parley:kv_peer_auth_failures_total) and logged.
+void refuse_sender(Self self, const char* what, const std::string& why) {
+  const auto& sender = self->current_sender();
+  ++self->state.stats.auth_failures;
+  report(self);
+  spdlog::warn("KV transfer: refused a {} message from {}: {}", what,
+               sender ? "node " + caf::to_string(sender->node()) : std::string("an anonymous sender"), why);
+}
+
+bool from_this_process(Self self) {
+  const auto& sender = self->current_sender();
+  return sender && sender->node() == self->node();
+}
+
+// The scheduler's, the worker's and the actor's own messages: from another process they are refused.
+bool local_only(Self self, const char* what) {
+  if (from_this_process(self)) return true;
+  refuse_sender(self, what, "it is sent only within an instance");
+  return false;
+}
+
+// A message another instance may send: on a decode instance, from one of its prefill instances (reached,
+// and with --kv-secret authenticated); on a prefill instance, from a decode instance that authenticated (any
+// without --kv-secret).
+bool from_peer(Self self, const char* what) {
+  if (from_this_process(self)) return true;
+  auto& st = self->state;
+  const auto& sender = self->current_sender();
+  if (sender && st.router) {
+    for (const auto& p : st.peers)
+      if (p && p.node() == sender->node()) return true;
+  } else if (sender && (!st.auth.enabled() || st.auth.trusted(caf::to_string(sender->node())))) {
+    return true;
+  }
+  refuse_sender(self, what, st.router ? "not one of this instance's prefill instances" : "it has not authenticated (--kv-secret)");
+  return false;
+}
+
+void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+  auto& st = self->state;
+  st.connecting[peer] = false;
+  st.peers[peer] = std::move(prefill);
+  self->monitor(st.peers[peer]);
+  st.router->set_up(peer, true);
+  spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(), st.auth.enabled() ? " (authenticated)" : "");
+  if (!st.link_transport.empty()) open_link(self, peer);
+}
+
+// Decode side: the peer did not prove the secret (or refused ours); it is not used, and tried again a
+// transfer timeout later.
+void auth_failed(Self self, size_t peer, const std::string& why) {
+  auto& st = self->state;
+  st.connecting[peer] = false;
+  st.router->hold_off(peer, now_seconds() + st.timeout_s);
+  ++st.stats.auth_failures;
+  report(self);
+  spdlog::warn("prefill instance {} failed authentication ({}); not used, tried again in {} s", st.router->address(peer).str(),
+               why, st.timeout_s);
+}
+
+// Decode side, with --kv-secret: the exchange of engine/kv_peer_auth.hpp before the peer counts as up.
+void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+  const std::string nonce = KvPeerAuth::new_nonce();
+  const auto timeout = std::chrono::milliseconds(int64_t(self->state.timeout_s * 1000));
+  self->request(prefill, timeout, msg::auth_challenge_atom::value, nonce)
+      .then(
+          [self, peer, prefill, nonce, timeout](const std::string& their_nonce, const std::string& proof) {
+            auto& auth = self->state.auth;
+            if (!auth.prefill_proof_ok(nonce, {their_nonce, proof}))
+              return auth_failed(self, peer, their_nonce.empty() ? "it has no --kv-secret" : "its answer does not prove the secret");
+            self->request(prefill, timeout, msg::auth_proof_atom::value, auth.decode_proof(nonce, their_nonce))
+                .then(
+                    [self, peer, prefill](bool accepted) {
+                      if (!accepted) return auth_failed(self, peer, "it refused this instance's proof");
+                      peer_up(self, peer, prefill);
+                    },
+                    [self, peer](const caf::error& e) { auth_failed(self, peer, self->system().render(e)); });
+          },
+          [self, peer](const caf::error& e) { auth_failed(self, peer, self->system().render(e)); });
+}
+
 void connect(Self self, size_t peer) {
   auto& st = self->state;
   st.connecting[peer] = true;
@@ -119,14 +204,13 @@ void connect(Self self, size_t peer) {
   self->request(self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
       .then(
           [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
-            auto& st = self->state;
-            st.connecting[peer] = false;
-            if (!serv) return;
-            st.peers[peer] = caf::actor_cast<msg::kv_transfer_actor>(serv);
-            self->monitor(st.peers[peer]);
-            st.router->set_up(peer, true);
-            spdlog::info("prefill instance {} is up", st.router->address(peer).str());
-            if (!st.link_transport.empty()) open_link(self, peer);
+            if (!serv) {
+              self->state.connecting[peer] = false;
+              return;
+            }
+            auto prefill = caf::actor_cast<msg::kv_transfer_actor>(serv);
+            if (self->state.auth.enabled()) authenticate(self, peer, std::move(prefill));
+            else peer_up(self, peer, std::move(prefill));
           },
           [self, peer](const caf::error&) { self->state.connecting[peer] = false; });
 }
@@ -148,7 +232,7 @@ void tick(Self self) {
       fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
     }
     for (size_t p = 0; p < st.router->num_peers(); ++p) {
-      if (!st.router->is_up(p) && !st.connecting[p]) connect(self, p);
+      if (!st.router->is_up(p) && !st.connecting[p] && !st.router->held_off(p, now)) connect(self, p);
       if (st.peers[p] && st.link_retry_at[p] > 0 && now >= st.link_retry_at[p]) {
         spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
         open_link(self, p);
@@ -175,8 +259,10 @@ void kv_header(Self self, KvTransferPayload p, size_t header_bytes) {
 
 msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor scheduler, msg::output_actor output,
                                              std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s,
-                                             KvLayout layout, msg::worker_actor worker, std::string link_transport) {
+                                             KvLayout layout, msg::worker_actor worker, std::string link_transport,
+                                             std::string kv_secret) {
   auto& st = self->state;
+  st.auth = KvPeerAuth(std::move(kv_secret));
   st.layout = layout;
   st.worker = std::move(worker);
   st.link_transport = std::move(link_transport);
@@ -209,8 +295,42 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
   });
   self->send(self, msg::tick_atom::value);
   return {
+      [self](msg::auth_challenge_atom, const std::string& nonce) -> caf::result<std::string, std::string> {  // prefill side
+        auto& st = self->state;
+        ++st.handled;
+        const auto& sender = self->current_sender();
+        if (!st.auth.enabled() || !sender || st.router) {
+          spdlog::warn("a KV peer asked to authenticate; this instance has no --kv-secret (or is not a prefill instance)");
+          return {std::string(), std::string()};
+        }
+        KvPeerAuth::Answer a = st.auth.answer(caf::to_string(sender->node()), nonce);
+        return {std::move(a.nonce), std::move(a.proof)};
+      },
+      [self](msg::auth_proof_atom, const std::string& proof) {  // prefill side
+        auto& st = self->state;
+        ++st.handled;
+        const auto& sender = self->current_sender();
+        if (sender && !st.router && st.auth.accept(caf::to_string(sender->node()), proof)) {
+          spdlog::info("decode instance on node {} authenticated", caf::to_string(sender->node()));
+          return true;
+        }
+        refuse_sender(self, "proof", "it does not prove the secret");
+        return false;
+      },
       [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {  // prefill side
         ++self->state.handled;
+        if (!from_peer(self, "prefill")) {
+          // The refusal (no prompt computed, no KV) lets such a decode instance prefill locally at once.
+          const auto& sender = self->current_sender();
+          if (sender && to && to.node() == sender->node())
+            try {
+              const std::string id = decode_prefill_request(json, nullptr).request_id;
+              self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, id,
+                         std::string("this prefill instance requires --kv-secret authentication"));
+            } catch (const std::exception&) {
+            }
+          return;
+        }
         try {
           KvLayout theirs;
           Request r = decode_prefill_request(json, &theirs);
@@ -229,6 +349,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {  // prefill side
         auto& st = self->state;
         ++st.handled;
+        if (!local_only(self, "push")) return;
         const auto to = st.decode_of.find(id);
         if (to == st.decode_of.end()) return self->send(st.scheduler, msg::release_atom::value, id);
         self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_atom::value, bytes);
@@ -241,6 +362,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         ++st.handled;
+        if (!from_peer(self, "link closed")) return;
         if (st.worker) self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
         for (const auto& [decode, link] : st.links_to)  // prefill side: the decode end closes too, and opens a new link later
           if (link == name)
@@ -252,6 +374,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;
         ++st.handled;
+        if (!from_peer(self, "link")) return;
         if (st.link_transport.empty()) return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
         if (const auto old = st.links_to.find(decode.address()); old != st.links_to.end()) {
           self->send(st.worker, msg::link_close_atom::value, old->second);
@@ -271,6 +394,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::refuse_atom, const std::string& id, const std::string& why) {  // prefill side
         auto& st = self->state;
         ++st.handled;
+        if (!local_only(self, "refuse")) return;
         const auto to = st.decode_of.find(id);
         if (to == st.decode_of.end()) return;
         self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_failed_atom::value, id, why);
@@ -278,11 +402,13 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::release_atom, const std::string& id) {  // prefill side: acknowledged
         ++self->state.handled;
+        if (!from_peer(self, "release")) return;
         if (self->state.leases.erase(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
       },
       [self](msg::route_atom, const std::string& id, const std::string& json) {  // decode side
         auto& st = self->state;
         ++st.handled;
+        if (!local_only(self, "route")) return;
         const std::optional<size_t> peer = st.router ? st.router->pick() : std::nullopt;
         if (!peer) return fail(self, id, "no prefill instance is up");
         st.router->started(id, *peer, now_seconds() + st.timeout_s);
@@ -292,6 +418,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::kv_atom, const std::string& bytes) {  // decode side
         auto& st = self->state;
         ++st.handled;
+        if (!from_peer(self, "KV")) return;
         KvTransferPayload p;
         try {
           p = decode_kv_transfer(bytes);
@@ -317,6 +444,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::kv_recv_atom, const std::string& id, bool received) {  // decode side
         auto& st = self->state;
         ++st.handled;
+        if (!local_only(self, "received")) return;
         const auto routed = st.routed_at.find(id);
         if (routed == st.routed_at.end()) return;
         if (received) st.stats.latencies.push_back(now_seconds() - routed->second), report(self);
@@ -325,13 +453,17 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
         auto& st = self->state;
         ++st.handled;
+        if (!from_peer(self, "failed")) return;
         st.routed_at.erase(id);
         if (st.router && st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
       },
-      [self](msg::tick_atom) { tick(self); },
+      [self](msg::tick_atom) {
+        if (local_only(self, "tick")) tick(self);
+      },
       [self](msg::requests_atom) {
         auto& st = self->state;
         ++st.handled;
+        if (!local_only(self, "admin")) return std::string("{}");
         nlohmann::json peers = nlohmann::json::array();
         for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
           peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)},
@@ -351,9 +483,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
 
 msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
                                          std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
-                                         msg::worker_actor worker, std::string link_transport) {
+                                         msg::worker_actor worker, std::string link_transport, std::string kv_secret) {
   return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s, layout,
-                   std::move(worker), std::move(link_transport));
+                   std::move(worker), std::move(link_transport), std::move(kv_secret));
 }
 
 }  // namespace parley

@@ -83,6 +83,10 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}))->capture_default_str();
   cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
       ->capture_default_str()->check(parley::in_range(0, 65535));
+  cmd->add_option("--kv-host", e.kv_host, "Prefill role: the address its --kv-port is bound to (default: every interface)");
+  cmd->add_option("--kv-secret", e.kv_secret_file,
+                  "Prefill and decode roles: a file whose secret KV peers must prove they hold (challenge-response) "
+                  "before any prompt or KV is exchanged")->check(CLI::ExistingFile);
   cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")->delimiter(',');
   cmd->add_option("--prefill-routing", e.prefill_routing, "Decode role: round_robin or least_loaded")
       ->check(CLI::IsMember({"round_robin", "least_loaded"}))->capture_default_str();

@@ -45,7 +45,7 @@ msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::uniq
       },
       [self](msg::kv_stats_atom, const msg::KvTransferStats& kv) {
         ++self->state.handled;
-        self->state.service->on_kv_transfers(kv.blocks, kv.bytes, kv.failures, kv.latencies);
+        self->state.service->on_kv_transfers(kv.blocks, kv.bytes, kv.failures, kv.auth_failures, kv.latencies);
       },
       [self](msg::metrics_atom, const msg::TextReply& reply) {
         ++self->state.handled;

@@ -59,8 +59,10 @@ void OutputService::on_aborted(const std::vector<std::string>& req_ids, double n
     }
 }
 
-void OutputService::on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, const std::vector<double>& latencies) {
+void OutputService::on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, int64_t auth_failures,
+                                    const std::vector<double>& latencies) {
   metrics_.set_kv_transfers(blocks, bytes, failures);
+  metrics_.set_kv_peer_auth_failures(auth_failures);
   for (double s : latencies) metrics_.on_kv_transfer_latency(s);
 }
 

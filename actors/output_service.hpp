@@ -27,7 +27,8 @@ class OutputService {
   void on_aborted(const std::vector<std::string>& req_ids, double now, const std::string& error = "");
   void on_stats(const SchedulerStats& stats);
   // PD roles: the KV transfer totals, and the latencies of transfers since the last report.
-  void on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, const std::vector<double>& latencies);
+  void on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, int64_t auth_failures,
+                       const std::vector<double>& latencies);
   std::string render_metrics();
   int num_live() const { return int(live_.size()); }
 

@@ -65,6 +65,8 @@ using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
 using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
 using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
 using poll_atom = caf::atom_constant<caf::atom("kvpoll")>;
+using auth_challenge_atom = caf::atom_constant<caf::atom("kvauthch")>;
+using auth_proof_atom = caf::atom_constant<caf::atom("kvauthpr")>;
 
 // A client request's engine requests, admitted together or not at all.
 struct Submission {
@@ -88,6 +90,7 @@ struct ActorStats {
 // The KV transfer actor's counters, for /metrics.
 struct KvTransferStats {
   int64_t blocks = 0, bytes = 0, transfers = 0, failures = 0;
+  int64_t auth_failures = 0;  // peers that failed --kv-secret authentication, and messages refused from them
   std::vector<double> latencies;  // seconds from routing to the KV's arrival, since the last report (histogram samples)
 };
 
@@ -97,6 +100,11 @@ using TextReply = std::function<void(std::string)>;
 // The KV transfer actor of a prefill or decode instance. The messages between instances carry
 // only built-in types; a prefill instance publishes this actor on --kv-port.
 using kv_transfer_actor = caf::typed_actor<
+    // Decode -> prefill instance, first of all with --kv-secret: the decode side's nonce; the answer is the
+    // prefill side's nonce and its proof (engine/kv_peer_auth.hpp; both empty without a secret).
+    caf::replies_to<auth_challenge_atom, std::string>::with<std::string, std::string>,
+    // Decode -> prefill instance: the decode side's proof; true when accepted (the peer is then trusted).
+    caf::replies_to<auth_proof_atom, std::string>::with<bool>,
     // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to`.
     caf::reacts_to<prefill_atom, std::string, caf::actor>,
     // Prefill -> decode instance: a request's KV and first token(s) (encode_kv_transfer).

@@ -27,6 +27,9 @@ class PrefillRouter {
   size_t num_peers() const { return peers_.size(); }
   const PeerAddress& address(size_t peer) const { return peers_[peer].address; }
   bool is_up(size_t peer) const { return peers_[peer].up; }
+  // A peer that failed authentication is not connected to again before `until`.
+  void hold_off(size_t peer, double until) { peers_[peer].held_until = until; }
+  bool held_off(size_t peer, double now) const { return now < peers_[peer].held_until; }
   // Marks a peer up or down; going down returns the requests in flight to it (they have failed).
   std::vector<std::string> set_up(size_t peer, bool up);
 
@@ -47,6 +50,7 @@ class PrefillRouter {
     PeerAddress address;
     bool up = false;
     size_t in_flight = 0;
+    double held_until = 0;
   };
   struct Transfer {
     size_t peer;

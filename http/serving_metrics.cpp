@@ -74,6 +74,8 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   kv_bytes_ = counter("parley:kv_transfer_bytes_total", "Bytes of KV transfers sent or received, headers included.");
   kv_failures_ = counter("parley:kv_transfer_failures_total",
                          "KV transfers that failed (refused, timed out, or their prefill instance went down).");
+  kv_auth_failures_ = counter("parley:kv_peer_auth_failures_total",
+                              "KV peers that failed --kv-secret authentication, and messages refused from peers.");
   kv_latency_ = histogram("parley:kv_transfer_latency_seconds",
                           "Histogram of KV transfer latency, from routing the prompt to the KV's arrival.", kTtftBuckets);
 }
@@ -84,6 +86,7 @@ void ServingMetrics::set_kv_transfers(int64_t blocks, int64_t bytes, int64_t fai
   kv_failures_->set(double(failures));
 }
 void ServingMetrics::on_kv_transfer_latency(double seconds) { kv_latency_->observe(seconds); }
+void ServingMetrics::set_kv_peer_auth_failures(int64_t total) { kv_auth_failures_->set(double(total)); }
 
 void ServingMetrics::set_num_requests_running(int n) { running_->set(n); }
 void ServingMetrics::set_num_requests_waiting(int n) { waiting_->set(n); }

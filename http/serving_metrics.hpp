@@ -30,6 +30,7 @@ class ServingMetrics {
   // PD disaggregation: cumulative transfer totals, and each transfer's latency (routing to arrival).
   void set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures);
   void on_kv_transfer_latency(double seconds);
+  void set_kv_peer_auth_failures(int64_t total);
   void on_request_params_n(int n);  // once per request the user sent
 
   // Per request, as its outputs reach the client.
@@ -55,7 +56,7 @@ class ServingMetrics {
   prom::Histogram* params_n_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;
-  prom::Counter *kv_blocks_, *kv_bytes_, *kv_failures_;
+  prom::Counter *kv_blocks_, *kv_bytes_, *kv_failures_, *kv_auth_failures_;
   prom::Histogram* kv_latency_;
 };
 
