@@ -4,7 +4,10 @@
 // cancel. Then: every valid request's output equals the same request sent alone afterwards, no block is
 // leaked, nothing runs, resident memory grew by under 10% (from the end of the first fifth), and the log holds
 // no warning or error but the expected ones. Prints the figures. `--seconds 180` is the long run.
-//   node tests/e2e/soak.mjs <path-to-parley> [--seconds N] [--clients N]
+// --pd: the clients talk to a decode instance whose prefill instance is killed (SIGKILL) and restarted on its
+// port twice during the run; requests in flight then recompute locally, and the checks are the same (plus no
+// block held on the last prefill instance).
+//   node tests/e2e/soak.mjs <path-to-parley> [--seconds N] [--clients N] [--pd]
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -17,6 +20,7 @@ const argOf = (name, dflt) => {
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
 const SECONDS = argOf('--seconds', Number(process.env.PARLEY_SOAK_SECONDS ?? 20));
+const PD = args.includes('--pd');
 const CLIENTS = argOf('--clients', 64);
 const REPLAY_MAX = 400;  // valid requests replayed alone afterwards (all of them when fewer)
 if (!process.env.PARLEY_E2E_TIMEOUT_MS) process.env.PARLEY_E2E_TIMEOUT_MS = String((SECONDS * 3 + 120) * 1000);
@@ -90,11 +94,46 @@ function wsSession(port, req) {
   });
 }
 
-main('soak', async (parley, t) => {
-  const server = await t.start(['--speculative-config', '{"method":"ngram","num_speculative_tokens":3}', '--max-body-bytes', '65536']);
+const SPECULATION = ['--speculative-config', '{"method":"ngram","num_speculative_tokens":3}'];
+const kvPortOf = (server) => Number(server.logs().match(/KV transfer actor published on port (\d+)/)[1]);
+
+// PD: the prefill instance killed at 30% and 60% of the run and restarted on its port a second later.
+function prefillKiller(t, first) {
+  let prefill = first;
+  const port = kvPortOf(first);
+  let restarts = 0;
+  const cycle = async () => {
+    prefill.proc.kill('SIGKILL');
+    t.servers.splice(t.servers.indexOf(prefill), 1);  // killed on purpose: no clean exit to check
+    await sleep(1000);
+    prefill = await t.start(['--role', 'prefill', '--kv-port', String(port)], { label: `prefill (restart ${++restarts})` });
+  };
+  const done = (async () => {
+    await sleep(SECONDS * 300);
+    await cycle();
+    await sleep(SECONDS * 300);
+    await cycle();
+  })();
+  return { done, current: () => prefill, restarts: () => restarts };
+}
+
+main(PD ? 'soak_pd' : 'soak', async (parley, t) => {
+  let killer = null;
+  let server;
+  if (PD) {
+    const prefill = await t.start(['--role', 'prefill', '--kv-port', '0'], { label: 'prefill' });
+    server = await t.start([...SPECULATION, '--max-body-bytes', '65536', '--role', 'decode', '--prefill-peers',
+                            `127.0.0.1:${kvPortOf(prefill)}`], { label: 'decode' });
+    killer = prefillKiller(t, prefill);
+  } else {
+    server = await t.start([...SPECULATION, '--max-body-bytes', '65536']);
+  }
   const { base, port } = server;
   // Every log line is screened as it comes (the server keeps only a tail).
-  const expected = [/client disconnected/, /refused a request with 400/];
+  const expected = [/client disconnected/, /refused a request with 400/,
+                    ...(PD ? [/prefill instance .* went down/, /KV arrived after its transfer was given up/,
+                              /KV transfer failed \(.*\); prefilling it here/,
+                              /the KV port .* accepts prompts and KV from any peer/] : [])];
   const badLog = [];
   let partial = '';
   const screen = (chunk) => {
@@ -159,8 +198,13 @@ main('soak', async (parley, t) => {
   };
   await Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c)));
   clearTimeout(warmTimer);
+  if (killer) {
+    await killer.done;
+    assert.equal(killer.restarts(), 2, 'the prefill instance was killed and restarted twice');
+  }
   assert.deepEqual(unexpected, [], 'every client exchange went as expected');
   await assertNoLeaks(server.base, { timeoutMs: 10000, label: 'after the soak' });
+  if (killer) await assertNoLeaks(killer.current().base, { timeoutMs: 10000, label: 'the last prefill instance' });
   const rssEnd = rssKiB(server.proc.pid);
   t.check();
 
@@ -186,7 +230,7 @@ main('soak', async (parley, t) => {
   t.check();
 
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
-  console.log(`soak: ${SECONDS} s, ${CLIENTS} clients, ${total} exchanges: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}; ` +
+  console.log(`soak${PD ? ' (PD, the prefill instance killed twice)' : ''}: ${SECONDS} s, ${CLIENTS} clients, ${total} exchanges: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}; ` +
               `${replayed} replayed alone and equal; RSS ${rssWarm} -> ${rssEnd} KiB (${(growth * 100).toFixed(1)}%)`);
   t.note(`${total} exchanges in ${SECONDS} s, ${replayed} replayed equal, RSS ${(growth * 100).toFixed(1)}%`);
 });
