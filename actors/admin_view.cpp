@@ -15,6 +15,18 @@ const char* state_name(RequestStatus s) {
   }
 }
 
+// One character per block id: 'u' referenced, 'c' free but holding a cached prefix, 'f' free, 'n' the null block.
+std::string block_states(const BlockPool& pool) {
+  std::string s(size_t(pool.num_blocks()), 'f');
+  for (int id = 0; id < pool.num_blocks(); ++id) {
+    const KVCacheBlock& b = pool.block(id);
+    if (pool.null_block() && id == pool.null_block()->block_id) s[size_t(id)] = 'n';
+    else if (b.ref_cnt > 0) s[size_t(id)] = 'u';
+    else if (b.block_hash) s[size_t(id)] = 'c';
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling, const std::vector<uint64_t>& steps_in_flight) {
@@ -41,7 +53,8 @@ std::string admin_requests_json(const Scheduler& scheduler, bool async_schedulin
   const SchedulerStats s = scheduler.stats();
   return nlohmann::json{{"requests", requests},
                         {"kv_blocks", {{"total", s.num_total_blocks}, {"used", s.num_used_blocks},
-                                       {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks}}},
+                                       {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks},
+                                       {"states", block_states(kv.block_pool())}}},
                         {"num_splits", s.num_splits},
                         {"steps", {{"async_scheduling", async_scheduling}, {"in_flight", steps_in_flight},
                                    {"worker_news_pending", scheduler.has_pending_finished()},

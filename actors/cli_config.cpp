@@ -233,7 +233,7 @@ std::string redacted_config(const CLI::App& command) {
   while (std::getline(in, line)) {
     const size_t equals = line.find('=');
     const std::string key = trimmed(line.substr(0, equals));
-    const bool secret = equals != std::string::npos && (key == "api-key" || key == "admin-token") &&
+    const bool secret = equals != std::string::npos && (key == "api-key" || key == "admin-token" || key == "admin-read-token") &&
                         trimmed(line.substr(equals + 1)) != "\"\"";
     out += (secret ? key + "=\"(hidden)\"" : line) + "\n";
   }

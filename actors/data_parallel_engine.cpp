@@ -1,5 +1,6 @@
 #include "actors/data_parallel_engine.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -118,6 +119,15 @@ class DataParallelEngine final : public EngineClient {
   }
   void admin_requests(std::function<void(std::string)> reply) override {
     gather(engines_, &EngineClient::admin_requests, json_array, std::move(reply));
+  }
+  void reset_prefix_cache(std::function<void(bool)> reply) override {
+    auto left = std::make_shared<std::atomic<int>>(int(engines_.size()));
+    auto all = std::make_shared<std::atomic<bool>>(true);
+    for (auto& e : engines_)
+      e->reset_prefix_cache([left, all, reply](bool done) {
+        if (!done) *all = false;
+        if (--*left == 0) reply(*all);
+      });
   }
   void shutdown() override {
     for (auto& e : engines_) e->shutdown();

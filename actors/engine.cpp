@@ -203,6 +203,9 @@ class ActorEngine final : public EngineClient {
   void admin_requests(std::function<void(std::string)> reply) override {
     caf::anon_send(ingress_, msg::requests_atom::value, msg::TextReply(std::move(reply)));
   }
+  void reset_prefix_cache(std::function<void(bool)> reply) override {
+    caf::anon_send(ingress_, msg::reset_cache_atom::value, msg::TextReply([reply](std::string done) { reply(done == "true"); }));
+  }
   void shutdown() override {
     if (!system_) return;
     for (const caf::actor& a : {caf::actor_cast<caf::actor>(ingress_), caf::actor_cast<caf::actor>(admin_),

@@ -99,6 +99,8 @@ class EngineClient {
   virtual void admin_actors(std::function<void(std::string)> reply) = 0;
   // JSON: every live request (state, tokens, blocks, parent) and the KV block pool.
   virtual void admin_requests(std::function<void(std::string)> reply) = 0;
+  // Forgets every cached prefix: true, or false while a request holds a block (vLLM's reset_prefix_cache).
+  virtual void reset_prefix_cache(std::function<void(bool)> reply) = 0;
   // Aborts what is live and stops every actor; waits for them.
   virtual void shutdown() = 0;
 

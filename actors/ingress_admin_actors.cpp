@@ -61,6 +61,10 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
               self->send(self->state.scheduler, msg::requests_atom::value, std::move(merged));
             });
       },
+      [self](msg::reset_cache_atom, msg::TextReply& reply) {
+        ++self->state.handled;
+        self->send(self->state.scheduler, msg::reset_cache_atom::value, std::move(reply));
+      },
       [self](msg::stats_atom) { return actor_stats(self, "ingress", ++self->state.handled); },
   };
 }

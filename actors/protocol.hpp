@@ -65,6 +65,7 @@ using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
 using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
 using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
 using poll_atom = caf::atom_constant<caf::atom("kvpoll")>;
+using reset_cache_atom = caf::atom_constant<caf::atom("resetcache")>;
 using auth_challenge_atom = caf::atom_constant<caf::atom("kvauthch")>;
 using auth_proof_atom = caf::atom_constant<caf::atom("kvauthpr")>;
 
@@ -145,6 +146,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<abort_all_atom>,
     // Admin: every live request (split children with their parent), the block pool and the steps in flight, as JSON.
     caf::reacts_to<requests_atom, TextReply>,
+    // Admin: forget every cached prefix; "true", or "false" while a request holds a block (as vLLM).
+    caf::reacts_to<reset_cache_atom, TextReply>,
     // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s),
     // its KV over this device link (empty: as bytes through the KV transfer actor).
     caf::reacts_to<prefill_atom, Request, std::string>,
@@ -227,6 +230,8 @@ using ingress_actor = caf::typed_actor<
     caf::reacts_to<actors_atom, TextReply>,
     // /admin/requests JSON.
     caf::reacts_to<requests_atom, TextReply>,
+    // POST /admin/reset-prefix-cache: "true" or "false", from the scheduler.
+    caf::reacts_to<reset_cache_atom, TextReply>,
     // Admin: mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 

@@ -181,6 +181,10 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         const auto& st = self->state;
         reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
       },
+      [self](msg::reset_cache_atom, const msg::TextReply& reply) {
+        ++self->state.handled;
+        reply(self->state.scheduler->reset_prefix_cache() ? "true" : "false");
+      },
       [self](msg::prefill_atom, Request& r, const std::string& link) {
         ++self->state.handled;
         admit_for_decode(self, r, link);

@@ -130,6 +130,8 @@ class Scheduler {
   std::vector<const Request*> requests() const;  // running, waiting, then waiting for remote KV
   SchedulerStats stats() const;
   const KVCacheManager& kv_cache_manager() const { return kv_; }
+  // Forgets every cached prefix; refused (false) while a request holds a block, as vLLM's reset_prefix_cache.
+  bool reset_prefix_cache() { return kv_.block_pool().reset_prefix_cache(); }
   const SchedulerConfig& config() const { return config_; }
 
  private:

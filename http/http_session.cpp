@@ -3,11 +3,13 @@
 // order, and every answer's bytes go through one outbox with one write in flight. The connection stays
 // open as the client asks; after a refusal it closes gracefully: our side shut, the client's bytes read and
 // dropped for a bounded time, so the client reads the status instead of a reset.
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <array>
 #include <deque>
 
+#include "http/admin_actions.hpp"
 #include "http/request_reader.hpp"
 #include "http/session_common.hpp"
 
@@ -22,10 +24,14 @@ constexpr size_t kLingerBytes = 256u << 20;  // ... and up to this many bytes (a
 
 enum class BodyFraming { Length, Chunked, UntilClose };
 
-std::string response_head(int status, const std::string& type, BodyFraming framing, size_t length, bool keep_alive) {
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+std::string response_head(int status, const std::string& type, BodyFraming framing, size_t length, bool keep_alive,
+                          const Headers& extra = {}) {
   std::string h = "HTTP/1.1 " + std::to_string(status) + " " +
                   std::string(bhttp::obsolete_reason(bhttp::status(status))) + "\r\nServer: parley\r\nContent-Type: " +
                   type + "\r\n";
+  for (const auto& [name, value] : extra) h += name + ": " + value + "\r\n";
   if (framing == BodyFraming::Length) h += "Content-Length: " + std::to_string(length) + "\r\n";
   else h += "Cache-Control: no-cache\r\n";
   if (framing == BodyFraming::Chunked) h += "Transfer-Encoding: chunked\r\n";
@@ -107,6 +113,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     bool keep_alive;
     bool head_sent = false;  // streams only
     std::shared_ptr<HttpSession> hold;  // the engine's sink holds the session weakly, and a read may not be pending
+    std::unique_ptr<LiveRequests::Entry> registered;  // abortable by id from /admin while it runs
   };
 
   // --- Reading ----------------------------------------------------------------------------------
@@ -136,7 +143,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // End of stream or a reset. A generation in flight is aborted; requests already read are still answered
   // after a clean end of stream (a client may shut its sending side and wait for the answers).
   void on_peer_gone(bool end_of_stream) {
-    if (conn_ == Conn::Lingering || !end_of_stream || gen_) return client_disconnected();
+    if (conn_ == Conn::Lingering || !end_of_stream || gen_ || feed_timer_) return client_disconnected();
     peer_closed_ = true;
     serve_next();
     update_deadline();
@@ -172,11 +179,22 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const bool keep_alive = req.keep_alive();
     if (beast::websocket::is_upgrade(req)) return upgrade(std::move(req));
     HttpRequestView view{std::string(req.method_string()), std::string(req.target()),
-                         std::string(req[bhttp::field::authorization]), std::move(req.body())};
+                         std::string(req[bhttp::field::authorization]), std::move(req.body()),
+                         std::string(req[bhttp::field::origin]), std::string(req[bhttp::field::host]),
+                         ctx_.admin_drained.load()};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
     switch (r.kind) {
       case RouteResult::Kind::Respond:
-      case RouteResult::Kind::WebSocket: return answer(r.status, std::move(r.body), r.content_type, keep_alive);
+      case RouteResult::Kind::WebSocket: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
+      case RouteResult::Kind::AdminEvents: return start_feed();
+      case RouteResult::Kind::AdminAction: {
+        auto reply = [self = shared_from_this(), ex = stream_.get_executor(), keep_alive](int status, std::string body) {
+          net::post(ex, [self, status, keep_alive, body = std::move(body)]() mutable {
+            if (self->conn_ == Conn::Open) self->answer(status, std::move(body), "application/json", keep_alive);
+          });
+        };
+        return run_admin_action(ctx_, *r.action, peer_address(), reply);
+      }
       case RouteResult::Kind::Metrics:
       case RouteResult::Kind::AdminActors:
       case RouteResult::Kind::AdminRequests: return ask_engine(r.kind, r.content_type, keep_alive);
@@ -214,9 +232,39 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     write_next();  // hands the socket over once the answers before it are written
   }
 
-  void answer(int status, std::string body, const std::string& type, bool keep_alive) {
-    enqueue({response_head(status, type, BodyFraming::Length, body.size(), keep_alive) + body, nullptr});
+  void answer(int status, std::string body, const std::string& type, bool keep_alive, const Headers& headers = {}) {
+    enqueue({response_head(status, type, BodyFraming::Length, body.size(), keep_alive, headers) + body, nullptr});
     answer_done(keep_alive);
+  }
+
+  std::string peer_address() {
+    beast::error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    return ec ? "an unknown client" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  // GET /admin/events: the admin view as Server-Sent Events twice a second, from the last snapshot (with its
+  // age), until the client goes. A client that reads slowly skips events instead of queueing them.
+  void start_feed() {
+    enqueue({response_head(200, "text/event-stream", BodyFraming::Chunked, 0, false), nullptr});
+    feed_timer_.emplace(stream_.get_executor());
+    feed_event();
+  }
+  void feed_event() {
+    if (conn_ != Conn::Open) return;
+    if (outbox_.empty() && !writing_) {
+      const AdminSnapshots::View v = ctx_.admin_snapshots.current(*ctx_.engine);
+      const std::string event = "data: {\"age_ms\":" + std::to_string(v.age_ms) + ",\"draining\":" +
+                                (ctx_.admin_drained ? "true" : "false") + ",\"log_level\":\"" +
+                                std::string(spdlog::level::to_string_view(spdlog::get_level()).data()) +
+                                "\",\"requests\":" + v.requests + ",\"actors\":" + v.actors +
+                                ",\"metrics\":" + nlohmann::json(v.metrics).dump() + "}\n\n";
+      enqueue({body_piece(BodyFraming::Chunked, event), nullptr});
+    }
+    feed_timer_->expires_after(std::chrono::milliseconds(500));
+    feed_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->feed_event();
+    });
   }
 
   // The answer's bytes are queued: the next request may be served (its bytes queue behind).
@@ -239,8 +287,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
+    std::vector<std::string> engine_ids;
+    for (const auto& s : specs) engine_ids.push_back(s.req_id);
+    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids));
     gen_.emplace(GenerationInFlight{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), framing,
-                                    keep_alive && framing != BodyFraming::UntilClose, false, shared_from_this()});
+                                    keep_alive && framing != BodyFraming::UntilClose, false, shared_from_this(),
+                                    std::move(registered)});
     ctx_.engine->submit(std::move(specs), sink);
   }
 
@@ -328,6 +380,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     gen_.reset();
     outbox_.clear();
     deadline_timer_.cancel();
+    if (feed_timer_) feed_timer_->cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -384,6 +437,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<GenerationInFlight> gen_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
   std::deque<Piece> outbox_;
+  std::optional<net::steady_timer> feed_timer_;  // GET /admin/events
   Piece current_;
   bool writing_ = false;  // one write in flight
   size_t lingered_bytes_ = 0;

@@ -19,13 +19,13 @@ RouteResult error(int status, const std::string& message, const std::string& typ
   return respond(status, error_body(e));
 }
 
-long now_epoch() {
-  return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
 
 }  // namespace
+
+long epoch_seconds() {
+  return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
 
 bool bearer_matches(const std::string& authorization, const std::string& secret) {
   const std::string prefix = "Bearer ";
@@ -46,15 +46,12 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   const bool get = req.method == "GET", post = req.method == "POST";
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
     return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
-  if (path.rfind("/admin/", 0) == 0) {
-    if (config.admin_token.empty()) return error(404, "The admin endpoints are off: start the server with --admin-token.", "NotFoundError");
-    if (!bearer_matches(req.authorization, config.admin_token))
-      return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
-  }
+  if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config);
   auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed", "MethodNotAllowed"); };
 
   if (path == "/health") {
     if (auto e = only(get)) return *e;
+    if (req.draining) return respond(503, "{\"status\":\"draining\"}");
     return respond(200, "", "text/plain");
   }
   if (path == "/version") {
@@ -63,7 +60,7 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   }
   if (path == "/v1/models") {
     if (auto e = only(get)) return *e;
-    return respond(200, models_response(ctx, now_epoch()));
+    return respond(200, models_response(ctx, epoch_seconds()));
   }
   if (path == "/metrics") {
     if (auto e = only(get)) return *e;
@@ -71,22 +68,6 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     r.kind = RouteResult::Kind::Metrics;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return r;
-  }
-  if (path == "/admin/actors") {
-    if (auto e = only(get)) return *e;
-    RouteResult r;
-    r.kind = RouteResult::Kind::AdminActors;
-    return r;
-  }
-  if (path == "/admin/requests") {
-    if (auto e = only(get)) return *e;
-    RouteResult r;
-    r.kind = RouteResult::Kind::AdminRequests;
-    return r;
-  }
-  if (path == "/admin/config") {
-    if (auto e = only(get)) return *e;
-    return respond(200, config.effective_config, "application/toml");
   }
   if (path == "/v1/ws") {
     RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
@@ -105,6 +86,8 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
     auto parsed = parse_generate_request(ep, req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&parsed)) return respond(e->status, error_body(*e));
+    if (req.draining) return error(503, "The server is draining (POST /admin/resume ends it); no new requests are accepted.",
+                                   "ServiceUnavailableError");
     RouteResult r;
     r.kind = RouteResult::Kind::Generate;
     r.generate = std::move(std::get<GenerateRequest>(parsed));

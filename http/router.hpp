@@ -3,6 +3,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "http/openai_protocol.hpp"
 
@@ -10,27 +12,43 @@ namespace parley::http {
 
 struct RouterConfig {
   std::string api_key;      // "" : /v1 is open
-  std::string admin_token;  // "" : /admin is off
+  std::string admin_token;  // "" (and no read token): /admin is off
+  std::string admin_read_token;  // sees every /admin view, may act on nothing (403)
   std::string version = "0.1.0";
   std::string effective_config;  // GET /admin/config: the TOML the server was started with (secrets hidden)
 };
 
 struct HttpRequestView {
   std::string method, target, authorization, body;
+  std::string origin, host;  // headers: a state-changing /admin request from another origin is refused
+  bool draining = false;     // POST /admin/drain is in effect: /health and new generations answer 503
+};
+
+// What an /admin action asks the session to do (http/admin.cpp parses, the session acts and audits).
+struct AdminAction {
+  enum class Kind { Abort, Drain, Resume, LogLevel, ResetPrefixCache };
+  Kind kind = Kind::Drain;
+  std::string arg;  // Abort: the request id; LogLevel: the level
 };
 
 struct RouteResult {
-  enum class Kind { Respond, Generate, Metrics, AdminActors, AdminRequests, WebSocket };
+  enum class Kind { Respond, Generate, Metrics, AdminActors, AdminRequests, AdminEvents, AdminAction, WebSocket };
   Kind kind = Kind::Respond;
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::optional<GenerateRequest> generate;  // Kind::Generate
+  std::optional<AdminAction> action;        // Kind::AdminAction
+  std::vector<std::pair<std::string, std::string>> headers;  // extra response headers (the admin page's CSP)
 };
 
 // Bearer check in time independent of where the strings differ.
 bool bearer_matches(const std::string& authorization, const std::string& secret);
 
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
+// The /admin paths (http/admin.cpp): the page, the JSON views, the live feed and the actions.
+RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config);
+// Seconds since the Unix epoch (OpenAI's `created`).
+long epoch_seconds();
 
 }  // namespace parley::http

@@ -17,9 +17,6 @@ std::string new_request_id(ServerContext& ctx, const char* prefix) {
   return buf;
 }
 
-long epoch_seconds() {
-  return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
 
 struct HttpServer::Impl {
   ServerContext ctx;

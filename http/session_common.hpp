@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 
+#include "http/admin_state.hpp"
 #include "http/connection_metrics.hpp"
 #include "http/generation.hpp"
 #include "http/server.hpp"
@@ -25,6 +26,9 @@ struct ServerContext {
   std::atomic<int> live_generations{0};  // shutdown waits for these to end
   std::atomic<bool> draining{false};     // SIGTERM came: new generations (on open connections) get 503
   ConnectionMetrics connections;
+  std::atomic<bool> admin_drained{false};  // POST /admin/drain: new generations get 503 until /admin/resume
+  LiveRequests live_requests;              // for POST /admin/requests/{id}/abort
+  AdminSnapshots admin_snapshots;          // for GET /admin/events
 };
 
 inline constexpr const char* kShuttingDown = "The server is shutting down; no new requests are accepted.";
@@ -65,7 +69,6 @@ struct StrandSink : RequestSink {
 };
 
 std::string new_request_id(ServerContext& ctx, const char* prefix);
-long epoch_seconds();
 // Starts an HTTP session on an accepted connection.
 void start_http_session(ServerContext& ctx, tcp::socket socket);
 // Starts a websocket session on an upgraded connection.

@@ -120,9 +120,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
     auto parsed = parse_generate_request(ep, body->dump(), ctx_.serving);
     if (auto* e = std::get_if<ApiError>(&parsed)) return send(websocket_error(*e, id));
-    if (ctx_.draining) {
+    if (ctx_.draining || ctx_.admin_drained) {
       ApiError e;
-      e.status = 503, e.message = kShuttingDown, e.type = "ServiceUnavailableError";
+      e.status = 503, e.type = "ServiceUnavailableError";
+      e.message = ctx_.draining ? kShuttingDown : "The server is draining (POST /admin/resume ends it); no new requests are accepted.";
       return send(websocket_error(e, id));
     }
     auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
@@ -131,7 +132,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), id, gen->request().params.n,
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
-    live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations)});
+    std::vector<std::string> engine_ids;
+    for (const auto& s : specs) engine_ids.push_back(s.req_id);
+    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids));
+    live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), std::move(registered)});
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }
 
@@ -187,6 +191,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   struct Live {
     std::unique_ptr<Generation> gen;
     std::unique_ptr<LiveGeneration> counted;
+    std::unique_ptr<LiveRequests::Entry> registered;  // abortable by id from /admin while it runs
   };
   std::map<std::string, Live> live_;
   std::vector<std::unique_ptr<LiveGeneration>> flushing_;  // ended generations whose last message is still queued
