@@ -26,6 +26,13 @@ struct ServeOptions {
 };
 int run_serve(const ServeOptions& o);
 
+struct AdminOptions {
+  std::string url = "http://127.0.0.1:8000", token;
+  bool once = false, json = false;  // --once: one snapshot to stdout and exit (--json: indented)
+  double interval_s = 1.0;          // the console's refresh
+};
+int run_admin(const AdminOptions& o);
+
 struct ConvertOptions {
   std::string checkpoint, tokenizer, out;
   FileType dtype = FileType::F32;

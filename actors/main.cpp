@@ -228,6 +228,16 @@ int main(int argc, char** argv) {
   quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF vocabulary)")
       ->check(CLI::ExistingFile);
 
+  parley::AdminOptions admin;
+  CLI::App* adm = app.add_subcommand("admin", "The admin console in the terminal (keys: up/down, a abort, d drain, r resume, "
+                                              "l log level, s sort, q quit), or one snapshot with --once");
+  adm->add_option("--url", admin.url, "The server")->capture_default_str();
+  adm->add_option("--token", admin.token, "Its --admin-token (or --admin-read-token: look, do not act)")->required();
+  adm->add_flag("--once", admin.once, "Print one snapshot of /admin/events and exit");
+  adm->add_flag("--json", admin.json, "With --once: indented JSON")->needs(adm->get_option("--once"));
+  adm->add_option("--interval", admin.interval_s, "Seconds between refreshes")->capture_default_str()
+      ->check(CLI::Range(0.1, 60.0));
+
   if (const int exit_code = parley::parse_command_line(app, argc, argv); exit_code >= 0) return exit_code;
   if (print_config) {
     std::fputs(parley::effective_config(app.got_subcommand("serve") ? *serve_cmd : *gen_cmd).c_str(), stdout);
@@ -242,6 +252,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("convert")) return parley::run_convert(convert);
     if (app.got_subcommand("gen-model")) return parley::run_gen_model(gen_model);
     if (app.got_subcommand("quantize")) return parley::run_quantize(quantize);
+    if (app.got_subcommand("admin")) return parley::run_admin(admin);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "parley: error: %s\n", e.what());
     return 1;

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ['serve', 'generate', 'convert', 'gen-model', 'quantize']
+COMMANDS = ['serve', 'generate', 'convert', 'gen-model', 'quantize', 'admin']
 
 
 def help_flags(parley, command):
