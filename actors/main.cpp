@@ -151,6 +151,8 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option_function<std::string>("--admin-token-file", [&s](const std::string& path) {
         s.router.admin_token = parley::read_secret_file("--admin-token-file", path);
       }, "--admin-token read from a file (one line)")->excludes(token);
+  cmd->add_flag("--admin-show-prompts", s.admin_show_prompts,
+                "The admin console shows each live request's prompt text (off: prompts never leave the engine's clients)");
   cmd->add_option("--admin-read-token", s.router.admin_read_token,
                   "A second /admin token that sees every view and may act on nothing (403)");
   cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str()

@@ -6,24 +6,34 @@
 
 namespace parley::http {
 
-std::unique_ptr<LiveRequests::Entry> LiveRequests::add(const std::string& id, std::vector<std::string> engine_ids) {
+std::unique_ptr<LiveRequests::Entry> LiveRequests::add(const std::string& id, std::vector<std::string> engine_ids,
+                                                       std::string prompt) {
   std::lock_guard lock(mutex_);
-  ids_[id] = std::move(engine_ids);
+  live_[id] = Live{std::move(engine_ids), std::move(prompt)};
   return std::unique_ptr<Entry>(new Entry{this, id});
 }
 
 void LiveRequests::remove(const std::string& id) {
   std::lock_guard lock(mutex_);
-  ids_.erase(id);
+  live_.erase(id);
 }
 
 std::vector<std::string> LiveRequests::engine_ids(const std::string& id) const {
   std::lock_guard lock(mutex_);
-  if (auto it = ids_.find(id); it != ids_.end()) return it->second;
-  for (const auto& [user, engine] : ids_)
-    for (const std::string& e : engine)
+  if (auto it = live_.find(id); it != live_.end()) return it->second.engine_ids;
+  for (const auto& [user, live] : live_)
+    for (const std::string& e : live.engine_ids)
       if (e == id) return {e};
   return {};
+}
+
+std::map<std::string, std::string> LiveRequests::prompts() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::string> out;
+  for (const auto& [user, live] : live_)
+    if (!live.prompt.empty())
+      for (const std::string& e : live.engine_ids) out[e] = live.prompt;
+  return out;
 }
 
 AdminSnapshots::View AdminSnapshots::current(EngineClient& engine) {

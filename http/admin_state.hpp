@@ -21,14 +21,21 @@ class LiveRequests {
     std::string id;
     ~Entry() { registry->remove(id); }
   };
-  std::unique_ptr<Entry> add(const std::string& id, std::vector<std::string> engine_ids);
+  // prompt: its text for the admin console (--admin-show-prompts), "" otherwise.
+  std::unique_ptr<Entry> add(const std::string& id, std::vector<std::string> engine_ids, std::string prompt = "");
   // The engine requests of a request id (or the one engine request id given); empty when none is live.
   std::vector<std::string> engine_ids(const std::string& id) const;
+  // Engine request id -> its prompt text, for every live request registered with one.
+  std::map<std::string, std::string> prompts() const;
 
  private:
+  struct Live {
+    std::vector<std::string> engine_ids;
+    std::string prompt;
+  };
   void remove(const std::string& id);
   mutable std::mutex mutex_;
-  std::map<std::string, std::vector<std::string>> ids_;
+  std::map<std::string, Live> live_;
 };
 
 class AdminSnapshots {

@@ -258,7 +258,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                 (ctx_.admin_drained ? "true" : "false") + ",\"log_level\":\"" +
                                 std::string(spdlog::level::to_string_view(spdlog::get_level()).data()) +
                                 "\",\"requests\":" + v.requests + ",\"actors\":" + v.actors +
-                                ",\"metrics\":" + nlohmann::json(v.metrics).dump() + "}\n\n";
+                                ",\"metrics\":" + nlohmann::json(v.metrics).dump() +
+                                (ctx_.options.admin_show_prompts  // a prompt cut at 200 bytes may end inside a UTF-8 sequence
+                                     ? ",\"prompts\":" + nlohmann::json(ctx_.live_requests.prompts())
+                                                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                     : "") +
+                                "}\n\n";
       enqueue({body_piece(BodyFraming::Chunked, event), nullptr});
     }
     feed_timer_->expires_after(std::chrono::milliseconds(500));
@@ -289,7 +294,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
     std::vector<std::string> engine_ids;
     for (const auto& s : specs) engine_ids.push_back(s.req_id);
-    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids));
+    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids), admin_prompt(ctx_, gen->request()));
     gen_.emplace(GenerationInFlight{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), framing,
                                     keep_alive && framing != BodyFraming::UntilClose, false, shared_from_this(),
                                     std::move(registered)});

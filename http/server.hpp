@@ -18,6 +18,7 @@ struct ServerOptions {
   int idle_timeout_s = 60;              // a keep-alive connection with no request is closed
   int max_connections = 1024;           // open HTTP + websocket connections; past it: 503 and close
   int max_ws_requests = 64;             // requests running at once on one websocket; past it: a 429 error message
+  bool admin_show_prompts = false;      // the admin feed carries each live request's prompt text (off: never shown)
   int io_threads = 1;
   int shutdown_grace_s = 10;            // on SIGTERM, live requests get this long to finish, then abort
   std::string chat_template_file;       // --chat-template: a Jinja file served instead of the model's template

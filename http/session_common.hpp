@@ -69,6 +69,13 @@ struct StrandSink : RequestSink {
 };
 
 std::string new_request_id(ServerContext& ctx, const char* prefix);
+// A request's prompt as the admin console shows it: the first 200 bytes of its text with
+// --admin-show-prompts, else "" (never shown).
+inline std::string admin_prompt(const ServerContext& ctx, const GenerateRequest& req) {
+  if (!ctx.options.admin_show_prompts || req.prompt_texts.empty()) return "";
+  return req.prompt_texts.front().substr(0, 200);
+}
+
 // Starts an HTTP session on an accepted connection.
 void start_http_session(ServerContext& ctx, tcp::socket socket);
 // Starts a websocket session on an upgraded connection.

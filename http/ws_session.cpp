@@ -134,7 +134,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     auto specs = gen->engine_requests();
     std::vector<std::string> engine_ids;
     for (const auto& s : specs) engine_ids.push_back(s.req_id);
-    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids));
+    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids), admin_prompt(ctx_, gen->request()));
     live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), std::move(registered)});
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }

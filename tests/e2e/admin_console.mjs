@@ -95,6 +95,7 @@ main('admin_console', async (parley, t) => {
     for (let i = 0; i < 50 && (await poolCounts(base)).live < 8; i++) await sleep(100);
     const held = await pageAgrees(page, base, 'eight streams held');
     assert.equal(held.live, 8);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('td.prompt').length), 0, 'no prompt text without --admin-show-prompts');
     const busy = await fetch(base + '/admin/reset-prefix-cache', { method: 'POST', headers: auth('adm') });
     assert.equal(busy.status, 409, 'no prefix cache reset while requests hold blocks');
     assert.ok(held.used >= 8, `the eight prompts hold blocks (${held.used}; they share a cached first block)`);

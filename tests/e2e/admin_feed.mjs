@@ -1,6 +1,6 @@
 // The admin feed never waits behind a busy worker: while the worker runs one long step (two 1000-token prompts
 // prefilled in one step of a 110M-parameter model on one thread), /admin/events keeps sending an event every
-// half second, from the last snapshot, with its age growing.
+// half second, from the last snapshot, with its age growing; with --admin-show-prompts it carries the prompts.
 //   node tests/e2e/admin_feed.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -13,7 +13,7 @@ main('admin_feed', async (parley, t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-admin-feed-'));
   const model = path.join(dir, 'm110.gguf');
   execFileSync(parley, ['gen-model', '--shape', '110m', '--dtype', 'q8_0', '--out', model]);
-  const server = await t.start(['--threads', '1', '--max-num-batched-tokens', '2048', '--admin-token', 'adm'], { model });
+  const server = await t.start(['--threads', '1', '--max-num-batched-tokens', '2048', '--admin-token', 'adm', '--admin-show-prompts'], { model });
   const { base } = server;
 
   const events = [];
@@ -29,7 +29,8 @@ main('admin_feed', async (parley, t) => {
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const e = JSON.parse(buf.slice(buf.indexOf('data: ') + 6, i));
           buf = buf.slice(i + 2);
-          events.push({ at: performance.now(), age: e.age_ms, running: (e.requests.requests ?? []).length });
+          events.push({ at: performance.now(), age: e.age_ms, running: (e.requests.requests ?? []).length,
+                        prompts: Object.keys(e.prompts ?? {}).length });
         }
       }
     } catch { /* aborted */ }
@@ -51,6 +52,7 @@ main('admin_feed', async (parley, t) => {
   assert.ok(during.length >= stepSeconds * 2 - 2, `${during.length} events during a ${stepSeconds.toFixed(1)} s step`);
   assert.ok(Math.max(...gaps) < 1000, `the longest gap between events was ${Math.max(...gaps).toFixed(0)} ms`);
   assert.ok(Math.max(...during.map((e) => e.age)) >= 1000, `snapshot ages during the step: ${during.map((e) => e.age).join(',')}`);
+  assert.ok(during.some((e) => e.prompts === 2), '--admin-show-prompts: the two live prompts are in the feed');
   t.check();
   t.note(`${during.length} events during a ${stepSeconds.toFixed(1)} s step, ages up to ${Math.max(...during.map((e) => e.age))} ms`);
   fs.rmSync(dir, { recursive: true, force: true });
