@@ -143,6 +143,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
 }
 
 SchedulerOutput Scheduler::schedule() {
+  PhaseTimer timer(profile_, StepPhase::Schedule);
   SchedulerOutput out;
   out.finished_req_ids = std::move(finished_req_ids_);
   finished_req_ids_.clear();
@@ -334,6 +335,7 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
 }
 
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
+  PhaseTimer timer(profile_, StepPhase::Update);
   std::unordered_map<std::string, size_t> row_of;
   for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
   const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());

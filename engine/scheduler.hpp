@@ -23,6 +23,7 @@
 #include "engine/kv_cache_manager.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
+#include "engine/step_profile.hpp"
 
 namespace parley {
 
@@ -131,8 +132,12 @@ class Scheduler {
   SchedulerStats stats() const;
   const KVCacheManager& kv_cache_manager() const { return kv_; }
   const SchedulerConfig& config() const { return config_; }
+  // Times schedule() and update_from_output() into `profile` (null: off); the caller keeps it alive.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+  StepProfile* profile() const { return profile_; }
 
  private:
+  StepProfile* profile_ = nullptr;
   void preempt(Request& request);
   void free_request(Request& request);
   // Outputs still in flight for the request will be dropped (it finished or lost its KV).
