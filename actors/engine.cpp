@@ -83,6 +83,16 @@ Pd check_pd(const EngineConfig& c) {
   return pd;
 }
 
+// The event-based actors (ingress, scheduler, output, admin, kv transfer) share CAF's threads; the worker computes
+// on its own (detached). Work sharing: an idle CAF thread blocks on a condition variable and a message wakes it,
+// where CAF's default work stealing polls, sleeping 50 us between polls for 25 ms after each message (a hop waits
+// for the sleep to end, and the wake-ups take cores from compute). One thread colocated: the scheduler and output
+// actors' work is small and serial; two for PD roles, whose KV encoding would delay a step.
+void configure_actor_threads(caf::actor_system_config& system_config, const std::string& role) {
+  system_config.set("scheduler.policy", caf::atom("sharing"));
+  system_config.set("scheduler.max-threads", size_t(role == "colocated" ? 1 : 2));
+}
+
 std::string model_name_of(const EngineConfig& c) {
   if (!c.served_model_name.empty()) return c.served_model_name;
   if (c.model_path.empty()) return "parley-builtin";
@@ -139,6 +149,7 @@ class ActorEngine final : public EngineClient {
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
                                    {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size,
                                     kv_dtype}};
+    configure_actor_threads(system_config_, pd.role);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
     if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);

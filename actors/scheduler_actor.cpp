@@ -43,9 +43,10 @@ void forget_lost_outputs(Self self) {
   st.lost_step = false;
 }
 
-void send_step(Self self, SchedulerOutput so) {
-  self->state.steps_in_flight.push_back(so.step_id);
-  if (StepProfile* profile = self->state.scheduler->profile()) profile->sent(StepProfile::Hop::ToWorker, so.step_id);
+void send_step(Self self, SchedulerOutput plan) {
+  auto so = std::make_shared<const SchedulerOutput>(std::move(plan));
+  self->state.steps_in_flight.push_back(so->step_id);
+  if (StepProfile* profile = self->state.scheduler->profile()) profile->sent(StepProfile::Hop::ToWorker, so->step_id);
   self->request(self->state.worker, caf::infinite, msg::execute_atom::value, so)
       .then(
           [self, so](const ModelRunnerOutput& mro) {
@@ -57,7 +58,7 @@ void send_step(Self self, SchedulerOutput so) {
             st.steps_in_flight.pop_front();
             std::vector<EngineCoreOutput> outputs;
             try {
-              outputs = st.scheduler->update_from_output(so, mro);
+              outputs = st.scheduler->update_from_output(*so, mro);
             } catch (const std::exception& e) {
               st.lost_step = true;  // folded back only in part
               fail_all(self, e.what());
