@@ -42,7 +42,7 @@ struct CountingSink : RequestSink {
     auto& t = tokens[o.req_id];
     t.insert(t.end(), o.token_ids.begin(), o.token_ids.end());
     finished += o.finished();
-    cv.notify_all();
+    if (o.finished()) cv.notify_all();  // not on every token: waking the waiting thread would take a core from the engine
   }
   void on_rejected(int, const std::string& message) override {
     std::lock_guard lock(mu);
