@@ -88,6 +88,8 @@ TEST_CASE("aborts free blocks at once and tell the worker", "[scheduler]") {
   SchedulerOutput so = s.schedule();
   s.update_from_output(so, w.execute(so));
   REQUIRE(s.num_running() == 2);  // 64-token budget: a then 24 tokens of b; c waits
+  REQUIRE(s.stats().num_running == 2);
+  REQUIRE(s.stats().num_waiting == 1);
   REQUIRE(s.finish_requests({"b", "c", "nope"}, RequestStatus::FinishedAborted) == std::vector<std::string>{"b", "c"});
   REQUIRE(s.kv_cache_manager().block_pool().num_used() == 3);  // a's 40 tokens
   so = s.schedule();
