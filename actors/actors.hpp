@@ -24,9 +24,11 @@ struct SchedulerPd {
   KvLayout layout;                      // the worker's KV layout: transfers in and out use it
 };
 
-// async_scheduling: plan step N+1 while the worker runs step N (two steps in flight, not one).
+// async_scheduling: plan step N+1 while the worker runs step N (two steps in flight, not one). profile: where
+// each step's time goes (null: not timed).
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
-                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd = {});
+                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd = {},
+                                     StepProfile* profile = nullptr);
 // The KV transfer actor of a prefill instance (peers empty) or a decode instance (its prefill instances);
 // timeout_s bounds a transfer on the decode side and a lease on the prefill side. layout: this instance's KV
 // layout; KV of another arrives as a failed transfer. link_transport: the worker's device links ("": none):

@@ -89,6 +89,16 @@ Pd check_pd(const EngineConfig& c) {
   return pd;
 }
 
+// The event-based actors (ingress, scheduler, output, admin, kv transfer) share CAF's threads; the worker computes
+// on its own (detached). Work sharing: an idle CAF thread blocks on a condition variable and a message wakes it,
+// where CAF's default work stealing polls, sleeping 50 us between polls for 25 ms after each message (a hop waits
+// for the sleep to end, and the wake-ups take cores from compute). One thread colocated: the scheduler and output
+// actors' work is small and serial; two for PD roles, whose KV encoding would delay a step.
+void configure_actor_threads(caf::actor_system_config& system_config, const std::string& role) {
+  system_config.set("scheduler.policy", caf::atom("sharing"));
+  system_config.set("scheduler.max-threads", size_t(role == "colocated" ? 1 : 2));
+}
+
 std::string model_name_of(const EngineConfig& c) {
   if (!c.served_model_name.empty()) return c.served_model_name;
   if (c.model_path.empty()) return "parley-builtin";
@@ -135,6 +145,8 @@ class ActorEngine final : public EngineClient {
     const std::string device_name = device->device_name();
     const KvDtype kv_dtype = device->kv_dtype();
     auto runner = std::make_unique<ModelRunner>(std::move(device), sc.max_num_seqs, eos_);
+    profile_ = config.profile;
+    runner->set_profile(profile_.get());
     if (config.speculative)
       runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
                            config.speculative->verify);
@@ -143,12 +155,15 @@ class ActorEngine final : public EngineClient {
     const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
                                    {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size,
                                     kv_dtype}};
+    configure_actor_threads(system_config_, pd.role);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
     if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
     worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s);
-    output_ = spawn_output(*system_, std::make_unique<OutputService>(tokenizer_, model_name_));
-    scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd);
+    auto output_service = std::make_unique<OutputService>(tokenizer_, model_name_);
+    output_service->set_profile(profile_.get());
+    output_ = spawn_output(*system_, std::move(output_service));
+    scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd, profile_.get());
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     if (pd.role != "colocated") {
       kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout,
@@ -238,6 +253,7 @@ class ActorEngine final : public EngineClient {
   int max_model_len_ = 0, max_n_ = 64;
   std::vector<int> eos_;
   std::unique_ptr<LlamaModel> model_;
+  std::shared_ptr<StepProfile> profile_;  // the actors write to it: it outlives them
   caf::actor_system_config system_config_;  // the system keeps a reference: it must outlive it
   std::unique_ptr<caf::actor_system> system_;
   msg::worker_actor worker_;

@@ -73,6 +73,7 @@ struct EngineConfig {
   double gpu_memory_utilization = 0.9;       // --gpu-memory-utilization: the share of a GPU's memory for weights, activations and KV
   bool enforce_eager = false;                // --enforce-eager: no CUDA graphs
   int max_cudagraph_capture_size = 256;      // --max-cudagraph-capture-size: the largest captured decode batch (capped at max-num-seqs)
+  std::shared_ptr<StepProfile> profile;      // where each step's time goes (bench_async_scheduling); null: not timed
 };
 
 // --kv-cache-dtype's choice: the one given, else auto's for the device (docs/models.md, "KV cache dtype": why).

@@ -46,6 +46,8 @@ void OutputService::deliver(const RequestOutput& out, double now) {
 }
 
 std::vector<std::string> OutputService::on_outputs(const std::vector<EngineCoreOutput>& outputs, double now) {
+  if (profile_) profile_->received(StepProfile::Hop::ToOutput, ++outputs_received_, StepPhase::HopToOutput);
+  PhaseTimer timer(profile_, StepPhase::OutputProcessing);
   OutputProcessor::Processed processed = processor_.process_outputs(outputs);
   for (const RequestOutput& out : processed.outputs) deliver(out, now);
   return std::move(processed.reqs_to_abort);

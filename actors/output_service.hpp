@@ -30,6 +30,8 @@ class OutputService {
   void on_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures, int64_t auth_failures,
                        const std::vector<double>& latencies);
   std::string render_metrics();
+  // Times each step's outputs into `profile` (null: off); the caller keeps it alive.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
   int num_live() const { return int(live_.size()); }
 
  private:
@@ -44,6 +46,8 @@ class OutputService {
   OutputProcessor processor_;
   ServingMetrics metrics_;
   std::unordered_map<std::string, Live> live_;
+  StepProfile* profile_ = nullptr;
+  uint64_t outputs_received_ = 0;  // the scheduler numbers its outputs messages the same way
 };
 
 }  // namespace parley

@@ -167,7 +167,8 @@ using scheduler_actor = caf::typed_actor<
 using worker_actor = caf::typed_actor<
     // Run one step: update the persistent batch, forward, sample. Steps run in the order sent; the worker
     // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
-    caf::replies_to<execute_atom, SchedulerOutput>::with<ModelRunnerOutput>,
+    // Shared, not copied: the scheduler folds the output back against the same plan.
+    caf::replies_to<execute_atom, std::shared_ptr<const SchedulerOutput>>::with<ModelRunnerOutput>,
     // Prefill side: these blocks' KV, for a transfer (answered after every step sent before it).
     caf::replies_to<export_atom, std::vector<int>>::with<std::vector<uint8_t>>,
     // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
@@ -248,7 +249,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Submission)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Registration)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::ActorStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::TextReply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerOutput)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const parley::SchedulerOutput>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ModelRunnerOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<parley::EngineCoreOutput>)

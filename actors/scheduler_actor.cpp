@@ -43,17 +43,22 @@ void forget_lost_outputs(Self self) {
   st.lost_step = false;
 }
 
-void send_step(Self self, SchedulerOutput so) {
-  self->state.steps_in_flight.push_back(so.step_id);
+void send_step(Self self, SchedulerOutput plan) {
+  auto so = std::make_shared<const SchedulerOutput>(std::move(plan));
+  self->state.steps_in_flight.push_back(so->step_id);
+  if (StepProfile* profile = self->state.scheduler->profile()) profile->sent(StepProfile::Hop::ToWorker, so->step_id);
   self->request(self->state.worker, caf::infinite, msg::execute_atom::value, so)
       .then(
           [self, so](const ModelRunnerOutput& mro) {
             auto& st = self->state;
             ++st.handled;  // the worker's reply is a message too
+            StepProfile* profile = st.scheduler->profile();
+            if (profile) profile->received(StepProfile::Hop::ToScheduler, mro.step_id, StepPhase::HopToScheduler);
+            PhaseTimer timer(profile, StepPhase::SchedulerCpu, PhaseTimer::Clock::ThreadCpu);
             st.steps_in_flight.pop_front();
             std::vector<EngineCoreOutput> outputs;
             try {
-              outputs = st.scheduler->update_from_output(so, mro);
+              outputs = st.scheduler->update_from_output(*so, mro);
             } catch (const std::exception& e) {
               st.lost_step = true;  // folded back only in part
               fail_all(self, e.what());
@@ -88,6 +93,7 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
   for (const EngineCoreOutput& o : outputs)
     if (const Request* r = st.scheduler->find(o.req_id); r && !r->sampling_params.stop.empty()) may_stop = true;
   st.pending_stop_checks += may_stop;
+  if (StepProfile* profile = st.scheduler->profile()) profile->sent(StepProfile::Hop::ToOutput, ++st.outputs_sent);
   auto checked = [self, may_stop] {
     self->state.pending_stop_checks -= may_stop;
     maybe_step(self);
@@ -96,6 +102,7 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
       .then(
           [self, checked](const std::vector<std::string>& stopped) {
             ++self->state.handled;
+            PhaseTimer timer(self->state.scheduler->profile(), StepPhase::SchedulerCpu, PhaseTimer::Clock::ThreadCpu);
             if (!stopped.empty()) finish(self, stopped, RequestStatus::FinishedStopped);
             checked();
           },
@@ -155,8 +162,10 @@ void finish(Self self, const std::vector<std::string>& ids, RequestStatus status
 }
 
 msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig config, bool async_scheduling,
-                                                  msg::worker_actor worker, msg::output_actor output, SchedulerPd pd) {
+                                                  msg::worker_actor worker, msg::output_actor output, SchedulerPd pd,
+                                                  StepProfile* profile) {
   self->state.scheduler = std::make_unique<Scheduler>(std::move(config));
+  self->state.scheduler->set_profile(profile);
   self->state.pd = pd;
   self->state.max_steps_in_flight = async_scheduling ? 2 : 1;
   self->state.worker = std::move(worker);
@@ -216,8 +225,9 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
 namespace parley {
 
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
-                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd) {
-  return sys.spawn(scheduling::scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output), pd);
+                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd, StepProfile* profile) {
+  return sys.spawn(scheduling::scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output), pd,
+                   profile);
 }
 
 }  // namespace parley

@@ -20,6 +20,7 @@ struct SchedulerState {
   int pending_stop_checks = 0;  // outputs of requests with stop strings not yet checked by the output actor
   bool lost_step = false;       // a step failed: its placeholders' outputs will never come
   uint64_t handled = 0;
+  uint64_t outputs_sent = 0;  // outputs messages to the output actor (the profile's hop stamps)
   std::random_device entropy;  // seeds for unseeded requests, drawn at admission
   // PD roles.
   SchedulerPd pd;

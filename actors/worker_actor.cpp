@@ -76,10 +76,14 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
   st.runner = std::move(*runner);
   if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
   return {
-      [self](msg::execute_atom, const SchedulerOutput& so) -> caf::result<ModelRunnerOutput> {
+      [self](msg::execute_atom, const std::shared_ptr<const SchedulerOutput>& so) -> caf::result<ModelRunnerOutput> {
         ++self->state.handled;
+        StepProfile* profile = self->state.runner->profile();
+        if (profile) profile->worker_starts(so->step_id);
         try {
-          return self->state.runner->execute_model(so);
+          ModelRunnerOutput out = self->state.runner->execute_model(*so);
+          if (profile) profile->worker_ends(so->step_id);
+          return out;
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::runtime_error, std::string("execute_model: ") + e.what());
         }

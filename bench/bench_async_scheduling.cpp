@@ -2,12 +2,15 @@
 // runs step N, against one step at a time, at 1, 16 and 64 concurrent requests. Prints steps/s and output
 // tokens/s for both and their ratio, and checks that both give every request the same token ids. A third
 // row runs the same loop in one thread with no actors (EngineCore): the floor the actor engine pays
-// messages on top of.
+// messages on top of. A second table splits each engine's step into its phases (engine/step_profile.hpp), and
+// a last line times an idle engine from a request's submission to its first step computing.
 //   bench_async_scheduling [--model M] [--tokenizer T] [--prompt-tokens 32] [--gen-tokens 64]
 //                          [--concurrency 1,16,64] [--repeats 3] [--threads T]
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -16,6 +19,8 @@
 #include <mutex>
 #include <regex>
 #include <thread>
+
+#include <sys/resource.h>
 
 #include "actors/engine_client.hpp"
 #include "engine/engine_core.hpp"
@@ -37,7 +42,7 @@ struct CountingSink : RequestSink {
     auto& t = tokens[o.req_id];
     t.insert(t.end(), o.token_ids.begin(), o.token_ids.end());
     finished += o.finished();
-    cv.notify_all();
+    if (o.finished()) cv.notify_all();  // not on every token: waking the waiting thread would take a core from the engine
   }
   void on_rejected(int, const std::string& message) override {
     std::lock_guard lock(mu);
@@ -62,11 +67,26 @@ double steps_of(EngineClient& engine) {
   return std::stod(m[1]);
 }
 
+constexpr size_t kPhases = size_t(StepPhase::Count);
+
+// CPU seconds of every thread of this process so far.
+double process_cpu() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 struct Measure {
-  double seconds = 0, steps = 0;
+  double seconds = 0, steps = 0, cpu_seconds = 0;
   int tokens = 0;
   std::map<std::string, std::vector<int>> ids;
+  std::array<double, kPhases> phase_us{};  // per step; negative: the engine has no such phase
 };
+
+void take_profile(Measure& m, const StepProfile& profile) {
+  for (size_t p = 0; p < kPhases; ++p)
+    m.phase_us[p] = profile.count(StepPhase(p)) ? profile.seconds(StepPhase(p)) * 1e6 / std::max(1.0, m.steps) : -1;
+}
 
 // `concurrency` requests, each with its own prompt, run to gen_tokens.
 std::vector<EngineRequestSpec> make_specs(int vocab, int concurrency, int prompt_tokens, int gen_tokens, int round) {
@@ -86,26 +106,51 @@ std::vector<EngineRequestSpec> make_specs(int vocab, int concurrency, int prompt
 }
 
 // The requests submitted at once to the actor engine.
-Measure run_batch(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
+Measure run_batch(EngineClient& engine, StepProfile& profile, std::vector<EngineRequestSpec> specs) {
   const int concurrency = int(specs.size());
   const double steps_before = steps_of(engine);
+  profile.reset();
   auto sink = std::make_shared<CountingSink>();
+  const double cpu_start = process_cpu();
   const auto start = std::chrono::steady_clock::now();
   engine.submit(std::move(specs), sink);
   sink->wait(concurrency);
   Measure m;
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.cpu_seconds = process_cpu() - cpu_start;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the last step's counters reach /metrics
   m.steps = steps_of(engine) - steps_before;
   for (auto& [id, t] : sink->tokens) m.tokens += int(t.size()), m.ids[id.substr(id.find('.'))] = t;
+  take_profile(m, profile);
   return m;
+}
+
+// An idle engine (its threads asleep for a while): from one request's submission to its first step computing.
+std::vector<double> idle_start_latencies_us(EngineClient& engine, StepProfile& profile, int vocab, int trials) {
+  std::vector<double> us;
+  for (int t = 0; t < trials; ++t) {
+    auto specs = make_specs(vocab, 1, 8, 1, 100000 + t);
+    auto sink = std::make_shared<CountingSink>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    profile.reset();
+    const double submitted = StepProfile::now();
+    engine.submit(std::move(specs), sink);
+    sink->wait(1);
+    us.push_back((profile.first_compute.load() - submitted) * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  return us;
 }
 
 // The same requests through EngineCore in this thread: schedule, run, update, with no messages.
 Measure run_core(LlamaModel& model, SchedulerConfig config, const std::vector<EngineRequestSpec>& specs) {
   EngineCore core(model, std::move(config));
+  StepProfile profile;
+  core.scheduler().set_profile(&profile);
+  core.runner().set_profile(&profile);
   for (const auto& s : specs) core.add_request(Request(s.req_id, s.prompt_token_ids, s.params, *s.params.seed));
   Measure m;
+  const double cpu_start = process_cpu();
   const auto start = std::chrono::steady_clock::now();
   while (core.has_unfinished_requests())
     for (const EngineCoreOutput& o : core.step()) {
@@ -114,7 +159,9 @@ Measure run_core(LlamaModel& model, SchedulerConfig config, const std::vector<En
       m.tokens += int(o.new_token_ids.size());
     }
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.cpu_seconds = process_cpu() - cpu_start;
   m.steps = double(core.scheduler().stats().num_steps);
+  take_profile(m, profile);
   return m;
 }
 
@@ -140,8 +187,10 @@ int main(int argc, char** argv) {
   config.scheduler.max_num_seqs = std::max(1, largest);
   config.scheduler.num_kv_blocks = largest * ((prompt_tokens + gen_tokens) / 16 + 2);
   std::map<bool, std::unique_ptr<EngineClient>> engines;
+  std::map<bool, std::shared_ptr<StepProfile>> profiles;
   for (bool async_scheduling : {false, true}) {
     config.async_scheduling = async_scheduling;
+    config.profile = profiles[async_scheduling] = std::make_shared<StepProfile>();
     engines[async_scheduling] = EngineClient::start(config);
   }
   // The in-process loop's model, on a backend with the same thread count, with the engine's scheduler settings.
@@ -154,18 +203,23 @@ int main(int argc, char** argv) {
   core_config.eos_token_ids = default_stop_token_ids(*file.vocab);
   std::printf("model %s, prompt %d tokens, %d generated per request, best of %d\n\n", engines[true]->model_name().c_str(),
               prompt_tokens, gen_tokens, repeats);
-  std::printf("| requests | engine | steps | steps/s | output tok/s | against async off |\n|---|---|---|---|---|---|\n");
+  std::printf("| requests | engine | steps | steps/s | output tok/s | against async off | against one thread | CPU us/step |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   int round = 0;
+  enum { Off, On, Core };
+  const auto engine_name = [](int which) {
+    return which == Off ? "actors, async off" : which == On ? "actors, async on" : "one thread, no actors";
+  };
+  std::map<std::pair<int, int>, Measure> profiled;  // (requests, engine) -> its best run
   for (int c : concurrency) {
-    enum { Off, On, Core };
     std::map<int, Measure> best;
     auto keep = [&](int which, Measure m) {
       if (!best.count(which) || m.seconds < best[which].seconds) best[which] = std::move(m);
     };
     for (int r = 0; r < repeats; ++r) {  // interleaved: drift on a noisy machine hits every engine
       const auto specs = make_specs(vocab, c, prompt_tokens, gen_tokens, round++);
-      keep(Off, run_batch(*engines[false], specs));
-      keep(On, run_batch(*engines[true], specs));
+      keep(Off, run_batch(*engines[false], *profiles[false], specs));
+      keep(On, run_batch(*engines[true], *profiles[true], specs));
       keep(Core, run_core(model, core_config, specs));
     }
     if (best[On].ids != best[Off].ids || best[Core].ids != best[Off].ids) {
@@ -174,11 +228,23 @@ int main(int argc, char** argv) {
     }
     for (int which : {Off, On, Core}) {
       const Measure& m = best[which];
-      const char* name = which == Off ? "actors, async off" : which == On ? "actors, async on" : "one thread, no actors";
-      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx |\n", c, name, m.steps, m.steps / m.seconds, m.tokens / m.seconds,
-                  best[Off].seconds / m.seconds);
+      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %.0f |\n", c, engine_name(which), m.steps, m.steps / m.seconds,
+                  m.tokens / m.seconds, best[Off].seconds / m.seconds, best[Core].seconds / m.seconds,
+                  m.cpu_seconds * 1e6 / m.steps);
+      profiled[{c, which}] = m;
     }
   }
-  std::printf("\nEvery request's token ids are identical across the three engines.\n");
+  std::printf("\nEvery request's token ids are identical across the three engines.\n\n");
+  std::printf("Per step, in microseconds (the best run of each cell; phases in engine/step_profile.hpp):\n\n"
+              "| requests | engine | schedule | update | scheduler CPU | hop to worker | worker idle | prepare | forward | sample "
+              "| hop to scheduler | hop to output | output processing | step |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& [key, m] : profiled) {
+    std::printf("| %d | %s |", key.first, engine_name(key.second));
+    for (double us : m.phase_us) us < 0 ? std::printf(" - |") : std::printf(" %.1f |", us);
+    std::printf(" %.1f |\n", m.seconds * 1e6 / m.steps);
+  }
+  const std::vector<double> idle = idle_start_latencies_us(*engines[true], *profiles[true], vocab, 21);
+  std::printf("\nIdle engine (async on), submission to first step computing, 21 requests 50 ms apart: median %.0f us, "
+              "max %.0f us\n", idle[idle.size() / 2], idle.back());
   return 0;
 }

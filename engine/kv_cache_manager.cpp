@@ -111,7 +111,9 @@ GroupBlockIds KVCacheManager::block_ids(const std::string& req_id) const {
 
 GroupBlockIds KVCacheManager::take_new_block_ids(const std::string& req_id) {
   GroupBlockIds ids;
-  for (auto& g : groups_) ids.push_back(g->take_new_block_ids(req_id));
+  bool any = false;
+  for (auto& g : groups_) any |= !ids.emplace_back(g->take_new_block_ids(req_id)).empty();
+  if (!any) ids.clear(), ids.shrink_to_fit();  // most decode steps: nothing new, and nothing for the step to carry
   return ids;
 }
 

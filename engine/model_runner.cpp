@@ -3,6 +3,7 @@
 #include "engine/rejection_sampler.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -214,6 +215,7 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
 }
 
 ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
+  std::optional<PhaseTimer> phase(std::in_place, profile_, StepPhase::Prepare);
   update_states(so);
   ModelRunnerOutput out;
   out.step_id = so.step_id;
@@ -230,7 +232,9 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
   plan_device_sampling();
+  phase.emplace(profile_, StepPhase::Forward);
   out.ran_graph = device_->forward(forward_, logits_, &device_sampling_);
+  phase.emplace(profile_, StepPhase::Sample);
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
     const auto hidden = device_->hidden_states();
     const size_t dim = size_t(device_->config().dim);

@@ -11,6 +11,7 @@
 #include "engine/prompt_logprobs.hpp"
 #include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
+#include "engine/step_profile.hpp"
 #include "model/device_model.hpp"
 
 namespace parley {
@@ -39,6 +40,10 @@ class ModelRunner {
     verify_mode_ = verify;
   }
 
+  // Times the batch update, the forward pass and sampling into `profile` (null: off); the caller keeps it alive.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+  StepProfile* profile() const { return profile_; }
+
   const InputBatch& input_batch() const { return input_batch_; }
   DeviceModel& device() { return *device_; }
   const LlamaConfig& config() const { return device_->config(); }
@@ -61,6 +66,7 @@ class ModelRunner {
   int verify(int row, int entry, ModelRunnerOutput& out);
 
   std::unique_ptr<DeviceModel> device_;
+  StepProfile* profile_ = nullptr;
   InputBatch input_batch_;
   Sampler sampler_;
   ForwardBatch forward_;

@@ -3,6 +3,7 @@
 #include "engine/prompt_logprobs.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <stdexcept>
 #include <string>
 
@@ -143,6 +144,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
 }
 
 SchedulerOutput Scheduler::schedule() {
+  PhaseTimer timer(profile_, StepPhase::Schedule);
   SchedulerOutput out;
   out.finished_req_ids = std::move(finished_req_ids_);
   finished_req_ids_.clear();
@@ -334,16 +336,20 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
 }
 
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
-  std::unordered_map<std::string, size_t> row_of;
-  for (size_t i = 0; i < mro.req_ids.size(); ++i) row_of.emplace(mro.req_ids[i], i);
+  PhaseTimer timer(profile_, StepPhase::Update);
+  // The worker's row of each request, by binary search over its ids (no hash map built every step).
+  std::vector<std::pair<std::string_view, size_t>> rows;
+  rows.reserve(mro.req_ids.size());
+  for (size_t i = 0; i < mro.req_ids.size(); ++i) rows.emplace_back(mro.req_ids[i], i);
+  std::sort(rows.begin(), rows.end());
   const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
   std::vector<EngineCoreOutput> outputs;
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
   for (const auto& [id, n] : so.num_scheduled_tokens) {
-    auto row = row_of.find(id);
-    if (row == row_of.end()) throw std::logic_error("the worker returned no row for scheduled request " + id);
+    auto row = std::lower_bound(rows.begin(), rows.end(), std::pair<std::string_view, size_t>(id, 0));
+    if (row == rows.end() || row->first != id) throw std::logic_error("the worker returned no row for scheduled request " + id);
     if (row->second < mro.prompt_logprobs.size())
       take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row->second]);
     const auto& sampled = mro.sampled_token_ids[row->second];

@@ -23,6 +23,7 @@
 #include "engine/kv_cache_manager.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
+#include "engine/step_profile.hpp"
 
 namespace parley {
 
@@ -133,8 +134,12 @@ class Scheduler {
   // Forgets every cached prefix; refused (false) while a request holds a block, as vLLM's reset_prefix_cache.
   bool reset_prefix_cache() { return kv_.block_pool().reset_prefix_cache(); }
   const SchedulerConfig& config() const { return config_; }
+  // Times schedule() and update_from_output() into `profile` (null: off); the caller keeps it alive.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+  StepProfile* profile() const { return profile_; }
 
  private:
+  StepProfile* profile_ = nullptr;
   void preempt(Request& request);
   void free_request(Request& request);
   // Outputs still in flight for the request will be dropped (it finished or lost its KV).

@@ -1,4 +1,6 @@
 // The scheduler's counters and a snapshot of its queues and KV pool, for metrics and the admin view.
+#include <algorithm>
+#include <string_view>
 #include <unordered_set>
 
 #include "engine/scheduler.hpp"
@@ -9,13 +11,19 @@ SchedulerStats Scheduler::stats() const {
   SchedulerStats s;
   const BlockPool& pool = kv_.block_pool();
   // Requests the user sent: split children count once, with their parent (running if any child runs).
-  std::unordered_set<std::string> running_users, waiting_users;
-  for (const Request* r : running_) running_users.insert(r->user_request_id());
-  for (const Request* r : requests())
-    if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id()))
-      waiting_users.insert(r->user_request_id());
-  s.num_running = int(running_users.size());
-  s.num_waiting = int(waiting_users.size());
+  const std::vector<const Request*> live = requests();
+  if (std::none_of(live.begin(), live.end(), [](const Request* r) { return !r->parent_req_id.empty(); })) {
+    s.num_running = int(running_.size());  // no split children: one request per user request (sent every step)
+    s.num_waiting = int(live.size() - running_.size());
+  } else {
+    std::unordered_set<std::string_view> running_users, waiting_users;
+    for (const Request* r : running_) running_users.insert(r->user_request_id());
+    for (const Request* r : live)
+      if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id()))
+        waiting_users.insert(r->user_request_id());
+    s.num_running = int(running_users.size());
+    s.num_waiting = int(waiting_users.size());
+  }
   s.kv_cache_usage = pool.get_usage();
   s.num_total_blocks = pool.num_usable_blocks();
   s.num_used_blocks = pool.num_used();

@@ -26,6 +26,24 @@ TEST_CASE("scheduler runs requests to max_tokens within the token budget and fre
   REQUIRE(s.stats().num_preemptions == 0);
 }
 
+TEST_CASE("a decode step inside the request's last block carries no block ids and one that opens a block carries it", "[scheduler]") {
+  Scheduler s(config(64, 64));
+  FakeWorker w;
+  s.add_request(make_request("r", prompt_of(20, 1), 20));  // 20 prompt tokens: blocks of 16 positions
+  std::vector<size_t> groups_carried;                      // per decode step: the KV groups its ids name
+  while (s.has_unfinished_requests()) {
+    const SchedulerOutput so = s.schedule();
+    for (const CachedRequestData& c : so.scheduled_cached_reqs) {
+      groups_carried.push_back(c.new_block_ids.size());
+      if (!c.new_block_ids.empty()) REQUIRE(c.new_block_ids[0].size() == 1);
+    }
+    s.update_from_output(so, w.execute(so));
+  }
+  // Decode steps compute positions 20..38: only position 32 opens a block.
+  REQUIRE(groups_carried.size() == 19);
+  for (size_t i = 0; i < groups_carried.size(); ++i) REQUIRE(groups_carried[i] == (20 + i == 32 ? 1u : 0u));
+}
+
 TEST_CASE("a request's tokens do not depend on its company or on preemption", "[scheduler]") {
   auto outputs = [](int num_blocks, int budget) {
     Scheduler s(config(num_blocks, budget));
@@ -70,6 +88,8 @@ TEST_CASE("aborts free blocks at once and tell the worker", "[scheduler]") {
   SchedulerOutput so = s.schedule();
   s.update_from_output(so, w.execute(so));
   REQUIRE(s.num_running() == 2);  // 64-token budget: a then 24 tokens of b; c waits
+  REQUIRE(s.stats().num_running == 2);
+  REQUIRE(s.stats().num_waiting == 1);
   REQUIRE(s.finish_requests({"b", "c", "nope"}, RequestStatus::FinishedAborted) == std::vector<std::string>{"b", "c"});
   REQUIRE(s.kv_cache_manager().block_pool().num_used() == 3);  // a's 40 tokens
   so = s.schedule();
