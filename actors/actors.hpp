@@ -50,10 +50,58 @@ inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Every actor counts what it handles; the admin view reads it with the mailbox depth.
+// Every actor counts what it handles, in one place: its behaviour is built with counted_behavior() and its
+// requests' replies arrive through ask(), both of which wrap each handler to count the message first. The
+// admin view reads the count (state.handled) with the mailbox depth.
 template <class Self>
-msg::ActorStats actor_stats(Self* self, const char* name, uint64_t handled) {
-  return {name, self->mailbox().size(), handled};
+msg::ActorStats actor_stats(Self* self, const char* name) {
+  return {name, self->mailbox().size(), self->state.handled};
+}
+
+namespace detail {
+// A handler's parameter and result types, to wrap it in a lambda CAF matches exactly as it matched the handler.
+template <class F>
+struct Handler : Handler<decltype(&F::operator())> {};
+template <class C, class R, class... A>
+struct Handler<R (C::*)(A...) const> {
+  template <class Self, class F>
+  static auto counted(Self self, F f) {
+    return [self, f = std::move(f)](A... args) mutable -> R {
+      ++self->state.handled;
+      return f(std::forward<A>(args)...);
+    };
+  }
+};
+template <class C, class R, class... A>
+struct Handler<R (C::*)(A...)> : Handler<R (C::*)(A...) const> {};  // a mutable lambda
+}  // namespace detail
+
+// The handler, counting each message it handles in self->state.handled.
+template <class Self, class F>
+auto counted(Self self, F f) {
+  return detail::Handler<F>::counted(self, std::move(f));
+}
+
+// An actor's behaviour whose every handler counts its message.
+template <class Self, class... Fs>
+typename std::remove_pointer_t<Self>::behavior_type counted_behavior(Self self, Fs... handlers) {
+  return {counted(self, std::move(handlers))...};
+}
+
+// self->request() whose reply (or error) handlers count the reply as a message handled.
+template <class Self, class Handle>
+struct CountedReply {
+  Self self;
+  Handle handle;
+  template <class... Fs>
+  void then(Fs... handlers) {
+    handle.then(counted(self, std::move(handlers))...);
+  }
+};
+template <class Self, class Dest, class Timeout, class... Ts>
+auto ask(Self self, const Dest& dest, Timeout timeout, Ts&&... xs) {
+  auto handle = self->request(dest, timeout, std::forward<Ts>(xs)...);
+  return CountedReply<Self, decltype(handle)>{self, std::move(handle)};
 }
 
 }  // namespace parley

@@ -24,34 +24,28 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
   self->state.output = std::move(output);
   self->state.admin = std::move(admin);
   self->state.kv = std::move(kv);
-  return {
+  return counted_behavior(self,
       // Submits and aborts share one path to the scheduler, so an abort never overtakes its submit.
       [self](msg::submit_atom, msg::Submission& sub) {
-        ++self->state.handled;
         self->send(self->state.scheduler, msg::submit_atom::value, std::move(sub));
       },
       [self](msg::abort_atom, std::vector<std::string>& ids) {
-        ++self->state.handled;
         self->send(self->state.scheduler, msg::abort_atom::value, std::move(ids));
       },
       [self](msg::abort_all_atom) {
-        ++self->state.handled;
         self->send(self->state.scheduler, msg::abort_all_atom::value);
       },
       [self](msg::metrics_atom, msg::TextReply& reply) {
-        ++self->state.handled;
         self->send(self->state.output, msg::metrics_atom::value, std::move(reply));
       },
       [self](msg::actors_atom, msg::TextReply& reply) {
-        ++self->state.handled;
-        self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress", self->state.handled),
+        self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress"),
                    std::move(reply));
       },
       [self](msg::requests_atom, msg::TextReply& reply) {
-        ++self->state.handled;
         if (!self->state.kv) return self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
         // PD roles: the scheduler's view with the KV transfer actor's peers and transfers in flight.
-        self->request(self->state.kv, caf::infinite, msg::requests_atom::value)
+        ask(self, self->state.kv, caf::infinite, msg::requests_atom::value)
             .then([self, reply](const std::string& kv) {
               msg::TextReply merged = [reply, kv](std::string view) {
                 auto j = nlohmann::json::parse(view);
@@ -62,11 +56,10 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
             });
       },
       [self](msg::reset_cache_atom, msg::TextReply& reply) {
-        ++self->state.handled;
         self->send(self->state.scheduler, msg::reset_cache_atom::value, std::move(reply));
       },
-      [self](msg::stats_atom) { return actor_stats(self, "ingress", ++self->state.handled); },
-  };
+      [self](msg::stats_atom) { return actor_stats(self, "ingress"); }
+  );
 }
 
 struct AdminState {
@@ -98,30 +91,29 @@ msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor s
   self->state.scheduler = std::move(scheduler);
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
-  return {
+  return counted_behavior(self,
       [self](msg::actors_atom, const msg::ActorStats& asker, msg::TextReply& reply) {
         auto& st = self->state;
-        ++st.handled;
         auto query = std::make_shared<ActorsQuery>();
         query->reply = std::move(reply);
         query->pending = 3;
         query->lines.push_back(line_of(asker));
-        query->lines.push_back(line_of(actor_stats(self, "admin", st.handled)));
+        query->lines.push_back(line_of(actor_stats(self, "admin")));
         // The worker answers between steps; a step longer than the timeout shows as "busy".
         const auto timeout = std::chrono::seconds(2);
-        auto ask = [&](const auto& who, const char* name) {
-          self->request(who, timeout, msg::stats_atom::value)
+        auto ask_stats = [&](const auto& who, const char* name) {
+          ask(self, who, timeout, msg::stats_atom::value)
               .then([query](const msg::ActorStats& s) { query->add(line_of(s)); },
                     [query, name](const caf::error&) {
                       query->add({{"name", name}, {"mailbox_depth", nullptr}, {"messages_handled", nullptr}, {"busy", true}});
                     });
         };
-        ask(st.scheduler, "scheduler");
-        ask(st.worker, "worker");
-        ask(st.output, "output");
+        ask_stats(st.scheduler, "scheduler");
+        ask_stats(st.worker, "worker");
+        ask_stats(st.output, "output");
       },
-      [self](msg::stats_atom) { return actor_stats(self, "admin", ++self->state.handled); },
-  };
+      [self](msg::stats_atom) { return actor_stats(self, "admin"); }
+  );
 }
 
 }  // namespace

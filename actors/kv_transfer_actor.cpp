@@ -87,7 +87,7 @@ void link_failed(Self self, size_t peer) {
 void open_link(Self self, size_t peer) {
   auto& st = self->state;
   close_link(self, peer);
-  self->request(st.worker, caf::infinite, msg::link_id_atom::value)
+  ask(self, st.worker, caf::infinite, msg::link_id_atom::value)
       .then(
           [self, peer](const std::string& id) {
             auto& st = self->state;
@@ -98,7 +98,7 @@ void open_link(Self self, size_t peer) {
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
             st.links[peer] = name;
             self->send(st.peers[peer], msg::link_atom::value, id, name, caf::actor_cast<caf::actor>(self));
-            self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
+            ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
                       if (self->state.links[peer] != name) return;  // replaced meanwhile
@@ -180,13 +180,13 @@ void auth_failed(Self self, size_t peer, const std::string& why) {
 void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
   const std::string nonce = KvPeerAuth::new_nonce();
   const auto timeout = std::chrono::milliseconds(int64_t(self->state.timeout_s * 1000));
-  self->request(prefill, timeout, msg::auth_challenge_atom::value, nonce)
+  ask(self, prefill, timeout, msg::auth_challenge_atom::value, nonce)
       .then(
           [self, peer, prefill, nonce, timeout](const std::string& their_nonce, const std::string& proof) {
             auto& auth = self->state.auth;
             if (!auth.prefill_proof_ok(nonce, {their_nonce, proof}))
               return auth_failed(self, peer, their_nonce.empty() ? "it has no --kv-secret" : "its answer does not prove the secret");
-            self->request(prefill, timeout, msg::auth_proof_atom::value, auth.decode_proof(nonce, their_nonce))
+            ask(self, prefill, timeout, msg::auth_proof_atom::value, auth.decode_proof(nonce, their_nonce))
                 .then(
                     [self, peer, prefill](bool accepted) {
                       if (!accepted) return auth_failed(self, peer, "it refused this instance's proof");
@@ -201,7 +201,7 @@ void connect(Self self, size_t peer) {
   auto& st = self->state;
   st.connecting[peer] = true;
   const PeerAddress& a = st.router->address(peer);
-  self->request(self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
+  ask(self, self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
       .then(
           [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
             if (!serv) {
@@ -294,10 +294,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       }
   });
   self->send(self, msg::tick_atom::value);
-  return {
+  return counted_behavior(self,
       [self](msg::auth_challenge_atom, const std::string& nonce) -> caf::result<std::string, std::string> {  // prefill side
         auto& st = self->state;
-        ++st.handled;
         const auto& sender = self->current_sender();
         if (!st.auth.enabled() || !sender || st.router) {
           spdlog::warn("a KV peer asked to authenticate; this instance has no --kv-secret (or is not a prefill instance)");
@@ -308,7 +307,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::auth_proof_atom, const std::string& proof) {  // prefill side
         auto& st = self->state;
-        ++st.handled;
         const auto& sender = self->current_sender();
         if (sender && !st.router && st.auth.accept(caf::to_string(sender->node()), proof)) {
           spdlog::info("decode instance on node {} authenticated", caf::to_string(sender->node()));
@@ -318,7 +316,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         return false;
       },
       [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {  // prefill side
-        ++self->state.handled;
         if (!from_peer(self, "prefill")) {
           // The refusal (no prompt computed, no KV) lets such a decode instance prefill locally at once.
           const auto& sender = self->current_sender();
@@ -348,7 +345,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {  // prefill side
         auto& st = self->state;
-        ++st.handled;
         if (!local_only(self, "push")) return;
         const auto to = st.decode_of.find(id);
         if (to == st.decode_of.end()) return self->send(st.scheduler, msg::release_atom::value, id);
@@ -361,7 +357,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
-        ++st.handled;
         if (!from_peer(self, "link closed")) return;
         if (st.worker) self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
         for (const auto& [decode, link] : st.links_to)  // prefill side: the decode end closes too, and opens a new link later
@@ -373,14 +368,13 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;
-        ++st.handled;
         if (!from_peer(self, "link")) return;
         if (st.link_transport.empty()) return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
         if (const auto old = st.links_to.find(decode.address()); old != st.links_to.end()) {
           self->send(st.worker, msg::link_close_atom::value, old->second);
           st.links_to.erase(old);
         }
-        self->request(st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
+        ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
             .then(
                 [self, name, decode](bool) {
                   self->state.links_to[decode.address()] = name;
@@ -393,7 +387,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::refuse_atom, const std::string& id, const std::string& why) {  // prefill side
         auto& st = self->state;
-        ++st.handled;
         if (!local_only(self, "refuse")) return;
         const auto to = st.decode_of.find(id);
         if (to == st.decode_of.end()) return;
@@ -401,13 +394,11 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.decode_of.erase(to);
       },
       [self](msg::release_atom, const std::string& id) {  // prefill side: acknowledged
-        ++self->state.handled;
         if (!from_peer(self, "release")) return;
         if (self->state.leases.erase(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
       },
       [self](msg::route_atom, const std::string& id, const std::string& json) {  // decode side
         auto& st = self->state;
-        ++st.handled;
         if (!local_only(self, "route")) return;
         const std::optional<size_t> peer = st.router ? st.router->pick() : std::nullopt;
         if (!peer) return fail(self, id, "no prefill instance is up");
@@ -417,7 +408,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::kv_atom, const std::string& bytes) {  // decode side
         auto& st = self->state;
-        ++st.handled;
         if (!from_peer(self, "KV")) return;
         KvTransferPayload p;
         try {
@@ -443,7 +433,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::kv_recv_atom, const std::string& id, bool received) {  // decode side
         auto& st = self->state;
-        ++st.handled;
         if (!local_only(self, "received")) return;
         const auto routed = st.routed_at.find(id);
         if (routed == st.routed_at.end()) return;
@@ -452,7 +441,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {  // decode side
         auto& st = self->state;
-        ++st.handled;
         if (!from_peer(self, "failed")) return;
         st.routed_at.erase(id);
         if (st.router && st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
@@ -462,7 +450,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       },
       [self](msg::requests_atom) {
         auto& st = self->state;
-        ++st.handled;
         if (!local_only(self, "admin")) return std::string("{}");
         nlohmann::json peers = nlohmann::json::array();
         for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
@@ -475,8 +462,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
                               {"awaiting_prefill", st.decode_of.size()},
                               {"held_for_decode", st.leases.size()}}
             .dump();
-      },
-  };
+      }
+  );
 }
 
 }  // namespace

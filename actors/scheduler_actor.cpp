@@ -47,11 +47,10 @@ void send_step(Self self, SchedulerOutput plan) {
   auto so = std::make_shared<const SchedulerOutput>(std::move(plan));
   self->state.steps_in_flight.push_back(so->step_id);
   if (StepProfile* profile = self->state.scheduler->profile()) profile->sent(StepProfile::Hop::ToWorker, so->step_id);
-  self->request(self->state.worker, caf::infinite, msg::execute_atom::value, so)
+  ask(self, self->state.worker, caf::infinite, msg::execute_atom::value, so)
       .then(
           [self, so](const ModelRunnerOutput& mro) {
             auto& st = self->state;
-            ++st.handled;  // the worker's reply is a message too
             StepProfile* profile = st.scheduler->profile();
             if (profile) profile->received(StepProfile::Hop::ToScheduler, mro.step_id, StepPhase::HopToScheduler);
             PhaseTimer timer(profile, StepPhase::SchedulerCpu, PhaseTimer::Clock::ThreadCpu);
@@ -77,7 +76,6 @@ void send_step(Self self, SchedulerOutput plan) {
             if (st.steps_in_flight.empty()) self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
           },
           [self](const caf::error& err) {
-            ++self->state.handled;
             self->state.steps_in_flight.pop_front();
             self->state.lost_step = true;
             fail_all(self, self->system().render(err));
@@ -98,16 +96,14 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
     self->state.pending_stop_checks -= may_stop;
     maybe_step(self);
   };
-  self->request(st.output, caf::infinite, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats())
+  ask(self, st.output, caf::infinite, msg::outputs_atom::value, std::move(outputs), st.scheduler->stats())
       .then(
           [self, checked](const std::vector<std::string>& stopped) {
-            ++self->state.handled;
             PhaseTimer timer(self->state.scheduler->profile(), StepPhase::SchedulerCpu, PhaseTimer::Clock::ThreadCpu);
             if (!stopped.empty()) finish(self, stopped, RequestStatus::FinishedStopped);
             checked();
           },
           [self, checked](const caf::error& err) {
-            ++self->state.handled;
             spdlog::error("output actor failed: {}", self->system().render(err));
             checked();
           });
@@ -170,54 +166,44 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
   self->state.max_steps_in_flight = async_scheduling ? 2 : 1;
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
-  return {
+  return counted_behavior(self,
       [self](msg::submit_atom, msg::Submission& sub) {
-        ++self->state.handled;
         admit(self, sub);
       },
       [self](msg::abort_atom, const std::vector<std::string>& ids) {
-        ++self->state.handled;
         finish(self, ids, RequestStatus::FinishedAborted);
       },
       [self](msg::abort_all_atom) {
-        ++self->state.handled;
         std::vector<std::string> ids;
         for (const Request* r : self->state.scheduler->requests()) ids.push_back(r->request_id);
         finish(self, ids, RequestStatus::FinishedAborted);
       },
       [self](msg::requests_atom, const msg::TextReply& reply) {
-        ++self->state.handled;
         const auto& st = self->state;
         reply(admin_requests_json(*st.scheduler, st.max_steps_in_flight > 1, {st.steps_in_flight.begin(), st.steps_in_flight.end()}));
       },
       [self](msg::reset_cache_atom, const msg::TextReply& reply) {
-        ++self->state.handled;
         reply(self->state.scheduler->reset_prefix_cache() ? "true" : "false");
       },
       [self](msg::prefill_atom, Request& r, const std::string& link) {
-        ++self->state.handled;
         admit_for_decode(self, r, link);
       },
       [self](msg::release_atom, const std::string& id) {
-        ++self->state.handled;
         self->state.scheduler->release_held(id);
         self->send(self->state.output, msg::stats_atom::value, self->state.scheduler->stats());
         maybe_step(self);  // the blocks may admit a waiting request
       },
       [self](msg::kv_atom, KvTransferPayload& p) {
-        ++self->state.handled;
         kv_received(self, p);
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
-        ++self->state.handled;
         kv_failure(self, id, why);
       },
       [self](msg::kv_transfer_actor kv) {
-        ++self->state.handled;
         self->state.kv = std::move(kv);
       },
-      [self](msg::stats_atom) { return actor_stats(self, "scheduler", ++self->state.handled); },
-  };
+      [self](msg::stats_atom) { return actor_stats(self, "scheduler"); }
+  );
 }
 
 }  // namespace parley::scheduling

@@ -19,16 +19,14 @@ namespace {
 // actor the payload to push; the blocks stay held until the decode side releases them.
 void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tokens, const std::vector<int>& blocks) {
   auto& st = self->state;
-  self->request(st.worker, caf::infinite, msg::export_atom::value, blocks)
+  ask(self, st.worker, caf::infinite, msg::export_atom::value, blocks)
       .then(
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<uint8_t>& kv) {
-            ++self->state.handled;
             KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
                                 self->state.pd.layout, n, "", std::move(kv), handed.prompt_logprobs};
             self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
-            ++self->state.handled;
             self->state.scheduler->release_held(id);
             self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
           });
@@ -51,11 +49,10 @@ void link_send_failed(Self self, const std::string& id, const std::string& link,
 void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_tokens, const std::vector<int>& blocks,
                   const std::string& link) {
   auto& st = self->state;
-  self->request(st.worker, caf::infinite, msg::kv_send_atom::value, link, blocks)
+  ask(self, st.worker, caf::infinite, msg::kv_send_atom::value, link, blocks)
       .then(
           [self, handed, num_prompt_tokens, blocks, link](uint64_t tag) {
             auto& st = self->state;
-            ++st.handled;
             if (tag == 0) {
               spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", handed.req_id, link);
               return push_over_tcp(self, handed, num_prompt_tokens, blocks);
@@ -63,15 +60,13 @@ void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_toke
             const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
                                            st.pd.layout, int(blocks.size()), link, {}, handed.prompt_logprobs};
             self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
-            self->request(st.worker, caf::infinite, msg::kv_sent_atom::value, tag)
-                .then([self](bool) { ++self->state.handled; },
+            ask(self, st.worker, caf::infinite, msg::kv_sent_atom::value, tag)
+                .then([](bool) {},
                       [self, id = handed.req_id, link](const caf::error& err) {
-                        ++self->state.handled;
                         link_send_failed(self, id, link, self->system().render(err));
                       });
           },
           [self, handed, num_prompt_tokens, blocks, link](const caf::error& err) {
-            ++self->state.handled;
             spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", handed.req_id, link,
                          self->system().render(err));
             self->send(self->state.kv, msg::link_atom::value, link);
@@ -136,7 +131,6 @@ std::string kv_misfit(Self self, const KvTransferPayload& p, const Request& r, c
 // Decode side: the KV is in the request's blocks (the worker wrote it before any later step): it runs.
 void kv_loaded(Self self, const KvTransferPayload& p) {
   auto& st = self->state;
-  ++st.handled;
   const Request* now = st.scheduler->find(p.req_id);
   if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
   auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs, p.prompt_logprobs);
@@ -152,10 +146,9 @@ void kv_arrived(Self self, KvTransferPayload& p) {
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
   std::vector<int> blocks = flatten_block_ids(st.scheduler->kv_cache_manager().block_ids(p.req_id));
   if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) return kv_failure(self, p.req_id, why);
-  self->request(st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
+  ask(self, st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
       .then([self, p](bool) { kv_loaded(self, p); },
             [self, id = p.req_id](const caf::error& err) {
-              ++self->state.handled;
               kv_failure(self, id, "loading it failed: " + self->system().render(err));
             });
 }
@@ -175,24 +168,21 @@ void kv_on_link(Self self, KvTransferPayload p) {
     }
   }
   const int64_t words = p.layout.bytes(p.num_blocks) / 4;  // the link's unit (KvStaging)
-  self->request(st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, words)
+  ask(self, st.worker, caf::infinite, msg::kv_recv_atom::value, p.kv_link, words)
       .then(
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
-            ++st.handled;
             self->send(st.kv, msg::kv_recv_atom::value, p.req_id, true);
             const Request* now = st.scheduler->find(p.req_id);
             if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
               return self->send(st.worker, msg::kv_drop_atom::value, tag);
-            self->request(st.worker, caf::infinite, msg::kv_land_atom::value, tag, blocks)
+            ask(self, st.worker, caf::infinite, msg::kv_land_atom::value, tag, blocks)
                 .then([self, p](bool) { kv_loaded(self, p); },
                       [self, id = p.req_id](const caf::error& err) {
-                        ++self->state.handled;
                         kv_failure(self, id, "loading it failed: " + self->system().render(err));
                       });
           },
           [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
-            ++self->state.handled;
             self->send(self->state.kv, msg::kv_recv_atom::value, id, false);
             self->send(self->state.kv, msg::link_atom::value, link);
             kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));

@@ -75,9 +75,8 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
   auto& st = self->state;
   st.runner = std::move(*runner);
   if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
-  return {
+  return counted_behavior(self,
       [self](msg::execute_atom, const std::shared_ptr<const SchedulerOutput>& so) -> caf::result<ModelRunnerOutput> {
-        ++self->state.handled;
         StepProfile* profile = self->state.runner->profile();
         if (profile) profile->worker_starts(so->step_id);
         try {
@@ -89,7 +88,6 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<uint8_t>> {
-        ++self->state.handled;
         try {
           return self->state.runner->device().export_blocks(blocks);
         } catch (const std::exception& e) {
@@ -97,7 +95,6 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<uint8_t>& kv) -> caf::result<bool> {
-        ++self->state.handled;
         try {
           self->state.runner->device().import_blocks(blocks, kv);
           return true;
@@ -106,7 +103,6 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::link_id_atom) -> caf::result<std::string> {
-        ++self->state.handled;
         if (!self->state.links) return error<std::string>(kNoLinks);
         try {
           return self->state.links->new_id();
@@ -115,17 +111,14 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::link_open_atom, const std::string& name, const std::string& id, int32_t rank) -> caf::result<bool> {
-        ++self->state.handled;
         return on_link<bool>(self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
                              [](uint64_t) { return true; });
       },
       [self](msg::link_close_atom, const std::string& name) {
-        ++self->state.handled;
         if (self->state.links) self->state.links->close(name), keep_polling(self);
       },
       [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<uint64_t> {
         auto& st = self->state;
-        ++st.handled;
         if (!st.links) return error<uint64_t>(kNoLinks);
         const uint64_t tag = st.next_tag++;
         try {
@@ -142,7 +135,6 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       },
       [self](msg::kv_sent_atom, uint64_t tag) -> caf::result<bool> {
         auto& st = self->state;
-        ++st.handled;
         if (const auto done = st.sent.find(tag); done != st.sent.end()) {
           const KvLinkEvent e = done->second;
           st.sent.erase(done);
@@ -158,12 +150,10 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         return promise;
       },
       [self](msg::kv_recv_atom, const std::string& link, int64_t words) -> caf::result<uint64_t> {
-        ++self->state.handled;
         return on_link<uint64_t>(self, [&](uint64_t tag) { self->state.links->recv(link, tag, words, now_seconds()); },
                                  [](uint64_t tag) { return tag; });
       },
       [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {
-        ++self->state.handled;
         try {
           if (!self->state.links) throw std::logic_error(kNoLinks);
           self->state.links->land(tag, blocks);
@@ -173,12 +163,11 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::kv_drop_atom, uint64_t tag) {
-        ++self->state.handled;
         if (self->state.links) self->state.links->drop(tag);
       },
       [self](msg::poll_atom) { poll(self); },
-      [self](msg::stats_atom) { return actor_stats(self, "worker", ++self->state.handled); },
-  };
+      [self](msg::stats_atom) { return actor_stats(self, "worker"); }
+  );
 }
 
 }  // namespace

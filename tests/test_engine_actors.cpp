@@ -387,3 +387,34 @@ TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gi
 }
 
 }  // namespace parley
+
+namespace parley {
+
+TEST_CASE("actor engine: every actor counts the messages it handles and the step replies", "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  auto specs = specs_for(engine->tokenizer(), 1, "count");
+  specs[0].params.max_tokens = 12;
+  specs[0].params.ignore_eos = true;
+  run(*engine, specs);
+  const nlohmann::json view = idle_admin_view(*engine);
+  const int64_t steps = view.at("steps").at("total");
+  REQUIRE(steps >= 12);
+  std::promise<std::string> p;
+  engine->admin_actors([&p](std::string json) { p.set_value(std::move(json)); });
+  std::map<std::string, int64_t> handled;
+  const std::string text = p.get_future().get();
+  INFO(text);
+  const nlohmann::json actors = nlohmann::json::parse(text);  // kept: a range-for over a temporary's member dangles
+  for (const auto& a : actors.at("actors"))
+    handled[a.at("name").get<std::string>()] = a.at("messages_handled").get<int64_t>();
+  CHECK(handled.size() == 5);
+  // The worker: each step's execute, and the stats query. The scheduler: the submit, each step's reply (a
+  // request's reply counts too), the admin view's query and the stats query.
+  CHECK(handled.at("worker") >= steps + 1);
+  CHECK(handled.at("scheduler") >= steps + 3);
+  CHECK(handled.at("ingress") >= 2);  // the submit and this query
+  CHECK(handled.at("output") >= 12 / 4);
+  CHECK(handled.at("admin") >= 1);
+}
+
+}  // namespace parley

@@ -134,6 +134,7 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:kv_blocks_transferred_total", "counter"},
       {"parley:kv_transfer_bytes_total", "counter"},
       {"parley:kv_transfer_failures_total", "counter"},
+      {"parley:kv_peer_auth_failures_total", "counter"},
       {"parley:kv_transfer_latency_seconds", "histogram"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
