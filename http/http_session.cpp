@@ -176,16 +176,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void serve(bhttp::request<bhttp::string_body> req) {
-    const bool keep_alive = req.keep_alive();
-    if (beast::websocket::is_upgrade(req)) return upgrade(std::move(req));
+    const bool websocket = beast::websocket::is_upgrade(req);
+    const bool keep_alive = req.keep_alive() && !websocket;  // a refused upgrade closes
     HttpRequestView view{std::string(req.method_string()), std::string(req.target()),
-                         std::string(req[bhttp::field::authorization]), std::move(req.body()),
+                         std::string(req[bhttp::field::authorization]), websocket ? std::string() : std::move(req.body()),
                          std::string(req[bhttp::field::origin]), std::string(req[bhttp::field::host]),
-                         ctx_.admin_drained.load()};
+                         ctx_.admin_drained.load(), websocket};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
     switch (r.kind) {
-      case RouteResult::Kind::Respond:
-      case RouteResult::Kind::WebSocket: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
+      case RouteResult::Kind::Respond: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
+      case RouteResult::Kind::WebSocket:
+        upgrade_.emplace(std::move(req));
+        return write_next();  // hands the socket over once the answers before it are written
       case RouteResult::Kind::AdminEvents: return start_feed();
       case RouteResult::Kind::AdminAction: {
         auto reply = [self = shared_from_this(), ex = stream_.get_executor(), keep_alive](int status, std::string body) {
@@ -218,18 +220,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (metrics) ctx_.engine->metrics(reply);
     else if (kind == RouteResult::Kind::AdminActors) ctx_.engine->admin_actors(reply);
     else ctx_.engine->admin_requests(reply);
-  }
-
-  void upgrade(bhttp::request<bhttp::string_body> req) {
-    if (req.target() != "/v1/ws")
-      return answer(404, error_body({404, "Not Found: " + std::string(req.target()), "NotFoundError", "", ""}),
-                    "application/json", false);
-    if (!ctx_.options.router.api_key.empty() &&
-        !bearer_matches(std::string(req[bhttp::field::authorization]), ctx_.options.router.api_key))
-      return answer(401, error_body({401, "Unauthorized", "AuthenticationError", "", "invalid_api_key"}),
-                    "application/json", false);
-    upgrade_.emplace(std::move(req));
-    write_next();  // hands the socket over once the answers before it are written
   }
 
   void answer(int status, std::string body, const std::string& type, bool keep_alive, const Headers& headers = {}) {

@@ -47,6 +47,12 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
     return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config);
+  if (req.websocket) {
+    if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)", "NotFoundError");
+    RouteResult r;
+    r.kind = RouteResult::Kind::WebSocket;
+    return r;
+  }
   auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed", "MethodNotAllowed"); };
 
   if (path == "/health") {

@@ -22,6 +22,7 @@ struct HttpRequestView {
   std::string method, target, authorization, body;
   std::string origin, host;  // headers: a state-changing /admin request from another origin is refused
   bool draining = false;     // POST /admin/drain is in effect: /health and new generations answer 503
+  bool websocket = false;    // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
 };
 
 // What an /admin action asks the session to do (http/admin.cpp parses, the session acts and audits).
