@@ -5,6 +5,15 @@
 namespace parley::http {
 
 namespace {
+
+// A string field, `fallback` when absent; any other type reads as "", which no check accepts (json::value would
+// throw, and an exception on the session's thread would end the server).
+std::string string_field(const nlohmann::json& m, const char* key, const std::string& fallback) {
+  const auto it = m.find(key);
+  if (it == m.end()) return fallback;
+  return it->is_string() ? it->get<std::string>() : "";
+}
+
 WsError error(const std::string& id, const std::string& message) {
   ApiError e;
   e.message = message;
@@ -19,7 +28,7 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   if (id_it == m.end() || !id_it->is_string() || id_it->get<std::string>().empty())
     return error("", "Each message needs a non-empty string \"id\".");
   const std::string id = *id_it;
-  const std::string type = m.value("type", "");
+  const std::string type = string_field(m, "type", "");
   if (type == "cancel") {
     if (!session.running(id)) return error(id, "No request with id " + id + " is running.");
     return WsCancel{id};
@@ -33,7 +42,7 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
                 std::to_string(session.max_requests) + "); send more when one ends.";
     return WsError{id, e};
   }
-  const std::string endpoint = m.value("endpoint", "completions");
+  const std::string endpoint = string_field(m, "endpoint", "completions");
   if (endpoint != "completions" && endpoint != "chat.completions")
     return error(id, "\"endpoint\" must be \"completions\" or \"chat.completions\".");
   const auto body = m.find("body");
