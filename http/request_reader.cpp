@@ -35,8 +35,10 @@ void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
     return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
   if (ec == bhttp::error::bad_version) {
     const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    const std::string_view line = pending.substr(0, pending.find("\r\n"));
-    if (is_other_http_version(line))
+    const size_t end = pending.find("\r\n");
+    const std::string_view line = pending.substr(0, end);
+    // Only a whole request line names its version: one cut short by the read may end in what looks like one.
+    if (end != std::string_view::npos && is_other_http_version(line))
       return refuse(505, "HTTP version " + std::string(line.substr(line.rfind(' ') + 6)) + " is not supported; use HTTP/1.1.");
   }
   refuse(400, "Malformed HTTP request: " + ec.message() + ".");

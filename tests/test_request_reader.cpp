@@ -66,6 +66,15 @@ TEST_CASE("malformed requests are refused with the status owed and reading ends"
   }
 }
 
+// fuzz_http_request's finding: a read ending at "HTTP/1" inside a garbled request line made that line a 505.
+TEST_CASE("a garbled request line is refused with 400 wherever a read ends inside it") {
+  const std::string bytes = "G ET // HTTP/1TP/1.0\r\nHost: x\r\n\r\n";
+  for (size_t piece = 1; piece <= bytes.size(); ++piece) {
+    INFO("fed in pieces of " << piece);
+    CHECK(read_all(bytes, piece) == std::vector<std::string>{"refused 400"});
+  }
+}
+
 TEST_CASE("the request past the pipelining limit is refused with 503") {
   std::string bytes;
   for (int i = 0; i < 6; ++i) bytes += "GET /" + std::to_string(i) + " HTTP/1.1\r\n\r\n";
