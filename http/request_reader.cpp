@@ -8,11 +8,20 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
+// The request line's version field: after the method and the target, up to a space or the line's end. Where a
+// read ends inside the line, what has arrived of it is what Beast refused, so the field is the same however the
+// bytes were split (the last word of the line is not: "G ET //( HTTP/2.4" has "//(" there).
+std::string_view version_field(std::string_view pending) {
+  const std::string_view line = pending.substr(0, pending.find_first_of("\r\n"));
+  size_t at = line.find(' ');
+  if (at != std::string_view::npos) at = line.find(' ', at + 1);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = line.substr(at + 1);
+  return rest.substr(0, rest.find(' '));
+}
+
 // "HTTP/2.0", "HTTP/3": a version written well that is not 1.0 or 1.1 (505, where garbage gets 400).
-bool is_other_http_version(std::string_view request_line) {
-  const size_t last_space = request_line.rfind(' ');
-  if (last_space == std::string_view::npos) return false;
-  std::string_view v = request_line.substr(last_space + 1);
+bool is_other_http_version(std::string_view v) {
   if (v.substr(0, 5) != "HTTP/" || v.size() < 6) return false;
   v.remove_prefix(5);
   const bool digits = std::isdigit(static_cast<unsigned char>(v[0])) &&
@@ -35,11 +44,9 @@ void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
     return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
   if (ec == bhttp::error::bad_version) {
     const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    const size_t end = pending.find("\r\n");
-    const std::string_view line = pending.substr(0, end);
-    // Only a whole request line names its version: one cut short by the read may end in what looks like one.
-    if (end != std::string_view::npos && is_other_http_version(line))
-      return refuse(505, "HTTP version " + std::string(line.substr(line.rfind(' ') + 6)) + " is not supported; use HTTP/1.1.");
+    const std::string_view version = version_field(pending);
+    if (is_other_http_version(version))
+      return refuse(505, "HTTP version " + std::string(version.substr(5)) + " is not supported; use HTTP/1.1.");
   }
   refuse(400, "Malformed HTTP request: " + ec.message() + ".");
 }

@@ -66,13 +66,14 @@ TEST_CASE("malformed requests are refused with the status owed and reading ends"
   }
 }
 
-// fuzz_http_request's finding: a read ending at "HTTP/1" inside a garbled request line made that line a 505.
+// fuzz_http_request's findings: the 505 was read from the line's last word, which a read ending early cuts short
+// ("HTTP/1" of "HTTP/1TP/1.0") and which is not the version field ("//(" in the second line).
 TEST_CASE("a garbled request line is refused with 400 wherever a read ends inside it") {
-  const std::string bytes = "G ET // HTTP/1TP/1.0\r\nHost: x\r\n\r\n";
-  for (size_t piece = 1; piece <= bytes.size(); ++piece) {
-    INFO("fed in pieces of " << piece);
-    CHECK(read_all(bytes, piece) == std::vector<std::string>{"refused 400"});
-  }
+  for (const std::string bytes : {"G ET // HTTP/1TP/1.0\r\nHost: x\r\n\r\n", "G ET //( HTTP/2.4\r\nHost: x\r\n\r\n"})
+    for (size_t piece = 1; piece <= bytes.size(); ++piece) {
+      INFO(bytes << " fed in pieces of " << piece);
+      CHECK(read_all(bytes, piece) == std::vector<std::string>{"refused 400"});
+    }
 }
 
 TEST_CASE("the request past the pipelining limit is refused with 503") {
