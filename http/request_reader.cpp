@@ -20,13 +20,16 @@ std::string_view version_field(std::string_view pending) {
   return rest.substr(0, rest.find(' '));
 }
 
-// "HTTP/2.0", "HTTP/3": a version written well that is not 1.0 or 1.1 (505, where garbage gets 400).
-bool is_other_http_version(std::string_view v) {
-  if (v.substr(0, 5) != "HTTP/" || v.size() < 6) return false;
-  v.remove_prefix(5);
-  const bool digits = std::isdigit(static_cast<unsigned char>(v[0])) &&
-                      (v.size() == 1 || (v.size() == 3 && v[1] == '.' && std::isdigit(static_cast<unsigned char>(v[2]))));
-  return digits && v != "1.0" && v != "1.1";
+// The version a 505 names ("2.0", "3"), or "" for garbage (400). Beast refuses "HTTP/2.0" as soon as those eight
+// characters are in, whatever follows them, and "HTTP/3" only at the field's end, so that is what is read here.
+std::string_view other_http_version(std::string_view field) {
+  const auto digit = [&](size_t i) { return i < field.size() && std::isdigit(static_cast<unsigned char>(field[i])); };
+  if (field.substr(0, 5) != "HTTP/" || !digit(5)) return {};
+  if (field.size() > 6 && field[6] == '.' && digit(7)) {
+    const std::string_view v = field.substr(5, 3);
+    return v == "1.0" || v == "1.1" ? std::string_view() : v;
+  }
+  return field.size() == 6 ? field.substr(5) : std::string_view();
 }
 
 }  // namespace
@@ -44,9 +47,9 @@ void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
     return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
   if (ec == bhttp::error::bad_version) {
     const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    const std::string_view version = version_field(pending);
-    if (is_other_http_version(version))
-      return refuse(505, "HTTP version " + std::string(version.substr(5)) + " is not supported; use HTTP/1.1.");
+    const std::string_view version = other_http_version(version_field(pending));
+    if (!version.empty())
+      return refuse(505, "HTTP version " + std::string(version) + " is not supported; use HTTP/1.1.");
   }
   refuse(400, "Malformed HTTP request: " + ec.message() + ".");
 }
