@@ -1,7 +1,9 @@
 // HTTP/1.1 request bytes into RequestReader: the first byte sets the piece size the rest is fed in. Fed in
 // pieces or at once, the reader must make the same requests and refusals of the bytes (the session's reads split
-// them anywhere), and a refusal carries one of the statuses the reader owes. One difference is Beast's: given a
-// start line at once it may refuse it before the header ends, where pieces wait for the end of the header.
+// them anywhere), and a refusal carries one of the statuses the reader owes. Two differences are Beast's: given a
+// start line at once it may refuse it before the header ends, where pieces wait for the end of the header; and
+// pieces may meet the header limit (431) while Beast looks for the header's "\r\n\r\n", where whole it parses the
+// fields within the limit first (a garbled one is 400, one ended otherwise a request, perhaps awaiting its body).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t piece = 1 + data[0] % 16;
   const Outcome pieces = read_all(bytes, piece), whole = read_all(bytes, bytes.size() + 1);
   if (pieces.requests == whole.requests) return 0;
+  if (!pieces.requests.empty() && pieces.requests.back() == "refused 431" &&
+      whole.requests.size() + 1 >= pieces.requests.size() &&
+      std::equal(pieces.requests.begin(), pieces.requests.end() - 1, whole.requests.begin()))
+    return 0;
   const bool refused_early = pieces.mid_request && whole.requests.size() == pieces.requests.size() + 1 &&
                              std::equal(pieces.requests.begin(), pieces.requests.end(), whole.requests.begin()) &&
                              whole.requests.back().starts_with("refused");
