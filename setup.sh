@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parley set-up: installs Debian packages, builds, then runs the main job or the test suite.
 #   ./setup.sh serve  install, build, and serve the OpenAI API on 127.0.0.1:8000 (stories260K from ../shared)
-#   ./setup.sh test   install, build, and run the whole test suite (ctest), then again under ASan+UBSan
+#   ./setup.sh test   install, build, and run the whole test suite (ctest), then again under ASan+UBSan, then the fuzzers
 #   ./setup.sh run    install, build, and run `parley generate` on the built-in model
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,10 +13,10 @@ export CCACHE_BASEDIR="$PWD"
 install_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev
               libcaf-dev libboost1.81-dev libspdlog-dev libpcre2-dev libutf8proc-dev
-              python3-jinja2 libssl-dev libncurses-dev chromium tmux)
+              python3-jinja2 libssl-dev libncurses-dev chromium tmux clang libclang-rt-14-dev libomp-dev)
   # PCRE2 and utf8proc: byte-level BPE pre-tokenizer regexes and NFC; Jinja2: the chat-template oracle;
   # OpenSSL: --kv-secret's HMAC and the admin page's CSP hashes; ncurses: `parley admin`; chromium and tmux: the
-  # admin consoles' tests (a browser, a terminal).
+  # admin consoles' tests (a browser, a terminal); clang, its runtimes and OpenMP: the libFuzzer targets.
   local missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -52,6 +52,9 @@ case "$mode" in
     cmake -S . -B "$BUILD-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPARLEY_SANITIZE=ON -DPARLEY_CUDA=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
     cmake --build "$BUILD-asan" -j "$(nproc)" --target parley parley_tests parley_quant_tests
     ctest --test-dir "$BUILD-asan" --output-on-failure --no-tests=error -j "$(nproc)"
+    # Every fuzz target (tests/fuzz) for 10 s on its corpus under ASan+UBSan, built with clang in $BUILD-fuzz:
+    # a crash fails the run (`bench/fuzz.sh 300` is the long run).
+    PARLEY_FUZZ_BUILD_DIR="$BUILD-fuzz" bench/fuzz.sh 10
     ;;
   *)    echo "usage: $0 serve|test|run" >&2; exit 2 ;;
 esac

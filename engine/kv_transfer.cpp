@@ -2,6 +2,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <type_traits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -19,18 +22,59 @@ nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
   return out;
 }
 
+// Integers are read exactly: json's get<int> casts a float (undefined past int's range) and wraps a larger integer.
+template <class Int>
+Int exact(const nlohmann::json& j) {
+  if (j.is_number_unsigned()) {
+    if (j.get<uint64_t>() <= uint64_t(std::numeric_limits<Int>::max())) return Int(j.get<uint64_t>());
+  } else if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    if (v < 0 ? std::is_signed_v<Int> && v >= int64_t(std::numeric_limits<Int>::min())
+              : uint64_t(v) <= uint64_t(std::numeric_limits<Int>::max()))
+      return Int(v);
+  }
+  bad("expected an integer in range, got " + j.dump());
+}
+
+template <class Int>
+std::vector<Int> exact_array(const nlohmann::json& j) {
+  if (!j.is_array()) bad("expected an array of integers, got " + j.dump());
+  std::vector<Int> out;
+  for (const auto& v : j) out.push_back(exact<Int>(v));
+  return out;
+}
+
+// [[token id, value], ...]: logit_bias and a position's top logprobs.
+std::vector<std::pair<int, float>> id_floats(const nlohmann::json& j) {
+  if (!j.is_array()) bad("expected an array of [id, value] pairs, got " + j.dump());
+  std::vector<std::pair<int, float>> out;
+  for (const auto& p : j) out.emplace_back(exact<int>(p.at(0)), p.at(1).get<float>());
+  return out;
+}
+
 std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
   std::vector<TokenLogprobs> out;
   for (const auto& t : j)
-    out.push_back({t.at(0).get<int>(), t.at(1).get<float>(), t.at(2).get<int>(),
-                   t.at(3).get<std::vector<std::pair<int, float>>>()});
+    out.push_back({exact<int>(t.at(0)), t.at(1).get<float>(), exact<int>(t.at(2)), id_floats(t.at(3))});
   return out;
+}
+
+std::optional<int> optional_exact(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<int>(exact<int>(j));
 }
 
 nlohmann::json layout_json(const KvLayout& l) { return {l.num_slots, l.kv_dim, l.block_size, kv_dtype_name(l.dtype)}; }
 
 KvLayout read_layout(const nlohmann::json& l) {
-  return {l.at(0).get<int>(), l.at(1).get<int>(), l.at(2).get<int>(), parse_kv_dtype(l.at(3).get<std::string>())};
+  return {exact<int>(l.at(0)), exact<int>(l.at(1)), exact<int>(l.at(2)), parse_kv_dtype(l.at(3).get<std::string>())};
+}
+
+// layout.bytes(num_blocks) for a header's values, -1 where that overflows (no cache is that large).
+int64_t checked_bytes(const KvLayout& l, int num_blocks) {
+  int64_t bytes = 2 * int64_t(kv_dtype_bytes(l.dtype));
+  for (int64_t factor : {l.num_slots, l.kv_dim, l.block_size, num_blocks})
+    if (__builtin_mul_overflow(bytes, factor, &bytes)) return -1;
+  return bytes;
 }
 
 nlohmann::json optional_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
@@ -70,31 +114,31 @@ std::string encode_prefill_request(const Request& r, const KvLayout& decode_layo
 Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.at("version").get<int>() != kVersion) bad("request version " + j.at("version").dump());
+    if (j.at("version") != kVersion) bad("request version " + j.at("version").dump());
     const auto& q = j.at("sampling_params");
     SamplingParams p;
-    q.at("n").get_to(p.n);
+    p.n = exact<int>(q.at("n"));
     q.at("temperature").get_to(p.temperature);
-    q.at("top_k").get_to(p.top_k);
+    p.top_k = exact<int>(q.at("top_k"));
     q.at("top_p").get_to(p.top_p);
     q.at("min_p").get_to(p.min_p);
     q.at("presence_penalty").get_to(p.presence_penalty);
     q.at("frequency_penalty").get_to(p.frequency_penalty);
     q.at("repetition_penalty").get_to(p.repetition_penalty);
-    q.at("max_tokens").get_to(p.max_tokens);
-    q.at("min_tokens").get_to(p.min_tokens);
+    p.max_tokens = exact<int>(q.at("max_tokens"));
+    p.min_tokens = exact<int>(q.at("min_tokens"));
     q.at("ignore_eos").get_to(p.ignore_eos);
     q.at("stop").get_to(p.stop);
-    q.at("stop_token_ids").get_to(p.stop_token_ids);
+    p.stop_token_ids = exact_array<int>(q.at("stop_token_ids"));
     q.at("include_stop_str_in_output").get_to(p.include_stop_str_in_output);
-    q.at("logit_bias").get_to(p.logit_bias);
-    if (!q.at("seed").is_null()) p.seed = q.at("seed").get<uint64_t>();
-    if (!q.at("logprobs").is_null()) p.logprobs = q.at("logprobs").get<int>();
-    if (!q.at("prompt_logprobs").is_null()) p.prompt_logprobs = q.at("prompt_logprobs").get<int>();
-    Request r(j.at("request_id").get<std::string>(), j.at("prompt_token_ids").get<std::vector<int>>(), p,
-              j.at("seed").get<uint64_t>());
+    p.logit_bias = id_floats(q.at("logit_bias"));
+    if (!q.at("seed").is_null()) p.seed = exact<uint64_t>(q.at("seed"));
+    p.logprobs = optional_exact(q.at("logprobs"));
+    p.prompt_logprobs = optional_exact(q.at("prompt_logprobs"));
+    Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
+              exact<uint64_t>(j.at("seed")));
     j.at("child_req_ids").get_to(r.child_req_ids);
-    j.at("child_seeds").get_to(r.child_seeds);
+    r.child_seeds = exact_array<uint64_t>(j.at("child_seeds"));
     r.kv_transfer = KvTransfer::ToDecode;
     if (decode_layout) *decode_layout = read_layout(j.at("kv_layout"));
     return r;
@@ -133,16 +177,16 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
   size_t kv_bytes = 0;
   try {
     const auto h = nlohmann::json::from_msgpack(bytes.substr(4, n));
-    if (h.at("version").get<int>() != kVersion) bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
+    if (h.at("version") != kVersion) bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
     p.req_id = h.at("req_id").get<std::string>();
-    p.num_prompt_tokens = h.at("num_prompt_tokens").get<int>();
-    p.first_token_ids = h.at("first_token_ids").get<std::vector<int>>();
+    p.num_prompt_tokens = exact<int>(h.at("num_prompt_tokens"));
+    p.first_token_ids = exact_array<int>(h.at("first_token_ids"));
     p.first_logprobs = read_logprobs(h.at("first_logprobs"));
     p.prompt_logprobs = read_logprobs(h.at("prompt_logprobs"));
     p.layout = read_layout(h.at("layout"));
-    p.num_blocks = h.at("num_blocks").get<int>();
+    p.num_blocks = exact<int>(h.at("num_blocks"));
     p.kv_link = h.at("kv_link").get<std::string>();
-    kv_bytes = h.at("kv_bytes").get<size_t>();
+    kv_bytes = exact<size_t>(h.at("kv_bytes"));
   } catch (const nlohmann::json::exception& e) {
     bad(std::string("bad header (") + e.what() + ")");
   }
@@ -150,7 +194,8 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
   if (l.num_slots < 1 || l.kv_dim < 1 || l.block_size < 1 || p.num_blocks < 0 || p.num_prompt_tokens < 1 ||
       int64_t(p.num_blocks) * l.block_size < p.num_prompt_tokens)
     bad("inconsistent header for request " + p.req_id);
-  if (int64_t(kv_bytes) != l.bytes(p.num_blocks))
+  const int64_t layout_bytes = checked_bytes(l, p.num_blocks);
+  if (layout_bytes < 0 || kv_bytes != uint64_t(layout_bytes))
     bad("request " + p.req_id + ": " + std::to_string(kv_bytes) + " bytes do not fill " + std::to_string(p.num_blocks) + " blocks");
   if (!p.kv_link.empty()) kv_bytes = 0;  // the bytes follow over the link
   if (bytes.size() - 4 - n != kv_bytes)

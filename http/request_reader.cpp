@@ -8,16 +8,28 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
-// "HTTP/2.0", "HTTP/3": a version written well that is not 1.0 or 1.1 (505, where garbage gets 400).
-bool is_other_http_version(std::string_view request_line) {
-  const size_t last_space = request_line.rfind(' ');
-  if (last_space == std::string_view::npos) return false;
-  std::string_view v = request_line.substr(last_space + 1);
-  if (v.substr(0, 5) != "HTTP/" || v.size() < 6) return false;
-  v.remove_prefix(5);
-  const bool digits = std::isdigit(static_cast<unsigned char>(v[0])) &&
-                      (v.size() == 1 || (v.size() == 3 && v[1] == '.' && std::isdigit(static_cast<unsigned char>(v[2]))));
-  return digits && v != "1.0" && v != "1.1";
+// The request line's version field: after the method and the target, up to a space or the line's end. Where a
+// read ends inside the line, what has arrived of it is what Beast refused, so the field is the same however the
+// bytes were split (the last word of the line is not: "G ET //( HTTP/2.4" has "//(" there).
+std::string_view version_field(std::string_view pending) {
+  const std::string_view line = pending.substr(0, pending.find_first_of("\r\n"));
+  size_t at = line.find(' ');
+  if (at != std::string_view::npos) at = line.find(' ', at + 1);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = line.substr(at + 1);
+  return rest.substr(0, rest.find(' '));
+}
+
+// The version a 505 names ("2.0", "3"), or "" for garbage (400). Beast refuses "HTTP/2.0" as soon as those eight
+// characters are in, whatever follows them, and "HTTP/3" only at the field's end, so that is what is read here.
+std::string_view other_http_version(std::string_view field) {
+  const auto digit = [&](size_t i) { return i < field.size() && std::isdigit(static_cast<unsigned char>(field[i])); };
+  if (field.substr(0, 5) != "HTTP/" || !digit(5)) return {};
+  if (field.size() > 6 && field[6] == '.' && digit(7)) {
+    const std::string_view v = field.substr(5, 3);
+    return v == "1.0" || v == "1.1" ? std::string_view() : v;
+  }
+  return field.size() == 6 ? field.substr(5) : std::string_view();
 }
 
 }  // namespace
@@ -35,9 +47,9 @@ void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
     return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
   if (ec == bhttp::error::bad_version) {
     const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-    const std::string_view line = pending.substr(0, pending.find("\r\n"));
-    if (is_other_http_version(line))
-      return refuse(505, "HTTP version " + std::string(line.substr(line.rfind(' ') + 6)) + " is not supported; use HTTP/1.1.");
+    const std::string_view version = other_http_version(version_field(pending));
+    if (!version.empty())
+      return refuse(505, "HTTP version " + std::string(version) + " is not supported; use HTTP/1.1.");
   }
   refuse(400, "Malformed HTTP request: " + ec.message() + ".");
 }

@@ -4,13 +4,13 @@
 //   <- {"id": "a1", "type": "delta", "index": 0, "text": "...", "token_ids": [...]}   (finish_reason on the last)
 //   <- {"id": "a1", "type": "final", "choices": [...], "usage": {...}}
 //   <- {"id": "a1", "type": "error", "error": {...}}
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <deque>
 #include <map>
 
 #include "http/session_common.hpp"
+#include "http/ws_protocol.hpp"
 
 namespace parley::http {
 namespace {
@@ -83,50 +83,24 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     write_next();
   }
 
-  void fail(const std::string& id, const std::string& message) {
-    ApiError e;
-    e.message = message;
-    send(websocket_error(e, id));
-  }
-
   void on_message(const std::string& text) {
-    const nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
-    if (m.is_discarded() || !m.is_object()) return fail("", "Each message must be a JSON object.");
-    const auto id_it = m.find("id");
-    if (id_it == m.end() || !id_it->is_string() || id_it->get<std::string>().empty())
-      return fail("", "Each message needs a non-empty string \"id\".");
-    const std::string id = *id_it;
-    const std::string type = m.value("type", "");
-    if (type == "cancel") {
-      auto it = live_.find(id);
-      if (it == live_.end()) return fail(id, "No request with id " + id + " is running.");
-      ctx_.engine->abort(it->second.gen->unfinished_req_ids());  // its `abort` outputs end it
+    const WsSessionState state{[this](const std::string& id) { return live_.count(id) > 0; }, int(live_.size()),
+                               ctx_.options.max_ws_requests};
+    WsMessage message = parse_ws_message(text, ctx_.serving, state);
+    if (auto* e = std::get_if<WsError>(&message)) return send(websocket_error(e->error, e->id));
+    if (auto* cancel = std::get_if<WsCancel>(&message)) {
+      ctx_.engine->abort(live_.at(cancel->id).gen->unfinished_req_ids());  // its `abort` outputs end it
       return;
     }
-    if (type != "request") return fail(id, "\"type\" must be \"request\" or \"cancel\".");
-    if (live_.count(id)) return fail(id, "A request with id " + id + " is already running on this socket.");
-    if (int(live_.size()) >= ctx_.options.max_ws_requests) {
-      ApiError e;
-      e.status = 429, e.type = "RateLimitError";
-      e.message = std::to_string(live_.size()) + " requests are running on this socket (--max-ws-requests " +
-                  std::to_string(ctx_.options.max_ws_requests) + "); send more when one ends.";
-      return send(websocket_error(e, id));
-    }
-    const std::string endpoint = m.value("endpoint", "completions");
-    if (endpoint != "completions" && endpoint != "chat.completions")
-      return fail(id, "\"endpoint\" must be \"completions\" or \"chat.completions\".");
-    const auto body = m.find("body");
-    if (body == m.end() || !body->is_object()) return fail(id, "\"body\" must be an OpenAI request object.");
-    const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
-    auto parsed = parse_generate_request(ep, body->dump(), ctx_.serving);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return send(websocket_error(*e, id));
+    auto& [id, request] = std::get<WsStart>(message);
     if (ctx_.draining || ctx_.admin_drained) {
       ApiError e;
       e.status = 503, e.type = "ServiceUnavailableError";
       e.message = ctx_.draining ? kShuttingDown : "The server is draining (POST /admin/resume ends it); no new requests are accepted.";
       return send(websocket_error(e, id));
     }
-    auto gen = std::make_unique<Generation>(std::move(std::get<GenerateRequest>(parsed)),
+    const Endpoint ep = request.endpoint;
+    auto gen = std::make_unique<Generation>(std::move(request),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), id, gen->request().params.n,

@@ -58,18 +58,23 @@ MappedFile::MappedFile(const std::string& path) {
   ::close(fd);  // the mapping keeps the file alive
 }
 
+MappedFile::MappedFile(std::vector<uint8_t> bytes)
+    : data_(bytes.empty() ? nullptr : bytes.data()), size_(bytes.size()), held_(std::move(bytes)) {}
+
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && held_.empty()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+// A moved vector keeps its buffer, so data_ stays valid for held bytes.
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), held_(std::move(o.held_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ && held_.empty()) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    held_ = std::move(o.held_);
   }
   return *this;
 }
@@ -167,6 +172,9 @@ void GgufFile::fail(const std::string& what) const {
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path), map_(path) { parse(); }
+GgufFile::GgufFile(std::string name, std::vector<uint8_t> bytes) : path_(std::move(name)), map_(std::move(bytes)) {
+  parse();
+}
 
 void GgufFile::parse() {
   Cursor c{*this, map_.data(), map_.size()};

@@ -52,6 +52,7 @@ const char* gguf_type_name(GgufType t);
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path);  // throws std::runtime_error naming the path
+  explicit MappedFile(std::vector<uint8_t> bytes);  // bytes already in memory: held, nothing mapped
   ~MappedFile();
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;
@@ -64,6 +65,7 @@ class MappedFile {
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::vector<uint8_t> held_;  // the bytes of an in-memory file (data_ points into them)
 };
 
 struct GgufTensorInfo {
@@ -81,6 +83,8 @@ class GgufFile {
  public:
   // Maps and parses the file; throws std::runtime_error "GGUF file '<path>': <problem>".
   explicit GgufFile(const std::string& path);
+  // Parses bytes already in memory, named `name` in errors (fuzz_gguf: ASan sees reads past a heap buffer, not an mmap).
+  GgufFile(std::string name, std::vector<uint8_t> bytes);
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }

@@ -41,6 +41,18 @@ TEST_CASE("GgufFile parses stories260K.gguf", "[gguf]") {
   CHECK(f.find_tensor("output.weight") == nullptr);
 }
 
+TEST_CASE("A GGUF read from memory equals the same file mapped, and errors carry the name given", "[gguf]") {
+  std::ifstream in(kGguf, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const GgufFile mapped(kGguf), held("in memory", bytes);
+  CHECK(held.metadata() == mapped.metadata());
+  REQUIRE(held.tensors().size() == mapped.tensors().size());
+  const GgufTensorInfo& t = held.tensor("blk.0.attn_k.weight");
+  CHECK(std::memcmp(t.data, mapped.tensor("blk.0.attn_k.weight").data, t.nbytes) == 0);
+  bytes.resize(100);
+  CHECK_THROWS_WITH(GgufFile("in memory", bytes), Catch::StartsWith("GGUF file 'in memory': truncated"));
+}
+
 TEST_CASE("stories260K: the GGUF and llama2.c loaders agree bit for bit", "[gguf]") {
   ModelFile g = load_model_file(kGguf);
   ModelFile b = load_model_file(kBin);

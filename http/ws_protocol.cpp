@@ -1,0 +1,56 @@
+#include "http/ws_protocol.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace parley::http {
+
+namespace {
+
+// A string field, `fallback` when absent; any other type reads as "", which no check accepts (json::value would
+// throw, and an exception on the session's thread would end the server).
+std::string string_field(const nlohmann::json& m, const char* key, const std::string& fallback) {
+  const auto it = m.find(key);
+  if (it == m.end()) return fallback;
+  return it->is_string() ? it->get<std::string>() : "";
+}
+
+WsError error(const std::string& id, const std::string& message) {
+  ApiError e;
+  e.message = message;
+  return {id, e};
+}
+}  // namespace
+
+WsMessage parse_ws_message(std::string_view text, const ServingContext& serving, const WsSessionState& session) {
+  const nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
+  if (m.is_discarded() || !m.is_object()) return error("", "Each message must be a JSON object.");
+  const auto id_it = m.find("id");
+  if (id_it == m.end() || !id_it->is_string() || id_it->get<std::string>().empty())
+    return error("", "Each message needs a non-empty string \"id\".");
+  const std::string id = *id_it;
+  const std::string type = string_field(m, "type", "");
+  if (type == "cancel") {
+    if (!session.running(id)) return error(id, "No request with id " + id + " is running.");
+    return WsCancel{id};
+  }
+  if (type != "request") return error(id, "\"type\" must be \"request\" or \"cancel\".");
+  if (session.running(id)) return error(id, "A request with id " + id + " is already running on this socket.");
+  if (session.running_count >= session.max_requests) {
+    ApiError e;
+    e.status = 429, e.type = "RateLimitError";
+    e.message = std::to_string(session.running_count) + " requests are running on this socket (--max-ws-requests " +
+                std::to_string(session.max_requests) + "); send more when one ends.";
+    return WsError{id, e};
+  }
+  const std::string endpoint = string_field(m, "endpoint", "completions");
+  if (endpoint != "completions" && endpoint != "chat.completions")
+    return error(id, "\"endpoint\" must be \"completions\" or \"chat.completions\".");
+  const auto body = m.find("body");
+  if (body == m.end() || !body->is_object()) return error(id, "\"body\" must be an OpenAI request object.");
+  const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
+  auto parsed = parse_generate_request(ep, body->dump(), serving);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return WsError{id, *e};
+  return WsStart{id, std::move(std::get<GenerateRequest>(parsed))};
+}
+
+}  // namespace parley::http
