@@ -9,6 +9,7 @@
 
 #include "model/byte_level_bpe.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/byte_level_vocab.hpp"
 
 using namespace parley;
 
@@ -16,26 +17,12 @@ namespace {
 
 const char* const kPres[] = {"gpt-2", "llama-bpe", "qwen2", "deepseek-v3", "gpt-4o"};
 
-// The 256 byte symbols, a few merges (each one's token after them), and special tokens, as test_byte_level_bpe.cpp.
+// A few merges and special tokens on the 256 byte symbols, as test_byte_level_bpe.cpp builds them.
 Tokenizer byte_level(const std::string& pre) {
-  Vocab v;
-  v.kind = TokenizerKind::Gpt2Bpe;
-  v.pre = pre;
-  v.bos_id = v.eos_id = v.unk_id = -1;
-  v.add_bos = false;
-  v.add_space_prefix = false;
-  auto push = [&](const std::string& piece, TokenType type) {
-    v.pieces.push_back(piece);
-    v.scores.push_back(0);
-    v.types.push_back(type);
-  };
-  for (int b = 0; b < 256; ++b) push(ByteLevelBpe::byte_level_spelling(std::string(1, char(b))), TokenType::Normal);
-  v.merges = {"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "\xC4\xA0 x", "1 2", "12 3"};
-  for (const std::string& m : v.merges) push(m.substr(0, m.find(' ')) + m.substr(m.find(' ') + 1), TokenType::Normal);
-  push("<|im_start|>", TokenType::Control);
-  push("<|im", TokenType::Control);
-  push("<think>", TokenType::UserDefined);
-  return Tokenizer(std::move(v));
+  return Tokenizer(test::byte_level_vocab({"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "\xC4\xA0 x", "1 2", "12 3"}, pre,
+                                          {{"<|im_start|>", TokenType::Control},
+                                           {"<|im", TokenType::Control},
+                                           {"<think>", TokenType::UserDefined}}));
 }
 
 const std::vector<Tokenizer>& tokenizers() {
