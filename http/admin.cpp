@@ -23,11 +23,8 @@ RouteResult json(int status, std::string body) {
   return r;
 }
 
-RouteResult error(int status, const std::string& message, const std::string& type) {
-  ApiError e;
-  e.status = status, e.message = message, e.type = type;
-  if (status == 401) e.code = "invalid_api_key";
-  return json(status, error_body(e));
+RouteResult error(int status, std::string message) {
+  return json(status, error_body(api_error(status, std::move(message), status == 401 ? "invalid_api_key" : "")));
 }
 
 RouteResult of_kind(RouteResult::Kind kind, std::string type = "application/json") {
@@ -58,11 +55,11 @@ RouteResult page(AdminRole role) {
 std::optional<RouteResult> parse_log_level(const std::string& body, std::string& level) {
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("level") || !j["level"].is_string())
-    return error(400, "The body must be {\"level\": \"trace|debug|info|warn|error|critical|off\"}.", "BadRequestError");
+    return error(400, "The body must be {\"level\": \"trace|debug|info|warn|error|critical|off\"}.");
   level = j["level"];
   for (const char* known : {"trace", "debug", "info", "warn", "error", "critical", "off"})
     if (level == known) return std::nullopt;
-  return error(400, "Unknown log level \"" + level + "\": trace, debug, info, warn, error, critical or off.", "BadRequestError");
+  return error(400, "Unknown log level \"" + level + "\": trace, debug, info, warn, error, critical or off.");
 }
 
 }  // namespace
@@ -70,11 +67,11 @@ std::optional<RouteResult> parse_log_level(const std::string& body, std::string&
 RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config) {
   const std::string path = req.target.substr(0, req.target.find('?'));
   if (config.admin_token.empty() && config.admin_read_token.empty())
-    return error(404, "The admin endpoints are off: start the server with --admin-token.", "NotFoundError");
+    return error(404, "The admin endpoints are off: start the server with --admin-token.");
   const AdminRole role = role_of(req.authorization, config);
   const bool get = req.method == "GET";
   if (path == "/admin" && get) return page(role);
-  if (role == AdminRole::None) return error(401, "Unauthorized", "AuthenticationError");
+  if (role == AdminRole::None) return error(401, "Unauthorized");
 
   if (get) {
     if (path == "/admin/actors") return of_kind(RouteResult::Kind::AdminActors);
@@ -90,12 +87,12 @@ RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config)
   const bool abort = path.rfind("/admin/requests/", 0) == 0 && path.size() > 22 && path.substr(path.size() - 6) == "/abort";
   const bool known = abort || path == "/admin/drain" || path == "/admin/resume" || path == "/admin/reset-prefix-cache" ||
                      path == "/admin/log-level";
-  if (!known) return error(404, "Not Found: " + path, "NotFoundError");
+  if (!known) return error(404, "Not Found: " + path);
   const bool put = path == "/admin/log-level";
-  if (req.method != (put ? "PUT" : "POST")) return error(405, "Method Not Allowed: " + path + " takes " + (put ? "PUT" : "POST"), "MethodNotAllowed");
-  if (role != AdminRole::Full) return error(403, "The read-only admin token may not act.", "PermissionDeniedError");
+  if (req.method != (put ? "PUT" : "POST")) return error(405, "Method Not Allowed: " + path + " takes " + (put ? "PUT" : "POST"));
+  if (role != AdminRole::Full) return error(403, "The read-only admin token may not act.");
   if (!req.origin.empty() && req.origin != "http://" + req.host && req.origin != "https://" + req.host)
-    return error(403, "Admin actions from another origin (" + req.origin + ") are refused.", "PermissionDeniedError");
+    return error(403, "Admin actions from another origin (" + req.origin + ") are refused.");
 
   if (abort) return action(AdminAction::Kind::Abort, path.substr(16, path.size() - 16 - 6));
   if (path == "/admin/drain") return action(AdminAction::Kind::Drain);

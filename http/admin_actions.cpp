@@ -72,7 +72,7 @@ void run_admin_action(ServerContext& ctx, const AdminAction& a, const std::strin
       const std::vector<std::string> ids = ctx.live_requests.engine_ids(a.arg);
       if (ids.empty()) {
         audit("abort " + a.arg + " (not live)");
-        return reply(404, error_body({404, "No live request " + a.arg + ".", "NotFoundError", "", ""}));
+        return reply(404, error_body(api_error(404, "No live request " + a.arg + ".")));
       }
       audit("abort " + a.arg + " (" + std::to_string(ids.size()) + " engine request(s))");
       ctx.engine->abort(ids);
@@ -93,8 +93,8 @@ void run_admin_action(ServerContext& ctx, const AdminAction& a, const std::strin
       audit("reset the prefix cache");
       ctx.engine->reset_prefix_cache([reply](bool done) {
         if (done) return reply(200, nlohmann::json{{"reset", true}}.dump());
-        reply(409, error_body({409, "The prefix cache was not reset: some blocks are in use (as vLLM, it resets only "
-                                    "when no request holds a block).", "ConflictError", "", ""}));
+        reply(409, error_body(api_error(409, "The prefix cache was not reset: some blocks are in use (as vLLM, it "
+                                             "resets only when no request holds a block).")));
       });
       return;
   }

@@ -73,7 +73,7 @@ std::string Generation::on_output(const RequestOutput& out) {
   c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
   c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
   if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
-  if (!out.error.empty() && !failure_) failure_ = ApiError{503, out.error, "ServiceUnavailableError", "", ""};
+  if (!out.error.empty() && !failure_) failure_ = api_error(503, out.error);
   if (out.finished()) {
     c.finish_reason = out.finish_reason;
     c.stop_reason = out.stop_reason;

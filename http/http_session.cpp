@@ -46,12 +46,6 @@ std::string body_piece(BodyFraming framing, const std::string& text) {
   return size + text + "\r\n";
 }
 
-ApiError api_error(int status, const std::string& message) {
-  ApiError e;
-  e.status = status, e.message = message;
-  e.type = status == 503 ? "ServiceUnavailableError" : status == 413 ? "RequestEntityTooLarge" : "BadRequestError";
-  return e;
-}
 std::string error_json(int status, const std::string& message) { return error_body(api_error(status, message)); }
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
@@ -177,11 +171,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void serve(bhttp::request<bhttp::string_body> req) {
     const bool websocket = beast::websocket::is_upgrade(req);
-    const bool keep_alive = req.keep_alive() && !websocket;  // a refused upgrade closes
+    const bool keep_alive = req.keep_alive() && !websocket && !ctx_.draining;  // a refused upgrade closes, as all do at shutdown
     HttpRequestView view{std::string(req.method_string()), std::string(req.target()),
                          std::string(req[bhttp::field::authorization]), websocket ? std::string() : std::move(req.body()),
                          std::string(req[bhttp::field::origin]), std::string(req[bhttp::field::host]),
-                         ctx_.admin_drained.load(), websocket};
+                         admission(ctx_), websocket};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
     switch (r.kind) {
       case RouteResult::Kind::Respond: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
@@ -201,8 +195,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       case RouteResult::Kind::AdminActors:
       case RouteResult::Kind::AdminRequests: return ask_engine(r.kind, r.content_type, keep_alive);
       case RouteResult::Kind::Generate:
-        if (ctx_.draining)  // a request read on an open connection after SIGTERM
-          return answer(503, error_json(503, kShuttingDown), "application/json", false);
         return start_generation(std::move(*r.generate), keep_alive, req.version());
     }
   }
@@ -282,9 +274,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
-    std::vector<std::string> engine_ids;
-    for (const auto& s : specs) engine_ids.push_back(s.req_id);
-    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids), admin_prompt(ctx_, gen->request()));
+    auto registered = register_live(ctx_, *gen, specs);
     gen_.emplace(GenerationInFlight{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), framing,
                                     keep_alive && framing != BodyFraming::UntilClose, false, shared_from_this(),
                                     std::move(registered)});

@@ -30,6 +30,21 @@ constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 
 }  // namespace
 
+ApiError api_error(int status, std::string message, std::string code) {
+  const char* type = "BadRequestError";
+  switch (status) {
+    case 401: type = "AuthenticationError"; break;
+    case 403: type = "PermissionDeniedError"; break;
+    case 404: type = "NotFoundError"; break;
+    case 405: type = "MethodNotAllowed"; break;
+    case 409: type = "ConflictError"; break;
+    case 413: type = "RequestEntityTooLarge"; break;
+    case 429: type = "RateLimitError"; break;
+    case 503: type = "ServiceUnavailableError"; break;
+  }
+  return {status, std::move(message), type, "", std::move(code)};
+}
+
 std::string error_body(const ApiError& e) { return dump(error_json(e)); }
 
 std::string stream_error_event(const ApiError& e) { return sse(error_json(e)); }

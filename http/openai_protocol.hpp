@@ -27,6 +27,8 @@ struct ApiError {
   std::string param;                     // the offending field, "" for none (rendered as null)
   std::string code;                      // OpenAI's string code ("model_not_found", ...); "" renders as null
 };
+// The error of an HTTP status with vLLM's type name for it (404 NotFoundError, 503 ServiceUnavailableError, ...).
+ApiError api_error(int status, std::string message, std::string code = "");
 std::string error_body(const ApiError& e);
 // The websocket's error message {"id", "type": "error", "status", "error": {...}}: status stands in for HTTP's.
 std::string websocket_error(const ApiError& e, const std::string& id);

@@ -13,10 +13,8 @@ RouteResult respond(int status, std::string body, std::string type = "applicatio
   return r;
 }
 
-RouteResult error(int status, const std::string& message, const std::string& type, const std::string& code = "") {
-  ApiError e;
-  e.status = status, e.message = message, e.type = type, e.code = code;
-  return respond(status, error_body(e));
+RouteResult error(int status, std::string message, std::string code = "") {
+  return respond(status, error_body(api_error(status, std::move(message), std::move(code))));
 }
 
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
@@ -25,6 +23,13 @@ std::string path_of(const std::string& target) { return target.substr(0, target.
 
 long epoch_seconds() {
   return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::optional<ApiError> admission_error(Admission a) {
+  if (a == Admission::Drained)
+    return api_error(503, "The server is draining (POST /admin/resume ends it); no new requests are accepted.");
+  if (a == Admission::ShuttingDown) return api_error(503, "The server is shutting down; no new requests are accepted.");
+  return std::nullopt;
 }
 
 bool bearer_matches(const std::string& authorization, const std::string& secret) {
@@ -45,19 +50,19 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   const std::string path = path_of(req.target);
   const bool get = req.method == "GET", post = req.method == "POST";
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
-    return error(401, "Unauthorized", "AuthenticationError", "invalid_api_key");
+    return error(401, "Unauthorized", "invalid_api_key");
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config);
   if (req.websocket) {
-    if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)", "NotFoundError");
+    if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
     RouteResult r;
     r.kind = RouteResult::Kind::WebSocket;
     return r;
   }
-  auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed", "MethodNotAllowed"); };
+  auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed"); };
 
   if (path == "/health") {
     if (auto e = only(get)) return *e;
-    if (req.draining) return respond(503, "{\"status\":\"draining\"}");
+    if (req.admission != Admission::Open) return respond(503, "{\"status\":\"draining\"}");
     return respond(200, "", "text/plain");
   }
   if (path == "/version") {
@@ -76,7 +81,7 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     return r;
   }
   if (path == "/v1/ws") {
-    RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket", "BadRequestError");
+    RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket");
     return r;
   }
   if (path == "/tokenize" || path == "/detokenize" || path == "/apply-template") {
@@ -92,14 +97,13 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
     auto parsed = parse_generate_request(ep, req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&parsed)) return respond(e->status, error_body(*e));
-    if (req.draining) return error(503, "The server is draining (POST /admin/resume ends it); no new requests are accepted.",
-                                   "ServiceUnavailableError");
+    if (auto e = admission_error(req.admission)) return respond(503, error_body(*e));
     RouteResult r;
     r.kind = RouteResult::Kind::Generate;
     r.generate = std::move(std::get<GenerateRequest>(parsed));
     return r;
   }
-  return error(404, "Not Found: " + path, "NotFoundError");
+  return error(404, "Not Found: " + path);
 }
 
 }  // namespace parley::http

@@ -18,10 +18,16 @@ struct RouterConfig {
   std::string effective_config;  // GET /admin/config: the TOML the server was started with (secrets hidden)
 };
 
+// Whether new generations are taken: Drained by POST /admin/drain (until /admin/resume), ShuttingDown after
+// SIGTERM. Either way /health and new generations (HTTP and websocket) answer 503.
+enum class Admission { Open, Drained, ShuttingDown };
+// The 503 for a new generation, or nothing when they are taken.
+std::optional<ApiError> admission_error(Admission a);
+
 struct HttpRequestView {
   std::string method, target, authorization, body;
   std::string origin, host;  // headers: a state-changing /admin request from another origin is refused
-  bool draining = false;     // POST /admin/drain is in effect: /health and new generations answer 503
+  Admission admission = Admission::Open;
   bool websocket = false;    // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
 };
 

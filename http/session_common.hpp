@@ -31,7 +31,9 @@ struct ServerContext {
   AdminSnapshots admin_snapshots;          // for GET /admin/events
 };
 
-inline constexpr const char* kShuttingDown = "The server is shutting down; no new requests are accepted.";
+inline Admission admission(const ServerContext& ctx) {
+  return ctx.draining ? Admission::ShuttingDown : ctx.admin_drained ? Admission::Drained : Admission::Open;
+}
 
 // Counts a generation as live from construction to destruction.
 struct LiveGeneration {
@@ -69,11 +71,15 @@ struct StrandSink : RequestSink {
 };
 
 std::string new_request_id(ServerContext& ctx, const char* prefix);
-// A request's prompt as the admin console shows it: the first 200 bytes of its text with
-// --admin-show-prompts, else "" (never shown).
-inline std::string admin_prompt(const ServerContext& ctx, const GenerateRequest& req) {
-  if (!ctx.options.admin_show_prompts || req.prompt_texts.empty()) return "";
-  return req.prompt_texts.front().substr(0, 200);
+// A generation registered for /admin while it runs (abort by its id; with --admin-show-prompts the first 200
+// bytes of its prompt, else none).
+inline std::unique_ptr<LiveRequests::Entry> register_live(ServerContext& ctx, const Generation& gen,
+                                                          const std::vector<EngineRequestSpec>& specs) {
+  std::vector<std::string> engine_ids;
+  for (const auto& s : specs) engine_ids.push_back(s.req_id);
+  const auto& texts = gen.request().prompt_texts;
+  std::string prompt = ctx.options.admin_show_prompts && !texts.empty() ? texts.front().substr(0, 200) : "";
+  return ctx.live_requests.add(gen.id(), std::move(engine_ids), std::move(prompt));
 }
 
 // Starts an HTTP session on an accepted connection.

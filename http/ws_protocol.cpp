@@ -14,11 +14,7 @@ std::string string_field(const nlohmann::json& m, const char* key, const std::st
   return it->is_string() ? it->get<std::string>() : "";
 }
 
-WsError error(const std::string& id, const std::string& message) {
-  ApiError e;
-  e.message = message;
-  return {id, e};
-}
+WsError error(const std::string& id, const std::string& message) { return {id, api_error(400, message)}; }
 }  // namespace
 
 WsMessage parse_ws_message(std::string_view text, const ServingContext& serving, const WsSessionState& session) {
@@ -36,11 +32,9 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   if (type != "request") return error(id, "\"type\" must be \"request\" or \"cancel\".");
   if (session.running(id)) return error(id, "A request with id " + id + " is already running on this socket.");
   if (session.running_count >= session.max_requests) {
-    ApiError e;
-    e.status = 429, e.type = "RateLimitError";
-    e.message = std::to_string(session.running_count) + " requests are running on this socket (--max-ws-requests " +
-                std::to_string(session.max_requests) + "); send more when one ends.";
-    return WsError{id, e};
+    return WsError{id, api_error(429, std::to_string(session.running_count) + " requests are running on this socket "
+                                          "(--max-ws-requests " + std::to_string(session.max_requests) +
+                                          "); send more when one ends.")};
   }
   const std::string endpoint = string_field(m, "endpoint", "completions");
   if (endpoint != "completions" && endpoint != "chat.completions")

@@ -47,9 +47,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void on_engine_rejected(const std::string& client_id, int status, const std::string& message) {
     auto it = live_.find(client_id);
     if (it == live_.end()) return;
-    ApiError e;
-    e.status = status, e.message = message, e.type = status == 503 ? "ServiceUnavailableError" : "BadRequestError";
-    send(it->second.gen->error_text(e));
+    send(it->second.gen->error_text(api_error(status, message)));
     retire(client_id);
   }
 
@@ -93,12 +91,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       return;
     }
     auto& [id, request] = std::get<WsStart>(message);
-    if (ctx_.draining || ctx_.admin_drained) {
-      ApiError e;
-      e.status = 503, e.type = "ServiceUnavailableError";
-      e.message = ctx_.draining ? kShuttingDown : "The server is draining (POST /admin/resume ends it); no new requests are accepted.";
-      return send(websocket_error(e, id));
-    }
+    if (auto e = admission_error(admission(ctx_))) return send(websocket_error(*e, id));
     const Endpoint ep = request.endpoint;
     auto gen = std::make_unique<Generation>(std::move(request),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
@@ -106,9 +99,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), id, gen->request().params.n,
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
-    std::vector<std::string> engine_ids;
-    for (const auto& s : specs) engine_ids.push_back(s.req_id);
-    auto registered = ctx_.live_requests.add(gen->id(), std::move(engine_ids), admin_prompt(ctx_, gen->request()));
+    auto registered = register_live(ctx_, *gen, specs);
     live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), std::move(registered)});
     ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }

@@ -31,6 +31,9 @@ async function security(t, base) {
     assert.equal(r.status, 403, `${method} ${p} with the read-only token: ${await r.text()}`);
   }
   for (const p of ['/admin/requests', '/admin/actors']) assert.equal((await get(base, p, { headers: auth('ro') })).status, 200);
+  const none = await fetch(base + '/admin/requests/cmpl-none/abort', { method: 'POST', headers: auth('adm') });
+  assert.equal(none.status, 404, 'aborting a request that is not live');
+  assert.match((await none.json()).error.message, /No live request cmpl-none/);
   const cross = await fetch(base + '/admin/drain', { method: 'POST', headers: { ...auth('adm'), Origin: 'http://evil.example' } });
   assert.equal(cross.status, 403, 'a drain from another origin');
   const page = await fetch(base + '/admin');
