@@ -10,6 +10,17 @@ namespace parley {
 
 inline constexpr int kMaxLogprobs = 20;  // vLLM's default max_logprobs
 
+// vLLM's StructuredOutputsParams: one constraint on the output text, kept as text so it crosses
+// processes (PD) and is compiled where it is sampled (engine/structured_output/).
+struct StructuredOutputsParams {
+  enum class Kind { Json, JsonObject, Regex, Choice, Grammar };
+  Kind kind = Kind::JsonObject;
+  // Json: a JSON Schema as JSON text; JsonObject: empty (any JSON object); Regex: the pattern;
+  // Choice: a JSON array of strings; Grammar: GBNF text (engine/structured_output/grammar.hpp).
+  std::string spec;
+  bool operator==(const StructuredOutputsParams&) const = default;
+};
+
 struct SamplingParams {
   int n = 1;                 // samples per prompt; sample i uses seed + i
   float temperature = 1.0f;  // below 1e-5 means greedy, as vLLM's _SAMPLING_EPS
@@ -29,6 +40,7 @@ struct SamplingParams {
   std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
   std::optional<int> prompt_logprobs;  // top logprobs per prompt token after the first (0: only the prompt token's)
   std::vector<std::pair<int, float>> logit_bias;  // (token id, bias) sorted by id, added to the raw logits
+  std::optional<StructuredOutputsParams> structured_outputs;  // the output must match it (a logits mask)
 
   bool greedy() const { return temperature < 1e-5f; }
   bool has_penalties() const {
