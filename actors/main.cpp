@@ -5,6 +5,7 @@
 
 #include "actors/cli_config.hpp"
 #include "actors/commands.hpp"
+#include "http/tool_calls.hpp"
 #include "model/model_shapes.hpp"
 
 namespace {
@@ -172,6 +173,21 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option("--chat-template", s.chat_template_file,
                   "A Jinja chat template file rendered instead of the model's tokenizer.chat_template")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--tool-call-parser", s.tool_call_parser,
+                  "How tool calls are read from the output (" + parley::http::known_tool_call_parsers() +
+                      "); default: the format the chat template shows")
+      ->check([](const std::string& name) -> std::string {
+        try {
+          parley::http::parse_tool_call_parser(name);
+          return "";
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      });
+  cmd->add_flag("--enable-auto-tool-choice", s.enable_auto_tool_choice,
+                "Allow tool_choice \"auto\" (the default when a request has tools): the model decides whether to call");
+  cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
+                "With tool_choice \"none\", render the chat template without the tools");
   cmd->add_option("--shutdown-grace", s.shutdown_grace_s, "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
       ->capture_default_str()->check(parley::at_least(0));
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical, off")

@@ -33,7 +33,8 @@ StopMatch find_stop(const std::string& text, std::size_t check_from, const std::
 }  // namespace
 
 struct OutputProcessor::RequestState {
-  RequestState(const Tokenizer& tokenizer, int prev_token) : detokenizer(tokenizer, prev_token) {}
+  RequestState(const Tokenizer& tokenizer, int prev_token, bool special_text)
+      : detokenizer(tokenizer, prev_token, special_text) {}
 
   IncrementalDetokenizer detokenizer;
   std::vector<std::string> stops;  // the non-empty stop strings
@@ -60,7 +61,7 @@ void OutputProcessor::add_request(const std::string& req_id, const std::vector<i
                                   const SamplingParams& params) {
   if (states_.count(req_id)) throw std::invalid_argument("Request id " + req_id + " already running.");
   // The prompt's last token decides e.g. whether the first output token keeps its leading space.
-  RequestState s(*tokenizer_, prompt_token_ids.empty() ? -1 : prompt_token_ids.back());
+  RequestState s(*tokenizer_, prompt_token_ids.empty() ? -1 : prompt_token_ids.back(), !params.skip_special_tokens);
   for (const std::string& stop : params.stop)
     if (!stop.empty()) s.stops.push_back(stop);
   s.include_stop_str = params.include_stop_str_in_output;

@@ -37,6 +37,7 @@ struct SamplingParams {
   std::vector<std::string> stop;       // stop strings, matched on the detokenized text
   std::vector<int> stop_token_ids;     // besides EOS; ends the request (the token is kept in the output)
   bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;     // control tokens decode to nothing (false: to their text, e.g. [TOOL_CALLS])
   std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
   std::optional<int> prompt_logprobs;  // top logprobs per prompt token after the first (0: only the prompt token's)
   std::vector<std::pair<int, float>> logit_bias;  // (token id, bias) sorted by id, added to the raw logits

@@ -164,7 +164,7 @@ std::string render_fallback(const ChatInputs& in, const Tokenizer& tokenizer) {
 
 }  // namespace
 
-ChatRequest read_chat_request(std::string_view body, const json& parsed, bool allow_tools) {
+ChatRequest read_chat_request(std::string_view body, const json& parsed) {
   check_messages(parsed);
   ChatRequest out;
   const ojson ordered = ojson::parse(body);  // parsed once already: it is valid JSON
@@ -175,9 +175,6 @@ ChatRequest read_chat_request(std::string_view body, const json& parsed, bool al
     out.inputs.kwargs = ordered.at("chat_template_kwargs");
   }
   if (const json* tools = field(parsed, "tools")) {
-    if (!allow_tools)
-      fail("'tools' is not supported on this endpoint yet: Parley does not parse tool calls from the output "
-           "(/apply-template renders them).", "tools");
     check_tools(*tools);
     out.inputs.tools = ordered.at("tools");
   }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/tool_calls.hpp"
 #include "model/chat_template.hpp"
 #include "model/tokenizer.hpp"
 
@@ -30,7 +31,7 @@ std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& mode
                                                          const Tokenizer& tokenizer);
 
 // What a chat body asks to render. Fields: messages (required), add_generation_prompt (default true),
-// chat_template_kwargs (an object), tools (only where allow_tools; OpenAI function tools), chat_template
+// chat_template_kwargs (an object), tools (OpenAI function tools; tool_choice is read_tool_request's), chat_template
 // (a per-request template source, vLLM's field).
 struct ChatRequest {
   ChatInputs inputs;
@@ -43,7 +44,16 @@ namespace parley::http::detail {
 
 // Reads the chat fields of body (the raw text, parsed again keeping the client's key order, which
 // templates that print tools with tojson show). Throws RequestError naming the field.
-ChatRequest read_chat_request(std::string_view body, const nlohmann::json& parsed, bool allow_tools);
+ChatRequest read_chat_request(std::string_view body, const nlohmann::json& parsed);
+
+// What a chat body's tool_choice and parallel_tool_calls ask (tools already read by read_chat_request):
+// how the output is read for calls (none: it is not), and whether the template gets the tools. The parser is
+// --tool-call-parser's, else the one template_source shows. Throws RequestError naming the field.
+struct ToolRequest {
+  std::optional<ToolCalling> calling;
+  bool render_tools = true;
+};
+ToolRequest read_tool_request(const nlohmann::json& body, const ToolServing& serving, std::string_view template_source);
 
 // The prompt text: the request's template, else the served one (nullptr: the plain fallback).
 // A template that raises answers 400 with its message; one that cannot be parsed, 400 naming the line.

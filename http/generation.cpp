@@ -38,6 +38,10 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
     if (request_.echo) choices_[k].text = request_.prompt_texts[size_t(k / n)];
   }
   for (const auto& p : request_.prompts) usage_.prompt_tokens += int(p.size());  // once per prompt, not per sample
+  if (request_.tool_calling && transport_ == Transport::Sse)
+    for (int k = 0; k < total; ++k)
+      tool_streams_.emplace_back(request_.tool_calling->parser, choice_request_id(id_, k),
+                                 request_.tool_calling->parallel_tool_calls);
 }
 
 std::vector<EngineRequestSpec> Generation::engine_requests() const {
@@ -48,8 +52,8 @@ std::vector<EngineRequestSpec> Generation::engine_requests() const {
     EngineRequestSpec s;
     s.prompt_token_ids = request_.prompts[p];
     s.params = request_.params;
-    for (int i = 0; i < n && n > 1; ++i) s.child_req_ids.push_back(id_ + "-" + std::to_string(p * size_t(n) + size_t(i)));
-    s.req_id = id_ + "-" + std::to_string(p * size_t(n));
+    for (int i = 0; i < n && n > 1; ++i) s.child_req_ids.push_back(choice_request_id(id_, int(p) * n + i));
+    s.req_id = choice_request_id(id_, int(p) * n);
     specs.push_back(std::move(s));
   }
   return specs;
@@ -84,9 +88,21 @@ std::string Generation::on_output(const RequestOutput& out) {
   if (transport_ == Transport::Json) return "";
   const bool first = !started_[size_t(k)];
   const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
-  if (out.text.empty() && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
+  std::optional<ChatToolDelta> tools;
+  if (!tool_streams_.empty()) {  // the text goes out as the tool-call stream decides it
+    ToolCallStream& stream = tool_streams_[size_t(k)];
+    tools.emplace();
+    tools->events = stream.feed(out.text);
+    if (out.finished())
+      for (auto& e : stream.finish()) tools->events.push_back(std::move(e));
+    tools->tools_called = stream.tools_called();
+  }
+  const bool nothing = tools ? tools->events.empty() : out.text.empty();
+  if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
   started_[size_t(k)] = true;
-  if (transport_ == Transport::Sse) return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)]);
+  if (transport_ == Transport::Sse)
+    return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)],
+                        tools ? &*tools : nullptr);
   RequestOutput delta = out;
   if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
   nlohmann::json m = {{"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};

@@ -45,6 +45,7 @@ class Generation {
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
   std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
+  std::vector<ToolCallStream> tool_streams_;  // per streamed chat choice read for tool calls
   int num_finished_ = 0;
   Usage usage_;
   std::optional<ApiError> failure_;

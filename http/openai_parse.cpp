@@ -23,7 +23,7 @@ constexpr std::string_view kChatFields[] = {
     "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
     "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
     "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
-    "chat_template", "chat_template_kwargs", "tools", "prompt_logprobs"};
+    "chat_template", "chat_template_kwargs", "tools", "tool_choice", "parallel_tool_calls", "prompt_logprobs"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -225,6 +225,22 @@ void reject_unsupported(const json& body, const GenerateRequest& req) {
     fail("`best_of` is not supported unless it equals `n`.", "best_of");
 }
 
+// tool_choice and its kin: how the output is read for calls, and what that asks of sampling.
+void read_tools(const json& body, const ServingContext& ctx, ChatRequest& chat, GenerateRequest& req) {
+  const std::string_view source = chat.chat_template ? std::string_view(*chat.chat_template)
+                                  : ctx.chat_template ? std::string_view(ctx.chat_template->source())
+                                                      : std::string_view();
+  ToolRequest tools = read_tool_request(body, ctx.tools, source);
+  if (!tools.render_tools) chat.inputs.tools = nullptr;  // --exclude-tools-when-tool-choice-none
+  if (!tools.calling) return;
+  req.tool_calling = tools.calling;
+  // vLLM's hermes and mistral parsers: their markers are special tokens in some vocabularies, kept in the text.
+  if (tools.calling->parser != ToolCallParser::Llama3Json) req.params.skip_special_tokens = false;
+  if (tools.calling->choice == ToolChoice::Required || tools.calling->choice == ToolChoice::Named)
+    req.params.structured_outputs = StructuredOutputsParams{
+        StructuredOutputsParams::Kind::Grammar, tool_call_grammar(*tools.calling, *field(body, "tools"))};
+}
+
 // The field a SamplingParams::validate() message is about: its first word, when that is a field.
 std::string param_of(const std::string& message, const GenerateRequest& req, const json& body) {
   const std::string word = message.substr(0, message.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"));
@@ -256,7 +272,8 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     check_ranges(j, req.params, ctx.max_n);
     read_logprobs(j, endpoint, vocab, req);
     if (chat) {
-      const ChatRequest chat_request = read_chat_request(body, j, /*allow_tools=*/false);
+      ChatRequest chat_request = read_chat_request(body, j);
+      read_tools(j, ctx, chat_request, req);
       const std::string text = render_chat_prompt(chat_request, ctx.chat_template.get(), *ctx.tokenizer);
       // vLLM: the template writes BOS, so chat adds no special tokens unless asked.
       req.prompts.push_back(ctx.tokenizer->encode(text, get_bool(j, "add_special_tokens").value_or(false)));

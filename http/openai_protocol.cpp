@@ -81,7 +81,7 @@ std::variant<std::string, ApiError> tokenize_response(std::string_view body, con
       for (const char* chat_only : {"add_generation_prompt", "tools", "chat_template", "chat_template_kwargs"})
         if (field(j, chat_only)) fail(std::string("`") + chat_only + "` applies to 'messages' only.", chat_only);
     } else {
-      text = render_chat_prompt(read_chat_request(body, j, /*allow_tools=*/true), ctx.chat_template.get(), tok);
+      text = render_chat_prompt(read_chat_request(body, j), ctx.chat_template.get(), tok);
     }
     const std::vector<int> ids = tok.encode(text, add_special);
     ojson out = {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids}};
@@ -102,7 +102,7 @@ std::variant<std::string, ApiError> apply_template_response(std::string_view bod
     const json j = parse_object(body);
     reject_unknown_fields(j, kApplyTemplateFields);
     check_model(j, ctx);
-    const ChatRequest request = read_chat_request(body, j, /*allow_tools=*/true);
+    const ChatRequest request = read_chat_request(body, j);
     return dump({{"prompt", render_chat_prompt(request, ctx.chat_template.get(), *ctx.tokenizer)}});
   } catch (const RequestError& e) {
     return e.error;

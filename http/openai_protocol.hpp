@@ -11,6 +11,7 @@
 
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
+#include "http/tool_calls.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
@@ -43,6 +44,7 @@ struct ServingContext {
   std::string architecture;         // general.architecture, for /v1/models
   int context_length = 0;           // the model's own context (max_model_len may be less)
   int vocab_size = 0;
+  ToolServing tools;                // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
 enum class Endpoint { Completions, ChatCompletions };
@@ -61,6 +63,7 @@ struct GenerateRequest {
   int top_logprobs = -1;                  // -1: no logprobs; else the number of alternatives per token
   int prompt_logprobs = -1;               // -1: not asked; else the alternatives per prompt token (vLLM's field)
   std::string user;                       // OpenAI's end-user id, logged with the request ("" if none)
+  std::optional<ToolCalling> tool_calling;  // chat with tools (tool_choice not none): the output is read for calls
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
@@ -98,9 +101,17 @@ struct StreamCursor {
 // Chat: with first_chunk the event is preceded by the role event (delta {"role":"assistant","content":""}).
 // Completions: with first_chunk and echo the prompt text leads the delta's text. `cursor` (optional)
 // is read for logprobs offsets and advanced past this delta.
+// A chat choice read for tool calls (req.tool_calling) streams its ToolCallStream's events for the delta
+// instead of the delta's text: content chunks and delta.tool_calls chunks, in order.
+struct ChatToolDelta {
+  std::vector<ToolStreamEvent> events;
+  bool tools_called = false;  // the choice has called a tool so far (its finish_reason is then "tool_calls")
+};
 std::string stream_chunk(const GenerateRequest& req, const std::string& id, long created, int index,
                          const RequestOutput& delta, const Tokenizer& tok, bool first_chunk,
-                         StreamCursor* cursor = nullptr);
+                         StreamCursor* cursor = nullptr, const ChatToolDelta* tools = nullptr);
+// The engine request id of choice `index` (tool call ids are derived from it).
+std::string choice_request_id(const std::string& id, int index);
 std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id, long created, const Usage& usage);
 std::string stream_error_event(const ApiError& e);   // "data: {error...}\n\n"
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";

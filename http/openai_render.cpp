@@ -15,6 +15,25 @@ ojson finish_reason_json(FinishReason r) {
   return r == FinishReason::None ? ojson(nullptr) : ojson(finish_reason_name(r));
 }
 
+// vLLM: "tool_calls" when the output called a tool and ended by itself, except for a named tool_choice,
+// where OpenAI answers "stop"; an output cut short keeps "length".
+ojson chat_finish_reason_json(const GenerateRequest& req, FinishReason r, bool tools_called) {
+  if (tools_called && r == FinishReason::Stop && req.tool_calling && req.tool_calling->choice != ToolChoice::Named)
+    return "tool_calls";
+  return finish_reason_json(r);
+}
+
+ojson tool_call_json(const std::string& id, const ToolCall& call) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+// One delta.tool_calls entry: the call's first carries id, type and name (arguments "", as OpenAI's do).
+ojson tool_call_delta_json(const ToolCallDelta& d) {
+  if (d.id) return {{"index", d.index}, {"id", *d.id}, {"type", "function"},
+                    {"function", {{"name", d.name.value_or("")}, {"arguments", d.arguments}}}};
+  return {{"index", d.index}, {"function", {{"arguments", d.arguments}}}};
+}
+
 ojson stop_reason_json(const StopReason& r) {
   if (const int* id = std::get_if<int>(&r)) return *id;
   if (const std::string* s = std::get_if<std::string>(&r)) return *s;
@@ -163,12 +182,26 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
     const int offset = req.echo && p < req.prompt_texts.size() ? utf8_length(req.prompt_texts[p]) : 0;
     const EchoedPrompt echoed{prompt_ids(req, c.index), c.prompt_logprobs};
     ojson choice = {{"index", c.index}};
-    if (is_chat(req))
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-    else choice["text"] = c.text;
+    bool tools_called = false;
+    if (is_chat(req)) {
+      ojson message = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      if (req.tool_calling) {
+        const ExtractedToolCalls parsed =
+            extract_tool_calls(req.tool_calling->parser, c.text, req.tool_calling->parallel_tool_calls);
+        message["content"] = parsed.content ? ojson(*parsed.content) : ojson(nullptr);
+        ojson calls = ojson::array();
+        for (size_t k = 0; k < parsed.calls.size(); ++k)
+          calls.push_back(tool_call_json(tool_call_id(choice_request_id(id, c.index), int(k)), parsed.calls[k]));
+        tools_called = !calls.empty();
+        if (tools_called) message["tool_calls"] = std::move(calls);
+      }
+      choice["message"] = std::move(message);
+    } else {
+      choice["text"] = c.text;
+    }
     choice["logprobs"] = logprobs_json(req, c.token_ids, c.logprobs, prompt_last_token(req, c.index), offset, tok,
                                        req.echo ? &echoed : nullptr);
-    choice["finish_reason"] = finish_reason_json(c.finish_reason);
+    choice["finish_reason"] = chat_finish_reason_json(req, c.finish_reason, tools_called);
     choice["stop_reason"] = stop_reason_json(c.stop_reason);
     if (req.prompt_logprobs >= 0 && !is_chat(req))
       choice["prompt_logprobs"] = prompt_logprobs_json(req, echoed.ids, c.prompt_logprobs, tok);
@@ -184,8 +217,11 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
   return dump(out);
 }
 
+std::string choice_request_id(const std::string& id, int index) { return id + "-" + std::to_string(index); }
+
 std::string stream_chunk(const GenerateRequest& req, const std::string& id, long created, int index,
-                         const RequestOutput& delta, const Tokenizer& tok, bool first_chunk, StreamCursor* cursor) {
+                         const RequestOutput& delta, const Tokenizer& tok, bool first_chunk, StreamCursor* cursor,
+                         const ChatToolDelta* tools) {
   StreamCursor local;
   StreamCursor& at = cursor ? *cursor : local;
   const int prev = at.prev_token == -2 ? prompt_last_token(req, index) : at.prev_token;
@@ -210,11 +246,25 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
       if (with_prompt_logprobs) role["prompt_logprobs"] = prompt_logprobs_json(req, prompt, delta.prompt_logprobs, tok);
       event(std::move(role));
     }
-    ojson choice = {{"index", index}, {"delta", {{"content", text}}},
-                    {"logprobs", logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok)},
-                    {"finish_reason", finish_reason_json(delta.finish_reason)}};
-    if (delta.finished()) choice["stop_reason"] = stop_reason_json(delta.stop_reason);
-    event(std::move(choice));
+    // With tools: content and tool-call deltas as the stream decided them; logprobs on the first, the end on the last.
+    std::vector<ojson> deltas;
+    if (!tools) deltas.push_back({{"content", text}});
+    else
+      for (const ToolStreamEvent& e : tools->events)
+        deltas.push_back(e.tool_call ? ojson{{"tool_calls", ojson::array({tool_call_delta_json(*e.tool_call)})}}
+                                     : ojson{{"content", e.content}});
+    if (deltas.empty()) deltas.push_back({{"content", ""}});
+    const ojson logprobs = logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok);
+    const ojson finish = chat_finish_reason_json(req, delta.finish_reason, tools && tools->tools_called);
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      const bool last = i + 1 == deltas.size();
+      ojson choice = {{"index", index},
+                      {"delta", std::move(deltas[i])},
+                      {"logprobs", i ? ojson(nullptr) : logprobs},
+                      {"finish_reason", last ? finish : ojson(nullptr)}};
+      if (last && delta.finished()) choice["stop_reason"] = stop_reason_json(delta.stop_reason);
+      event(std::move(choice));
+    }
   } else {
     const bool echo = first_chunk && req.echo;
     if (echo) {

@@ -49,6 +49,19 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.chat_template =
       served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
   impl_->ctx.serving.max_n = engine.max_n();
+  ToolServing& tools = impl_->ctx.serving.tools;
+  const ServerOptions& o = impl_->ctx.options;
+  if (!o.tool_call_parser.empty()) tools.parser = parse_tool_call_parser(o.tool_call_parser);
+  tools.enable_auto_tool_choice = o.enable_auto_tool_choice;
+  tools.exclude_tools_when_tool_choice_none = o.exclude_tools_when_tool_choice_none;
+  const auto& served = impl_->ctx.serving.chat_template;
+  const auto detected = served ? detect_tool_call_parser(served->source()) : std::nullopt;
+  if (tools.parser)
+    spdlog::info("tool calls: read with the {} parser (--tool-call-parser)", tool_call_parser_name(*tools.parser));
+  else if (detected)
+    spdlog::info("tool calls: read with the {} parser (the chat template's format)", tool_call_parser_name(*detected));
+  else
+    spdlog::info("tool calls: the chat template shows no format Parley reads; --tool-call-parser names one");
 }
 
 HttpServer::~HttpServer() { stop(); }

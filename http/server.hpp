@@ -22,6 +22,9 @@ struct ServerOptions {
   int io_threads = 1;
   int shutdown_grace_s = 10;            // on SIGTERM, live requests get this long to finish, then abort
   std::string chat_template_file;       // --chat-template: a Jinja file served instead of the model's template
+  std::string tool_call_parser;         // --tool-call-parser (vLLM's names); "": recognised from the chat template
+  bool enable_auto_tool_choice = false;            // --enable-auto-tool-choice
+  bool exclude_tools_when_tool_choice_none = false;  // --exclude-tools-when-tool-choice-none
 };
 
 class HttpServer {

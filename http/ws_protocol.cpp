@@ -44,6 +44,12 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   const Endpoint ep = endpoint == "completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
   auto parsed = parse_generate_request(ep, body->dump(), serving);
   if (auto* e = std::get_if<ApiError>(&parsed)) return WsError{id, *e};
+  if (std::get<GenerateRequest>(parsed).tool_calling) {  // its deltas carry text, never tool_calls
+    ApiError e = api_error(400, "Tool calls are parsed on POST /v1/chat/completions only; on /v1/ws send "
+                                "\"tool_choice\": \"none\" and read the calls from the text.");
+    e.param = "tool_choice";
+    return WsError{id, e};
+  }
   return WsStart{id, std::move(std::get<GenerateRequest>(parsed))};
 }
 

@@ -74,11 +74,11 @@ std::string take_complete(std::string& pending, bool at_end) {
 
 }  // namespace
 
-IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, int prev_token)
-    : tokenizer_(&tokenizer), prev_(prev_token) {}
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, int prev_token, bool special_text)
+    : tokenizer_(&tokenizer), prev_(prev_token), special_text_(special_text) {}
 
 std::string IncrementalDetokenizer::push(int token) {
-  pending_ += tokenizer_->token_bytes(prev_, token);
+  pending_ += tokenizer_->token_bytes(prev_, token, special_text_);
   prev_ = token;
   return take_complete(pending_, false);
 }

@@ -296,9 +296,7 @@ TEST_CASE("chat: invalid messages and chat-only fields give their errors", "[ope
       {"{" + msgs + R"(, "max_completion_tokens": 0})", "max_completion_tokens", "max_completion_tokens must be at least 1, got 0."},
       {"{" + msgs + R"(, "echo": true})", "echo", "Unrecognized request argument supplied: echo"},
       {"{" + msgs + R"(, "prompt": "x"})", "prompt", "Unrecognized request argument supplied: prompt"},
-      {"{" + msgs + R"(, "tools": []})", "tools",
-       "'tools' is not supported on this endpoint yet: Parley does not parse tool calls from the output "
-       "(/apply-template renders them)."},
+      {"{" + msgs + R"(, "tool_choice": "required"})", "tool_choice", "When using `tool_choice`, `tools` must be set."},
       {"{" + msgs + R"(, "temperature": -1})", "temperature", "temperature must be non-negative, got -1.0."},
   });
   // Over the context: with max_completion_tokens it is named, without it the messages are.
