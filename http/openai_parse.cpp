@@ -6,6 +6,7 @@
 
 #include "http/chat_prompt.hpp"
 #include "http/openai_fields.hpp"
+#include "http/structured_request.hpp"
 
 namespace parley::http {
 namespace {
@@ -17,13 +18,13 @@ constexpr std::string_view kCompletionFields[] = {
     "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
     "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
     "best_of", "top_k", "min_p", "repetition_penalty", "stop_token_ids", "include_stop_str_in_output",
-    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs"};
+    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs", "response_format", "structured_outputs"};
 constexpr std::string_view kChatFields[] = {
     "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
     "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
     "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
     "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
-    "chat_template", "chat_template_kwargs", "tools", "prompt_logprobs"};
+    "chat_template", "chat_template_kwargs", "tools", "prompt_logprobs", "response_format", "structured_outputs"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -267,6 +268,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
       read_prompts(j, ctx, req);
     }
     read_prompt_logprobs(j, req);
+    read_structured_outputs(body, j, req.params);
     resolve_max_tokens(j, ctx, req);
     try {
       req.params.validate(vocab);
