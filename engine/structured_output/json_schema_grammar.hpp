@@ -1,8 +1,8 @@
 // JSON Schema to GBNF (grammar.hpp), for OpenAI's response_format json_schema and vLLM's
 // structured_outputs.json. The grammar accepts a subset of the schema's instances, always valid JSON:
-// numbers have at most 16 digits per part, whitespace between tokens is bounded (a model must not
-// ramble in spaces), properties come in schema order (required ones first), and a property name never
-// repeats.
+// numbers have at most 16 digits per part and exponents below 100 (finite doubles), \u escapes name
+// no lone surrogate, whitespace between tokens is bounded (a model must not ramble in spaces),
+// properties come in schema order (required ones first), and a property name never repeats.
 //
 // Supported: type (one or a list), properties, required, additionalProperties, enum, const, anyOf,
 // oneOf (as anyOf), allOf of one schema, $ref into the same document (#, #/$defs/.., #/definitions/..,

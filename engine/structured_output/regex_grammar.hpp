@@ -2,12 +2,14 @@
 // Schema's `pattern` use) turned into GBNF expressions for grammar.hpp.
 //
 // Supported: literals and escapes (\d \w \s \D \W \S \n \r \t \f \v \0 \xHH \uHHHH, escaped
-// punctuation), classes with ranges, negation and class escapes, `.` (any character but \n and \r),
-// groups ( ), (?: ), named groups (?P<n> ) and (?<n> ) as plain groups, `|`, quantifiers * + ? {m}
-// {m,} {m,n} and their lazy forms (a grammar has no match preference, so lazy is greedy), a leading ^
-// or \A and a trailing $, \Z or \z (ignored: the whole text is always matched).
+// punctuation), classes with ranges, negation and class escapes, `.` (anything but \n \r \u2028
+// \u2029), groups ( ), (?: ), named groups (?P<n> ) and (?<n> ) as plain groups, `|`, quantifiers * + ?
+// {m} {m,} {m,n} and their lazy forms (a grammar has no match preference, so lazy is greedy), a leading
+// ^ or \A and a trailing $, \Z or \z (ignored: the whole text is always matched). \d \w \s and `.`
+// mean what they mean in ECMAScript (JSON Schema's regex dialect); Python's Unicode \d \w differ.
 // Refused with GrammarError naming the construct and byte offset: backreferences, lookarounds, \b \B,
-// anchors elsewhere, inline flags, possessive quantifiers, \p{..}, unbalanced parentheses, bad ranges.
+// anchors elsewhere, inline flags, possessive quantifiers, \p{..}, unbalanced parentheses, bad ranges,
+// repetition counts above 10000 (the grammar's own limit).
 #pragma once
 #include <string>
 #include <string_view>

@@ -158,7 +158,7 @@ class RegexParser {
       value = 0;
       while (is_digit(peek(i))) {
         value = value * 10 + int(peek(i) - '0');
-        if (value > 100000) fail("a repetition count above 100000 is not supported");
+        if (value > 10000) fail("a repetition count above 10000 is not supported");
         ++i;
       }
       return i > start;
