@@ -1,8 +1,8 @@
 // JSON Schema to GBNF (engine/structured_output/json_schema_grammar.hpp): the texts accepted and
 // rejected by the grammar built from a schema, the keywords refused, and the rules' names.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <algorithm>
 #include <random>
 #include <regex>
 #include <string>
@@ -30,7 +30,8 @@ std::string conversion_error(const char* schema) {
 }
 
 size_t codepoints(const std::string& utf8) {
-  return size_t(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (static_cast<unsigned char>(c) >> 6) != 2; }));
+  return size_t(
+      std::count_if(utf8.begin(), utf8.end(), [](char c) { return (static_cast<unsigned char>(c) >> 6) != 2; }));
 }
 
 }  // namespace
@@ -158,11 +159,11 @@ TEST_CASE("every integer in [-120 345] is accepted and no other number", "[json_
 }
 
 TEST_CASE("integer ranges whose ends are not round numbers are exact", "[json_schema]") {
-  const std::vector<std::pair<int, int>> ranges = {{37, 4321}, {-4321, -37}, {-987, 654}, {123, 129}, {5, 5}, {0, 0},
-                                                   {-1, 0},  {199, 201},   {1998, 2003}};
+  const std::vector<std::pair<int, int>> ranges = {{37, 4321}, {-4321, -37}, {-987, 654}, {123, 129},  {5, 5},
+                                                   {0, 0},     {-1, 0},      {199, 201},  {1998, 2003}};
   for (const auto& [lo, hi] : ranges) {
-    const std::string schema = R"({"type": "integer", "minimum": )" + std::to_string(lo) + R"(, "maximum": )" +
-                               std::to_string(hi) + "}";
+    const std::string schema =
+        R"({"type": "integer", "minimum": )" + std::to_string(lo) + R"(, "maximum": )" + std::to_string(hi) + "}";
     const Grammar g = schema_grammar(schema.c_str());
     for (int i = -6000; i <= 6000; ++i) {
       INFO(schema << " " << i);
@@ -207,6 +208,10 @@ TEST_CASE("numbers with integer bounds accept fractions inside and reject them o
   const Grammar open = schema_grammar(R"({"type": "number", "exclusiveMinimum": -2, "exclusiveMaximum": 3})");
   for (const char* text : {"-1.99", "-1", "0", "2.999", "-0.5"}) CHECK(open.matches(text));
   for (const char* text : {"-2", "-2.0", "-2.5", "3", "3.0", "3.01"}) CHECK_FALSE(open.matches(text));
+  const Grammar between = schema_grammar(R"({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1})");
+  CHECK(between.matches("0.5"));
+  CHECK_FALSE(between.matches("0"));
+  CHECK_FALSE(between.matches("1"));
   const Grammar below = schema_grammar(R"({"type": "number", "maximum": -3})");
   for (const char* text : {"-3", "-3.5", "-1000.25"}) CHECK(below.matches(text));
   for (const char* text : {"-2.5", "0", "3"}) CHECK_FALSE(below.matches(text));
@@ -323,7 +328,7 @@ TEST_CASE("unsupported keywords are refused with their JSON pointer", "[json_sch
         "JSON Schema keyword 'multipleOf' is not supported (at #/properties/x)");
   for (const char* keyword : {"patternProperties", "if", "not", "dependentRequired", "minProperties", "contentEncoding",
                               "uniqueItems", "unevaluatedProperties"}) {
-    const std::string schema = std::string(R"({"type": "array", "items": {")") + keyword + R"(": true}})";
+    const std::string schema = std::string(R"({"type": "array", "items": {")") + keyword + R"(": {"type": "string"}}})";
     CHECK(conversion_error(schema.c_str()) ==
           "JSON Schema keyword '" + std::string(keyword) + "' is not supported (at #/items)");
   }
@@ -357,6 +362,14 @@ TEST_CASE("unsatisfiable schemas are refused as such", "[json_schema]") {
         "applied) (at #)");
   CHECK_THAT(conversion_error(R"({"type": "integer", "exclusiveMinimum": 3, "exclusiveMaximum": 4})"),
              Contains("unsatisfiable"));
+  CHECK(conversion_error(R"({"type": "number", "minimum": 5, "maximum": 3})") ==
+        "unsatisfiable JSON Schema: no number lies between its bounds (at #)");
+  CHECK(conversion_error(R"({"type": "string", "minLength": 3, "maxLength": 2})") ==
+        "unsatisfiable JSON Schema: minLength 3 is greater than maxLength 2 (at #)");
+  CHECK(conversion_error(R"({"properties": {"a": {"not": {"title": "anything"}}}, "required": ["a"]})") ==
+        "unsatisfiable JSON Schema: 'not' of a schema that every value satisfies (at #/properties/a)");
+  CHECK(conversion_error(R"({"type": "array", "prefixItems": [{}], "items": false, "minItems": 2})") ==
+        "unsatisfiable JSON Schema: minItems 2 needs more items than the schema allows (at #)");
   CHECK(conversion_error(R"({"type": "integer", "enum": ["a", true]})") ==
         "unsatisfiable JSON Schema: no 'enum' value has the declared type (at #)");
   CHECK(conversion_error("false") == "unsatisfiable JSON Schema: the schema is false (at #)");

@@ -28,8 +28,21 @@ const char* const kTypes[] = {"string", "integer", "number", "boolean", "null", 
 // The placeholder body of a rule reserved for a $ref target that is being converted.
 const std::string kPending = "<pending>";
 
+// true, {} and schemas of annotations only.
+bool accepts_everything(const Json& schema) {
+  if (schema.is_boolean()) return schema.get<bool>();
+  if (!schema.is_object()) return false;
+  for (const auto& [key, value] : schema.items()) {
+    if (!kAnnotations.contains(key)) return false;
+  }
+  return true;
+}
+
 void check_keywords(const Json& schema, const std::string& pointer) {
   for (const auto& [key, value] : schema.items()) {
+    if (key == "not" && accepts_everything(value)) {
+      unsatisfiable(pointer, "'not' of a schema that every value satisfies");
+    }
     const bool known = kAnnotations.contains(key) || kStringKeywords.contains(key) || kNumberKeywords.contains(key) ||
                        kObjectKeywords.contains(key) || kArrayKeywords.contains(key) || kCombinators.contains(key);
     if (!known || (key == "uniqueItems" && value != false)) unsupported_keyword(key, pointer);

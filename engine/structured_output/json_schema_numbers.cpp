@@ -120,10 +120,6 @@ IntegerInterval integer_interval(const Json& schema, const std::string& pointer)
   if (auto v = bound(schema, "exclusiveMinimum", pointer)) lower("exclusiveMinimum", *v, true);
   if (auto v = bound(schema, "maximum", pointer)) upper("maximum", *v, false);
   if (auto v = bound(schema, "exclusiveMaximum", pointer)) upper("exclusiveMaximum", *v, true);
-  if (out.min && out.max && *out.min > *out.max) {
-    unsatisfiable(pointer, "no integer lies between its minimum and maximum (" + std::to_string(*out.min) + " > " +
-                               std::to_string(*out.max) + " once exclusive bounds are applied)");
-  }
   return out;
 }
 
@@ -158,6 +154,10 @@ std::string integer_range_expression(std::optional<int64_t> min, std::optional<i
 std::string SchemaVisitor::integer_rule(const Json& schema, const std::string& name, const std::string& pointer) {
   if (!has_bounds(schema)) return add_helper(rules_, "integer");
   const IntegerInterval range = integer_interval(schema, pointer);
+  if (range.min && range.max && *range.min > *range.max) {
+    unsatisfiable(pointer, "no integer lies between its minimum and maximum (" + std::to_string(*range.min) + " > " +
+                               std::to_string(*range.max) + " once exclusive bounds are applied)");
+  }
   return add(name, "(" + integer_range_expression(range.min, range.max) + ") " + add_helper(rules_, "space"));
 }
 
