@@ -2,11 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#if __has_include("engine/structured_output/json_schema_grammar.hpp")  // TEMPORARY until the converters merge
 #include "engine/structured_output/json_schema_grammar.hpp"
 #include "engine/structured_output/regex_grammar.hpp"
-#define PARLEY_HAS_CONVERTERS 1
-#endif
 
 namespace parley::structured {
 namespace {
@@ -42,7 +39,6 @@ std::string choice_grammar(const std::string& spec) {
 std::string grammar_text(const StructuredOutputsParams& params) {
   using Kind = StructuredOutputsParams::Kind;
   switch (params.kind) {
-#ifdef PARLEY_HAS_CONVERTERS
     case Kind::Json: {
       const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(params.spec, nullptr, false);
       if (schema.is_discarded()) throw GrammarError("the JSON schema is not valid JSON");
@@ -50,9 +46,6 @@ std::string grammar_text(const StructuredOutputsParams& params) {
     }
     case Kind::JsonObject: return json_object_gbnf();
     case Kind::Regex: return regex_to_gbnf(params.spec);
-#else
-    case Kind::Json: case Kind::JsonObject: case Kind::Regex: throw GrammarError("not yet");
-#endif
     case Kind::Choice: return choice_grammar(params.spec);
     case Kind::Grammar: return params.spec;
   }
