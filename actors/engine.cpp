@@ -12,6 +12,7 @@
 #include "actors/output_service.hpp"
 #include "engine/engine_core.hpp"
 #include "engine/kv_peer_auth.hpp"
+#include "engine/structured_output/structured_output_manager.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
 #include "model/model_source.hpp"
@@ -145,6 +146,8 @@ class ActorEngine final : public EngineClient {
     const std::string device_name = device->device_name();
     const KvDtype kv_dtype = device->kv_dtype();
     auto runner = std::make_unique<ModelRunner>(std::move(device), sc.max_num_seqs, eos_);
+    runner->set_structured_output(std::make_shared<structured::StructuredOutputManager>(
+        std::make_shared<const structured::GrammarVocabulary>(tokenizer_)));
     profile_ = config.profile;
     runner->set_profile(profile_.get());
     if (config.speculative)

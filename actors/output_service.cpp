@@ -10,7 +10,7 @@ OutputService::OutputService(const Tokenizer& tokenizer, std::string model_name)
 void OutputService::register_requests(const std::vector<Request>& requests, const std::shared_ptr<RequestSink>& sink,
                                       double now) {
   for (const Request& r : requests) {
-    metrics_.on_request_params_n(r.sampling_params.n);
+    metrics_.on_request(r.sampling_params);
     SamplingParams child = r.sampling_params;
     child.n = 1;
     // An n-sample request's outputs come under its children's ids: each is a choice of its own here.
@@ -82,6 +82,9 @@ void OutputService::on_stats(const SchedulerStats& s) {
                            s.num_decode_steps, s.num_uniform_decode_steps);
 }
 
-std::string OutputService::render_metrics() { return metrics_.render(); }
+std::string OutputService::render_metrics() {
+  metrics_.refresh_structured_output_totals();
+  return metrics_.render();
+}
 
 }  // namespace parley

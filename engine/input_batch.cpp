@@ -1,5 +1,7 @@
 #include "engine/input_batch.hpp"
 
+#include "engine/structured_output/structured_output_manager.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
@@ -20,13 +22,16 @@ InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_p
                     BlockTable{std::vector<int>(size_t(max_num_reqs) * max_num_blocks_per_req), std::vector<int>(size_t(max_num_reqs))}),
       params_(max_num_reqs),
       seeds_(max_num_reqs),
-      min_tokens_stop_ids_(max_num_reqs) {
+      min_tokens_stop_ids_(max_num_reqs),
+      grammars_(size_t(max_num_reqs)) {
   if (max_num_reqs < 1 || max_model_len < 1 || max_num_blocks_per_req < 1 || num_kv_groups < 1)
     throw std::invalid_argument("InputBatch needs at least one row, one token, one block per row and one KV group");
   req_ids_.reserve(max_num_reqs);
   refresh_sampling_metadata();
   num_metadata_rebuilds_ = 0;
 }
+
+InputBatch::~InputBatch() = default;
 
 int InputBatch::add_request(const CachedRequestState& r) {
   if (r.req_id.empty()) throw std::logic_error("InputBatch: empty request id");
@@ -39,6 +44,13 @@ int InputBatch::add_request(const CachedRequestState& r) {
       r.num_computed_tokens > r.num_tokens())
     throw std::logic_error("InputBatch: request " + r.req_id + " has no prompt, more tokens than a row holds, not one block " +
                            "list per KV group or more blocks than a row holds, or more computed tokens than tokens");
+  std::unique_ptr<structured::StructuredOutputGrammar> grammar;  // made first: a failure leaves the batch as it was
+  if (const auto& so = r.sampling_params.structured_outputs) {
+    if (!structured_outputs_) throw std::logic_error("InputBatch: request " + r.req_id + " has a structured output but no manager");
+    std::vector<int> end_tokens = r.sampling_params.stop_token_ids;
+    if (!r.sampling_params.ignore_eos) end_tokens.insert(end_tokens.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+    grammar = structured_outputs_->grammar_for(*so, std::move(end_tokens));
+  }
   int row;
   if (!holes_.empty()) {
     row = holes_.front();
@@ -62,6 +74,7 @@ int InputBatch::add_request(const CachedRequestState& r) {
   }
   params_[row] = r.sampling_params;
   seeds_[row] = r.seed;
+  grammars_[size_t(row)] = std::move(grammar);
 
   const SamplingParams& p = r.sampling_params;
   const std::string& id = r.req_id;
@@ -98,6 +111,7 @@ std::optional<int> InputBatch::remove_request(const std::string& req_id) {
   num_logprobs_.erase(req_id);
   params_[row] = SamplingParams{};  // drops its vectors now, not when the row is reused
   min_tokens_stop_ids_[row].clear();
+  grammars_[size_t(row)].reset();
   num_tokens_[row] = num_prompt_tokens_[row] = num_computed_tokens_[row] = 0;
   for (auto& t : block_tables_) t.num_blocks[size_t(row)] = 0;
   batch_changed_ = true;
@@ -136,6 +150,7 @@ void InputBatch::move_row(int from, int to) {
   params_[from] = SamplingParams{};
   min_tokens_stop_ids_[to] = std::move(min_tokens_stop_ids_[from]);
   min_tokens_stop_ids_[from].clear();
+  grammars_[size_t(to)] = std::move(grammars_[size_t(from)]);
   num_tokens_[from] = num_prompt_tokens_[from] = num_computed_tokens_[from] = 0;
 }
 
@@ -237,6 +252,8 @@ void InputBatch::refresh_sampling_metadata() {
   m.num_logprobs.resize(rows);
   m.logit_bias.resize(rows);
   m.min_tokens_stop_ids.resize(rows);
+  m.grammars.resize(rows);
+  m.no_grammars = true;
   for (int r = 0; r < rows; ++r) {
     const SamplingParams& p = params_[r];  // a hole holds the defaults: nothing to apply
     m.temperature[r] = p.temperature;
@@ -251,6 +268,8 @@ void InputBatch::refresh_sampling_metadata() {
     m.num_logprobs[r] = p.logprobs ? *p.logprobs : -1;
     m.logit_bias[r] = p.logit_bias.empty() ? nullptr : &p.logit_bias;
     m.min_tokens_stop_ids[r] = min_tokens_stop_ids_[r].empty() ? nullptr : &min_tokens_stop_ids_[r];
+    m.grammars[r] = grammars_[size_t(r)].get();
+    m.no_grammars = m.no_grammars && !m.grammars[r];
   }
   m.all_greedy = all_greedy();
   m.all_random = all_random();

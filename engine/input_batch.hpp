@@ -4,6 +4,7 @@
 // sampling metadata is rebuilt only when the batch changed, never every step.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +17,10 @@
 #include "engine/sampling_params.hpp"
 
 namespace parley {
+namespace structured {
+class StructuredOutputManager;
+class StructuredOutputGrammar;
+}  // namespace structured
 
 // One request as the worker holds it (vLLM v1's CachedRequestState).
 struct CachedRequestState {
@@ -39,9 +44,16 @@ class InputBatch {
   // The metadata points into this object's rows.
   InputBatch(const InputBatch&) = delete;
   InputBatch& operator=(const InputBatch&) = delete;
+  ~InputBatch();
+
+  // Where requests with structured_outputs get their grammar matcher; without one they are refused.
+  void set_structured_output_manager(std::shared_ptr<structured::StructuredOutputManager> manager) {
+    structured_outputs_ = std::move(manager);
+  }
 
   // Puts the request into the lowest empty row (a hole, else the end) and returns that row. Throws
-  // std::logic_error for an empty or duplicate id, a full batch, or more tokens or blocks than a row holds.
+  // std::logic_error for an empty or duplicate id, a full batch, or more tokens or blocks than a row holds,
+  // or a structured output without a manager (structured::GrammarError for one that does not compile).
   int add_request(const CachedRequestState& request);
   // Empties the request's row, leaving a hole until condense(); returns the row, or nullopt for an unknown id.
   std::optional<int> remove_request(const std::string& req_id);
@@ -110,6 +122,8 @@ class InputBatch {
   std::vector<SamplingParams> params_;
   std::vector<uint64_t> seeds_;
   std::vector<std::vector<int>> min_tokens_stop_ids_;
+  std::shared_ptr<structured::StructuredOutputManager> structured_outputs_;
+  std::vector<std::unique_ptr<structured::StructuredOutputGrammar>> grammars_;  // per row, null: unconstrained
 
   // Which requests need which sampling step; the flags above come from these.
   std::unordered_set<std::string> greedy_reqs_, random_reqs_, top_k_reqs_, top_p_reqs_, min_p_reqs_;

@@ -100,6 +100,8 @@ std::string encode_prefill_request(const Request& r, const KvLayout& decode_layo
   params["seed"] = p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr);
   params["logprobs"] = optional_int(p.logprobs);
   params["prompt_logprobs"] = optional_int(p.prompt_logprobs);
+  if (p.structured_outputs)
+    params["structured_outputs"] = {{"kind", int(p.structured_outputs->kind)}, {"spec", p.structured_outputs->spec}};
   return nlohmann::json{{"version", kVersion},
                         {"request_id", r.request_id},
                         {"prompt_token_ids", r.prompt_token_ids},
@@ -135,6 +137,11 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
     if (!q.at("seed").is_null()) p.seed = exact<uint64_t>(q.at("seed"));
     p.logprobs = optional_exact(q.at("logprobs"));
     p.prompt_logprobs = optional_exact(q.at("prompt_logprobs"));
+    if (const auto so = q.find("structured_outputs"); so != q.end()) {
+      const int kind = exact<int>(so->at("kind"));
+      if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar)) bad("structured output kind " + std::to_string(kind));
+      p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
+    }
     Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
               exact<uint64_t>(j.at("seed")));
     j.at("child_req_ids").get_to(r.child_req_ids);

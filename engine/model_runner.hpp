@@ -40,6 +40,11 @@ class ModelRunner {
     verify_mode_ = verify;
   }
 
+  // Structured outputs: requests that carry one get a matcher from `manager` and a grammar mask when sampled.
+  void set_structured_output(std::shared_ptr<structured::StructuredOutputManager> manager) {
+    input_batch_.set_structured_output_manager(std::move(manager));
+  }
+
   // Times the batch update, the forward pass and sampling into `profile` (null: off); the caller keeps it alive.
   void set_profile(StepProfile* profile) { profile_ = profile; }
   StepProfile* profile() const { return profile_; }

@@ -9,6 +9,7 @@
 
 #include "engine/philox.hpp"
 #include "engine/rejection_sampler.hpp"
+#include "engine/structured_output/compiled_grammar.hpp"
 
 namespace parley {
 
@@ -211,19 +212,23 @@ void Sampler::apply_penalties(float* logits, std::span<const int> prompt, std::s
 bool Sampler::plain_row(int row, const SamplingMetadata& m) {
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
   const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
-  return !under_min_tokens && !m.logit_bias[row] && m.presence_penalties[row] == 0.0f && m.frequency_penalties[row] == 0.0f &&
+  return !under_min_tokens && !m.logit_bias[row] && !m.grammars[row] && m.presence_penalties[row] == 0.0f && m.frequency_penalties[row] == 0.0f &&
          m.repetition_penalties[row] == 1.0f && m.top_k[row] <= 0 && m.top_p[row] >= 1.0f && m.num_logprobs[row] < 0;
 }
 
 const float* Sampler::process_logits(const float* logits, int vocab, int row, const SamplingMetadata& m) {
   if (row < 0 || row >= m.num_reqs()) throw std::out_of_range("Sampler: batch row " + std::to_string(row) + " has no metadata");
+  structured::StructuredOutputGrammar* grammar = m.grammars[row];
+  if (grammar) grammar->sync(m.output_token_ids(row));
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
-  const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
+  // A grammar that is complete leaves only the end tokens: it outranks min_tokens.
+  const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row] &&
+                                !(grammar && grammar->is_terminated());
   const auto* bias = m.logit_bias[row];
   const float presence = m.presence_penalties[row], frequency = m.frequency_penalties[row];
   const float repetition = m.repetition_penalties[row];
   const bool penalize = presence != 0.0f || frequency != 0.0f || repetition != 1.0f;
-  if (!under_min_tokens && !bias && !penalize) return logits;
+  if (!under_min_tokens && !bias && !penalize && !grammar) return logits;
   processed_.assign(logits, logits + vocab);
   if (under_min_tokens)
     for (int id : *stop_ids)
@@ -235,6 +240,7 @@ const float* Sampler::process_logits(const float* logits, int vocab, int row, co
     counts_.resize(vocab, 0);
     apply_penalties(processed_.data(), m.prompt_token_ids(row), m.output_token_ids(row), presence, frequency, repetition);
   }
+  if (grammar) grammar->apply_mask(processed_.data(), vocab);  // last: no bias brings a forbidden token back
   return processed_.data();
 }
 

@@ -1,5 +1,5 @@
-// Turns rows of logits into tokens, in vLLM v1's order: logprobs of the raw logits; min_tokens, logit_bias
-// and penalties; then greedy argmax, or temperature, min_p, top_k, top_p and a draw keyed by
+// Turns rows of logits into tokens, in vLLM v1's order: logprobs of the raw logits; min_tokens, logit_bias,
+// penalties and a structured output's grammar mask; then greedy argmax, or temperature, min_p, top_k, top_p and a draw keyed by
 // (seed, position) so no other row can change it.
 #pragma once
 #include <cstdint>
@@ -35,9 +35,10 @@ class Sampler {
                        std::span<const int64_t> positions, const SamplingMetadata& metadata);
 
   // Whether row `row` draws with temperature and min_p alone this step (no top_k, top_p, penalties,
-  // logit_bias, min_tokens still masking, or logprobs): what a device's sampling kernel does too.
+  // logit_bias, grammar, min_tokens still masking, or logprobs): what a device's sampling kernel does too.
   static bool plain_row(int row, const SamplingMetadata& metadata);
-  // Row `row`'s logits after min_tokens, logit_bias and penalties: what greedy argmax and temperature see.
+  // Row `row`'s logits after min_tokens, logit_bias, penalties and the grammar mask: what greedy argmax and
+  // temperature see.
   // Returns logits itself when none applies, else this sampler's scratch (valid until the next call).
   const float* process_logits(const float* logits, int vocab, int row, const SamplingMetadata& metadata);
   // The delayed split: one row's final prefill logits, processed once, give each seed's first token, so

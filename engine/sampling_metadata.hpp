@@ -8,6 +8,9 @@
 #include <vector>
 
 namespace parley {
+namespace structured {
+class StructuredOutputGrammar;
+}
 
 struct SamplingMetadata {
   // Per row, in batch order; copied from the batch when it changed.
@@ -22,11 +25,12 @@ struct SamplingMetadata {
   // Per row, pointing into the batch's rows (null: nothing to apply).
   std::vector<const std::vector<std::pair<int, float>>*> logit_bias;
   std::vector<const std::vector<int>*> min_tokens_stop_ids;  // stop_token_ids, plus EOS unless ignore_eos
+  std::vector<structured::StructuredOutputGrammar*> grammars;  // a structured output's matcher (null: none)
 
   // Derived from the batch's request-id sets, as vLLM does.
   bool all_greedy = true, all_random = false;
   bool no_top_k = true, no_top_p = true, no_min_p = true;
-  bool no_penalties = true, no_logit_bias = true, no_min_tokens = true;
+  bool no_penalties = true, no_logit_bias = true, no_min_tokens = true, no_grammars = true;
   int max_num_logprobs = -1;  // -1: no row wants logprobs
 
   // The batch's token rows, referenced (penalties and min_tokens read them): row r holds num_tokens[r] tokens, the first num_prompt_tokens[r]

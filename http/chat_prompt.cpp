@@ -101,7 +101,7 @@ void check_messages(const json& body) {
     const json& m = (*msgs)[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) wrong_type(at, "an object", m);
-    reject_keys(m, at, {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"});
+    reject_keys(m, at, {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "refusal"});
     check_string(m, at, "role", true);
     const std::string role = m["role"];
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
@@ -114,6 +114,10 @@ void check_messages(const json& body) {
     if (field(m, "reasoning_content") && role != "assistant")
       fail("'" + at + ".reasoning_content' is only allowed on assistant messages.", at + ".reasoning_content");
     check_string(m, at, "reasoning_content", false);
+    // A response's message sent back as it came (OpenAI's assistant message param has refusal).
+    if (field(m, "refusal") && role != "assistant")
+      fail("'" + at + ".refusal' is only allowed on assistant messages.", at + ".refusal");
+    check_string(m, at, "refusal", false);
     if (role == "tool") check_string(m, at, "tool_call_id", true);
     else if (field(m, "tool_call_id")) fail("'" + at + ".tool_call_id' is only allowed on tool messages.", at + ".tool_call_id");
     const json* content = field(m, "content");

@@ -4,8 +4,10 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "engine/structured_output/structured_output_manager.hpp"
 #include "http/chat_prompt.hpp"
 #include "http/openai_fields.hpp"
+#include "http/structured_request.hpp"
 
 namespace parley::http {
 namespace {
@@ -17,13 +19,14 @@ constexpr std::string_view kCompletionFields[] = {
     "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
     "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
     "best_of", "top_k", "min_p", "repetition_penalty", "stop_token_ids", "include_stop_str_in_output",
-    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs"};
+    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs", "response_format", "structured_outputs"};
 constexpr std::string_view kChatFields[] = {
     "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
     "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
     "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
     "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
-    "chat_template", "chat_template_kwargs", "tools", "tool_choice", "parallel_tool_calls", "prompt_logprobs"};
+    "chat_template", "chat_template_kwargs", "tools", "tool_choice", "parallel_tool_calls", "prompt_logprobs",
+    "response_format", "structured_outputs"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -225,20 +228,41 @@ void reject_unsupported(const json& body, const GenerateRequest& req) {
     fail("`best_of` is not supported unless it equals `n`.", "best_of");
 }
 
-// tool_choice and its kin: how the output is read for calls, and what that asks of sampling.
-void read_tools(const json& body, const ServingContext& ctx, ChatRequest& chat, GenerateRequest& req) {
+// tool_choice and its kin: how the output is read for calls, and the constraint `required` and a named
+// function put on it (returned: it is set after response_format and structured_outputs are read).
+std::optional<StructuredOutputsParams> read_tools(const json& body, const ServingContext& ctx, ChatRequest& chat,
+                                                  GenerateRequest& req) {
   const std::string_view source = chat.chat_template ? std::string_view(*chat.chat_template)
                                   : ctx.chat_template ? std::string_view(ctx.chat_template->source())
                                                       : std::string_view();
   ToolRequest tools = read_tool_request(body, ctx.tools, source);
   if (!tools.render_tools) chat.inputs.tools = nullptr;  // --exclude-tools-when-tool-choice-none
-  if (!tools.calling) return;
+  if (!tools.calling) return std::nullopt;
   req.tool_calling = tools.calling;
   // vLLM's hermes and mistral parsers: their markers are special tokens in some vocabularies, kept in the text.
   if (tools.calling->parser != ToolCallParser::Llama3Json) req.params.skip_special_tokens = false;
-  if (tools.calling->choice == ToolChoice::Required || tools.calling->choice == ToolChoice::Named)
-    req.params.structured_outputs = StructuredOutputsParams{
-        StructuredOutputsParams::Kind::Grammar, tool_call_grammar(*tools.calling, *field(body, "tools"))};
+  if (tools.calling->choice != ToolChoice::Required && tools.calling->choice != ToolChoice::Named) return std::nullopt;
+  try {
+    StructuredOutputsParams constraint{StructuredOutputsParams::Kind::Grammar,
+                                       tool_call_grammar(*tools.calling, chat.inputs.tools)};
+    structured::compile_grammar(constraint);  // what the engine will run, checked before it queues
+    return constraint;
+  } catch (const ToolGrammarError& e) {
+    fail(e.what(), e.param);
+  } catch (const structured::GrammarError& e) {
+    fail(std::string("tool_choice cannot be honoured: ") + e.what(), "tool_choice");
+  }
+}
+
+void constrain_to_tool_calls(const std::optional<StructuredOutputsParams>& constraint, SamplingParams& params) {
+  if (!constraint) return;
+  if (params.structured_outputs)  // vLLM lets tool_choice override them silently; Parley refuses
+    fail("tool_choice \"required\" or a named function constrains the output to tool calls: it cannot be combined "
+         "with response_format or structured_outputs.", "tool_choice");
+  if (params.ignore_eos)
+    fail("ignore_eos cannot be combined with tool_choice \"required\" or a named function: the output ends where its "
+         "calls are complete.", "ignore_eos");
+  params.structured_outputs = constraint;
 }
 
 // The field a SamplingParams::validate() message is about: its first word, when that is a field.
@@ -271,9 +295,10 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     read_sampling(j, vocab, req.params);
     check_ranges(j, req.params, ctx.max_n);
     read_logprobs(j, endpoint, vocab, req);
+    std::optional<StructuredOutputsParams> tool_constraint;
     if (chat) {
       ChatRequest chat_request = read_chat_request(body, j);
-      read_tools(j, ctx, chat_request, req);
+      tool_constraint = read_tools(j, ctx, chat_request, req);
       const std::string text = render_chat_prompt(chat_request, ctx.chat_template.get(), *ctx.tokenizer);
       // vLLM: the template writes BOS, so chat adds no special tokens unless asked.
       req.prompts.push_back(ctx.tokenizer->encode(text, get_bool(j, "add_special_tokens").value_or(false)));
@@ -284,6 +309,8 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
       read_prompts(j, ctx, req);
     }
     read_prompt_logprobs(j, req);
+    read_structured_outputs(body, j, req.params);
+    constrain_to_tool_calls(tool_constraint, req.params);
     resolve_max_tokens(j, ctx, req);
     try {
       req.params.validate(vocab);

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "engine/structured_output/compiled_grammar.hpp"
+
 namespace parley {
 
 namespace {
@@ -49,6 +51,14 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
   params_n_ = histogram("parley:request_params_n", "Histogram of the n request parameter.", {1, 2, 5, 10, 20});
+  structured_requests_ = &registry_.counter("parley:structured_output_requests_total",
+                                            "Requests with a structured output, by kind (json, json_object, regex, choice, grammar).",
+                                            {"model_name", "kind"});
+  masks_applied_ = counter("parley:structured_output_masks_total", "Sampled positions masked by a structured output's grammar.");
+  mask_seconds_ = counter("parley:structured_output_mask_seconds_total",
+                          "Time spent computing and applying grammar masks; divided by the masks: the cost per token.");
+  masks_computed_ = counter("parley:structured_output_mask_computations_total",
+                            "Grammar masks computed by a vocabulary walk (the rest came from the per-state cache).");
   // Parley's own: work the prefix cache did not save, delayed splits, steps, speculation, PD.
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
@@ -119,7 +129,19 @@ void ServingMetrics::set_spec_decode(int64_t num_drafts, int64_t num_draft_token
   uniform_decode_steps_->set(double(uniform_decode_steps));
 }
 
-void ServingMetrics::on_request_params_n(int n) { params_n_->observe(double(n)); }
+void ServingMetrics::on_request(const SamplingParams& params) {
+  params_n_->observe(double(params.n));
+  if (!params.structured_outputs) return;
+  static constexpr const char* kKinds[] = {"json", "json_object", "regex", "choice", "grammar"};
+  structured_requests_->labels({model_name_, kKinds[int(params.structured_outputs->kind)]}).inc();
+}
+
+void ServingMetrics::refresh_structured_output_totals() {
+  const auto& stats = structured::structured_output_stats();
+  masks_applied_->set(double(stats.masks_applied.load(std::memory_order_relaxed)));
+  mask_seconds_->set(double(stats.mask_nanoseconds.load(std::memory_order_relaxed)) * 1e-9);
+  masks_computed_->set(double(stats.masks_computed.load(std::memory_order_relaxed)));
+}
 
 void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {
   ttft_->observe(seconds_since_arrival);

@@ -31,7 +31,9 @@ class ServingMetrics {
   void set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures);
   void on_kv_transfer_latency(double seconds);
   void set_kv_peer_auth_failures(int64_t total);
-  void on_request_params_n(int n);  // once per request the user sent
+  void on_request(const SamplingParams& params);  // once per request the user sent: n, structured outputs
+  // Mirrors the structured-output masks' process-wide totals (engine/structured_output/compiled_grammar.hpp).
+  void refresh_structured_output_totals();
 
   // Per request, as its outputs reach the client.
   // Counted as they happen, as vLLM does: a request's prompt with its first token, generated tokens per delta.
@@ -54,6 +56,8 @@ class ServingMetrics {
   prom::Family<prom::Counter>* spec_accepted_per_pos_;
   prom::Gauge* spec_mean_acceptance_;
   prom::Histogram* params_n_;
+  prom::Family<prom::Counter>* structured_requests_;
+  prom::Counter *masks_applied_, *mask_seconds_, *masks_computed_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;
   prom::Counter *kv_blocks_, *kv_bytes_, *kv_failures_, *kv_auth_failures_;

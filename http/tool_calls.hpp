@@ -15,6 +15,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,6 +105,12 @@ struct ToolServing {
 // The GBNF (engine/structured_output/grammar.hpp) for what `required` (one or more calls of the tools,
 // one with parallel_tool_calls false) or a named choice (exactly one call of it) lets the model write, in
 // the parser's format, each call's arguments constrained by its function's JSON Schema `parameters`.
-std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::json& tools);
+// Throws ToolGrammarError for parameters the grammar cannot express (structured::JsonSchemaConverter's refusal).
+std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::ordered_json& tools);
+struct ToolGrammarError : std::invalid_argument {
+  ToolGrammarError(std::string field, const std::string& message)
+      : std::invalid_argument(message), param(std::move(field)) {}
+  std::string param;  // "tools[i].function.parameters"
+};
 
 }  // namespace parley::http

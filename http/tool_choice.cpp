@@ -40,7 +40,7 @@ std::string gbnf_literal(std::string_view s) {
 
 }  // namespace
 
-std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::json& tools) {
+std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::ordered_json& tools) {
   structured::JsonSchemaConverter converter;
   // Each call exactly as the template's own example writes it, so the model meets its training format.
   const bool llama = calling.parser == ToolCallParser::Llama3Json, hermes = calling.parser == ToolCallParser::Hermes;
@@ -48,14 +48,22 @@ std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::json& 
   const std::string key = llama ? "parameters" : "arguments";
   std::string one;
   for (size_t i = 0; i < tools.size(); ++i) {
-    const nlohmann::json& fn = tools[i].at("function");
+    const nlohmann::ordered_json& fn = tools[i].at("function");
     const std::string name = fn.at("name");
     if (calling.choice == ToolChoice::Named && name != calling.function) continue;
     const auto params = fn.find("parameters");  // OpenAI: a function without parameters takes none
-    const nlohmann::json schema = params != fn.end() && params->is_object()
-                                      ? *params
-                                      : nlohmann::json{{"type", "object"}, {"properties", nlohmann::json::object()}};
-    const std::string arguments = converter.add(schema, "tool-" + std::to_string(i) + "-arguments");
+    const nlohmann::ordered_json schema =
+        params != fn.end() && params->is_object()
+            ? *params
+            : nlohmann::ordered_json{{"type", "object"}, {"properties", nlohmann::ordered_json::object()}};
+    std::string arguments;
+    try {
+      arguments = converter.add(schema, "tool-" + std::to_string(i) + "-arguments");
+    } catch (const structured::GrammarError& e) {
+      const std::string field = "tools[" + std::to_string(i) + "].function.parameters";
+      const std::string choice = calling.choice == ToolChoice::Named ? "naming it" : "\"required\"";
+      throw ToolGrammarError(field, "Invalid '" + field + "' for tool_choice " + choice + ": " + e.what());
+    }
     const std::string head = open + "{\"name\": " + nlohmann::json(name).dump() + ", \"" + key + "\": ";
     one += (one.empty() ? "" : " | ") + gbnf_literal(head) + " " + arguments + " " + gbnf_literal("}" + close);
     if (calling.choice == ToolChoice::Named) break;

@@ -1,6 +1,7 @@
 // Tool calling on /v1/chat/completions as a request meets it: tool_choice and parallel_tool_calls read with
 // vLLM's errors, what they ask of sampling (the grammar, special tokens kept), and the response a choice's
 // output becomes, whole and streamed (http/tool_choice.cpp, http/openai_render.cpp, http/generation.cpp).
+#include "engine/structured_output/grammar.hpp"
 #include "http/generation.hpp"
 #include "http/ws_protocol.hpp"
 #include "tests/openai_test_util.hpp"
@@ -163,13 +164,13 @@ TEST_CASE("required constrains the output to one or more calls of the tools in t
 
 TEST_CASE("a named tool_choice constrains the output to exactly one call of it", "[tool_calls]") {
   const ToolCalling named{ToolCallParser::Mistral, ToolChoice::Named, "get_time", true};
-  const std::string g = tool_call_grammar(named, nlohmann::json::parse(kTools));
+  const std::string g = tool_call_grammar(named, nlohmann::ordered_json::parse(kTools));
   INFO(g);
   CHECK(g.starts_with(
       R"(root ::= "[TOOL_CALLS][" ( "{\"name\": \"get_time\", \"arguments\": " tool-1-arguments "}" ) "]")"));
   CHECK(g.find("get_weather") == std::string::npos);
   const ToolCalling llama{ToolCallParser::Llama3Json, ToolChoice::Required, "", true};
-  CHECK(tool_call_grammar(llama, nlohmann::json::parse(kTools)).find(R"("; ")") != std::string::npos);
+  CHECK(tool_call_grammar(llama, nlohmann::ordered_json::parse(kTools)).find(R"("; ")") != std::string::npos);
 }
 
 TEST_CASE("a response with calls has tool_calls and null content and finish_reason tool_calls", "[tool_calls]") {
@@ -217,4 +218,64 @@ TEST_CASE("the websocket refuses a request whose calls would be parsed", "[tool_
   const WsMessage m = parse_ws_message(msg, tool_context(), session);
   REQUIRE(std::holds_alternative<WsError>(m));
   CHECK(std::get<WsError>(m).error.param == "tool_choice");
+}
+
+TEST_CASE("the tool-call grammar of each format takes its calls and nothing else", "[tool_calls]") {
+  const auto tools = nlohmann::ordered_json::parse(kTools);
+  struct Case {
+    ToolCallParser parser;
+    std::string one, two;  // one call; two calls (get_time, then get_weather)
+  };
+  const std::vector<Case> cases = {
+      {ToolCallParser::Hermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
+       "\"get_weather\", \"arguments\": {\"city\": \"Lima\"}}\n</tool_call>"},
+      {ToolCallParser::Llama3Json, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}"},
+      {ToolCallParser::Mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+       "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": "
+       "{\"city\": \"Lima\"}}]"},
+  };
+  for (const Case& c : cases) {
+    INFO(tool_call_parser_name(c.parser));
+    using structured::Grammar;
+    const Grammar required = Grammar::parse(tool_call_grammar({c.parser, ToolChoice::Required, "", true}, tools));
+    const Grammar single = Grammar::parse(tool_call_grammar({c.parser, ToolChoice::Required, "", false}, tools));
+    const Grammar named = Grammar::parse(tool_call_grammar({c.parser, ToolChoice::Named, "get_time", true}, tools));
+    CHECK(required.matches(c.one));
+    CHECK(required.matches(c.two));
+    CHECK(single.matches(c.one));
+    CHECK_FALSE(single.matches(c.two));
+    CHECK_FALSE(named.matches(c.one));
+    CHECK_FALSE(required.matches(""));
+    std::string no_city = c.one, unknown = c.one;
+    no_city.replace(no_city.find("{\"city\": \"Oslo\"}"), 16, "{}");  // city is required
+    unknown.replace(unknown.find("get_weather"), 11, "get_wether");
+    CHECK_FALSE(required.matches(no_city));
+    CHECK_FALSE(required.matches(unknown));
+    // What the grammar lets the model write, the parser reads back as the calls.
+    CHECK(extract_tool_calls(c.parser, c.two).calls ==
+          std::vector<ToolCall>{{"get_time", "{}"}, {"get_weather", R"({"city":"Lima"})"}});
+  }
+}
+
+TEST_CASE("parameters the grammar cannot express are a 400 naming the tool", "[tool_calls]") {
+  const std::string tools = R"(,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
+                            R"("patternProperties":{"a":{}}}}}],"tool_choice":"required")";
+  const ApiError e = chat_error(tools);
+  CHECK(e.param == "tools[0].function.parameters");
+  CHECK(e.message.find("patternProperties") != std::string::npos);
+  CHECK(chat_error(R"(,"tools":)" + kTools + R"(,"tool_choice":"required","response_format":{"type":"json_object"})")
+            .param == "tool_choice");
+  CHECK(chat_error(R"(,"tools":)" + kTools + R"(,"tool_choice":"required","ignore_eos":true)").param == "ignore_eos");
+}
+
+TEST_CASE("a response's assistant message with its tool calls goes back as the client got it", "[tool_calls]") {
+  const std::string history = R"({"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,)"
+                              R"("refusal":null,"tool_calls":[{"id":"chatcmpl-tool-1","type":"function","function":)"
+                              R"({"name":"get_time","arguments":"{}"}}]},{"role":"tool","tool_call_id":)"
+                              R"("chatcmpl-tool-1","content":"12:00"}],"tools":)" + kTools + R"(,"tool_choice":"none"})";
+  auto r = parse_generate_request(Endpoint::ChatCompletions, history, tool_context());
+  CHECK(std::holds_alternative<GenerateRequest>(r));
 }

@@ -8,6 +8,7 @@
 // character, ( ) groups, `|`, postfix * + ? {m} {m,} {m,n}, comments from '#' to the end of the line.
 // The start rule is `root`.
 #pragma once
+#include <bitset>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -22,13 +23,13 @@ struct GrammarError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// One element of a compiled alternative: a byte range, a reference to a rule, or the alternative's end.
+// One element of a compiled alternative: one byte out of a set, a reference to a rule, or the alternative's end.
 struct GrammarElement {
   enum class Kind : uint8_t { Bytes, Rule, End };
-  Kind kind;
-  uint8_t lo = 0, hi = 0;  // Bytes: lo..hi inclusive
-  int rule = -1;           // Rule: index into Grammar::rules
+  Kind kind = Kind::End;
+  int index = -1;  // Bytes: into Grammar::byte_sets(); Rule: into Grammar::rules()
 };
+using ByteSet = std::bitset<256>;
 
 class Grammar {
  public:
@@ -45,12 +46,14 @@ class Grammar {
   };
   const std::vector<Rule>& rules() const { return rules_; }
   const std::vector<GrammarElement>& elements() const { return elements_; }
+  const std::vector<ByteSet>& byte_sets() const { return byte_sets_; }
   int root() const { return root_; }
 
  private:
   friend class GrammarBuilder;
   std::vector<Rule> rules_;
   std::vector<GrammarElement> elements_;
+  std::vector<ByteSet> byte_sets_;
   int root_ = -1;
 };
 

@@ -1,0 +1,175 @@
+// Structured outputs through the sampler: the trie walk's masks against a token-by-token check, and
+// stories260K sampled at temperature 1 under grammars it would never follow by itself: every output
+// matches, and the outputs are the same alone or batched, chunked, preempted, async or speculative.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <set>
+
+#include "engine/structured_output/structured_output_manager.hpp"
+#include "engine_core_runs.hpp"
+
+using namespace parley;
+using namespace parley::test;
+using structured::CompiledGrammar;
+using structured::Grammar;
+using structured::GrammarVocabulary;
+using structured::StructuredOutputManager;
+
+namespace {
+
+Loaded& stories() {
+  static Loaded m(shared_model("stories260K.bin"), shared_model("tok512.bin"));
+  return m;
+}
+
+// Names, ages and a mood: words stories260K knows, in a shape it never writes.
+const char* kPersonGrammar = R"(root ::= "{\"name\": \"" name "\", \"age\": " age ", \"mood\": " mood "}"
+name ::= [A-Z] [a-z]{1,8}
+age ::= [1-9] [0-9]?
+mood ::= "\"happy\"" | "\"sad\"" | "null")";
+const char* kListGrammar = R"(root ::= "[" item ("," " "? item){0,4} "]"
+item ::= [0-9]{1,3} | "\"" [a-z ]{0,6} "\"")";
+
+StructuredOutputsParams grammar_params(const char* gbnf) { return {StructuredOutputsParams::Kind::Grammar, gbnf}; }
+
+std::vector<Request> structured_requests(const Tokenizer& tok) {
+  const std::vector<std::string> prompts = {"Once upon a time", "Lily and Tom went to the park.", "The sun"};
+  std::vector<Request> reqs;
+  for (int i = 0; i < 9; ++i) {
+    SamplingParams p;
+    p.temperature = i == 4 ? 0.0f : 1.0f;
+    p.max_tokens = 120;
+    p.structured_outputs = grammar_params(i % 3 == 0 ? kListGrammar : kPersonGrammar);
+    if (i == 2) p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Choice, R"(["yes", "no", "It was a dog"])"};
+    if (i == 5) p.min_tokens = 100;  // the grammar ends first: its end outranks min_tokens
+    if (i == 7) p.logit_bias = {{tok.encode("}", false).back(), 50.0f}};  // cannot force a forbidden token
+    reqs.emplace_back("s" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p, 500 + uint64_t(i));
+  }
+  Request parent = reqs[1];  // n = 3: each child constrained from the shared prefill
+  parent.seed = 40;
+  parent.request_id = "n.0";
+  parent.sampling_params.n = 3;
+  for (int i = 0; i < 3; ++i) parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(40 + uint64_t(i));
+  reqs.push_back(parent);
+  return reqs;
+}
+
+std::shared_ptr<StructuredOutputManager> manager() {
+  static auto vocab = std::make_shared<const GrammarVocabulary>(Tokenizer(*stories().file.vocab));
+  return std::make_shared<StructuredOutputManager>(vocab);
+}
+
+CoreRun run_structured(const std::vector<Request>& reqs, SchedulerConfig c, bool async_scheduling,
+                       const std::optional<SpeculativeConfig>& spec = std::nullopt) {
+  EngineCore core(stories().model, c, async_scheduling, spec, &*stories().file.vocab);
+  core.runner().set_structured_output(manager());
+  return run_to_end(core, reqs, async_scheduling);
+}
+
+SchedulerConfig config(int num_kv_blocks = 256, bool caching = false) {
+  SchedulerConfig c = model_scheduler_config(stories(), num_kv_blocks);
+  c.enable_prefix_caching = caching;
+  return c;
+}
+
+// The text an output spells, without the end token that closed it.
+std::string text_of(const std::vector<int>& tokens) {
+  const Tokenizer tok(*stories().file.vocab);
+  std::vector<int> body = tokens;
+  while (!body.empty() && tok.is_end_of_generation(body.back())) body.pop_back();
+  return tok.decode(body, 0);
+}
+
+}  // namespace
+
+TEST_CASE("The trie walk allows exactly the tokens whose bytes the grammar accepts", "[structured]") {
+  std::mt19937 rng(3);
+  const std::string alphabet = "{}[]\":, abcxyz019\\\n\xC3\xA9";
+  std::vector<std::optional<std::string>> bytes;
+  for (int t = 0; t < 3000; ++t) {
+    std::string s;
+    for (size_t n = 1 + rng() % 5; n > 0; --n) s += alphabet[rng() % alphabet.size()];
+    bytes.push_back(t % 97 == 0 ? std::nullopt : std::optional(s));  // some tokens have no bytes (control)
+  }
+  auto vocab = std::make_shared<const GrammarVocabulary>(bytes);
+  auto grammar = std::make_shared<const Grammar>(Grammar::parse(R"(root ::= "{" (pair ("," pair)*)? "}"
+pair ::= " "? "\"" [a-z\u00e9]* "\":" " "? value
+value ::= [0-9]+ | "\"" [a-z]* "\"" | "[" (value ("," value)*)? "]" | root)"));
+  CompiledGrammar compiled(grammar, vocab);
+  const std::string text = "{\"ab\": [1,\"x\",[]], \"\xC3\xA9z\":{\"c\":0}}";
+  int state = compiled.initial_state();
+  int checked_allowed = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const auto mask = compiled.allowed_tokens(state);
+    for (int t = 0; t < vocab->size(); ++t) {
+      const bool expected = compiled.accept_token(state, t) != CompiledGrammar::kDead;
+      REQUIRE(structured::token_allowed(*mask, t) == expected);
+      checked_allowed += expected;
+    }
+    if (i < text.size()) state = compiled.accept_bytes(state, text.substr(i, 1));
+    REQUIRE(state != CompiledGrammar::kDead);
+  }
+  CHECK(compiled.accepting(state));
+  CHECK(checked_allowed > 100);
+}
+
+TEST_CASE("Sampled at temperature 1 every constrained output matches its grammar", "[structured][model]") {
+  const Tokenizer tok(*stories().file.vocab);
+  const auto reqs = structured_requests(tok);
+  const CoreRun run = run_structured(reqs, config(), false);
+  REQUIRE(run.tokens.size() == 12);
+  std::map<std::string, const char*> grammar_of;
+  for (const Request& r : reqs)
+    grammar_of[r.request_id] = r.sampling_params.structured_outputs->kind == StructuredOutputsParams::Kind::Choice
+                                   ? R"(root ::= "yes" | "no" | "It was a dog")"
+                                   : r.sampling_params.structured_outputs->spec.c_str();
+  for (const char* child : {"n.1", "n.2"}) grammar_of[child] = grammar_of["n.0"];
+  int distinct = 0;
+  std::set<std::string> texts;
+  for (const auto& [id, tokens] : run.tokens) {
+    INFO(id << ": " << text_of(tokens));
+    CHECK(run.finish.at(id) == FinishReason::Stop);
+    CHECK(Grammar::parse(grammar_of.at(id)).matches(text_of(tokens)));
+    distinct += texts.insert(text_of(tokens)).second;
+  }
+  CHECK(distinct >= 8);  // seeds still choose: the mask narrows the draw, it does not fix it
+}
+
+TEST_CASE("Constrained outputs are the same alone batched chunked preempted async and speculative", "[structured][model]") {
+  const Tokenizer tok(*stories().file.vocab);
+  const auto reqs = structured_requests(tok);
+  const CoreRun off = run_structured(reqs, config(), false);
+  for (const Request& r : reqs) {
+    const CoreRun alone = run_structured({r}, config(), false);
+    for (const auto& [id, tokens] : alone.tokens) REQUIRE(tokens == off.tokens.at(id));
+  }
+  SchedulerConfig chunked = config();
+  chunked.max_num_batched_tokens = 24;
+  chunked.long_prefill_token_threshold = 7;
+  require_same_outputs(run_structured(reqs, chunked, false), off);
+  const CoreRun preempted = run_structured(reqs, config(12, true), false);
+  require_same_outputs(preempted, off);
+  CHECK(preempted.stats.num_preemptions > 0);
+  require_same_outputs(run_structured(reqs, config(256, true), true), off);
+  const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1})");
+  const CoreRun spec = run_structured(reqs, config(256, true), false, ngram);
+  require_same_outputs(spec, off);
+  CHECK(spec.stats.spec_num_accepted_tokens > 0);
+}
+
+TEST_CASE("A structured request needs a manager and a bad grammar leaves the batch as it was", "[structured]") {
+  InputBatch batch(4, 64, 8, {2});
+  CachedRequestState r;
+  r.req_id = "a";
+  r.prompt_token_ids = {1, 5};
+  r.block_ids = {{0}};
+  r.sampling_params.structured_outputs = grammar_params(R"(root ::= "x")");
+  CHECK_THROWS_WITH(batch.add_request(r), Catch::Contains("has a structured output but no manager"));
+  batch.set_structured_output_manager(manager());
+  r.sampling_params.structured_outputs = grammar_params("root ::= (");
+  CHECK_THROWS_AS(batch.add_request(r), structured::GrammarError);
+  CHECK(batch.num_reqs() == 0);
+  r.sampling_params.structured_outputs = grammar_params(R"(root ::= "x")");
+  CHECK(batch.add_request(r) == 0);
+}
