@@ -300,16 +300,18 @@ export async function metric(base, name, labels = {}) {
 /**
  * Polls /metrics up to `timeoutMs` until nothing is running or waiting and the KV cache is empty
  * (kv_cache_usage_perc == 0: every block free or cached with refcount 0). Returns the last samples.
+ * `model`: the served model's name, when it is not stories260K.
  */
-export async function assertNoLeaks(base, { timeoutMs = 5000, label = '' } = {}) {
+export async function assertNoLeaks(base, { timeoutMs = 5000, label = '', model = MODEL_NAME } = {}) {
   const deadline = Date.now() + timeoutMs;
+  const labels = { model_name: model };  // another served model than stories260K
   let last;
   for (;;) {
     const s = await readMetrics(base);
     last = {
-      running: metricValue(s, 'parley:num_requests_running'),
-      waiting: metricValue(s, 'parley:num_requests_waiting'),
-      kv: metricValue(s, 'parley:kv_cache_usage_perc'),
+      running: metricValue(s, 'parley:num_requests_running', labels),
+      waiting: metricValue(s, 'parley:num_requests_waiting', labels),
+      kv: metricValue(s, 'parley:kv_cache_usage_perc', labels),
     };
     if (last.running === 0 && last.waiting === 0 && last.kv === 0) return s;
     if (Date.now() > deadline) {
