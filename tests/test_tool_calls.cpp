@@ -108,6 +108,23 @@ TEST_CASE("hermes takes a last block the output ends inside as vLLM does but not
   CHECK(cut.content == outs[5]);
 }
 
+TEST_CASE("quotes and brackets inside argument strings do not end a call", "[tool_calls]") {
+  const std::string args = R"({"q":"a\"}] \\"})";  // the string a"}] \ : an escaped quote, then brackets
+  const std::vector<std::pair<ToolCallParser, std::string>> outputs = {
+      {ToolCallParser::Hermes, R"(<tool_call>{"name": "f", "arguments": {"q": "a\"}] \\"}}</tool_call> ok)"},
+      {ToolCallParser::Llama3Json, R"({"name": "f", "parameters": {"q": "a\"}] \\"}} ok)"},
+      {ToolCallParser::Mistral, R"([TOOL_CALLS][{"name": "f", "arguments": {"q": "a\"}] \\"}}] ok)"}};
+  for (const auto& [parser, text] : outputs) {
+    INFO(text);
+    const auto r = extract_tool_calls(parser, text);
+    CHECK(r.calls == std::vector<ToolCall>{{"f", args}});
+    CHECK(r.content == "ok");
+    std::vector<std::string_view> bytes;
+    for (size_t i = 0; i < text.size(); ++i) bytes.push_back(std::string_view(text).substr(i, 1));
+    check_same(r, streamed(parser, bytes));
+  }
+}
+
 TEST_CASE("output without calls is its own content exactly", "[tool_calls]") {
   for (const auto& [parser, outputs] : kOutputs)
     for (const std::string text : {"plain answer \n", "", "  "}) {
