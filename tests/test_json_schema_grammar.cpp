@@ -149,7 +149,7 @@ TEST_CASE("enum and const accept only their values", "[json_schema]") {
   CHECK_FALSE(one.matches(R"("other")"));
 }
 
-TEST_CASE("every integer in [-120 345] is accepted and no other number", "[json_schema]") {
+TEST_CASE("every integer from -120 to 345 is accepted and no other number", "[json_schema]") {
   const Grammar g = schema_grammar(R"({"type": "integer", "minimum": -120, "maximum": 345})");
   for (int i = -1200; i <= 3450; ++i) {
     INFO(i);

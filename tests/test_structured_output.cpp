@@ -7,7 +7,9 @@
 #include <set>
 
 #include "engine/structured_output/structured_output_manager.hpp"
+#include "engine/kv_transfer.hpp"
 #include "engine_core_runs.hpp"
+#include "pd_pair.hpp"
 
 using namespace parley;
 using namespace parley::test;
@@ -172,4 +174,31 @@ TEST_CASE("A structured request needs a manager and a bad grammar leaves the bat
   CHECK(batch.num_reqs() == 0);
   r.sampling_params.structured_outputs = grammar_params(R"(root ::= "x")");
   CHECK(batch.add_request(r) == 0);
+}
+
+TEST_CASE("Prefill on one instance and decode on another under a grammar equals colocated", "[structured][model]") {
+  const Tokenizer tok(*stories().file.vocab);
+  const auto reqs = structured_requests(tok);
+  PdPair pd(stories().model, config(256, true));
+  pd.prefill.runner().set_structured_output(manager());
+  pd.decode.runner().set_structured_output(manager());
+  require_same_outputs(pd.run(reqs), run_structured(reqs, config(256, true), false));
+  CHECK(pd.transfers == int64_t(reqs.size()));
+}
+
+TEST_CASE("The prefill request carries its structured output across processes", "[structured]") {
+  for (const auto& so : {StructuredOutputsParams{StructuredOutputsParams::Kind::Json, R"({"type": "integer"})"},
+                         StructuredOutputsParams{StructuredOutputsParams::Kind::Choice, R"(["a", "b"])"},
+                         StructuredOutputsParams{StructuredOutputsParams::Kind::JsonObject, ""}}) {
+    SamplingParams p;
+    p.structured_outputs = so;
+    const Request r("x", {1, 2, 3}, p, 5);
+    KvLayout layout;
+    const Request back = decode_prefill_request(encode_prefill_request(r, KvLayout{}), &layout);
+    REQUIRE(back.sampling_params.structured_outputs == so);
+  }
+  SamplingParams plain;
+  const Request r("y", {1}, plain, 5);
+  KvLayout layout;
+  CHECK_FALSE(decode_prefill_request(encode_prefill_request(r, KvLayout{}), &layout).sampling_params.structured_outputs);
 }

@@ -105,8 +105,13 @@ void StructuredOutputGrammar::apply_mask(float* logits, int vocab_size) {
   if (complete)
     for (int t : end_tokens_)
       if (t >= 0 && t < vocab_size) ends.emplace_back(t, logits[t]);
-  for (int t = 0; t < known; ++t)
-    if (!token_allowed(*mask, t)) logits[t] = -INFINITY;
+  for (int word = 0; word * 64 < known; ++word) {  // 64 tokens at a time: inside a string most words are all allowed
+    const uint64_t bits = (*mask)[size_t(word)];
+    const int first = word * 64, last = std::min(known, first + 64);
+    if (bits == ~uint64_t(0) && last - first == 64) continue;
+    for (int t = first; t < last; ++t)
+      if (!((bits >> (t - first)) & 1)) logits[t] = -INFINITY;
+  }
   for (int t = known; t < vocab_size; ++t) logits[t] = -INFINITY;  // padding rows of the output layer
   for (const auto& [t, value] : ends) logits[t] = value;
   auto& stats = structured_output_stats();

@@ -100,7 +100,7 @@ class GbnfParser {
         builder_.append_class(seq, parse_class(), rule_name);
       } else if (c == '.') {
         ++pos_;
-        builder_.append_class(seq, complement_ranges({}), rule_name);
+        builder_.append_class(seq, CodepointSet::all(), rule_name);
       } else if (c == '(') {
         ++pos_;
         skip_space(true);
@@ -213,11 +213,11 @@ class GbnfParser {
     ++pos_;
   }
 
-  CodePointRanges parse_class() {
+  CodepointSet parse_class() {
     const size_t start = pos_++;
     const bool negated = peek() == '^';
     if (negated) ++pos_;
-    CodePointRanges ranges;
+    CodepointSet set;
     while (peek() != ']') {
       if (at_end()) fail_at(start, "unterminated character class");
       const uint32_t lo = parse_char();
@@ -227,10 +227,10 @@ class GbnfParser {
         hi = parse_char();
         if (hi < lo) fail("character range is out of order");
       }
-      ranges.emplace_back(lo, hi);
+      set.add(lo, hi);
     }
     ++pos_;
-    return negated ? complement_ranges(ranges) : normalize_ranges(ranges);
+    return negated ? set.complement() : set;
   }
 
   std::string_view text_;

@@ -38,7 +38,7 @@ int GrammarBuilder::anonymous_rule(const std::string& base, const Alternatives& 
 }
 
 void GrammarBuilder::append_code_point(Sequence& seq, uint32_t code_point) {
-  for (const ByteRangeSequence& bytes : utf8_sequences({{code_point, code_point}}))
+  for (const ByteRangeSequence& bytes : utf8_sequences(CodepointSet::single(code_point)))
     for (const auto& [lo, hi] : bytes) {
       ByteSet set;
       for (int b = lo; b <= hi; ++b) set.set(size_t(b));
@@ -47,10 +47,10 @@ void GrammarBuilder::append_code_point(Sequence& seq, uint32_t code_point) {
 }
 
 // Single-byte characters share one set; each multi-byte range sequence is an alternative of its own.
-void GrammarBuilder::append_class(Sequence& seq, const CodePointRanges& normalized, const std::string& base) {
+void GrammarBuilder::append_class(Sequence& seq, const CodepointSet& set, const std::string& base) {
   ByteSet ascii;
   Alternatives alternatives;
-  for (const ByteRangeSequence& bytes : utf8_sequences(normalized)) {
+  for (const ByteRangeSequence& bytes : utf8_sequences(set)) {
     if (bytes.size() == 1) {
       for (int b = bytes[0].first; b <= bytes[0].second; ++b) ascii.set(size_t(b));
       continue;

@@ -21,7 +21,7 @@ class GrammarBuilder {
   void define(int rule, const Alternatives& alternatives);
 
   void append_code_point(Sequence& seq, uint32_t code_point);
-  void append_class(Sequence& seq, const CodePointRanges& normalized, const std::string& base);
+  void append_class(Sequence& seq, const CodepointSet& set, const std::string& base);
   void append_group(Sequence& seq, Alternatives alternatives, const std::string& base);
   // Replaces seq[from..] (one item) by min..max (-1: unbounded) repetitions of it.
   void repeat(Sequence& seq, size_t from, int min, int max, const std::string& base);

@@ -2,24 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/structured_output/gbnf_text.hpp"
 #include "engine/structured_output/json_schema_grammar.hpp"
 #include "engine/structured_output/regex_grammar.hpp"
 
 namespace parley::structured {
 namespace {
-
-// A GBNF string literal for arbitrary bytes: quotes, backslashes and control bytes escaped.
-std::string gbnf_literal(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') out += '\\', out += char(c);
-    else if (c < 0x20 || c == 0x7F) {
-      static const char* kHex = "0123456789ABCDEF";
-      out += "\\x", out += kHex[c >> 4], out += kHex[c & 15];
-    } else out += char(c);
-  }
-  return out + "\"";
-}
 
 std::string choice_grammar(const std::string& spec) {
   const nlohmann::json choices = nlohmann::json::parse(spec, nullptr, false);
