@@ -2,6 +2,7 @@
 // messages), the parser a request's calls are read with, and the grammar `required` and named choices use.
 #include <algorithm>
 
+#include "engine/structured_output/gbnf_text.hpp"
 #include "engine/structured_output/json_schema_grammar.hpp"
 #include "http/chat_prompt.hpp"
 #include "http/openai_fields.hpp"
@@ -16,31 +17,10 @@ constexpr const char* kNamedUsage =
 // A Python-ish rendering of a value in vLLM's messages (strings bare, as f"{value}" prints them).
 std::string shown(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-// A GBNF literal: "..." with quotes, backslashes and control characters escaped (UTF-8 passes as is).
-std::string gbnf_literal(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += char(c);
-    else if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    } else
-      out += char(c);
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::ordered_json& tools) {
+  using structured::gbnf_literal;
   structured::JsonSchemaConverter converter;
   // Each call exactly as the template's own example writes it, so the model meets its training format.
   const bool llama = calling.parser == ToolCallParser::Llama3Json, hermes = calling.parser == ToolCallParser::Hermes;
