@@ -136,6 +136,10 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:kv_transfer_failures_total", "counter"},
       {"parley:kv_peer_auth_failures_total", "counter"},
       {"parley:kv_transfer_latency_seconds", "histogram"},
+      {"parley:structured_output_requests_total", "counter"},
+      {"parley:structured_output_masks_total", "counter"},
+      {"parley:structured_output_mask_seconds_total", "counter"},
+      {"parley:structured_output_mask_computations_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"
@@ -154,7 +158,13 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
   CHECK(count("# HELP ") == families.size());
   m.set_kv_transfers(17, 327819, 2);
   m.on_kv_transfer_latency(0.03);
+  SamplingParams constrained;
+  constrained.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Regex, "a+"};
+  m.on_request(constrained);
+  m.on_request(constrained);
+  m.on_request(SamplingParams{});
   const std::string after = m.render();
+  CHECK_THAT(after, Catch::Contains("parley:structured_output_requests_total{model_name=\"stories\",kind=\"regex\"} 2.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_blocks_transferred_total{model_name=\"stories\"} 17.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_transfer_bytes_total{model_name=\"stories\"} 327819.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_transfer_failures_total{model_name=\"stories\"} 2.0\n"));
