@@ -109,6 +109,10 @@ void StructuredOutputGrammar::apply_mask(float* logits, int vocab_size) {
     const uint64_t bits = (*mask)[size_t(word)];
     const int first = word * 64, last = std::min(known, first + 64);
     if (bits == ~uint64_t(0) && last - first == 64) continue;
+    if (bits == 0) {  // outside strings most words are all forbidden
+      std::fill(logits + first, logits + last, -INFINITY);
+      continue;
+    }
     for (int t = first; t < last; ++t)
       if (!((bits >> (t - first)) & 1)) logits[t] = -INFINITY;
   }
