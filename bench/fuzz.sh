@@ -10,7 +10,7 @@ seconds=${1:?usage: bench/fuzz.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_openai_request fuzz_ws_message fuzz_http_request fuzz_gguf fuzz_tokenizers
-                                     fuzz_jinja fuzz_kv_transfer)
+                                     fuzz_jinja fuzz_kv_transfer fuzz_structured_output)
 BUILD=${PARLEY_FUZZ_BUILD_DIR:-build-fuzz}
 export CCACHE_BASEDIR="$PWD"
 if [ ! -f "$BUILD/build.ninja" ]; then
