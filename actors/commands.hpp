@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "engine/sampling_params.hpp"
 #include "http/server.hpp"
 #include "model/quantize_recipe.hpp"

@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 
 namespace parley {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "model/device_model.hpp"
 #include "model/model_file.hpp"
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"

@@ -25,7 +25,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "engine/kv_transfer.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"

@@ -22,7 +22,7 @@
 
 #include <sys/resource.h>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "engine/engine_core.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "model/model_source.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 
 namespace parley::http {
 

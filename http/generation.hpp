@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "http/openai_protocol.hpp"
 
 namespace parley::http {

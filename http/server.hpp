@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "http/router.hpp"
 
 namespace parley::http {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/engine_client.hpp"
+#include "engine/engine_client.hpp"
 #include "test_support.hpp"
 
 namespace parley {
