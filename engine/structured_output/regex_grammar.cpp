@@ -22,49 +22,6 @@ std::string parenthesized_unless(const Expr& e, Binding at_most) {
   return int(e.binding) <= int(at_most) ? e.text : "(" + e.text + ")";
 }
 
-// The same language without the empty string, or nothing when that is all the node matches.
-// Needed because a grammar may not repeat something that can match nothing.
-std::optional<RegexNode> without_empty(const RegexNode& node) {
-  using Kind = RegexNode::Kind;
-  if (!matches_empty(node)) return node;
-  switch (node.kind) {
-    case Kind::Empty:
-    case Kind::Chars:
-      return std::nullopt;
-    case Kind::Seq: {
-      // A non-empty match of a sequence of nullable parts starts with the first part that is not empty.
-      std::vector<RegexNode> branches;
-      for (size_t i = 0; i < node.children.size(); ++i) {
-        auto first = without_empty(node.children[i]);
-        if (!first) continue;
-        std::vector<RegexNode> rest{std::move(*first)};
-        rest.insert(rest.end(), node.children.begin() + long(i) + 1, node.children.end());
-        branches.push_back(RegexNode::seq(std::move(rest)));
-      }
-      if (branches.empty()) return std::nullopt;
-      return RegexNode::alt(std::move(branches));
-    }
-    case Kind::Alt: {
-      std::vector<RegexNode> branches;
-      for (const auto& c : node.children) {
-        if (auto b = without_empty(c)) branches.push_back(std::move(*b));
-      }
-      if (branches.empty()) return std::nullopt;
-      return RegexNode::alt(std::move(branches));
-    }
-    case Kind::Repeat: {
-      if (node.max == 0) return std::nullopt;
-      const RegexNode& item = node.children[0];
-      if (!matches_empty(item)) return RegexNode::repeat(item, 1, node.max);
-      auto first = without_empty(item);
-      if (!first) return std::nullopt;
-      const int rest_max = node.max == RegexNode::kUnbounded ? node.max : node.max - 1;
-      return RegexNode::seq({std::move(*first), RegexNode::repeat(item, 0, rest_max)});
-    }
-  }
-  return std::nullopt;
-}
-
 void append_json_escaped(std::string& out, char32_t c) {
   switch (c) {
     case '"':
@@ -191,28 +148,14 @@ class Emitter {
 
   Expr emit_alt(const std::vector<RegexNode>& branches) const {
     std::string joined;
-    bool optional = false;  // an empty branch makes the rest optional, which reads better than `( | x)`
-    for (const auto& b : branches) {
-      if (auto non_empty = without_empty(b)) {
-        optional = optional || matches_empty(b);
-        joined += (joined.empty() ? "" : " | ") + emit(*non_empty).text;
-      } else {
-        optional = true;
-      }
-    }
-    if (joined.empty()) return {"\"\"", Binding::Atom};
-    if (!optional) return {joined, Binding::Alt};
-    return {"(" + joined + ")?", Binding::Seq};
+    for (const auto& b : branches) joined += (joined.empty() ? "" : " | ") + emit(b).text;
+    return {joined, Binding::Alt};
   }
 
   Expr emit_repeat(const RegexNode& node) const {
-    int min = node.min, max = node.max;
-    std::optional<RegexNode> item = node.children[0];
-    if (matches_empty(*item)) {  // X{m,n} with X nullable is (X without empty){0,n}
-      item = without_empty(*item);
-      min = 0;
-    }
-    if (!item || max == 0) return {"\"\"", Binding::Atom};
+    const int min = node.min, max = node.max;
+    const std::optional<RegexNode> item = node.children[0];  // the matcher repeats items that may match nothing
+    if (max == 0) return {"\"\"", Binding::Atom};
     // (x+)* is x*: a matcher would otherwise track every way of splitting a run of x.
     const bool outer_unbounded_or_optional = max == RegexNode::kUnbounded || (min == 0 && max == 1);
     if (item->kind == RegexNode::Kind::Repeat && item->max == RegexNode::kUnbounded && item->min <= 1 &&
