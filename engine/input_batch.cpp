@@ -253,7 +253,6 @@ void InputBatch::refresh_sampling_metadata() {
   m.logit_bias.resize(rows);
   m.min_tokens_stop_ids.resize(rows);
   m.grammars.resize(rows);
-  m.no_grammars = true;
   for (int r = 0; r < rows; ++r) {
     const SamplingParams& p = params_[r];  // a hole holds the defaults: nothing to apply
     m.temperature[r] = p.temperature;
@@ -269,7 +268,6 @@ void InputBatch::refresh_sampling_metadata() {
     m.logit_bias[r] = p.logit_bias.empty() ? nullptr : &p.logit_bias;
     m.min_tokens_stop_ids[r] = min_tokens_stop_ids_[r].empty() ? nullptr : &min_tokens_stop_ids_[r];
     m.grammars[r] = grammars_[size_t(r)].get();
-    m.no_grammars = m.no_grammars && !m.grammars[r];
   }
   m.all_greedy = all_greedy();
   m.all_random = all_random();

@@ -30,7 +30,7 @@ struct SamplingMetadata {
   // Derived from the batch's request-id sets, as vLLM does.
   bool all_greedy = true, all_random = false;
   bool no_top_k = true, no_top_p = true, no_min_p = true;
-  bool no_penalties = true, no_logit_bias = true, no_min_tokens = true, no_grammars = true;
+  bool no_penalties = true, no_logit_bias = true, no_min_tokens = true;
   int max_num_logprobs = -1;  // -1: no row wants logprobs
 
   // The batch's token rows, referenced (penalties and min_tokens read them): row r holds num_tokens[r] tokens, the first num_prompt_tokens[r]

@@ -1,5 +1,7 @@
 #include "http/structured_request.hpp"
 
+#include <optional>
+
 #include "engine/structured_output/structured_output_manager.hpp"
 
 namespace parley::http::detail {
@@ -7,16 +9,16 @@ namespace {
 
 using Kind = StructuredOutputsParams::Kind;
 
-const ojson& ordered_field(const ojson& obj, const char* key) { return obj.at(key); }
-
-StructuredOutputsParams from_response_format(const json& format, const ojson& ordered) {
+// nullopt for {"type": "text"}, OpenAI's default: no constraint.
+std::optional<StructuredOutputsParams> from_response_format(const json& format, const ojson& ordered) {
   if (!format.is_object()) wrong_type("response_format", "an object", format);
   const std::optional<std::string> type = get_string(format, "type");
   if (!type) fail("response_format.type is required: one of 'text', 'json_object', 'json_schema'.", "response_format.type");
   for (const auto& [key, value] : format.items())
     if (key != "type" && !(key == "json_schema" && *type == "json_schema"))
       fail("Unrecognized field response_format." + key + " for type '" + *type + "'.", "response_format." + key);
-  if (*type == "json_object") return {Kind::JsonObject, ""};
+  if (*type == "text") return std::nullopt;
+  if (*type == "json_object") return StructuredOutputsParams{Kind::JsonObject, ""};
   if (*type != "json_schema")
     fail("response_format.type must be one of 'text', 'json_object', 'json_schema', got '" + *type + "'.",
          "response_format.type");
@@ -34,9 +36,9 @@ StructuredOutputsParams from_response_format(const json& format, const ojson& or
     if (key != "name" && key != "description" && key != "strict" && key != "schema")
       fail("Unrecognized field response_format.json_schema." + key + ".", "response_format.json_schema." + key);
   const json* schema = field(*spec, "schema");
-  if (!schema) return {Kind::Json, "{}"};  // OpenAI: the schema is optional; without one any JSON value
+  if (!schema) return StructuredOutputsParams{Kind::Json, "{}"};  // OpenAI: the schema is optional; without one any JSON value
   if (!schema->is_object() && !schema->is_boolean()) wrong_type("response_format.json_schema.schema", "an object", *schema);
-  return {Kind::Json, ordered_field(ordered_field(ordered, "json_schema"), "schema").dump()};
+  return StructuredOutputsParams{Kind::Json, ordered.at("json_schema").at("schema").dump()};
 }
 
 StructuredOutputsParams from_structured_outputs(const json& so, const ojson& ordered) {
@@ -53,7 +55,7 @@ StructuredOutputsParams from_structured_outputs(const json& so, const ojson& ord
     const std::string param = "structured_outputs." + key;
     if (key == "json") {
       if (value.is_string()) set(key, {Kind::Json, value.get<std::string>()});
-      else if (value.is_object() || value.is_boolean()) set(key, {Kind::Json, ordered_field(ordered, "json").dump()});
+      else if (value.is_object() || value.is_boolean()) set(key, {Kind::Json, ordered.at("json").dump()});
       else wrong_type(param, "a JSON Schema object or its text", value);
     } else if (key == "regex" || key == "grammar") {
       if (!value.is_string()) wrong_type(param, "a string", value);
@@ -90,17 +92,19 @@ std::string param_of_kind(Kind kind, bool from_response_format) {
 void read_structured_outputs(std::string_view raw_body, const json& body, SamplingParams& params) {
   const json* format = field(body, "response_format");
   const json* so = field(body, "structured_outputs");
-  if (format && format->is_object() && get_string(*format, "type") == "text") format = nullptr;  // OpenAI's default
   if (!format && !so) return;
-  if (format && so) fail("Give either response_format or structured_outputs, not both.", "structured_outputs");
   const ojson ordered = ojson::parse(raw_body);
-  const StructuredOutputsParams constraint = format ? from_response_format(*format, ordered.at("response_format"))
-                                                    : from_structured_outputs(*so, ordered.at("structured_outputs"));
+  const std::optional<StructuredOutputsParams> from_format =
+      format ? from_response_format(*format, ordered.at("response_format")) : std::nullopt;
+  if (from_format && so) fail("Give either response_format or structured_outputs, not both.", "structured_outputs");
+  if (!from_format && !so) return;  // {"type": "text"}: no constraint
+  const StructuredOutputsParams constraint =
+      from_format ? *from_format : from_structured_outputs(*so, ordered.at("structured_outputs"));
   try {
     structured::compile_grammar(constraint);
   } catch (const structured::GrammarError& e) {
-    fail(std::string("Invalid ") + (format ? "response_format" : "structured_outputs") + ": " + e.what(),
-         param_of_kind(constraint.kind, format != nullptr));
+    fail(std::string("Invalid ") + (from_format ? "response_format" : "structured_outputs") + ": " + e.what(),
+         param_of_kind(constraint.kind, from_format.has_value()));
   }
   if (params.ignore_eos)
     fail("ignore_eos cannot be combined with a structured output: the output ends where its grammar is complete.",

@@ -101,10 +101,10 @@ void StructuredOutputGrammar::apply_mask(float* logits, int vocab_size) {
   const std::shared_ptr<const TokenBitmask> mask = grammar_->allowed_tokens(state());
   const int known = std::min(vocab_size, grammar_->vocabulary().size());
   const bool complete = state() == CompiledGrammar::kDead || grammar_->accepting(state());
-  std::vector<std::pair<int, float>> ends;  // kept through the mask where the text is complete
+  kept_ends_.clear();  // end tokens keep their logits through the mask where the text is complete
   if (complete)
     for (int t : end_tokens_)
-      if (t >= 0 && t < vocab_size) ends.emplace_back(t, logits[t]);
+      if (t >= 0 && t < vocab_size) kept_ends_.emplace_back(t, logits[t]);
   for (int word = 0; word * 64 < known; ++word) {  // 64 tokens at a time: inside a string most words are all allowed
     const uint64_t bits = (*mask)[size_t(word)];
     const int first = word * 64, last = std::min(known, first + 64);
@@ -117,7 +117,7 @@ void StructuredOutputGrammar::apply_mask(float* logits, int vocab_size) {
       if (!((bits >> (t - first)) & 1)) logits[t] = -INFINITY;
   }
   for (int t = known; t < vocab_size; ++t) logits[t] = -INFINITY;  // padding rows of the output layer
-  for (const auto& [t, value] : ends) logits[t] = value;
+  for (const auto& [t, value] : kept_ends_) logits[t] = value;
   auto& stats = structured_output_stats();
   stats.masks_applied.fetch_add(1, std::memory_order_relaxed);
   stats.mask_nanoseconds.fetch_add(

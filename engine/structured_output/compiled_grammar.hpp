@@ -9,6 +9,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/structured_output/grammar_vocabulary.hpp"
@@ -73,6 +74,7 @@ class StructuredOutputGrammar {
   std::shared_ptr<CompiledGrammar> grammar_;
   std::vector<int> end_tokens_;
   std::vector<int> states_;  // states_[k]: after k output tokens
+  std::vector<std::pair<int, float>> kept_ends_;  // apply_mask's scratch, reused every token
 };
 
 }  // namespace parley::structured

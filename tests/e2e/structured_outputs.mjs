@@ -151,6 +151,7 @@ main('structured_outputs', async (_parley, ctx) => {
     { so: { structured_outputs: { json: {}, regex: 'a' } }, match: /exactly one/ },
     { so: { structured_outputs: { xml: 'a' } }, param: 'structured_outputs.xml', match: /xml/ },
     { so: { response_format: { type: 'yaml' } }, param: 'response_format.type', match: /json_schema/ },
+    { so: { response_format: { type: 'text', json_schema: { name: 'x' } } }, param: 'response_format.json_schema', match: /json_schema/ },
     { so: { response_format: { type: 'json_schema', json_schema: { schema: {} } } }, param: 'response_format.json_schema.name', match: /name/ },
     { so: { response_format: { type: 'json_object' }, structured_outputs: { regex: 'a' } }, match: /not both/ },
     { so: { response_format: { type: 'json_object' }, ignore_eos: true }, param: 'ignore_eos', match: /ignore_eos/ },
