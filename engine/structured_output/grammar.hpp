@@ -18,7 +18,7 @@
 namespace parley::structured {
 
 // A grammar that cannot be used: a syntax error (with line and column), an undefined rule, left
-// recursion, a repetition of something that can match nothing. The message names the rule.
+// recursion, a root that matches no text. The message names the rule.
 struct GrammarError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
