@@ -9,8 +9,8 @@ namespace parley::scheduling {
 // Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
 void route_remote_prefills(Self self) {
   auto& st = self->state;
-  for (Scheduler::KvReceive& k : st.scheduler->take_kv_receives())
-    if (const Request* r = st.scheduler->find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r, st.pd.layout));
+  for (Scheduler::KvReceive& k : st.scheduler().take_kv_receives())
+    if (const Request* r = st.scheduler().find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r, st.pd.layout));
 }
 
 namespace {
@@ -27,7 +27,7 @@ void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tok
             self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
-            self->state.scheduler->release_held(id);
+            self->state.scheduler().release_held(id);
             self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
           });
 }
@@ -37,9 +37,9 @@ void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tok
 void link_send_failed(Self self, const std::string& id, const std::string& link, const std::string& why) {
   auto& st = self->state;
   spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, why);
-  st.scheduler->release_held(id);
+  st.scheduler().release_held(id);
   self->send(st.kv, msg::link_atom::value, link);
-  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
   maybe_step(self);  // the blocks may admit a waiting request
 }
 
@@ -81,7 +81,7 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
   auto& st = self->state;
   const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
   st.handing_off.erase(handed.req_id);
-  const std::vector<int> blocks = st.scheduler->held_block_ids(handed.req_id);
+  const std::vector<int> blocks = st.scheduler().held_block_ids(handed.req_id);
   if (to.link.empty()) push_over_tcp(self, handed, to.num_prompt_tokens, blocks);
   else push_on_link(self, handed, to.num_prompt_tokens, blocks, to.link);
 }
@@ -94,25 +94,25 @@ void admit_for_decode(Self self, Request& r, const std::string& link) {
   const std::string id = r.request_id;
   const int prompt = r.num_prompt_tokens();
   try {
-    st.scheduler->add_request(std::move(r));
+    st.scheduler().add_request(std::move(r));
   } catch (const std::exception& e) {
     self->send(st.kv, msg::refuse_atom::value, id, std::string(e.what()));
     return;
   }
   st.handing_off[id] = {prompt, link};
-  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
   maybe_step(self);
 }
 
 // Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
 void kv_failure(Self self, const std::string& id, const std::string& why) {
   auto& st = self->state;
-  const Request* r = st.scheduler->find(id);
+  const Request* r = st.scheduler().find(id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // finished, aborted or arrived meanwhile
   spdlog::warn("request {}: KV transfer failed ({}); {}", id, why, st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
-  auto live = st.scheduler->fail_remote_kv(id, st.pd.recompute_on_kv_failure);
+  auto live = st.scheduler().fail_remote_kv(id, st.pd.recompute_on_kv_failure);
   if (!live.empty())
-    self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler->stats(),
+    self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler().stats(),
                "The prefill instance failed this request (" + why + ") and --kv-load-failure-policy is fail.");
   maybe_step(self);
 }
@@ -131,20 +131,20 @@ std::string kv_misfit(Self self, const KvTransferPayload& p, const Request& r, c
 // Decode side: the KV is in the request's blocks (the worker wrote it before any later step): it runs.
 void kv_loaded(Self self, const KvTransferPayload& p) {
   auto& st = self->state;
-  const Request* now = st.scheduler->find(p.req_id);
+  const Request* now = st.scheduler().find(p.req_id);
   if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
-  auto outputs = st.scheduler->finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs, p.prompt_logprobs);
+  auto outputs = st.scheduler().finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs, p.prompt_logprobs);
   if (!outputs.empty()) send_outputs(self, std::move(outputs));
-  self->send(st.output, msg::stats_atom::value, st.scheduler->stats());
+  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
   maybe_step(self);
 }
 
 // Decode side: the KV arrived; it is written on the worker before any later step, then the request runs.
 void kv_arrived(Self self, KvTransferPayload& p) {
   auto& st = self->state;
-  const Request* r = st.scheduler->find(p.req_id);
+  const Request* r = st.scheduler().find(p.req_id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // aborted, or failed over to a local prefill
-  std::vector<int> blocks = flatten_block_ids(st.scheduler->kv_cache_manager().block_ids(p.req_id));
+  std::vector<int> blocks = flatten_block_ids(st.scheduler().kv_cache_manager().block_ids(p.req_id));
   if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) return kv_failure(self, p.req_id, why);
   ask(self, st.worker, caf::infinite, msg::import_atom::value, std::move(blocks), std::move(p.kv))
       .then([self, p](bool) { kv_loaded(self, p); },
@@ -158,10 +158,10 @@ void kv_arrived(Self self, KvTransferPayload& p) {
 // the request still waits for it when it is in. A link closed or broken meanwhile fails it (recompute).
 void kv_on_link(Self self, KvTransferPayload p) {
   auto& st = self->state;
-  const Request* r = st.scheduler->find(p.req_id);
+  const Request* r = st.scheduler().find(p.req_id);
   std::vector<int> blocks;
   if (r && r->status == RequestStatus::WaitingForRemoteKv) {
-    blocks = flatten_block_ids(st.scheduler->kv_cache_manager().block_ids(p.req_id));
+    blocks = flatten_block_ids(st.scheduler().kv_cache_manager().block_ids(p.req_id));
     if (std::string why = kv_misfit(self, p, *r, blocks); !why.empty()) {
       blocks.clear();
       kv_failure(self, p.req_id, why);
@@ -173,7 +173,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
             self->send(st.kv, msg::kv_recv_atom::value, p.req_id, true);
-            const Request* now = st.scheduler->find(p.req_id);
+            const Request* now = st.scheduler().find(p.req_id);
             if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
               return self->send(st.worker, msg::kv_drop_atom::value, tag);
             ask(self, st.worker, caf::infinite, msg::kv_land_atom::value, tag, blocks)

@@ -1,27 +1,22 @@
 // The scheduler actor's state and the functions its two files share (scheduler_actor.cpp: admission, steps
 // and outputs; scheduler_pd.cpp: prefill/decode disaggregation). Included by those two files only.
 #pragma once
-#include <deque>
-#include <random>
 #include <string>
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "engine/step_pipeline.hpp"
 
 namespace parley::scheduling {
 
 struct SchedulerState {
   SchedulerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<StepPipeline> pipeline;  // the scheduler and the steps on the worker: all the policy
+  Scheduler& scheduler() { return pipeline->scheduler(); }
   msg::worker_actor worker;
   msg::output_actor output;
-  size_t max_steps_in_flight = 1;   // 2 with async scheduling
-  std::deque<uint64_t> steps_in_flight;  // step ids sent to the worker, oldest first
-  int pending_stop_checks = 0;  // outputs of requests with stop strings not yet checked by the output actor
-  bool lost_step = false;       // a step failed: its placeholders' outputs will never come
   uint64_t handled = 0;
   uint64_t outputs_sent = 0;  // outputs messages to the output actor (the profile's hop stamps)
-  std::random_device entropy;  // seeds for unseeded requests, drawn at admission
   // PD roles.
   SchedulerPd pd;
   msg::kv_transfer_actor kv;

@@ -24,42 +24,30 @@ EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_sch
 
 EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
-    : scheduler_(with_speculation(with_kv_groups(std::move(config), *device), speculative)),
-      runner_(std::move(device), scheduler_.config().max_num_seqs, scheduler_.config().eos_token_ids),
-      async_scheduling_(async_scheduling) {
-  if (runner_.device().num_blocks() != scheduler_.config().num_kv_blocks)
+    : pipeline_(with_speculation(with_kv_groups(std::move(config), *device), speculative), async_scheduling),
+      runner_(std::move(device), scheduler().config().max_num_seqs, scheduler().config().eos_token_ids) {
+  const SchedulerConfig& c = scheduler().config();
+  if (runner_.device().num_blocks() != c.num_kv_blocks)
     throw std::invalid_argument("the device holds " + std::to_string(runner_.device().num_blocks()) + " KV blocks, the scheduler " +
-                                std::to_string(scheduler_.config().num_kv_blocks));
-  if (speculative) runner_.set_proposer(make_proposer(*speculative, runner_.proposer_target(scheduler_.config().max_model_len, vocab)), speculative->verify);
+                                std::to_string(c.num_kv_blocks));
+  if (speculative) runner_.set_proposer(make_proposer(*speculative, runner_.proposer_target(c.max_model_len, vocab)), speculative->verify);
 }
 
-std::optional<EngineCore::StepInFlight> EngineCore::run_next() {
-  if (!scheduler_.has_unfinished_requests() && !scheduler_.has_pending_finished()) return std::nullopt;
-  SchedulerOutput so = scheduler_.schedule();
-  if (!so.has_work()) return std::nullopt;
-  ModelRunnerOutput mro = runner_.execute_model(so);
-  return StepInFlight{std::move(so), std::move(mro)};
-}
-
+// Runs every step the pipeline plans (two with async scheduling) and folds the oldest back: the order of the
+// scheduler actor, whose worker runs step N+1 while step N's output is folded.
 std::vector<EngineCoreOutput> EngineCore::step() {
-  if (!async_scheduling_) {
-    auto done = run_next();
-    return done ? scheduler_.update_from_output(done->scheduler_output, done->model_runner_output)
-                : std::vector<EngineCoreOutput>{};
+  try {
+    while (StepPipeline::Plan plan = pipeline_.next_step()) ran_.push_back(runner_.execute_model(*plan));
+  } catch (const std::exception& e) {
+    for (; !ran_.empty(); ran_.pop_front()) pipeline_.fold(ran_.front());  // the steps before it still fold back
+    pipeline_.fail(e.what());
+    throw;
   }
-  if (!in_flight_) in_flight_ = run_next();
-  if (!in_flight_) return {};
-  // Plan step N+1 before step N's output is known, as the scheduler actor does while the worker runs N.
-  std::optional<SchedulerOutput> next;
-  if (scheduler_.has_unfinished_requests() || scheduler_.has_pending_finished()) next = scheduler_.schedule();
-  StepInFlight done = std::move(*in_flight_);
-  in_flight_.reset();
-  auto outputs = scheduler_.update_from_output(done.scheduler_output, done.model_runner_output);
-  if (next && next->has_work()) {
-    ModelRunnerOutput mro = runner_.execute_model(*next);
-    in_flight_ = StepInFlight{std::move(*next), std::move(mro)};
-  }
-  return outputs;
+  if (ran_.empty()) return {};
+  StepPipeline::Folded folded = pipeline_.fold(ran_.front());
+  ran_.pop_front();
+  if (!folded.error.empty()) throw std::runtime_error(folded.error);
+  return std::move(folded.outputs);
 }
 
 }  // namespace parley

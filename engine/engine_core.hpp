@@ -1,8 +1,9 @@
-// The engine loop in one thread (nano-vllm's shape): each step is schedule -> run -> update. The actors
-// run the same three calls as messages; this class serves offline generation, tests and benchmarks.
-// With async scheduling it keeps one step "in flight" and plans the next before folding it back, in the
-// order the actors do (schedule N+1, update N, run N+1), so tests can compare both without threads.
+// The engine loop in one thread (nano-vllm's shape): each step is schedule -> run -> update. The scheduler
+// half is StepPipeline, which the scheduler actor drives too (with the worker actor as the runner); this
+// class runs its plans on a ModelRunner in the same thread, for offline generation, tests and benchmarks.
+// With async scheduling step N+1 is planned (and run) before step N is folded back, as with the actors.
 #pragma once
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "engine/model_runner.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/step_pipeline.hpp"
 #include "engine/speculative_config.hpp"
 
 namespace parley {
@@ -28,30 +30,28 @@ class EngineCore {
   EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling = false,
              const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
 
-  void add_request(Request request) { scheduler_.add_request(std::move(request)); }
+  // Queued as given (its seed included); StepPipeline::admit is the server's admission.
+  void add_request(Request request) { pipeline_.scheduler().add_request(std::move(request)); }
   std::vector<std::string> abort_requests(const std::vector<std::string>& ids) {
-    return scheduler_.finish_requests(ids, RequestStatus::FinishedAborted);
+    return pipeline_.finish(ids, RequestStatus::FinishedAborted);
   }
-  // One step; empty when there was nothing to run.
+  // One step folded back; empty when there was nothing to run. A runner or fold failure aborts every live
+  // request and throws.
   std::vector<EngineCoreOutput> step();
   // Requests still live, or a step whose output is not folded back yet.
-  bool has_unfinished_requests() const { return scheduler_.has_unfinished_requests() || in_flight_.has_value(); }
+  bool has_unfinished_requests() const {
+    return pipeline_.scheduler().has_unfinished_requests() || pipeline_.has_steps_in_flight();
+  }
 
-  Scheduler& scheduler() { return scheduler_; }
-  const Scheduler& scheduler() const { return scheduler_; }
+  Scheduler& scheduler() { return pipeline_.scheduler(); }
+  const Scheduler& scheduler() const { return pipeline_.scheduler(); }
+  StepPipeline& pipeline() { return pipeline_; }
   ModelRunner& runner() { return runner_; }
 
  private:
-  struct StepInFlight {
-    SchedulerOutput scheduler_output;
-    ModelRunnerOutput model_runner_output;
-  };
-  std::optional<StepInFlight> run_next();  // schedules and runs a step, if there is anything to send
-
-  Scheduler scheduler_;
+  StepPipeline pipeline_;
   ModelRunner runner_;
-  bool async_scheduling_;
-  std::optional<StepInFlight> in_flight_;
+  std::deque<ModelRunnerOutput> ran_;  // outputs of the steps in flight, oldest first
 };
 
 }  // namespace parley

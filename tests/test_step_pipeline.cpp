@@ -1,0 +1,180 @@
+// StepPipeline, the scheduler's half of the engine loop that EngineCore and the scheduler actor both drive,
+// with the fake worker and no threads: admission all or nothing with its seeds, the steps in flight (one,
+// or two with async scheduling) folded back in order and equal to one step at a time, the stop-string gate,
+// and a lost step (an output that does not fit its plan, or a failed runner) ending every live request
+// with nothing left behind and the next requests served as on a fresh engine.
+#include <catch2/catch.hpp>
+
+#include "engine/step_pipeline.hpp"
+#include "tests/fake_worker.hpp"
+
+using namespace parley;
+using namespace parley::fakes;
+
+namespace {
+
+// Counts up from 1000, so drawn seeds are known.
+StepPipeline::Entropy counter() {
+  auto next = std::make_shared<uint64_t>(1000);
+  return [next] { return (*next)++; };
+}
+
+// Runs every plan on the fake worker and folds the oldest back, as EngineCore::step does, until idle.
+Run drive(StepPipeline& p, FakeWorker& w) {
+  Run run;
+  std::deque<ModelRunnerOutput> ran;
+  for (;;) {
+    while (StepPipeline::Plan plan = p.next_step()) ran.push_back(w.execute(*plan)), ++run.steps;
+    if (ran.empty()) break;
+    REQUIRE(run.steps < 10000);
+    StepPipeline::Folded folded = p.fold(ran.front());
+    ran.pop_front();
+    REQUIRE(folded.error.empty());
+    collect(run, folded.outputs);
+  }
+  return run;
+}
+
+// Requests r<first>.., seeded by their number.
+std::vector<Request> submission(int first, int count, int max_tokens) {
+  std::vector<Request> rs;
+  for (int i = first; i < first + count; ++i) {
+    rs.push_back(make_request("r" + std::to_string(i), prompt_of(20 + i, i), max_tokens));
+    rs.back().sampling_params.seed = uint64_t(i);
+  }
+  return rs;
+}
+
+void require_empty(const StepPipeline& p) {
+  REQUIRE(!p.scheduler().has_unfinished_requests());
+  REQUIRE(!p.has_steps_in_flight());
+  REQUIRE(p.scheduler().kv_cache_manager().block_pool().num_used() == 0);
+  REQUIRE(p.scheduler().num_stale_outputs() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("step pipeline admits a submission whole or not at all", "[pipeline]") {
+  SchedulerConfig c = config(64);
+  c.max_waiting = 3;
+  StepPipeline p(c, false, counter());
+  auto four = submission(0, 4, 4);
+  auto refused = p.admit(four, 1.0);
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK_THAT(refused->message, Catch::Contains("waiting queue is full (3 requests)"));
+  CHECK(p.scheduler().num_waiting() == 0);
+
+  // The second request can never be served (longer than the context): the first is taken back too.
+  std::vector<Request> bad = submission(0, 1, 4);
+  bad.push_back(make_request("long", prompt_of(600, 1), 4));
+  refused = p.admit(bad, 1.0);
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK_THAT(refused->message, Catch::Contains("600"));
+  CHECK(p.scheduler().find("r0") == nullptr);
+  require_empty(p);
+
+  auto two = submission(0, 2, 4);
+  REQUIRE(!p.admit(two, 2.5));
+  CHECK(p.scheduler().num_waiting() == 2);
+  CHECK(p.scheduler().find("r1")->arrival_time == 2.5);
+}
+
+TEST_CASE("step pipeline seeds: given seed plus i for children and drawn ones otherwise", "[pipeline]") {
+  StepPipeline p(config(64), false, counter());
+  std::vector<Request> rs{parallel_request("seeded", prompt_of(20, 1), 3, 4, 0), parallel_request("drawn", prompt_of(20, 2), 3, 4, 0),
+                          make_request("plain", prompt_of(20, 3), 4)};
+  rs[0].sampling_params.seed = 7;
+  rs[1].sampling_params.seed.reset();
+  REQUIRE(!p.admit(rs, 0, KvTransfer::FromPrefill));
+  CHECK(rs[0].seed == 7);
+  CHECK(rs[0].child_seeds == std::vector<uint64_t>{7, 8, 9});
+  CHECK(rs[1].seed == 1000);
+  CHECK(rs[1].child_seeds == std::vector<uint64_t>{1000, 1001, 1002});
+  CHECK(rs[2].seed == 1003);
+  for (const Request& r : rs) CHECK(r.kv_transfer == KvTransfer::FromPrefill);
+}
+
+TEST_CASE("step pipeline with two steps in flight equals one at a time", "[pipeline]") {
+  Run runs[2];
+  for (bool async : {false, true}) {
+    StepPipeline p(config(12, 48), async, counter());  // a small pool: preemption, and a budget that chunks prompts
+    auto rs = submission(0, 6, 30);
+    rs.push_back(parallel_request("n", prompt_of(40, 9), 3, 20, 5));
+    REQUIRE(!p.admit(rs, 0));
+    REQUIRE(p.next_step());
+    if (async) {
+      REQUIRE(p.next_step());  // planned before the first is folded back
+      CHECK(p.steps_in_flight() == std::vector<uint64_t>{1, 2});
+    } else {
+      CHECK(p.steps_in_flight() == std::vector<uint64_t>{1});
+    }
+    CHECK(!p.next_step());  // the queue is full
+    FakeWorker w;
+    StepPipeline fresh(config(12, 48), async, counter());
+    REQUIRE(!fresh.admit(rs, 0));
+    runs[async] = drive(fresh, w);
+    require_empty(fresh);
+  }
+  CHECK(runs[0].outputs.size() == 9);
+  for (const auto& [id, tokens] : runs[0].outputs) CHECK(tokens.size() == (id[0] == 'n' ? 20u : 30u));
+  CHECK(runs[0].outputs == runs[1].outputs);
+}
+
+TEST_CASE("step pipeline plans nothing while a stop check is pending", "[pipeline]") {
+  StepPipeline p(config(64), true, counter());
+  auto rs = submission(0, 2, 8);
+  rs[1].sampling_params.stop = {"x"};
+  REQUIRE(!p.admit(rs, 0));
+  FakeWorker w;
+  auto plan = p.next_step();
+  auto out = p.fold(w.execute(*plan));
+  REQUIRE(out.outputs.size() == 2);
+  CHECK(p.may_stop(out.outputs));
+  CHECK(!p.may_stop({out.outputs[0]}));
+  p.stop_check_sent();
+  CHECK(!p.next_step());
+  p.stop_check_done();
+  CHECK(p.next_step());
+}
+
+TEST_CASE("step pipeline: a lost step ends every live request and leaves nothing behind", "[pipeline]") {
+  for (bool runner_failed : {false, true}) {
+    CAPTURE(runner_failed);
+    StepPipeline p(config(32), true, counter());
+    auto rs = submission(0, 3, 12);
+    REQUIRE(!p.admit(rs, 0));
+    FakeWorker w;
+    auto first = p.next_step(), second = p.next_step();
+    REQUIRE(second);
+    ModelRunnerOutput out1 = w.execute(*first), out2 = w.execute(*second);
+    StepPipeline::Folded lost;
+    if (runner_failed) {
+      lost = p.fail("device error");
+    } else {
+      out1.step_id = second->step_id;  // not the output of the step it is folded into
+      lost = p.fold(out1);
+    }
+    CHECK_THAT(lost.error, Catch::Contains(runner_failed ? "device error" : "output arrived for step"));
+    std::sort(lost.aborted.begin(), lost.aborted.end());
+    CHECK(lost.aborted == std::vector<std::string>{"r0", "r1", "r2"});
+    CHECK(!p.scheduler().has_unfinished_requests());
+    CHECK(p.scheduler().num_stale_outputs() > 0);  // the second step still owes outputs
+    auto late = p.fold(out2);
+    CHECK(late.error.empty());
+    CHECK(late.outputs.empty());  // for aborted requests: dropped
+    CHECK(p.scheduler().num_stale_outputs() == 0);
+
+    // Served afterwards as on a fresh pipeline (the worker told to drop the old rows by the next plan).
+    auto again = submission(3, 2, 10);
+    REQUIRE(!p.admit(again, 0));
+    Run after = drive(p, w);
+    StepPipeline fresh(config(32), true, counter());
+    FakeWorker w2;
+    auto same = submission(3, 2, 10);
+    REQUIRE(!fresh.admit(same, 0));
+    CHECK(after.outputs == drive(fresh, w2).outputs);
+    require_empty(p);
+  }
+}
