@@ -25,6 +25,20 @@ namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(250);
 
+// Decode side: one prefill instance of the router's (same index): the connection to it and the device link.
+struct PrefillPeer {
+  msg::kv_transfer_actor actor;  // null while down
+  bool connecting = false;       // a connection attempt is on its way
+  enum class Link {
+    None,     // no device links (--kv-transport tcp), or closed with the connection
+    Opening,  // both workers are opening their ends of link_name
+    Up,       // KV from this peer may come on link_name
+    Broken,   // failed to open or broke: KV comes over TCP, and a new link opens at retry_at
+  } link = Link::None;
+  std::string link_name;  // Opening or Up
+  double retry_at = 0;    // Broken
+};
+
 struct KvState {
   KvState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   msg::scheduler_actor scheduler;
@@ -35,11 +49,7 @@ struct KvState {
   std::string link_transport;  // "": no device links
   // Decode side.
   std::unique_ptr<PrefillRouter> router;
-  std::vector<msg::kv_transfer_actor> peers;  // per router peer; null while down
-  std::vector<bool> connecting;
-  std::vector<std::string> links;  // per router peer: its device link's name ("": none)
-  std::vector<bool> linked;        // per router peer: that link is up
-  std::vector<double> link_retry_at;  // per router peer: when to open a link again after one failed (0: not due)
+  std::vector<PrefillPeer> peers;  // per router peer
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
   // Prefill side.
   std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
@@ -64,21 +74,18 @@ void fail(Self self, const std::string& id, const std::string& why) {
 }
 
 // Decode side: the peer's device link (if any) is closed: transfers on it fail and recompute.
-void close_link(Self self, size_t peer) {
-  auto& st = self->state;
-  if (!st.links[peer].empty()) self->send(st.worker, msg::link_close_atom::value, st.links[peer]);
-  st.links[peer].clear();
-  st.linked[peer] = false;
-  st.link_retry_at[peer] = 0;
+void close_link(Self self, PrefillPeer& peer) {
+  if (!peer.link_name.empty()) self->send(self->state.worker, msg::link_close_atom::value, peer.link_name);
+  peer.link = PrefillPeer::Link::None;
+  peer.link_name.clear();
 }
 
 // Decode side: the peer's link failed to open or broke: its KV comes over TCP, and the tick opens a new
 // link once a transfer timeout has passed (one attempt per timeout: a dead NIC costs no more than that).
-void link_failed(Self self, size_t peer) {
-  auto& st = self->state;
-  st.links[peer].clear();
-  st.linked[peer] = false;
-  st.link_retry_at[peer] = now_seconds() + st.timeout_s;
+void link_failed(Self self, PrefillPeer& peer) {
+  peer.link = PrefillPeer::Link::Broken;
+  peer.link_name.clear();
+  peer.retry_at = now_seconds() + self->state.timeout_s;
 }
 
 // Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
@@ -86,33 +93,36 @@ void link_failed(Self self, size_t peer) {
 // can never be received on the new link (NCCL would pair it with another request's send).
 void open_link(Self self, size_t peer) {
   auto& st = self->state;
-  close_link(self, peer);
+  close_link(self, st.peers[peer]);
   ask(self, st.worker, caf::infinite, msg::link_id_atom::value)
       .then(
           [self, peer](const std::string& id) {
             auto& st = self->state;
-            if (!st.peers[peer]) return;
+            PrefillPeer& to = st.peers[peer];
+            if (!to.actor) return;
             // Named after its id (random), so unique among every link of every decode instance a prefill instance serves.
             char hash[17];
             std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
-            st.links[peer] = name;
-            self->send(st.peers[peer], msg::link_atom::value, id, name, caf::actor_cast<caf::actor>(self));
+            to.link = PrefillPeer::Link::Opening;
+            to.link_name = name;
+            self->send(to.actor, msg::link_atom::value, id, name, caf::actor_cast<caf::actor>(self));
             ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
-                      if (self->state.links[peer] != name) return;  // replaced meanwhile
-                      self->state.linked[peer] = true;
+                      PrefillPeer& to = self->state.peers[peer];
+                      if (to.link_name != name) return;  // replaced meanwhile
+                      to.link = PrefillPeer::Link::Up;
                       spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
                     [self, peer, name](const caf::error& err) {
                       spdlog::warn("device link {} failed ({}); its KV comes over TCP", name, self->system().render(err));
-                      if (self->state.links[peer] == name) link_failed(self, peer);
+                      if (self->state.peers[peer].link_name == name) link_failed(self, self->state.peers[peer]);
                     });
           },
           [self, peer](const caf::error& err) {
             spdlog::warn("no device link id: {}", self->system().render(err));
-            link_failed(self, peer);
+            link_failed(self, self->state.peers[peer]);
           });
 }
 
@@ -145,8 +155,8 @@ bool from_peer(Self self, const char* what) {
   auto& st = self->state;
   const auto& sender = self->current_sender();
   if (sender && st.router) {
-    for (const auto& p : st.peers)
-      if (p && p.node() == sender->node()) return true;
+    for (const PrefillPeer& p : st.peers)
+      if (p.actor && p.actor.node() == sender->node()) return true;
   } else if (sender && (!st.auth.enabled() || st.auth.trusted(caf::to_string(sender->node())))) {
     return true;
   }
@@ -156,9 +166,9 @@ bool from_peer(Self self, const char* what) {
 
 void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
   auto& st = self->state;
-  st.connecting[peer] = false;
-  st.peers[peer] = std::move(prefill);
-  self->monitor(st.peers[peer]);
+  st.peers[peer].connecting = false;
+  st.peers[peer].actor = std::move(prefill);
+  self->monitor(st.peers[peer].actor);
   st.router->set_up(peer, true);
   spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(), st.auth.enabled() ? " (authenticated)" : "");
   if (!st.link_transport.empty()) open_link(self, peer);
@@ -168,7 +178,7 @@ void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
 // transfer timeout later.
 void auth_failed(Self self, size_t peer, const std::string& why) {
   auto& st = self->state;
-  st.connecting[peer] = false;
+  st.peers[peer].connecting = false;
   st.router->hold_off(peer, now_seconds() + st.timeout_s);
   ++st.stats.auth_failures;
   report(self);
@@ -199,20 +209,20 @@ void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
 
 void connect(Self self, size_t peer) {
   auto& st = self->state;
-  st.connecting[peer] = true;
+  st.peers[peer].connecting = true;
   const PeerAddress& a = st.router->address(peer);
   ask(self, self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
       .then(
           [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
             if (!serv) {
-              self->state.connecting[peer] = false;
+              self->state.peers[peer].connecting = false;
               return;
             }
             auto prefill = caf::actor_cast<msg::kv_transfer_actor>(serv);
             if (self->state.auth.enabled()) authenticate(self, peer, std::move(prefill));
             else peer_up(self, peer, std::move(prefill));
           },
-          [self, peer](const caf::error&) { self->state.connecting[peer] = false; });
+          [self, peer](const caf::error&) { self->state.peers[peer].connecting = false; });
 }
 
 void tick(Self self) {
@@ -232,8 +242,9 @@ void tick(Self self) {
       fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
     }
     for (size_t p = 0; p < st.router->num_peers(); ++p) {
-      if (!st.router->is_up(p) && !st.connecting[p] && !st.router->held_off(p, now)) connect(self, p);
-      if (st.peers[p] && st.link_retry_at[p] > 0 && now >= st.link_retry_at[p]) {
+      const PrefillPeer& peer = st.peers[p];
+      if (!st.router->is_up(p) && !peer.connecting && !st.router->held_off(p, now)) connect(self, p);
+      if (peer.actor && peer.link == PrefillPeer::Link::Broken && now >= peer.retry_at) {
         spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
         open_link(self, p);
       }
@@ -271,10 +282,6 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
   st.timeout_s = timeout_s;
   if (!peers.empty()) {
     st.peers.resize(peers.size());
-    st.connecting.assign(peers.size(), false);
-    st.linked.assign(peers.size(), false);
-    st.link_retry_at.assign(peers.size(), 0);
-    st.links.resize(peers.size());
     st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
   }
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -285,9 +292,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       st.links_to.erase(link);
     }
     for (size_t p = 0; st.router && p < st.peers.size(); ++p)
-      if (st.peers[p] && dm.source == st.peers[p].address()) {
-        st.peers[p] = nullptr;
-        close_link(self, p);
+      if (st.peers[p].actor && dm.source == st.peers[p].actor.address()) {
+        st.peers[p].actor = nullptr;
+        close_link(self, st.peers[p]);
         spdlog::warn("prefill instance {} went down", st.router->address(p).str());
         for (const std::string& id : st.router->set_up(p, false))
           fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
@@ -363,8 +370,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
           if (link == name)
             if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_atom::value, name);
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
-        for (size_t p = 0; p < st.links.size(); ++p)
-          if (st.links[p] == name) link_failed(self, p);
+        for (PrefillPeer& p : st.peers)
+          if (p.link_name == name) link_failed(self, p);
       },
       [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
         auto& st = self->state;
@@ -404,7 +411,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         if (!peer) return fail(self, id, "no prefill instance is up");
         st.router->started(id, *peer, now_seconds() + st.timeout_s);
         st.routed_at[id] = now_seconds();
-        self->send(st.peers[*peer], msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
+        self->send(st.peers[*peer].actor, msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
       },
       [self](msg::kv_atom, const std::string& bytes) {  // decode side
         auto& st = self->state;
@@ -454,7 +461,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         nlohmann::json peers = nlohmann::json::array();
         for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
           peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)},
-                           {"device_link", bool(st.linked[p])}});
+                           {"device_link", st.peers[p].link == PrefillPeer::Link::Up}});
         return nlohmann::json{{"peers", peers},
                               {"link_transport", st.link_transport},
                               {"links_to_decode", st.links_to.size()},

@@ -81,15 +81,14 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
 // Flattens each scheduled row's tokens [num_computed, num_computed + n) in batch order.
 void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   const InputBatch& b = input_batch_;
-  num_scheduled_.assign(b.num_reqs(), 0);
-  num_drafts_.assign(b.num_reqs(), 0);
+  row_steps_.assign(size_t(b.num_reqs()), RowStep{});
   int total = 0;
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     const auto row = b.req_index(id);
     if (!row) throw std::logic_error("ModelRunner: scheduled request " + id + " is unknown");
-    if (n < 1 || num_scheduled_[*row] != 0)
+    if (n < 1 || row_steps_[size_t(*row)].num_scheduled != 0)
       throw std::logic_error("ModelRunner: request " + id + " scheduled twice or for no tokens");
-    num_scheduled_[*row] = n;
+    row_steps_[size_t(*row)].num_scheduled = n;
     total += n;
   }
   if (total != so.total_num_scheduled_tokens)
@@ -101,25 +100,24 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   f.max_blocks_per_seq = 1;
   f.num_kv_groups = b.num_kv_groups();
   for (int row = 0; row < b.num_reqs(); ++row)
-    for (int g = 0; g < f.num_kv_groups && num_scheduled_[row]; ++g)
+    for (int g = 0; g < f.num_kv_groups && row_steps_[size_t(row)].num_scheduled; ++g)
       f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row, g).size()));
 
-  sample_rows_.clear();
-  sample_positions_.clear();
+  sampled_.clear();
   verifications_.clear();
   prompt_rows_.clear();
   std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
   std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
   int seq = 0;
   for (int row = 0; row < b.num_reqs(); ++row) {
-    const int n = num_scheduled_[row];
+    const int n = row_steps_[size_t(row)].num_scheduled;
     if (n == 0) continue;
     const auto tokens = b.token_ids(row);
     const auto blocks = b.block_ids(row, 0);
     const std::string& id = b.req_ids()[row];
     const auto d = drafts_of.find(id);
     const int drafts = d == drafts_of.end() ? 0 : d->second;
-    num_drafts_[row] = drafts;
+    row_steps_[size_t(row)].num_drafts = drafts;
     const int start = b.num_computed_tokens(row), real_end = start + n - drafts, end = start + n;
     if (drafts < 0 || drafts >= n || (drafts > 0 && (real_end != int(tokens.size()) || !proposer_)))
       throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) + " drafts here");
@@ -135,7 +133,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
     f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
     std::copy(blocks.begin(), blocks.end(), f.block_tables.begin() + size_t(seq) * f.max_blocks_per_seq);
-    Verification v{row, real_end, 0, {}, 0};
+    Verification v{row, real_end, 0, {}, 0, -1};
     if (drafts > 0) {  // the proposer's drafts, padded with placeholders (fed to the model as token 0)
       const auto& mine = drafts_[id];
       v.num_proposed = std::min(drafts, int(mine.size()));
@@ -157,8 +155,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       verifications_.push_back(std::move(v));
     } else if (samples) {
       f.logits_indices.push_back(f.num_tokens() - 1);
-      sample_rows_.push_back(row);
-      sample_positions_.push_back(real_end);
+      sampled_.push_back({row, real_end});
     }
     ++seq;
   }
@@ -166,11 +163,12 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   const int bs = device_->block_size();
   for (int g = 1; g < f.num_kv_groups; ++g)
     for (int row = 0, s = 0; row < b.num_reqs(); ++row) {
-      if (num_scheduled_[row] == 0) continue;
+      const int n = row_steps_[size_t(row)].num_scheduled;
+      if (n == 0) continue;
       const auto gb = b.block_ids(row, g);
       f.block_tables.resize(size_t(g * seq + s + 1) * f.max_blocks_per_seq, 0);
       std::copy(gb.begin(), gb.end(), f.block_tables.begin() + size_t(g * seq + s) * f.max_blocks_per_seq);
-      for (int p = b.num_computed_tokens(row), end = p + num_scheduled_[row]; p < end; ++p)
+      for (int p = b.num_computed_tokens(row), end = p + n; p < end; ++p)
         f.slot_mapping.push_back(int64_t(gb[size_t(p / bs)]) * bs + p % bs);
       ++s;
     }
@@ -193,8 +191,8 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
     const float* raw = logits_.data() + size_t(v.first_logits_row + int(j)) * vocab;
     const bool last = j == v.drafts.size();
     int token = 0;
-    if (device_verified_[size_t(entry)] >= 0) {  // drawn on the device (plan_device_sampling)
-      token = device_sampling_.tokens.at(size_t(device_verified_[size_t(entry)]) + j);
+    if (v.device_tokens_at >= 0) {  // drawn on the device (plan_device_sampling)
+      token = device_sampling_.tokens.at(size_t(v.device_tokens_at) + j);
     } else if (rejection) {
       const std::vector<float> p = sampler_.target_probs(raw, vocab, row, m);
       token = last ? rejection_bonus(p, m.seeds[row], position) : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
@@ -240,7 +238,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
     const size_t dim = size_t(device_->config().dim);
     size_t first_token = 0;
     for (int row = 0; row < input_batch_.num_reqs(); ++row)
-      if (const int n = num_scheduled_[row]) {
+      if (const int n = row_steps_[size_t(row)].num_scheduled) {
         proposer_->observe_hidden(input_batch_.req_ids()[row], input_batch_.num_computed_tokens(row),
                                   hidden.subspan(first_token * dim, size_t(n) * dim));
         first_token += size_t(n);
@@ -250,17 +248,17 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   prompt_rows_.score(logits_, device_->config().vocab_size, input_batch_, out);
   // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
-    if (num_scheduled_[row])
-      input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + num_scheduled_[row] - num_drafts_[row]);
+    if (const RowStep& r = row_steps_[size_t(row)]; r.num_scheduled)
+      input_batch_.set_num_computed_tokens(row, input_batch_.num_computed_tokens(row) + r.num_scheduled - r.num_drafts);
   const int vocab = device_->config().vocab_size;
-  for (size_t i = 0; i < sample_rows_.size(); ++i) {
-    const int row = sample_rows_[i];
+  for (size_t i = 0; i < sampled_.size(); ++i) {
+    const int row = sampled_[i].row;
     auto split = child_seeds_.find(input_batch_.req_ids()[row]);
     if (split != child_seeds_.end()) {
       // The delayed split: n first tokens from this one prefill's logits, child i with its own generator.
       const float* raw = logits_.data() + i * size_t(vocab);
       const SamplingMetadata& m = input_batch_.sampling_metadata();
-      out.sampled_token_ids[row] = sampler_.sample_children(raw, vocab, row, sample_positions_[i], m, split->second);
+      out.sampled_token_ids[row] = sampler_.sample_children(raw, vocab, row, sampled_[i].position, m, split->second);
       if (m.num_logprobs[row] >= 0)
         for (int t : out.sampled_token_ids[row]) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
       child_seeds_.erase(split);
@@ -276,7 +274,8 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
     input_batch_.set_num_computed_tokens(v.row, input_batch_.num_computed_tokens(v.row) + accepted);
   }
   if (proposer_) {  // drafts for every request that sampled, verified in its next step
-    std::vector<int> rows = sample_rows_;
+    std::vector<int> rows;
+    for (const SampledRow& s : sampled_) rows.push_back(s.row);
     for (const Verification& v : verifications_) rows.push_back(v.row);
     std::vector<DraftInput> inputs;
     for (int row : rows) inputs.push_back({input_batch_.req_ids()[row], input_batch_.token_ids(row), input_batch_.block_ids(row)});
@@ -296,22 +295,19 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
 void ModelRunner::plan_device_sampling() {
   DeviceSampling& d = device_sampling_;
   d.logits_rows.clear(), d.params.clear(), d.tokens.clear();
-  device_sampled_.assign(sample_rows_.size(), false);
-  device_verified_.assign(verifications_.size(), -1);
   if (!device_->samples_on_device()) return;
   const SamplingMetadata& m = input_batch_.sampling_metadata();
-  for (size_t i = 0; i < sample_rows_.size(); ++i) {
-    const int row = sample_rows_[i];
-    if (child_seeds_.count(input_batch_.req_ids()[row]) || !Sampler::plain_row(row, m)) continue;
+  for (size_t i = 0; i < sampled_.size(); ++i) {
+    SampledRow& s = sampled_[i];
+    if (child_seeds_.count(input_batch_.req_ids()[s.row]) || !Sampler::plain_row(s.row, m)) continue;
     d.logits_rows.push_back(int(i));
-    d.params.push_back({m.temperature[row], m.min_p[row], m.seeds[row], sample_positions_[i]});
-    device_sampled_[i] = true;
+    d.params.push_back({m.temperature[s.row], m.min_p[s.row], m.seeds[s.row], s.position});
+    s.on_device = true;
   }
-  for (size_t e = 0; e < verifications_.size(); ++e) {
-    const Verification& v = verifications_[e];
+  for (Verification& v : verifications_) {
     const bool rejection = verify_mode_ == SpecVerify::Rejection && m.temperature[v.row] >= 1e-5f;
     if (rejection || !Sampler::plain_row(v.row, m)) continue;
-    device_verified_[e] = int(d.logits_rows.size());
+    v.device_tokens_at = int(d.logits_rows.size());
     for (size_t j = 0; j <= v.drafts.size(); ++j) {
       d.logits_rows.push_back(v.first_logits_row + int(j));
       d.params.push_back({m.temperature[v.row], m.min_p[v.row], m.seeds[v.row], v.position + int64_t(j)});
@@ -322,17 +318,18 @@ void ModelRunner::plan_device_sampling() {
 // The batch-sampled rows' tokens: the device's where it sampled, the Sampler's for the rest.
 SamplerOutput ModelRunner::sample_on_host() {
   SamplerOutput out;
-  out.sampled_token_ids.resize(sample_rows_.size());
-  out.logprobs.resize(sample_rows_.size());
+  out.sampled_token_ids.resize(sampled_.size());
+  out.logprobs.resize(sampled_.size());
   const int vocab = device_->config().vocab_size;
   size_t next_device = 0;
-  for (size_t i = 0; i < sample_rows_.size(); ++i) {
-    if (device_sampled_[i]) {
+  for (size_t i = 0; i < sampled_.size(); ++i) {
+    const SampledRow& s = sampled_[i];
+    if (s.on_device) {
       out.sampled_token_ids[i] = device_sampling_.tokens.at(next_device++);
       continue;
     }
-    SamplerOutput one = sampler_.sample(logits_.data() + i * size_t(vocab), vocab, {&sample_rows_[i], 1},
-                                        {&sample_positions_[i], 1}, input_batch_.sampling_metadata());
+    SamplerOutput one = sampler_.sample(logits_.data() + i * size_t(vocab), vocab, {&s.row, 1}, {&s.position, 1},
+                                        input_batch_.sampling_metadata());
     out.sampled_token_ids[i] = one.sampled_token_ids[0];
     out.logprobs[i] = std::move(one.logprobs[0]);
   }

@@ -77,13 +77,20 @@ class ModelRunner {
   ForwardBatch forward_;
   std::vector<float> logits_;
   DeviceSampling device_sampling_;     // this step's rows the device samples itself
-  std::vector<bool> device_sampled_;   // per sample_rows_ entry
-  std::vector<int> device_verified_;   // per verifications_ entry: its first token in device_sampling_.tokens, or -1
   std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
-  std::vector<int> num_scheduled_;        // per batch row, this step
-  std::vector<int> num_drafts_;           // per batch row, drafts among those
-  std::vector<int> sample_rows_;          // batch row of each logits row sampled in one batch
-  std::vector<int64_t> sample_positions_;  // index of the token each of those rows samples
+  // A batch row's share of this step.
+  struct RowStep {
+    int num_scheduled = 0;  // tokens
+    int num_drafts = 0;     // drafts among those
+  };
+  std::vector<RowStep> row_steps_;  // per batch row
+  // A row sampling one token from the batch's logits (logits row i for sampled_[i]).
+  struct SampledRow {
+    int row;
+    int64_t position;        // index of the token it samples
+    bool on_device = false;  // the device drew it (plan_device_sampling)
+  };
+  std::vector<SampledRow> sampled_;
   // Rows verifying drafts: their logits rows follow the batch-sampled ones, 1 + drafts each.
   struct Verification {
     int row;
@@ -91,6 +98,7 @@ class ModelRunner {
     int first_logits_row;
     std::vector<int> drafts;  // kPlaceholderDraft where the proposer had none
     int num_proposed;         // real drafts among them
+    int device_tokens_at = -1;  // where the device drew its positions: its first token in device_sampling_.tokens
   };
   std::vector<Verification> verifications_;
   PromptLogprobsRows prompt_rows_;  // this step's prompt positions scored for prompt_logprobs, after all of the above
