@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "engine/flag_choices.hpp"
+
 namespace parley {
 
 // Gives `command` (a subcommand of `app`) --config FILE and --print-config. Call once per command, before parsing.
@@ -22,6 +24,27 @@ std::string redacted_config(const CLI::App& command);
 // Range checks for numeric flags, with plain messages ("must be at least 1, got 0"); a non-number is refused too.
 CLI::Validator at_least(double min);
 CLI::Validator in_range(double low, double high, bool low_open = false);  // [low, high], or (low, high] when low_open
+
+// A flag choosing one of an enum's names (engine/flag_choices.hpp): parsed into `target` once, a wrong word refused
+// with every choice named.
+template <class E>
+CLI::Option* add_choice(CLI::App* command, E& target, const std::string& description) {
+  const std::string flag(Choices<E>::flag);
+  return command
+      ->add_option_function<std::string>(flag, [&target](const std::string& word) { target = parse_choice<E>(word); },
+                                         description)
+      ->check(CLI::Validator(
+          [flag](std::string& word) {
+            try {
+              parse_choice<E>(word);
+              return std::string();
+            } catch (const std::invalid_argument& e) {
+              return std::string(e.what()).substr(flag.size() + 1);  // CLI11 names the flag itself
+            }
+          },
+          "", flag))
+      ->default_str(name_of(target));
+}
 
 // The secret in `path` for `flag` (--api-key-file, --admin-token-file): one line, its trailing newline stripped.
 // Throws CLI::ValidationError when the file cannot be read, is empty or holds more than one line.

@@ -73,7 +73,7 @@ class DataParallelEngine final : public EngineClient {
   DataParallelEngine(const EngineConfig& config, int replicas, const EngineStarter& start_one) {
     for (int i = 0; i < replicas; ++i) {
       EngineConfig c = config;
-      if (c.device == "cuda") c.devices = {config.devices.at(size_t(i))};
+      if (c.device == DeviceKind::Cuda) c.devices = {config.devices.at(size_t(i))};
       c.data_parallel_size = 1;
       engines_.push_back(start_one(c));
     }
@@ -151,7 +151,7 @@ class DataParallelEngine final : public EngineClient {
 std::unique_ptr<EngineClient> start_data_parallel(const EngineConfig& config, int replicas, const EngineStarter& start_one) {
   if (replicas < 1) throw std::invalid_argument("--data-parallel-size must be at least 1");
   if (replicas == 1) return start_one(config);
-  if (config.role != "colocated")
+  if (config.role != Role::Colocated)
     throw std::invalid_argument("data parallelism (--data-parallel-size, several --devices) runs with --role colocated only");
   return std::make_unique<DataParallelEngine>(config, replicas, start_one);
 }

@@ -10,7 +10,7 @@ namespace parley {
 
 void check_device_flags(const EngineConfig& c) {
   const EngineConfig defaults;
-  if (c.device == "cpu") {
+  if (c.device == DeviceKind::Cpu) {
     if (!c.devices.empty() || (c.dtype != "auto" && c.dtype != "float32") ||
         c.gpu_memory_utilization != defaults.gpu_memory_utilization || c.enforce_eager ||
         c.max_cudagraph_capture_size != defaults.max_cudagraph_capture_size)
@@ -18,7 +18,6 @@ void check_device_flags(const EngineConfig& c) {
                                   "--max-cudagraph-capture-size apply only to --device cuda");
     return;
   }
-  if (c.device != "cuda") throw std::invalid_argument("--device must be cpu or cuda, got '" + c.device + "'");
   if (c.isa != defaults.isa || c.threads != defaults.threads)
     throw std::invalid_argument("--isa and --threads apply only to --device cpu");
   for (size_t i = 0; i < c.devices.size(); ++i)
@@ -42,7 +41,7 @@ void check_device_flags(const EngineConfig& c) {
 }
 
 int data_parallel_engines(const EngineConfig& c) {
-  return c.device == "cuda" ? int(std::max<size_t>(1, c.devices.size())) : c.data_parallel_size;
+  return c.device == DeviceKind::Cuda ? int(std::max<size_t>(1, c.devices.size())) : c.data_parallel_size;
 }
 
 std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file, const SchedulerConfig& sc,
@@ -53,9 +52,9 @@ std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const
   cuda::DeviceLlamaOptions& m = o.model;
   m.num_blocks = num_kv_blocks;
   m.gpu_memory_utilization = c.gpu_memory_utilization;
-  m.staging_bytes = c.role == "colocated" ? 0 : int64_t(256) << 20;  // KV transfers stage through the device
+  m.staging_bytes = c.role == Role::Colocated ? 0 : int64_t(256) << 20;  // KV transfers stage through the device
   m.block_size = sc.block_size;
-  m.kv_dtype = kv_dtype_for(c.kv_cache_dtype, "cuda");
+  m.kv_dtype = kv_dtype_for(c.kv_cache_dtype, DeviceKind::Cuda);
   m.max_num_tokens = sc.max_num_batched_tokens;
   m.max_num_seqs = sc.max_num_seqs;
   m.max_model_len = sc.max_model_len;

@@ -53,7 +53,7 @@ int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, cons
 
 // The PD flags, checked together.
 struct Pd {
-  std::string role;
+  Role role;
   std::vector<PeerAddress> peers;
   RoutingPolicy routing = RoutingPolicy::RoundRobin;
   std::string kv_secret;  // --kv-secret's file read
@@ -61,31 +61,27 @@ struct Pd {
 
 Pd check_pd(const EngineConfig& c) {
   Pd pd{c.role, {}, RoutingPolicy::RoundRobin, ""};
-  if (c.role != "colocated" && c.role != "prefill" && c.role != "decode")
-    throw std::invalid_argument("--role must be colocated, prefill or decode, got '" + c.role + "'");
   if (c.prefill_routing == "least_loaded") pd.routing = RoutingPolicy::LeastLoaded;
   else if (c.prefill_routing != "round_robin")
     throw std::invalid_argument("--prefill-routing must be round_robin or least_loaded, got '" + c.prefill_routing + "'");
   if (!(c.kv_transfer_timeout_s > 0)) throw std::invalid_argument("--kv-transfer-timeout must be positive");
   for (const std::string& p : c.prefill_peers) pd.peers.push_back(PeerAddress::parse(p));
-  if (c.role == "decode" && pd.peers.empty()) throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
-  if (c.role != "decode" && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
+  if (c.role == Role::Decode && pd.peers.empty()) throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
+  if (c.role != Role::Decode && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
   if (c.kv_port < 0 || c.kv_port > 65535) throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
-  if (c.role != "prefill" && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
-  if (c.role != "prefill" && !c.kv_host.empty()) throw std::invalid_argument("--kv-host applies only to --role prefill");
-  if (c.role == "colocated" && !c.kv_secret_file.empty())
+  if (c.role != Role::Prefill && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
+  if (c.role != Role::Prefill && !c.kv_host.empty()) throw std::invalid_argument("--kv-host applies only to --role prefill");
+  if (c.role == Role::Colocated && !c.kv_secret_file.empty())
     throw std::invalid_argument("--kv-secret applies only to --role prefill or decode");
   if (!c.kv_secret_file.empty()) pd.kv_secret = read_kv_secret(c.kv_secret_file);
   // Flags of another role are refused rather than ignored (a value equal to the default cannot be told apart).
-  if (c.role != "decode" && (c.prefill_routing != "round_robin" || !c.kv_recompute_on_failure))
+  if (c.role != Role::Decode && (c.prefill_routing != "round_robin" || !c.kv_recompute_on_failure))
     throw std::invalid_argument("--prefill-routing and --kv-load-failure-policy apply only to --role decode");
-  if (c.role == "colocated" && c.kv_transfer_timeout_s != EngineConfig{}.kv_transfer_timeout_s)
+  if (c.role == Role::Colocated && c.kv_transfer_timeout_s != EngineConfig{}.kv_transfer_timeout_s)
     throw std::invalid_argument("--kv-transfer-timeout applies only to --role prefill or decode");
-  if (c.kv_transport != "tcp" && c.kv_transport != "nccl")
-    throw std::invalid_argument("--kv-transport must be tcp or nccl, got '" + c.kv_transport + "'");
-  if (c.role == "colocated" && (c.kv_transport != "tcp" || c.kv_link_factory))
+  if (c.role == Role::Colocated && (c.kv_transport != KvTransport::Tcp || c.kv_link_factory))
     throw std::invalid_argument("--kv-transport applies only to --role prefill or decode");
-  if (c.kv_transport == "nccl" && c.device != "cuda")
+  if (c.kv_transport == KvTransport::Nccl && c.device != DeviceKind::Cuda)
     throw std::invalid_argument("--kv-transport nccl moves KV between GPUs: it needs --device cuda");
   return pd;
 }
@@ -95,9 +91,9 @@ Pd check_pd(const EngineConfig& c) {
 // where CAF's default work stealing polls, sleeping 50 us between polls for 25 ms after each message (a hop waits
 // for the sleep to end, and the wake-ups take cores from compute). One thread colocated: the scheduler and output
 // actors' work is small and serial; two for PD roles, whose KV encoding would delay a step.
-void configure_actor_threads(caf::actor_system_config& system_config, const std::string& role) {
+void configure_actor_threads(caf::actor_system_config& system_config, Role role) {
   system_config.set("scheduler.policy", caf::atom("sharing"));
-  system_config.set("scheduler.max-threads", size_t(role == "colocated" ? 1 : 2));
+  system_config.set("scheduler.max-threads", size_t(role == Role::Colocated ? 1 : 2));
 }
 
 std::string model_name_of(const EngineConfig& c) {
@@ -115,7 +111,7 @@ class ActorEngine final : public EngineClient {
         model_name_(model_name_of(config)),
         chat_template_(file_.chat_template) {
     check_device_flags(config);
-    const bool cuda = config.device == "cuda";
+    const bool cuda = config.device == DeviceKind::Cuda;
     SchedulerConfig sc = config.scheduler;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
     // On a GPU the blocks fill what --gpu-memory-utilization leaves, unless a count or size is given.
@@ -139,7 +135,7 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     if (!cuda) {
       model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
-      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size, kv_dtype_for(config.kv_cache_dtype, "cpu"));
+      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size, kv_dtype_for(config.kv_cache_dtype, DeviceKind::Cpu));
     }
     file_.weights = {};  // on the device now (or moved into the CPU model)
     sc.kv_group_windows = device->kv_layout().group_windows();
@@ -154,27 +150,27 @@ class ActorEngine final : public EngineClient {
       runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
                            config.speculative->verify);
     const Pd pd = check_pd(config);
-    if (pd.role != "colocated") system_config_.load<caf::io::middleman>();  // CAF's remote actors
-    const SchedulerPd scheduler_pd{pd.role == "decode", config.kv_recompute_on_failure,
+    if (pd.role != Role::Colocated) system_config_.load<caf::io::middleman>();  // CAF's remote actors
+    const SchedulerPd scheduler_pd{pd.role == Role::Decode, config.kv_recompute_on_failure,
                                    {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size,
                                     kv_dtype}};
     configure_actor_threads(system_config_, pd.role);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
-    if (!links && config.kv_transport == "nccl") links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
+    if (!links && config.kv_transport == KvTransport::Nccl) links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
     worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s);
     auto output_service = std::make_unique<OutputService>(tokenizer_, model_name_);
     output_service->set_profile(profile_.get());
     output_ = spawn_output(*system_, std::move(output_service));
     scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd, profile_.get());
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
-    if (pd.role != "colocated") {
+    if (pd.role != Role::Colocated) {
       kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout,
                               worker_, links ? links->transport() : "",
                               pd.kv_secret);
       caf::anon_send(scheduler_, kv_);
     }
-    if (pd.role == "prefill") {
+    if (pd.role == Role::Prefill) {
       auto port = system_->middleman().publish(kv_, uint16_t(config.kv_port),
                                                config.kv_host.empty() ? nullptr : config.kv_host.c_str(), true);
       if (!port) {
@@ -195,7 +191,7 @@ class ActorEngine final : public EngineClient {
                  file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
                  sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
                  config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off",
-                 pd.role, links ? " (KV over " + links->transport() + ")" : "", device_name);
+                 name_of(pd.role), links ? " (KV over " + links->transport() + ")" : "", device_name);
   }
   ~ActorEngine() override { shutdown(); }
 

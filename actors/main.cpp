@@ -51,8 +51,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError("--kv-cache-dtype", err.what());
         }
-      }, "KV cache element type: auto (" + parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cpu")) + " on cpu, " +
-             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, "cuda")) + " on cuda), f32, f16 or bf16")->default_str("auto");
+      }, "KV cache element type: auto (" + parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cpu)) + " on cpu, " +
+             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cuda)) + " on cuda), f32, f16 or bf16")->default_str("auto");
   cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str()
@@ -80,8 +80,7 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
       }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
   cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str()
       ->check(parley::in_range(1, 128));
-  cmd->add_option("--role", e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)")
-      ->check(CLI::IsMember({"colocated", "prefill", "decode"}))->capture_default_str();
+  parley::add_choice(cmd, e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)");
   cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
       ->capture_default_str()->check(parley::in_range(0, 65535));
   cmd->add_option("--kv-host", e.kv_host, "Prefill role: the address its --kv-port is bound to (default: every interface)");
@@ -94,7 +93,7 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option_function<std::string>("--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
                                         "Decode role: when a transfer fails, recompute the prompt here or fail the request")
       ->check(CLI::IsMember({"recompute", "fail"}))->default_str("recompute");
-  cmd->add_option("--device", e.device, "Where the model runs: cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  parley::add_choice(cmd, e.device, "Where the model runs: cpu or cuda");
   cmd->add_option("--devices", e.devices, "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")->delimiter(',')
       ->check(parley::at_least(0));
   cmd->add_option("--data-parallel-size", e.data_parallel_size,
@@ -109,9 +108,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   cmd->add_option("--max-cudagraph-capture-size", e.max_cudagraph_capture_size,
                   "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--kv-transport", e.kv_transport,
-                  "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)")
-      ->check(CLI::IsMember({"tcp", "nccl"}))->capture_default_str();
+  parley::add_choice(cmd, e.kv_transport,
+                     "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)");
   cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
                   "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent; "
                   "with device links, the limit for opening one and for each transfer, and the wait before reopening one")->capture_default_str();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/flag_choices.hpp"
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/scheduler.hpp"
@@ -55,7 +56,7 @@ struct EngineConfig {
   bool async_scheduling = true;            // plan step N+1 while the worker runs step N
   std::optional<SpeculativeConfig> speculative;  // --speculative-config
   // Prefill/decode disaggregation.
-  std::string role = "colocated";            // --role colocated|prefill|decode
+  Role role = Role::Colocated;               // --role colocated|prefill|decode
   int kv_port = 0;                           // prefill: where its KV transfer actor is published
   std::string kv_host;                       // prefill: the address it is bound to ("": every interface)
   std::string kv_secret_file;                // --kv-secret: peers prove they hold this file's secret (engine/kv_peer_auth.hpp)
@@ -63,10 +64,10 @@ struct EngineConfig {
   std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
   bool kv_recompute_on_failure = true;       // decode: --kv-load-failure-policy recompute (else fail)
   double kv_transfer_timeout_s = 30;         // decode: a transfer's deadline; prefill: the lease on its blocks
-  std::string kv_transport = "tcp";          // --kv-transport: the KV as bytes through the actors (tcp) or GPU to GPU (nccl)
+  KvTransport kv_transport = KvTransport::Tcp;  // --kv-transport: the KV as bytes through the actors (tcp) or GPU to GPU (nccl)
   std::shared_ptr<KvLinkFactory> kv_link_factory;  // device links other than NCCL's (the tests' in-process stand-in)
   // Where the model runs.
-  std::string device = "cpu";                // --device cpu|cuda
+  DeviceKind device = DeviceKind::Cpu;       // --device cpu|cuda
   std::vector<int> devices;                  // --devices: the GPU ids, one engine each (empty: device 0)
   int data_parallel_size = 1;                // --data-parallel-size: engines behind one front door (cuda: one per --devices id)
   std::string dtype = "auto";                // --dtype of the GEMM weights: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16
@@ -77,9 +78,9 @@ struct EngineConfig {
 };
 
 // --kv-cache-dtype's choice: the one given, else auto's for the device (docs/models.md, "KV cache dtype": why).
-inline KvDtype kv_dtype_for(std::optional<KvDtype> given, const std::string& device) {
+inline KvDtype kv_dtype_for(std::optional<KvDtype> given, DeviceKind device) {
   if (given) return *given;
-  return device == "cuda" ? KvDtype::Bf16 : KvDtype::F32;
+  return device == DeviceKind::Cuda ? KvDtype::Bf16 : KvDtype::F32;
 }
 
 class EngineClient {

@@ -300,20 +300,20 @@ std::string refusal(const std::function<void(EngineConfig&)>& change) {
 
 TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
   const auto refused = refusal;
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "both"; }), Catch::Contains("--role must be colocated, prefill or decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode"; }), Catch::Contains("--role decode needs --prefill-peers"));
+  REQUIRE_THROWS_WITH(parse_choice<Role>("both"), "--role must be colocated, prefill or decode, got 'both'");  // on the command line and in files
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode; }), Catch::Contains("--role decode needs --prefill-peers"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_peers = {"127.0.0.1:9"}; }), Catch::Contains("--prefill-peers applies only to --role decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"nohost"}; }), Catch::Contains("is not host:port"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"nohost"}; }), Catch::Contains("is not host:port"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_port = 7000; }), Catch::Contains("--kv-port applies only to --role prefill"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_port = 70000; }), Catch::Contains("--kv-port must be in 0..65535"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_port = 70000; }), Catch::Contains("--kv-port must be in 0..65535"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = "least_loaded"; }), Catch::Contains("apply only to --role decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_recompute_on_failure = false; }), Catch::Contains("apply only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_recompute_on_failure = false; }), Catch::Contains("apply only to --role decode"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }), Catch::Contains("--kv-transfer-timeout applies only to"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "decode", c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
                Catch::Contains("--kv-transfer-timeout must be positive"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_transport = "udp"; }), Catch::Contains("--kv-transport must be tcp or nccl"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transport = "nccl"; }), Catch::Contains("--kv-transport applies only to --role prefill or decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = "prefill", c.kv_transport = "nccl"; }), Catch::Contains("it needs --device cuda"));
+  REQUIRE_THROWS_WITH(parse_choice<KvTransport>("udp"), "--kv-transport must be tcp or nccl, got 'udp'");
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transport = KvTransport::Nccl; }), Catch::Contains("--kv-transport applies only to --role prefill or decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_transport = KvTransport::Nccl; }), Catch::Contains("it needs --device cuda"));
 }
 
 TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host]") {
@@ -329,22 +329,22 @@ TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host
   REQUIRE_THAT(refused([](EngineConfig& c) { c.enforce_eager = true; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.devices = {0}; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.max_cudagraph_capture_size = 8; }), Catch::Contains(cpu_only));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "tpu"; }), Catch::Contains("--device must be cpu or cuda"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.isa = "avx2"; }), Catch::Contains("--isa and --threads apply only to --device cpu"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.devices = {1, 1}; }), Catch::Contains("each GPU id once"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.devices = {0, 1}, c.data_parallel_size = 3; }),
+  REQUIRE_THROWS_WITH(parse_choice<DeviceKind>("tpu"), "--device must be cpu or cuda, got 'tpu'");
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.isa = "avx2"; }), Catch::Contains("--isa and --threads apply only to --device cpu"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.devices = {1, 1}; }), Catch::Contains("each GPU id once"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.devices = {0, 1}, c.data_parallel_size = 3; }),
                Catch::Contains("must equal the number of --devices"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 0; }), Catch::Contains("at least 1"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = "prefill"; }), Catch::Contains("--role colocated only"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.gpu_memory_utilization = 1.5; }), Catch::Contains("must be in (0, 1]"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda", c.gpu_memory_utilization = 0.5, c.scheduler.num_kv_blocks = 64; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = Role::Prefill; }), Catch::Contains("--role colocated only"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 1.5; }), Catch::Contains("must be in (0, 1]"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 0.5, c.scheduler.num_kv_blocks = 64; }),
                Catch::Contains("not both"));
   REQUIRE_THAT(refused([](EngineConfig& c) {
-                 c.device = "cuda", c.speculative = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
+                 c.device = DeviceKind::Cuda, c.speculative = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
                }), Catch::Contains("with --device cuda use ngram"));
   // Here (no GPU, or no CUDA in the build) --device cuda itself is refused with the reason.
   std::string why;
-  if (cuda::device_count(&why) == 0) REQUIRE_THAT(refused([](EngineConfig& c) { c.device = "cuda"; }), Catch::Contains(why));
+  if (cuda::device_count(&why) == 0) REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda; }), Catch::Contains(why));
   REQUIRE(refused([](EngineConfig& c) { c.dtype = "float32"; }) == "accepted");
 }
 

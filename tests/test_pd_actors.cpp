@@ -51,13 +51,13 @@ struct PdEngines {
   std::unique_ptr<EngineClient> prefill, decode;
   PdEngines(std::shared_ptr<KvLinkFactory> l, int num_kv_blocks) : links(std::move(l)) {
     EngineConfig p = stories_config(num_kv_blocks);
-    p.role = "prefill", p.kv_port = port, p.kv_link_factory = links, p.kv_transfer_timeout_s = 2;
+    p.role = Role::Prefill, p.kv_port = port, p.kv_link_factory = links, p.kv_transfer_timeout_s = 2;
     prefill = EngineClient::start(p);
     decode = start_decode(num_kv_blocks);
   }
   std::unique_ptr<EngineClient> start_decode(int num_kv_blocks) const {
     EngineConfig d = stories_config(num_kv_blocks);
-    d.role = "decode", d.prefill_peers = {"127.0.0.1:" + std::to_string(port)}, d.kv_link_factory = links;
+    d.role = Role::Decode, d.prefill_peers = {"127.0.0.1:" + std::to_string(port)}, d.kv_link_factory = links;
     d.kv_transfer_timeout_s = 2;
     return EngineClient::start(d);
   }

@@ -194,6 +194,8 @@ main('config_files', async (parley, t) => {
   refuses(parley, bad('gpu.toml', 'gpu-memory-utilization = 0\n'),
           `${f('gpu.toml')}:1: gpu-memory-utilization: --gpu-memory-utilization: must be in (0, 1], got 0`,
           'utilization 0');
+  refuses(parley, bad('role.toml', 'port = 0\nrole = "both"\n'),
+          `${f('role.toml')}:2: role: --role: must be colocated, prefill or decode, got 'both'`, 'a role that is none');
   refuses(parley, bad('twice.toml', 'port = 1\nthreads = 1\nport = 2\n'),
           `${f('twice.toml')}:1: port: --port is set twice (lines 1 and 3)`, 'a key set twice');
   refuses(parley, bad('list-twice.toml', 'prefill-peers = ["a:1"]\nprefill-peers = ["b:2"]\n'),
