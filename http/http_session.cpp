@@ -181,7 +181,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       case RouteResult::Kind::Respond: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
       case RouteResult::Kind::WebSocket:
         upgrade_.emplace(std::move(req));
-        return write_next();  // hands the socket over once the answers before it are written
+        if (outbox_.empty()) outbox_written();  // else the socket is handed over once the answers before it are written
+        return;
       case RouteResult::Kind::AdminEvents: return start_feed();
       case RouteResult::Kind::AdminAction: {
         auto reply = [self = shared_from_this(), ex = stream_.get_executor(), keep_alive](int status, std::string body) {
@@ -234,7 +235,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
   void feed_event() {
     if (conn_ != Conn::Open) return;
-    if (outbox_.empty() && !writing_) {
+    if (outbox_.empty()) {  // the last event is written: no backlog for a slow reader
       const AdminSnapshots::View v = ctx_.admin_snapshots.current(*ctx_.engine);
       const std::string event = "data: {\"age_ms\":" + std::to_string(v.age_ms) + ",\"draining\":" +
                                 (ctx_.admin_drained ? "true" : "false") + ",\"log_level\":\"" +
@@ -308,29 +309,29 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     answer_done(g.keep_alive);
   }
 
-  // --- Writing: one write in flight -------------------------------------------------------------
+  // --- Writing: one write in flight, the outbox's front (Beast's queue: a non-empty outbox is a write in flight) --
   void enqueue(Piece piece) {
     outbox_.push_back(std::move(piece));
-    write_next();
+    if (outbox_.size() == 1) write_front();
   }
 
-  void write_next() {
-    if (writing_ || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
-    if (outbox_.empty()) {
-      if (upgrade_) return hand_over();
-      if (conn_ == Conn::Closing) return linger();
-      return update_deadline();
-    }
-    writing_ = true;
-    current_ = std::move(outbox_.front());
-    outbox_.pop_front();
+  void write_front() {
+    if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));  // a client that stops reading
-    net::async_write(stream_, net::buffer(current_.bytes), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->writing_ = false;
-      self->current_.live.reset();
+    net::async_write(stream_, net::buffer(outbox_.front().bytes), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->outbox_.pop_front();  // its LiveGeneration with it
       if (ec) return self->client_disconnected();
-      self->write_next();
+      if (!self->outbox_.empty()) return self->write_front();
+      self->outbox_written();
     });
+  }
+
+  // Everything queued is written: a websocket takes the socket over, a closing connection lingers, else it idles.
+  void outbox_written() {
+    if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    if (upgrade_) return hand_over();
+    if (conn_ == Conn::Closing) return linger();
+    update_deadline();
   }
 
   void hand_over() {
@@ -345,7 +346,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void finish_connection() {
     if (conn_ != Conn::Open) return;
     conn_ = Conn::Closing;
-    write_next();
+    if (outbox_.empty()) outbox_written();  // else the write in flight gets there
   }
 
   // Our side is shut; the client's remaining bytes are read and dropped until it closes, so that unread
@@ -363,7 +364,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     conn_ = Conn::Closed;
     gen_.reset();
-    outbox_.clear();
+    if (!outbox_.empty()) outbox_.erase(outbox_.begin() + 1, outbox_.end());  // the front's write is in flight: its buffer stays until it ends
     deadline_timer_.cancel();
     if (feed_timer_) feed_timer_->cancel();
     beast::error_code ec;
@@ -376,7 +377,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ == Conn::Lingering) return Deadline::Linger;
     if (conn_ != Conn::Open) return Deadline::None;
     if (!peer_closed_ && reader_.mid_request()) return Deadline::Request;  // from the request's first byte
-    if (!answering_ && !writing_ && outbox_.empty() && reader_.queued() == 0 && !peer_closed_) return Deadline::Idle;
+    if (!answering_ && outbox_.empty() && reader_.queued() == 0 && !peer_closed_) return Deadline::Idle;
     return Deadline::None;
   }
 
@@ -421,10 +422,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool answering_ = false;    // a request is being answered (its bytes not all queued yet)
   std::optional<GenerationInFlight> gen_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
-  std::deque<Piece> outbox_;
+  std::deque<Piece> outbox_;  // the front is being written
   std::optional<net::steady_timer> feed_timer_;  // GET /admin/events
-  Piece current_;
-  bool writing_ = false;  // one write in flight
   size_t lingered_bytes_ = 0;
 };
 
