@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/protocol.hpp"
+#include "engine/clock.hpp"
 #include "engine/model_runner.hpp"
 #include "engine/prefill_router.hpp"
 #include "model/kv_link.hpp"
@@ -45,10 +46,6 @@ msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor schedu
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
                                  msg::admin_actor admin, msg::kv_transfer_actor kv = {});
 
-// Seconds on the steady clock: request arrival and token times share this origin.
-inline double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Every actor counts what it handles, in one place: its behaviour is built with counted_behavior() and its
 // requests' replies arrive through ask(), both of which wrap each handler to count the message first. The

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "engine/clock.hpp"
+
 namespace parley {
 
 enum class StepPhase {
@@ -28,7 +30,7 @@ enum class StepPhase {
 
 class StepProfile {
  public:
-  static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+  static double now() { return now_seconds(); }
   // CPU time of the calling thread (not inflated when other processes take the core).
   static double thread_cpu() {
     timespec t;
