@@ -19,6 +19,7 @@ KVCacheManager::KVCacheManager(int num_blocks, int block_size, bool enable_cachi
   if (group_windows.empty()) group_windows = {0};
   for (size_t g = 0; g < group_windows.size(); ++g)
     groups_.push_back(std::make_unique<SingleTypeKVCacheManager>(pool_, int(g), block_size, group_windows[g]));
+  no_tables_.resize(groups_.size());
 }
 
 void KVCacheManager::update_block_hashes(Request& request) const {
@@ -51,7 +52,9 @@ KVCacheBlocks KVCacheManager::get_computed_blocks(Request& request, int* num_com
 }
 
 void KVCacheManager::remove_skipped_blocks(const Request& request, int num_computed_tokens) {
-  for (auto& g : groups_) g->remove_skipped_blocks(request.request_id, num_computed_tokens);
+  auto it = tables_.find(request.request_id);
+  if (it == tables_.end()) return;
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->remove_skipped_blocks(it->second[g], num_computed_tokens);
 }
 
 bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const KVCacheBlocks& new_computed_blocks,
@@ -66,21 +69,26 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   };
   const int num_hits = int(hits_of(0).size());
   const int num_computed = request.num_computed_tokens + num_hits * block_size_;
+  auto it = tables_.find(request.request_id);
+  Tables* tables = it == tables_.end() ? nullptr : &it->second;
+  const Tables& held = tables ? *tables : no_tables_;
   // Blocks the window left give room first; drafts a verification may reject keep theirs.
-  remove_skipped_blocks(request, request.num_computed_tokens - num_in_flight_drafts);
+  if (tables)
+    for (size_t g = 0; g < groups_.size(); ++g)
+      groups_[g]->remove_skipped_blocks((*tables)[g], request.num_computed_tokens - num_in_flight_drafts);
   int wanted = 0;
   for (size_t g = 0; g < groups_.size(); ++g)
-    wanted += groups_[g]->num_blocks_to_allocate(request.request_id, num_computed + num_new_tokens, hits_of(g));
+    wanted += groups_[g]->num_blocks_to_allocate(held[g], num_computed + num_new_tokens, hits_of(g));
   if (wanted > pool_.get_num_free_blocks()) return false;
-  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->save_hits(request.request_id, hits_of(g));
-  for (auto& g : groups_) g->allocate_new(request.request_id, num_computed + num_new_tokens);
-  requests_.insert(request.request_id);
+  if (!tables) tables = &tables_.emplace(request.request_id, Tables(groups_.size())).first->second;
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->save_hits((*tables)[g], hits_of(g));
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->allocate_new((*tables)[g], num_computed + num_new_tokens);
   if (pool_.enable_caching() && cache_blocks) {
     // Blocks whose every token is known after this step join the cache; the KV is written in this
     // step, before any later step can hit them.
     update_block_hashes(request);
     const int num_full = std::min(num_computed + num_new_tokens, request.num_tokens()) / block_size_;
-    for (auto& g : groups_) g->cache_blocks(request, num_full, num_hits);
+    for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->cache_blocks((*tables)[g], request, num_full, num_hits);
   }
   return true;
 }
@@ -89,31 +97,42 @@ std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Reque
   const int full = parent.num_prompt_tokens() / block_size_;
   const bool partial = parent.num_prompt_tokens() % block_size_ != 0;
   if (partial && pool_.get_num_free_blocks() < num_groups()) return std::nullopt;
+  const auto pt = tables_.find(parent.request_id);
+  if (pt == tables_.end()) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
+  const Tables& from = pt->second;  // stays put: unordered_map nodes do not move when the child is added
+  Tables& to = tables_[child.request_id];
+  to.assign(groups_.size(), {});
   std::vector<std::pair<int, int>> copies;
-  for (auto& g : groups_) {
-    const int dst = g->fork(parent.request_id, child.request_id, full, partial);
-    if (dst >= 0) copies.emplace_back(g->block_ids(parent.request_id)[size_t(full)], dst);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const int dst = groups_[g]->fork(from[g], to[g], full, partial);
+    if (dst >= 0) copies.emplace_back(from[g].blocks[size_t(full)]->block_id, dst);
   }
-  requests_.insert(child.request_id);
   return copies;
 }
 
 void KVCacheManager::free(const std::string& req_id) {
-  for (auto& g : groups_) pool_.free_blocks(g->take_blocks(req_id));
-  requests_.erase(req_id);
+  auto it = tables_.find(req_id);
+  if (it == tables_.end()) return;
+  for (size_t g = 0; g < groups_.size(); ++g) pool_.free_blocks(groups_[g]->take_blocks(it->second[g]));
+  tables_.erase(it);
 }
 
 GroupBlockIds KVCacheManager::block_ids(const std::string& req_id) const {
-  GroupBlockIds ids;
-  for (const auto& g : groups_) ids.push_back(g->block_ids(req_id));
+  GroupBlockIds ids(groups_.size());
+  if (auto it = tables_.find(req_id); it != tables_.end())
+    for (size_t g = 0; g < groups_.size(); ++g)
+      for (const KVCacheBlock* b : it->second[g].blocks) ids[g].push_back(b->block_id);
   return ids;
 }
 
 GroupBlockIds KVCacheManager::take_new_block_ids(const std::string& req_id) {
+  auto it = tables_.find(req_id);
   GroupBlockIds ids;
+  if (it == tables_.end()) return ids;
   bool any = false;
-  for (auto& g : groups_) any |= !ids.emplace_back(g->take_new_block_ids(req_id)).empty();
-  if (!any) ids.clear(), ids.shrink_to_fit();  // most decode steps: nothing new, and nothing for the step to carry
+  for (BlockTable& t : it->second) any |= !t.new_ids.empty();
+  if (!any) return ids;  // most decode steps: nothing new, and nothing for the step to carry
+  for (BlockTable& t : it->second) ids.push_back(std::exchange(t.new_ids, {}));
   return ids;
 }
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -72,15 +72,18 @@ class KVCacheManager {
   const PrefixCacheStats& prefix_cache_stats() const { return stats_; }
   // Counts one admitted lookup (a lookup whose allocation failed is retried later and not counted).
   void record_prefix_lookup(int queried_tokens, int hit_tokens) { stats_.queries += queried_tokens, stats_.hits += hit_tokens; }
-  int num_requests() const { return int(requests_.size()); }
+  int num_requests() const { return int(tables_.size()); }
 
  private:
+  using Tables = std::vector<BlockTable>;  // one per KV group
   void update_block_hashes(Request& request) const;  // hashes of full blocks not hashed yet
 
   int block_size_;
   BlockPool pool_;
   std::vector<std::unique_ptr<SingleTypeKVCacheManager>> groups_;
-  std::unordered_set<std::string> requests_;  // ids holding blocks
+  // Per id holding blocks, its tables: one lookup per call finds every group's.
+  std::unordered_map<std::string, Tables> tables_;
+  Tables no_tables_;  // empty tables, for a request holding nothing yet
 
   PrefixCacheStats stats_;
 };

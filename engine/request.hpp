@@ -47,6 +47,7 @@ struct Request {
   int num_output_placeholders = 0;   // tokens sampled by steps in flight, not appended yet (async scheduling)
   int num_draft_placeholders = 0;    // drafts verified by steps in flight: positions held until their verdict
   int num_drafts_ready = 0;          // speculative decoding: drafts the worker holds for its next step
+  bool worker_knows = false;         // the scheduler sent it to the worker and has not dropped it since
   RequestStatus status = RequestStatus::Waiting;
   KvTransfer kv_transfer = KvTransfer::None;
   std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)

@@ -66,8 +66,10 @@ void Scheduler::add_request(Request request) {
     return;
   }
   request.status = RequestStatus::Waiting;
+  request.worker_knows = false;
   auto owned = std::make_unique<Request>(std::move(request));
   waiting_.push_back(owned.get());
+  count_parent(*owned, 1);
   requests_.emplace(owned->request_id, std::move(owned));
 }
 
@@ -124,7 +126,8 @@ void Scheduler::free_request(Request& request) {
   std::erase(running_, &request);
   std::erase(waiting_, &request);
   std::erase(remote_kv_, &request);
-  if (worker_knows_.erase(request.request_id)) finished_req_ids_.push_back(request.request_id);
+  if (forget_worker_knows(request)) finished_req_ids_.push_back(request.request_id);
+  count_parent(request, -1);
   requests_.erase(request.request_id);  // destroys the request: last use
 }
 
@@ -151,11 +154,13 @@ SchedulerOutput Scheduler::schedule() {
   out.block_copies = std::move(pending_block_copies_);
   pending_block_copies_.clear();
   int budget = config_.max_num_batched_tokens;
-  struct Scheduled {
-    Request* request;
-    int num_tokens, num_drafts;  // num_tokens includes the drafts
-  };
-  std::vector<Scheduled> scheduled_running, scheduled_new;
+  std::vector<Scheduled>& scheduled_running = scheduled_running_;
+  std::vector<Scheduled>& scheduled_new = scheduled_new_;
+  scheduled_running.clear(), scheduled_new.clear();
+  // Room for every request this step may schedule: no regrowth while filling.
+  const size_t most = std::min(running_.size() + waiting_.size(), size_t(config_.max_num_seqs) + running_.size());
+  out.scheduled_cached_reqs.reserve(running_.size());
+  out.num_scheduled_tokens.reserve(most);
   bool all_decode = true;  // every running request scheduled decodes (its newest token, plus drafts)
   auto chunk = [&](const Request& r, int num_computed) {
     // A prefill remainder, or the one newest token (a placeholder when its step is still in flight).
@@ -182,16 +187,16 @@ SchedulerOutput Scheduler::schedule() {
       running_.pop_back();
       preempt(*victim);
       preempted = true;
-      if (worker_knows_.erase(victim->request_id)) out.preempted_req_ids.push_back(victim->request_id);
+      if (forget_worker_knows(*victim)) out.preempted_req_ids.push_back(victim->request_id);
       if (victim == r) break;
       allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
-    if (worker_knows_.count(r->request_id)) {
+    if (r->worker_knows) {
       out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
     } else {  // a split child: the worker meets it now, with the blocks it shares
       kv_.take_new_block_ids(r->request_id);
-      worker_knows_.insert(r->request_id);
+      r->worker_knows = true;
       out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                         r->seed, kv_.block_ids(r->request_id), r->num_computed_tokens, {}});
     }
@@ -221,7 +226,7 @@ SchedulerOutput Scheduler::schedule() {
     if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit, r->first_step_id = uint64_t(num_steps_) + 1;
     r->status = RequestStatus::Running;
     running_.push_back(r);
-    worker_knows_.insert(r->request_id);
+    r->worker_knows = true;
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                       r->seed, kv_.block_ids(r->request_id), num_hit,
                                       r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}});
@@ -306,7 +311,9 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
   const std::vector<std::string> ids = std::move(parent.child_req_ids);
   const std::vector<uint64_t> seeds = std::move(parent.child_seeds);
   parent.child_req_ids.clear(), parent.child_seeds.clear();
+  count_parent(parent, -1);
   parent.parent_req_id = parent.request_id;
+  count_parent(parent, 1);
   parent.sampling_params.n = 1;
   ++num_splits_;
   auto lp = [&](size_t i) { return i < logprobs.size() ? std::vector<TokenLogprobs>{logprobs[i]} : std::vector<TokenLogprobs>{}; };
@@ -315,6 +322,7 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
     Request& c = *owned;
     requests_.emplace(c.request_id, std::move(owned));
     c.parent_req_id = parent.request_id;
+    count_parent(c, 1);
     c.block_hashes.assign(parent.block_hashes.begin(),
                           parent.block_hashes.begin() + std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
     c.num_cached_tokens = parent.num_cached_tokens;
@@ -337,22 +345,32 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
 
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   PhaseTimer timer(profile_, StepPhase::Update);
-  // The worker's row of each request, by binary search over its ids (no hash map built every step).
-  std::vector<std::pair<std::string_view, size_t>> rows;
-  rows.reserve(mro.req_ids.size());
-  for (size_t i = 0; i < mro.req_ids.size(); ++i) rows.emplace_back(mro.req_ids[i], i);
-  std::sort(rows.begin(), rows.end());
-  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
-  std::vector<EngineCoreOutput> outputs;
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
+  // The worker's row of each request: the row after the last one found (its batch keeps the order in which
+  // requests were scheduled, mostly), else a binary search over its ids sorted once (no hash map per step).
+  rows_.clear();  // views into the last step's output: sorted again only when a guess misses
+  auto row_of = [&](const std::string& id, size_t guess) -> size_t {
+    if (guess < mro.req_ids.size() && mro.req_ids[guess] == id) return guess;
+    if (rows_.empty()) {
+      for (size_t i = 0; i < mro.req_ids.size(); ++i) rows_.emplace_back(mro.req_ids[i], i);
+      std::sort(rows_.begin(), rows_.end());
+    }
+    auto row = std::lower_bound(rows_.begin(), rows_.end(), std::pair<std::string_view, size_t>(id, 0));
+    if (row == rows_.end() || row->first != id) throw std::logic_error("the worker returned no row for scheduled request " + id);
+    return row->second;
+  };
+  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
+  std::vector<EngineCoreOutput> outputs;
+  outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
+  size_t next_row = 0;
   for (const auto& [id, n] : so.num_scheduled_tokens) {
-    auto row = std::lower_bound(rows.begin(), rows.end(), std::pair<std::string_view, size_t>(id, 0));
-    if (row == rows.end() || row->first != id) throw std::logic_error("the worker returned no row for scheduled request " + id);
-    if (row->second < mro.prompt_logprobs.size())
-      take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row->second]);
-    const auto& sampled = mro.sampled_token_ids[row->second];
+    const size_t row = row_of(id, next_row);
+    next_row = row + 1;
+    if (row < mro.prompt_logprobs.size())
+      take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row]);
+    const auto& sampled = mro.sampled_token_ids[row];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
     if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {
       // Planned before the request finished or was preempted (an id reused since then sorts after it).
@@ -365,11 +383,11 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       throw std::logic_error("the worker sampled for request " + id + ", which expects no token");
     Request& r = *it->second;
     --r.num_output_placeholders;
-    if (row->second < mro.num_drafts_ready.size()) r.num_drafts_ready = mro.num_drafts_ready[row->second];
+    if (row < mro.num_drafts_ready.size()) r.num_drafts_ready = mro.num_drafts_ready[row];
     if (auto d = drafts_of.find(id); d != drafts_of.end())
       account_verification(r, d->second, int(sampled.size()) - 1,
-                           row->second < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row->second] : 0);
-    const auto& logprobs = row->second < mro.logprobs.size() ? mro.logprobs[row->second] : std::vector<TokenLogprobs>{};
+                           row < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row] : 0);
+    const auto& logprobs = row < mro.logprobs.size() ? mro.logprobs[row] : std::vector<TokenLogprobs>{};
     if (r.kv_transfer == KvTransfer::ToDecode) outputs.push_back(hand_off(r, sampled, logprobs));
     else if (r.awaits_split()) split(r, sampled, logprobs, outputs);
     else outputs.push_back(after_tokens(r, sampled, logprobs));

@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -168,13 +169,21 @@ class Scheduler {
   // A step's prompt logprobs for a request that still wants them (defined in prompt_logprobs.cpp).
   void take_prompt_logprobs(const std::string& req_id, uint64_t step_id, const PromptLogprobsChunk& chunk);
 
+  struct Scheduled {
+    Request* request;
+    int num_tokens, num_drafts;  // num_tokens includes the drafts
+  };
+
   SchedulerConfig config_;
   KVCacheManager kv_;
+  std::vector<Scheduled> scheduled_running_, scheduled_new_;  // schedule()'s lists, kept for their capacity
+  std::vector<std::pair<std::string_view, size_t>> rows_;     // update_from_output's sorted worker rows, likewise
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;   // in admission order: the last is preempted first
   std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
-  std::unordered_set<std::string> worker_knows_;  // sent to the worker and not since dropped
+  // Takes the request's flag (Request::worker_knows); true when it was set, for the caller to tell the worker.
+  static bool forget_worker_knows(Request& r) { return std::exchange(r.worker_knows, false); }
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
@@ -187,6 +196,9 @@ class Scheduler {
   int64_t num_decode_steps_ = 0, num_uniform_decode_steps_ = 0;
   int64_t num_graph_replays_ = 0, num_eager_steps_ = 0;
   int peak_used_blocks_ = 0;
+  int num_with_parent_ = 0;  // live requests with a parent_req_id: stats() then counts user requests one by one
+  // A request joins (or leaves) the scheduler's requests: the count above follows.
+  void count_parent(const Request& r, int delta) { num_with_parent_ += r.parent_req_id.empty() ? 0 : delta; }
 };
 
 }  // namespace parley

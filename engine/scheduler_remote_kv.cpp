@@ -22,8 +22,9 @@ EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens,
   // free_request, except that the blocks stay with the id until release_held.
   mark_outputs_stale(r);
   std::erase(running_, &r);
-  if (worker_knows_.erase(r.request_id)) finished_req_ids_.push_back(r.request_id);
+  if (forget_worker_knows(r)) finished_req_ids_.push_back(r.request_id);
   held_.emplace(r.request_id, r.num_prompt_tokens());
+  count_parent(r, -1);
   requests_.erase(r.request_id);  // destroys the request: last use
   return o;
 }

@@ -11,14 +11,13 @@ SchedulerStats Scheduler::stats() const {
   SchedulerStats s;
   const BlockPool& pool = kv_.block_pool();
   // Requests the user sent: split children count once, with their parent (running if any child runs).
-  const std::vector<const Request*> live = requests();
-  if (std::none_of(live.begin(), live.end(), [](const Request* r) { return !r->parent_req_id.empty(); })) {
+  if (num_with_parent_ == 0) {
     s.num_running = int(running_.size());  // no split children: one request per user request (sent every step)
-    s.num_waiting = int(live.size() - running_.size());
+    s.num_waiting = int(waiting_.size() + remote_kv_.size());
   } else {
     std::unordered_set<std::string_view> running_users, waiting_users;
     for (const Request* r : running_) running_users.insert(r->user_request_id());
-    for (const Request* r : live)
+    for (const Request* r : requests())
       if (r->status != RequestStatus::Running && !running_users.count(r->user_request_id()))
         waiting_users.insert(r->user_request_id());
     s.num_running = int(running_users.size());

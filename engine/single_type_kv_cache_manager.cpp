@@ -47,10 +47,9 @@ std::vector<KVCacheBlock*> SingleTypeKVCacheManager::find_longest_cache_hit(std:
   return hit;
 }
 
-void SingleTypeKVCacheManager::remove_skipped_blocks(const std::string& req_id, int num_computed_tokens) {
-  auto it = req_to_blocks_.find(req_id);
-  if (window_ == 0 || it == req_to_blocks_.end()) return;
-  auto& blocks = it->second;
+void SingleTypeKVCacheManager::remove_skipped_blocks(BlockTable& table, int num_computed_tokens) {
+  if (window_ == 0) return;
+  auto& blocks = table.blocks;
   const int last = std::min<int>(num_skipped_tokens(num_computed_tokens) / block_size_, int(blocks.size()));
   std::vector<KVCacheBlock*> removed;
   for (int b = last - 1; b >= 0 && blocks[size_t(b)] != pool_.null_block(); --b) {
@@ -60,51 +59,43 @@ void SingleTypeKVCacheManager::remove_skipped_blocks(const std::string& req_id, 
   pool_.free_blocks(removed);
 }
 
-int SingleTypeKVCacheManager::num_table_entries(const std::string& req_id) const {
-  auto it = req_to_blocks_.find(req_id);
-  return it == req_to_blocks_.end() ? 0 : int(it->second.size());
-}
-
-int SingleTypeKVCacheManager::num_blocks_to_allocate(const std::string& req_id, int num_tokens,
+int SingleTypeKVCacheManager::num_blocks_to_allocate(const BlockTable& table, int num_tokens,
                                                      const std::vector<KVCacheBlock*>& hits) const {
   const int needed = (num_tokens + block_size_ - 1) / block_size_;
-  int n = std::max(0, needed - num_table_entries(req_id) - int(hits.size()));
+  int n = std::max(0, needed - int(table.blocks.size()) - int(hits.size()));
   for (const KVCacheBlock* b : hits) n += b != pool_.null_block() && b->ref_cnt == 0;
   return n;
 }
 
-void SingleTypeKVCacheManager::save_hits(const std::string& req_id, const std::vector<KVCacheBlock*>& hits) {
-  auto& blocks = req_to_blocks_[req_id];
+void SingleTypeKVCacheManager::save_hits(BlockTable& table, const std::vector<KVCacheBlock*>& hits) {
+  if (hits.empty()) return;
   std::vector<KVCacheBlock*> real;
   for (KVCacheBlock* b : hits)
     if (b != pool_.null_block()) real.push_back(b);
   pool_.touch(real);
-  blocks.insert(blocks.end(), hits.begin(), hits.end());
-  int& cached = num_cached_blocks_[req_id];
-  cached = std::max(cached, int(hits.size()));  // hits are cached already (or the null block)
+  table.blocks.insert(table.blocks.end(), hits.begin(), hits.end());
+  table.num_cached = std::max(table.num_cached, int(hits.size()));  // hits are cached already (or the null block)
 }
 
-void SingleTypeKVCacheManager::allocate_new(const std::string& req_id, int num_tokens) {
-  auto& blocks = req_to_blocks_[req_id];
-  const int needed = (num_tokens + block_size_ - 1) / block_size_;
-  auto fresh = pool_.get_new_blocks(std::max(0, needed - int(blocks.size())));
-  blocks.insert(blocks.end(), fresh.begin(), fresh.end());
-  auto& new_ids = new_block_ids_[req_id];
-  for (const KVCacheBlock* b : fresh) new_ids.push_back(b->block_id);
+void SingleTypeKVCacheManager::allocate_new(BlockTable& table, int num_tokens) {
+  const int wanted = (num_tokens + block_size_ - 1) / block_size_ - int(table.blocks.size());
+  if (wanted <= 0) return;  // most decode steps: the last block has room
+  for (KVCacheBlock* b : pool_.get_new_blocks(wanted)) {
+    table.blocks.push_back(b);
+    table.new_ids.push_back(b->block_id);
+  }
 }
 
-void SingleTypeKVCacheManager::cache_blocks(const Request& request, int num_full, int num_hits) {
-  const auto& blocks = req_to_blocks_.at(request.request_id);
-  int& cached = num_cached_blocks_[request.request_id];
-  cached = std::max(cached, num_hits);
-  num_full = std::min<int>(num_full, int(blocks.size()));
-  if (num_full <= cached) return;
-  pool_.cache_full_blocks(blocks, request.block_hashes, cached, num_full, group_);
-  cached = num_full;
+void SingleTypeKVCacheManager::cache_blocks(BlockTable& table, const Request& request, int num_full, int num_hits) {
+  table.num_cached = std::max(table.num_cached, num_hits);
+  num_full = std::min<int>(num_full, int(table.blocks.size()));
+  if (num_full <= table.num_cached) return;
+  pool_.cache_full_blocks(table.blocks, request.block_hashes, table.num_cached, num_full, group_);
+  table.num_cached = num_full;
 }
 
-int SingleTypeKVCacheManager::fork(const std::string& parent, const std::string& child, int num_full, bool partial) {
-  const auto& pb = req_to_blocks_.at(parent);
+int SingleTypeKVCacheManager::fork(const BlockTable& parent, BlockTable& child, int num_full, bool partial) {
+  const auto& pb = parent.blocks;
   if (int(pb.size()) < num_full + (partial ? 1 : 0)) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
   std::vector<KVCacheBlock*> shared(pb.begin(), pb.begin() + num_full), real;
   for (KVCacheBlock* b : shared)
@@ -116,36 +107,17 @@ int SingleTypeKVCacheManager::fork(const std::string& parent, const std::string&
     copy_to = dst->block_id;
     shared.push_back(dst);
   }
-  req_to_blocks_[child] = std::move(shared);
-  num_cached_blocks_[child] = std::min(num_cached_blocks_[parent], num_full);
+  child.blocks = std::move(shared);
+  child.num_cached = std::min(parent.num_cached, num_full);
   return copy_to;
 }
 
-std::vector<KVCacheBlock*> SingleTypeKVCacheManager::take_blocks(const std::string& req_id) {
+std::vector<KVCacheBlock*> SingleTypeKVCacheManager::take_blocks(BlockTable& table) {
   std::vector<KVCacheBlock*> out;
-  if (auto it = req_to_blocks_.find(req_id); it != req_to_blocks_.end()) {
-    for (auto b = it->second.rbegin(); b != it->second.rend(); ++b)
-      if (*b != pool_.null_block()) out.push_back(*b);
-    req_to_blocks_.erase(it);
-  }
-  num_cached_blocks_.erase(req_id);
-  new_block_ids_.erase(req_id);
+  for (auto b = table.blocks.rbegin(); b != table.blocks.rend(); ++b)
+    if (*b != pool_.null_block()) out.push_back(*b);
+  table = {};
   return out;
-}
-
-std::vector<int> SingleTypeKVCacheManager::block_ids(const std::string& req_id) const {
-  std::vector<int> ids;
-  if (auto it = req_to_blocks_.find(req_id); it != req_to_blocks_.end())
-    for (const KVCacheBlock* b : it->second) ids.push_back(b->block_id);
-  return ids;
-}
-
-std::vector<int> SingleTypeKVCacheManager::take_new_block_ids(const std::string& req_id) {
-  auto it = new_block_ids_.find(req_id);
-  if (it == new_block_ids_.end()) return {};
-  std::vector<int> ids = std::move(it->second);
-  new_block_ids_.erase(it);
-  return ids;
 }
 
 int SingleTypeKVCacheManager::max_blocks_held(int num_tokens, int step_tokens) const {
