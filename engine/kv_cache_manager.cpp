@@ -52,9 +52,11 @@ KVCacheBlocks KVCacheManager::get_computed_blocks(Request& request, int* num_com
 }
 
 void KVCacheManager::remove_skipped_blocks(const Request& request, int num_computed_tokens) {
-  auto it = tables_.find(request.request_id);
-  if (it == tables_.end()) return;
-  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->remove_skipped_blocks(it->second[g], num_computed_tokens);
+  if (auto it = tables_.find(request.request_id); it != tables_.end()) remove_skipped_blocks(it->second, num_computed_tokens);
+}
+
+void KVCacheManager::remove_skipped_blocks(Tables& tables, int num_computed_tokens) {
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->remove_skipped_blocks(tables[g], num_computed_tokens);
 }
 
 bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const KVCacheBlocks& new_computed_blocks,
@@ -73,9 +75,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   Tables* tables = it == tables_.end() ? nullptr : &it->second;
   const Tables& held = tables ? *tables : no_tables_;
   // Blocks the window left give room first; drafts a verification may reject keep theirs.
-  if (tables)
-    for (size_t g = 0; g < groups_.size(); ++g)
-      groups_[g]->remove_skipped_blocks((*tables)[g], request.num_computed_tokens - num_in_flight_drafts);
+  if (tables) remove_skipped_blocks(*tables, request.num_computed_tokens - num_in_flight_drafts);
   int wanted = 0;
   for (size_t g = 0; g < groups_.size(); ++g)
     wanted += groups_[g]->num_blocks_to_allocate(held[g], num_computed + num_new_tokens, hits_of(g));

@@ -77,6 +77,7 @@ class KVCacheManager {
  private:
   using Tables = std::vector<BlockTable>;  // one per KV group
   void update_block_hashes(Request& request) const;  // hashes of full blocks not hashed yet
+  void remove_skipped_blocks(Tables& tables, int num_computed_tokens);
 
   int block_size_;
   BlockPool pool_;

@@ -58,12 +58,9 @@ StepPipeline::Folded StepPipeline::fold(const ModelRunnerOutput& output) {
   in_flight_.pop_front();
   Folded folded;
   try {
-    if (output.step_id != plan->step_id)
-      throw std::runtime_error("step " + std::to_string(output.step_id) + "'s output arrived for step " +
-                               std::to_string(plan->step_id));
     folded.outputs = scheduler_.update_from_output(*plan, output);
   } catch (const std::exception& e) {
-    return abort_all(e.what());  // folded back only in part: nothing it planned can be trusted
+    return abort_all(e.what());  // folded back only in part, or another step's output: nothing planned can be trusted
   }
   if (lost_step_ && in_flight_.empty()) {
     scheduler_.forget_stale_outputs();

@@ -156,7 +156,7 @@ TEST_CASE("step pipeline: a lost step ends every live request and leaves nothing
       out1.step_id = second->step_id;  // not the output of the step it is folded into
       lost = p.fold(out1);
     }
-    CHECK_THAT(lost.error, Catch::Contains(runner_failed ? "device error" : "output arrived for step"));
+    CHECK_THAT(lost.error, Catch::Contains(runner_failed ? "device error" : "folded back as step"));
     std::sort(lost.aborted.begin(), lost.aborted.end());
     CHECK(lost.aborted == std::vector<std::string>{"r0", "r1", "r2"});
     CHECK(!p.scheduler().has_unfinished_requests());
