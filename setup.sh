@@ -13,10 +13,11 @@ export CCACHE_BASEDIR="$PWD"
 install_packages() {
   local pkgs=(build-essential cmake ninja-build ccache libcli11-dev nlohmann-json3-dev catch2 libxxhash-dev
               libcaf-dev libboost1.81-dev libspdlog-dev libpcre2-dev libutf8proc-dev
-              python3-jinja2 libssl-dev libncurses-dev chromium tmux clang libclang-rt-14-dev libomp-dev)
+              python3-jinja2 libssl-dev libncurses-dev chromium tmux clang clang-format libclang-rt-14-dev libomp-dev)
   # PCRE2 and utf8proc: byte-level BPE pre-tokenizer regexes and NFC; Jinja2: the chat-template oracle;
   # OpenSSL: --kv-secret's HMAC and the admin page's CSP hashes; ncurses: `parley admin`; chromium and tmux: the
-  # admin consoles' tests (a browser, a terminal); clang, its runtimes and OpenMP: the libFuzzer targets.
+  # admin consoles' tests (a browser, a terminal); clang, its runtimes and OpenMP: the libFuzzer targets;
+  # clang-format: the style test (.clang-format).
   local missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then

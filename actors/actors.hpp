@@ -35,8 +35,9 @@ msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig con
 // layout; KV of another arrives as a failed transfer. link_transport: the worker's device links ("": none):
 // a decode instance opens one to each prefill instance it reaches, and their KV then travels on it.
 // kv_secret: "" trusts every peer; else a peer must authenticate (engine/kv_peer_auth.hpp) before it is used.
-msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
+msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler,
+                                         msg::output_actor output, std::vector<PeerAddress> peers,
+                                         RoutingPolicy routing, double timeout_s, KvLayout layout,
                                          msg::worker_actor worker = {}, std::string link_transport = "",
                                          std::string kv_secret = "");
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
@@ -45,7 +46,6 @@ msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor schedu
 // kv: the KV transfer actor of a prefill or decode instance (its view joins /admin/requests), else null.
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
                                  msg::admin_actor admin, msg::kv_transfer_actor kv = {});
-
 
 // Every actor counts what it handles, in one place: its behaviour is built with counted_behavior() and its
 // requests' replies arrive through ask(), both of which wrap each handler to count the message first. The

@@ -58,8 +58,10 @@ int run_admin(const AdminOptions& o) {
     if (key != ERR)
       if (auto call = console.on_key(key)) {
         const http::AdminReply r = client.call(call->method, call->path, call->body);
-        if (!r.error.empty()) console.on_error(call->what + ": " + r.error);
-        else console.on_result(call->what, r.status, r.body);
+        if (!r.error.empty())
+          console.on_error(call->what + ": " + r.error);
+        else
+          console.on_result(call->what, r.status, r.body);
       }
     if (!console.quit()) refresh_view(client, console);
   }

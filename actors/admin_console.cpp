@@ -26,7 +26,8 @@ std::string text(const nlohmann::json& j, const char* key) {
 void AdminConsole::update(const nlohmann::json& snapshot) {
   snapshot_ = snapshot;
   const auto rows = sorted_requests();
-  const bool still_live = std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.value("id", "") == selected_; });
+  const bool still_live =
+      std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.value("id", "") == selected_; });
   if (!still_live) selected_ = rows.empty() ? "" : rows.front().value("id", "");
 }
 
@@ -36,10 +37,14 @@ std::vector<nlohmann::json> AdminConsole::sorted_requests() const {
     for (const auto& r : snapshot_["requests"]["requests"]) rows.push_back(r);
   auto key = [&](const nlohmann::json& r) -> std::pair<std::string, long> {
     switch (sort_) {
-      case Sort::State: return {r.value("state", ""), 0};
-      case Sort::Output: return {"", -r.value("output_tokens", 0L)};
-      case Sort::Blocks: return {"", -long(r.value("blocks", nlohmann::json::array()).size())};
-      case Sort::Id: break;
+      case Sort::State:
+        return {r.value("state", ""), 0};
+      case Sort::Output:
+        return {"", -r.value("output_tokens", 0L)};
+      case Sort::Blocks:
+        return {"", -long(r.value("blocks", nlohmann::json::array()).size())};
+      case Sort::Id:
+        break;
     }
     return {r.value("id", ""), 0};
   };
@@ -51,7 +56,9 @@ std::optional<AdminConsole::Call> AdminConsole::on_key(int key) {
   const auto rows = sorted_requests();
   auto at = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.value("id", "") == selected_; });
   switch (key) {
-    case 'q': quit_ = true; return std::nullopt;
+    case 'q':
+      quit_ = true;
+      return std::nullopt;
     case 'j':
     case kKeyDown:
       if (at != rows.end() && at + 1 != rows.end()) selected_ = (at + 1)->value("id", "");
@@ -60,12 +67,16 @@ std::optional<AdminConsole::Call> AdminConsole::on_key(int key) {
     case kKeyUp:
       if (at != rows.end() && at != rows.begin()) selected_ = (at - 1)->value("id", "");
       return std::nullopt;
-    case 's': sort_ = Sort((int(sort_) + 1) % 4); return std::nullopt;
+    case 's':
+      sort_ = Sort((int(sort_) + 1) % 4);
+      return std::nullopt;
     case 'a':
       if (selected_.empty()) return std::nullopt;
       return Call{"POST", "/admin/requests/" + selected_ + "/abort", "", "abort " + selected_};
-    case 'd': return Call{"POST", "/admin/drain", "", "drain"};
-    case 'r': return Call{"POST", "/admin/resume", "", "resume"};
+    case 'd':
+      return Call{"POST", "/admin/drain", "", "drain"};
+    case 'r':
+      return Call{"POST", "/admin/resume", "", "resume"};
     case 'l': {
       const std::string now = snapshot_.value("log_level", "info");
       size_t i = 0;
@@ -73,7 +84,8 @@ std::optional<AdminConsole::Call> AdminConsole::on_key(int key) {
       const std::string next = kLevels[(i + 1) % 7];
       return Call{"PUT", "/admin/log-level", nlohmann::json{{"level", next}}.dump(), "log level " + next};
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -93,27 +105,30 @@ std::vector<std::string> AdminConsole::render(int width, int height) const {
   const nlohmann::json pool = view.value("kv_blocks", nlohmann::json::object());
   const auto rows = sorted_requests();
   static const char* const sort_names[] = {"id", "state", "output", "blocks"};
-  out.push_back(row("Parley admin  %s  live %zu  KV %s/%s used  %s  log %s  snapshot %s ms old", url_.c_str(), rows.size(),
-                    text(pool, "used").c_str(), text(pool, "total").c_str(),
-                    snapshot_.value("draining", false) ? "DRAINING" : "accepting", snapshot_.value("log_level", "?").c_str(),
-                    text(snapshot_, "age_ms").c_str()));
+  out.push_back(row("Parley admin  %s  live %zu  KV %s/%s used  %s  log %s  snapshot %s ms old", url_.c_str(),
+                    rows.size(), text(pool, "used").c_str(), text(pool, "total").c_str(),
+                    snapshot_.value("draining", false) ? "DRAINING" : "accepting",
+                    snapshot_.value("log_level", "?").c_str(), text(snapshot_, "age_ms").c_str()));
   out.push_back(message_);
   out.push_back("");
   out.push_back(row("%-12s %8s %10s", "ACTOR", "MAILBOX", "HANDLED"));
-  auto actors = snapshot_.contains("actors") ? snapshot_["actors"].value("actors", nlohmann::json::array()) : nlohmann::json::array();
+  auto actors = snapshot_.contains("actors") ? snapshot_["actors"].value("actors", nlohmann::json::array())
+                                             : nlohmann::json::array();
   std::stable_sort(actors.begin(), actors.end(), [](const auto& a, const auto& b) {
     return a.value("mailbox_depth", 0) > b.value("mailbox_depth", 0);
   });
   for (const auto& a : actors)
-    out.push_back(row("%-12s %8s %10s", text(a, "name").c_str(), a.value("busy", false) ? "busy" : text(a, "mailbox_depth").c_str(),
+    out.push_back(row("%-12s %8s %10s", text(a, "name").c_str(),
+                      a.value("busy", false) ? "busy" : text(a, "mailbox_depth").c_str(),
                       text(a, "messages_handled").c_str()));
   out.push_back("");
-  out.push_back(row("  %-28s %-22s %6s %6s %8s %6s %3s   (sorted by %s)", "REQUEST", "STATE", "PROMPT", "OUTPUT", "COMPUTED",
-                    "BLOCKS", "N", sort_names[int(sort_)]));
+  out.push_back(row("  %-28s %-22s %6s %6s %8s %6s %3s   (sorted by %s)", "REQUEST", "STATE", "PROMPT", "OUTPUT",
+                    "COMPUTED", "BLOCKS", "N", sort_names[int(sort_)]));
   for (const auto& r : rows)
-    out.push_back(row("%s %-28s %-22s %6s %6s %8s %6zu %3s", r.value("id", "") == selected_ ? ">" : " ", text(r, "id").c_str(),
-                      text(r, "state").c_str(), text(r, "prompt_tokens").c_str(), text(r, "output_tokens").c_str(),
-                      text(r, "computed_tokens").c_str(), r.value("blocks", nlohmann::json::array()).size(), text(r, "n").c_str()));
+    out.push_back(row("%s %-28s %-22s %6s %6s %8s %6zu %3s", r.value("id", "") == selected_ ? ">" : " ",
+                      text(r, "id").c_str(), text(r, "state").c_str(), text(r, "prompt_tokens").c_str(),
+                      text(r, "output_tokens").c_str(), text(r, "computed_tokens").c_str(),
+                      r.value("blocks", nlohmann::json::array()).size(), text(r, "n").c_str()));
   if (int(out.size()) > height) out.resize(size_t(std::max(0, height)));
   for (auto& line : out)
     if (int(line.size()) > width) line.resize(size_t(std::max(0, width)));

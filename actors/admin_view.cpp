@@ -7,11 +7,16 @@ namespace {
 
 const char* state_name(RequestStatus s) {
   switch (s) {
-    case RequestStatus::Waiting: return "waiting";
-    case RequestStatus::Running: return "running";
-    case RequestStatus::Preempted: return "preempted";
-    case RequestStatus::WaitingForRemoteKv: return "waiting_for_remote_kv";
-    default: return finish_reason_name(finish_reason_of(s));
+    case RequestStatus::Waiting:
+      return "waiting";
+    case RequestStatus::Running:
+      return "running";
+    case RequestStatus::Preempted:
+      return "preempted";
+    case RequestStatus::WaitingForRemoteKv:
+      return "waiting_for_remote_kv";
+    default:
+      return finish_reason_name(finish_reason_of(s));
   }
 }
 
@@ -20,16 +25,20 @@ std::string block_states(const BlockPool& pool) {
   std::string s(size_t(pool.num_blocks()), 'f');
   for (int id = 0; id < pool.num_blocks(); ++id) {
     const KVCacheBlock& b = pool.block(id);
-    if (pool.null_block() && id == pool.null_block()->block_id) s[size_t(id)] = 'n';
-    else if (b.ref_cnt > 0) s[size_t(id)] = 'u';
-    else if (b.block_hash) s[size_t(id)] = 'c';
+    if (pool.null_block() && id == pool.null_block()->block_id)
+      s[size_t(id)] = 'n';
+    else if (b.ref_cnt > 0)
+      s[size_t(id)] = 'u';
+    else if (b.block_hash)
+      s[size_t(id)] = 'c';
   }
   return s;
 }
 
 }  // namespace
 
-std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling, const std::vector<uint64_t>& steps_in_flight) {
+std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling,
+                                const std::vector<uint64_t>& steps_in_flight) {
   nlohmann::json requests = nlohmann::json::array();
   const KVCacheManager& kv = scheduler.kv_cache_manager();
   auto held = [&](const std::string& id) {  // every block it references, the null block left out
@@ -52,13 +61,19 @@ std::string admin_requests_json(const Scheduler& scheduler, bool async_schedulin
                         {"preemptions", r->num_preemptions}});
   const SchedulerStats s = scheduler.stats();
   return nlohmann::json{{"requests", requests},
-                        {"kv_blocks", {{"total", s.num_total_blocks}, {"used", s.num_used_blocks},
-                                       {"cached", s.num_cached_blocks}, {"free", s.num_free_blocks},
-                                       {"states", block_states(kv.block_pool())}}},
+                        {"kv_blocks",
+                         {{"total", s.num_total_blocks},
+                          {"used", s.num_used_blocks},
+                          {"cached", s.num_cached_blocks},
+                          {"free", s.num_free_blocks},
+                          {"states", block_states(kv.block_pool())}}},
                         {"num_splits", s.num_splits},
-                        {"steps", {{"async_scheduling", async_scheduling}, {"in_flight", steps_in_flight},
-                                   {"worker_news_pending", scheduler.has_pending_finished()},
-                                   {"total", s.num_steps}, {"discarded_tokens", s.num_discarded_tokens}}}}
+                        {"steps",
+                         {{"async_scheduling", async_scheduling},
+                          {"in_flight", steps_in_flight},
+                          {"worker_news_pending", scheduler.has_pending_finished()},
+                          {"total", s.num_steps},
+                          {"discarded_tokens", s.num_discarded_tokens}}}}
       .dump();
 }
 

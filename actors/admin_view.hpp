@@ -12,6 +12,7 @@ namespace parley {
 //  preemptions}], "kv_blocks": {total, used, cached, free}, "num_splits": N,
 //  "steps": {"async_scheduling", "in_flight": [step ids on the worker, oldest first], "worker_news_pending" (finished
 //  requests the worker has not been told of yet), "total", "discarded_tokens"}}
-std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling, const std::vector<uint64_t>& steps_in_flight);
+std::string admin_requests_json(const Scheduler& scheduler, bool async_scheduling,
+                                const std::vector<uint64_t>& steps_in_flight);
 
 }  // namespace parley

@@ -143,8 +143,7 @@ std::string as_number(const std::string& text, double& value) {
     size_t used = 0;
     value = std::stod(text, &used);
     if (used == text.size()) return "";
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return "expected a number, got " + text;
 }
 
@@ -233,7 +232,8 @@ std::string redacted_config(const CLI::App& command) {
   while (std::getline(in, line)) {
     const size_t equals = line.find('=');
     const std::string key = trimmed(line.substr(0, equals));
-    const bool secret = equals != std::string::npos && (key == "api-key" || key == "admin-token" || key == "admin-read-token") &&
+    const bool secret = equals != std::string::npos &&
+                        (key == "api-key" || key == "admin-token" || key == "admin-read-token") &&
                         trimmed(line.substr(equals + 1)) != "\"\"";
     out += (secret ? key + "=\"(hidden)\"" : line) + "\n";
   }

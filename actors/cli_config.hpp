@@ -31,8 +31,8 @@ template <class E>
 CLI::Option* add_choice(CLI::App* command, E& target, const std::string& description) {
   const std::string flag(Choices<E>::flag);
   return command
-      ->add_option_function<std::string>(flag, [&target](const std::string& word) { target = parse_choice<E>(word); },
-                                         description)
+      ->add_option_function<std::string>(
+          flag, [&target](const std::string& word) { target = parse_choice<E>(word); }, description)
       ->check(CLI::Validator(
           [flag](std::string& word) {
             try {

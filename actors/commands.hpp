@@ -45,8 +45,9 @@ struct GenModelOptions {
   std::string arch;  // --arch ARCH: a tiny model exercising every feature of the architecture (instead of --shape)
   uint64_t seed = 1;
   bool with_mtp = false;  // --mtp: add a multi-token-prediction head
-  std::string hf_tokenizer;  // --hf-tokenizer DIR: a Hugging Face tokenizer.json vocabulary instead of the synthetic one
-  std::string pre;           // --pre NAME: its pre-tokenizer type when it is not recognised
+  std::string
+      hf_tokenizer;  // --hf-tokenizer DIR: a Hugging Face tokenizer.json vocabulary instead of the synthetic one
+  std::string pre;   // --pre NAME: its pre-tokenizer type when it is not recognised
 };
 int run_gen_model(const GenModelOptions& o);
 

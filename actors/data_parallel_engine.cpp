@@ -43,7 +43,8 @@ struct CountingSink : RequestSink {
 // Gathers one reply per engine, then answers with them combined.
 void gather(const std::vector<std::unique_ptr<EngineClient>>& engines,
             void (EngineClient::*ask)(std::function<void(std::string)>),
-            std::function<std::string(const std::vector<std::string>&)> combine, std::function<void(std::string)> reply) {
+            std::function<std::string(const std::vector<std::string>&)> combine,
+            std::function<void(std::string)> reply) {
   struct Pending {
     std::mutex mu;
     std::vector<std::string> texts;
@@ -148,11 +149,13 @@ class DataParallelEngine final : public EngineClient {
 
 }  // namespace
 
-std::unique_ptr<EngineClient> start_data_parallel(const EngineConfig& config, int replicas, const EngineStarter& start_one) {
+std::unique_ptr<EngineClient> start_data_parallel(const EngineConfig& config, int replicas,
+                                                  const EngineStarter& start_one) {
   if (replicas < 1) throw std::invalid_argument("--data-parallel-size must be at least 1");
   if (replicas == 1) return start_one(config);
   if (config.role != Role::Colocated)
-    throw std::invalid_argument("data parallelism (--data-parallel-size, several --devices) runs with --role colocated only");
+    throw std::invalid_argument(
+        "data parallelism (--data-parallel-size, several --devices) runs with --role colocated only");
   return std::make_unique<DataParallelEngine>(config, replicas, start_one);
 }
 

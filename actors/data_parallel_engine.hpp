@@ -13,6 +13,7 @@ namespace parley {
 using EngineStarter = std::function<std::unique_ptr<EngineClient>(const EngineConfig&)>;
 
 // Starts `replicas` engines with start_one (replica i on GPU devices[i] with --device cuda).
-std::unique_ptr<EngineClient> start_data_parallel(const EngineConfig& config, int replicas, const EngineStarter& start_one);
+std::unique_ptr<EngineClient> start_data_parallel(const EngineConfig& config, int replicas,
+                                                  const EngineStarter& start_one);
 
 }  // namespace parley

@@ -14,8 +14,9 @@ void check_device_flags(const EngineConfig& c) {
     if (!c.devices.empty() || (c.dtype != "auto" && c.dtype != "float32") ||
         c.gpu_memory_utilization != defaults.gpu_memory_utilization || c.enforce_eager ||
         c.max_cudagraph_capture_size != defaults.max_cudagraph_capture_size)
-      throw std::invalid_argument("--devices, --dtype other than float32, --gpu-memory-utilization, --enforce-eager and "
-                                  "--max-cudagraph-capture-size apply only to --device cuda");
+      throw std::invalid_argument(
+          "--devices, --dtype other than float32, --gpu-memory-utilization, --enforce-eager and "
+          "--max-cudagraph-capture-size apply only to --device cuda");
     return;
   }
   if (c.isa != defaults.isa || c.threads != defaults.threads)
@@ -24,11 +25,15 @@ void check_device_flags(const EngineConfig& c) {
     if (c.devices[i] < 0 || std::count(c.devices.begin(), c.devices.end(), c.devices[i]) > 1)
       throw std::invalid_argument("--devices: each GPU id once, none negative");
   if (c.data_parallel_size != 1 && c.data_parallel_size != int(std::max<size_t>(1, c.devices.size())))
-    throw std::invalid_argument("--data-parallel-size with --device cuda must equal the number of --devices (one engine per GPU)");
+    throw std::invalid_argument(
+        "--data-parallel-size with --device cuda must equal the number of --devices (one engine per GPU)");
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1))
-    throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1], got " + std::to_string(c.gpu_memory_utilization));
-  if ((c.scheduler.num_kv_blocks > 0 || c.kv_cache_memory_bytes > 0) && c.gpu_memory_utilization != defaults.gpu_memory_utilization)
-    throw std::invalid_argument("--gpu-memory-utilization sizes the KV cache: give it or --num-kv-blocks / --kv-cache-memory, not both");
+    throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1], got " +
+                                std::to_string(c.gpu_memory_utilization));
+  if ((c.scheduler.num_kv_blocks > 0 || c.kv_cache_memory_bytes > 0) &&
+      c.gpu_memory_utilization != defaults.gpu_memory_utilization)
+    throw std::invalid_argument(
+        "--gpu-memory-utilization sizes the KV cache: give it or --num-kv-blocks / --kv-cache-memory, not both");
   if (c.max_cudagraph_capture_size < 1) throw std::invalid_argument("--max-cudagraph-capture-size must be at least 1");
   if (c.speculative && c.speculative->method != SpecMethod::Ngram)
     throw std::invalid_argument("--speculative-config: method " + c.speculative->method_name() +
@@ -37,15 +42,17 @@ void check_device_flags(const EngineConfig& c) {
   const int present = cuda::device_count(&why);
   if (present == 0) throw std::invalid_argument("--device cuda: " + why);
   for (int d : c.devices)
-    if (d >= present) throw std::invalid_argument("--devices: GPU " + std::to_string(d) + " does not exist (" + std::to_string(present) + " present)");
+    if (d >= present)
+      throw std::invalid_argument("--devices: GPU " + std::to_string(d) + " does not exist (" +
+                                  std::to_string(present) + " present)");
 }
 
 int data_parallel_engines(const EngineConfig& c) {
   return c.device == DeviceKind::Cuda ? int(std::max<size_t>(1, c.devices.size())) : c.data_parallel_size;
 }
 
-std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file, const SchedulerConfig& sc,
-                                                    int num_kv_blocks) {
+std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file,
+                                                    const SchedulerConfig& sc, int num_kv_blocks) {
   cuda::CudaModelOptions o;
   o.device = c.devices.empty() ? 0 : c.devices[0];
   o.dtype = c.dtype == "auto" ? "bfloat16" : c.dtype;
@@ -59,7 +66,8 @@ std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const
   m.max_num_seqs = sc.max_num_seqs;
   m.max_model_len = sc.max_model_len;
   m.graph_query_len = 1 + sc.num_speculative_tokens;
-  m.graph_batch_sizes = cuda::graph_batch_sizes(c.enforce_eager ? 0 : std::min(c.max_cudagraph_capture_size, sc.max_num_seqs));
+  m.graph_batch_sizes =
+      cuda::graph_batch_sizes(c.enforce_eager ? 0 : std::min(c.max_cudagraph_capture_size, sc.max_num_seqs));
   return cuda::make_model(file.config, file.weights, o);
 }
 

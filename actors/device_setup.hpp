@@ -16,7 +16,7 @@ int data_parallel_engines(const EngineConfig& c);
 
 // The model on the GPU --devices names, with num_kv_blocks blocks (0: what --gpu-memory-utilization leaves),
 // graphs for uniform decode batches of 1 + k tokens per request unless --enforce-eager.
-std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file, const SchedulerConfig& sc,
-                                                    int num_kv_blocks);
+std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file,
+                                                    const SchedulerConfig& sc, int num_kv_blocks);
 
 }  // namespace parley

@@ -34,7 +34,8 @@ int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, cons
   if (sc.num_kv_blocks > 0) return sc.num_kv_blocks;
   const KvCacheLayout layout = KvCacheLayout::for_model(m);
   int64_t bytes_per_block = kv_bytes_per_block(m, layout.slots_per_block, bs, dt);
-  if (c.speculative && c.speculative->method == SpecMethod::Mtp) bytes_per_block += kv_bytes_per_block(m, 1, bs, dt);  // the head's one layer
+  if (c.speculative && c.speculative->method == SpecMethod::Mtp)
+    bytes_per_block += kv_bytes_per_block(m, 1, bs, dt);  // the head's one layer
   if (c.speculative && c.speculative->method == SpecMethod::DraftModel) try {
       const LlamaConfig draft = load_model_config(c.speculative->model);
       bytes_per_block += kv_bytes_per_block(draft, draft.n_layers, bs, dt);
@@ -43,11 +44,13 @@ int resolve_num_kv_blocks(const EngineConfig& c, const SchedulerConfig& sc, cons
     }
   int64_t bytes = c.kv_cache_memory_bytes;
   if (bytes == 0) {
-    const int64_t full = int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * layout.num_groups() * bytes_per_block;
+    const int64_t full =
+        int64_t(sc.max_num_seqs) * ((sc.max_model_len + bs - 1) / bs) * layout.num_groups() * bytes_per_block;
     bytes = std::min<int64_t>(full, int64_t(1) << 30);
   }
   const int64_t blocks = bytes / bytes_per_block;
-  if (blocks < 1) throw std::invalid_argument("the KV cache memory holds no block of " + std::to_string(bytes_per_block) + " bytes");
+  if (blocks < 1)
+    throw std::invalid_argument("the KV cache memory holds no block of " + std::to_string(bytes_per_block) + " bytes");
   return int(std::min<int64_t>(blocks, 1 << 24));
 }
 
@@ -61,16 +64,23 @@ struct Pd {
 
 Pd check_pd(const EngineConfig& c) {
   Pd pd{c.role, {}, RoutingPolicy::RoundRobin, ""};
-  if (c.prefill_routing == "least_loaded") pd.routing = RoutingPolicy::LeastLoaded;
+  if (c.prefill_routing == "least_loaded")
+    pd.routing = RoutingPolicy::LeastLoaded;
   else if (c.prefill_routing != "round_robin")
-    throw std::invalid_argument("--prefill-routing must be round_robin or least_loaded, got '" + c.prefill_routing + "'");
+    throw std::invalid_argument("--prefill-routing must be round_robin or least_loaded, got '" + c.prefill_routing +
+                                "'");
   if (!(c.kv_transfer_timeout_s > 0)) throw std::invalid_argument("--kv-transfer-timeout must be positive");
   for (const std::string& p : c.prefill_peers) pd.peers.push_back(PeerAddress::parse(p));
-  if (c.role == Role::Decode && pd.peers.empty()) throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
-  if (c.role != Role::Decode && !pd.peers.empty()) throw std::invalid_argument("--prefill-peers applies only to --role decode");
-  if (c.kv_port < 0 || c.kv_port > 65535) throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
-  if (c.role != Role::Prefill && c.kv_port != 0) throw std::invalid_argument("--kv-port applies only to --role prefill");
-  if (c.role != Role::Prefill && !c.kv_host.empty()) throw std::invalid_argument("--kv-host applies only to --role prefill");
+  if (c.role == Role::Decode && pd.peers.empty())
+    throw std::invalid_argument("--role decode needs --prefill-peers host:port,...");
+  if (c.role != Role::Decode && !pd.peers.empty())
+    throw std::invalid_argument("--prefill-peers applies only to --role decode");
+  if (c.kv_port < 0 || c.kv_port > 65535)
+    throw std::invalid_argument("--kv-port must be in 0..65535 (0: any free port)");
+  if (c.role != Role::Prefill && c.kv_port != 0)
+    throw std::invalid_argument("--kv-port applies only to --role prefill");
+  if (c.role != Role::Prefill && !c.kv_host.empty())
+    throw std::invalid_argument("--kv-host applies only to --role prefill");
   if (c.role == Role::Colocated && !c.kv_secret_file.empty())
     throw std::invalid_argument("--kv-secret applies only to --role prefill or decode");
   if (!c.kv_secret_file.empty()) pd.kv_secret = read_kv_secret(c.kv_secret_file);
@@ -113,7 +123,8 @@ class ActorEngine final : public EngineClient {
     check_device_flags(config);
     const bool cuda = config.device == DeviceKind::Cuda;
     SchedulerConfig sc = config.scheduler;
-    if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len) sc.max_model_len = file_.config.max_seq_len;
+    if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len)
+      sc.max_model_len = file_.config.max_seq_len;
     // On a GPU the blocks fill what --gpu-memory-utilization leaves, unless a count or size is given.
     const bool blocks_given = sc.num_kv_blocks > 0 || config.kv_cache_memory_bytes > 0;
     sc.num_kv_blocks = !cuda || blocks_given ? resolve_num_kv_blocks(config, sc, file_.config) : 0;
@@ -125,8 +136,9 @@ class ActorEngine final : public EngineClient {
       device = make_cuda_device_model(config, file_, sc, sc.num_kv_blocks);
       sc.num_kv_blocks = device->num_blocks();
       // Its logits buffers hold a row per sequence (and draft), not one per prompt token.
-      sc.prompt_logprobs_refusal = "prompt_logprobs (and echo with logprobs) are not supported with --device cuda yet: "
-                                   "they need a logits row per prompt token";
+      sc.prompt_logprobs_refusal =
+          "prompt_logprobs (and echo with logprobs) are not supported with --device cuda yet: "
+          "they need a logits row per prompt token";
     }
     sc.validate();
     max_model_len_ = sc.max_model_len;
@@ -135,7 +147,8 @@ class ActorEngine final : public EngineClient {
     eos_ = sc.eos_token_ids;
     if (!cuda) {
       model_ = std::make_unique<LlamaModel>(file_.config, std::move(file_.weights), backend_);
-      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size, kv_dtype_for(config.kv_cache_dtype, DeviceKind::Cpu));
+      device = std::make_unique<CpuDeviceModel>(*model_, sc.num_kv_blocks, sc.block_size,
+                                                kv_dtype_for(config.kv_cache_dtype, DeviceKind::Cpu));
     }
     file_.weights = {};  // on the device now (or moved into the CPU model)
     sc.kv_group_windows = device->kv_layout().group_windows();
@@ -147,17 +160,20 @@ class ActorEngine final : public EngineClient {
     profile_ = config.profile;
     runner->set_profile(profile_.get());
     if (config.speculative)
-      runner->set_proposer(make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
-                           config.speculative->verify);
+      runner->set_proposer(
+          make_proposer(*config.speculative, runner->proposer_target(sc.max_model_len, &tokenizer_.vocab())),
+          config.speculative->verify);
     const Pd pd = check_pd(config);
     if (pd.role != Role::Colocated) system_config_.load<caf::io::middleman>();  // CAF's remote actors
-    const SchedulerPd scheduler_pd{pd.role == Role::Decode, config.kv_recompute_on_failure,
-                                   {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size,
-                                    kv_dtype}};
+    const SchedulerPd scheduler_pd{
+        pd.role == Role::Decode,
+        config.kv_recompute_on_failure,
+        {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size, kv_dtype}};
     configure_actor_threads(system_config_, pd.role);
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
-    if (!links && config.kv_transport == KvTransport::Nccl) links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
+    if (!links && config.kv_transport == KvTransport::Nccl)
+      links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
     worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s);
     auto output_service = std::make_unique<OutputService>(tokenizer_, model_name_);
     output_service->set_profile(profile_.get());
@@ -165,9 +181,8 @@ class ActorEngine final : public EngineClient {
     scheduler_ = spawn_scheduler(*system_, sc, config.async_scheduling, worker_, output_, scheduler_pd, profile_.get());
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
     if (pd.role != Role::Colocated) {
-      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s, scheduler_pd.layout,
-                              worker_, links ? links->transport() : "",
-                              pd.kv_secret);
+      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s,
+                              scheduler_pd.layout, worker_, links ? links->transport() : "", pd.kv_secret);
       caf::anon_send(scheduler_, kv_);
     }
     if (pd.role == Role::Prefill) {
@@ -176,22 +191,26 @@ class ActorEngine final : public EngineClient {
       if (!port) {
         const std::string why = system_->render(port.error());
         shutdown();
-        throw std::runtime_error("cannot publish the KV transfer actor on port " + std::to_string(config.kv_port) + ": " + why);
+        throw std::runtime_error("cannot publish the KV transfer actor on port " + std::to_string(config.kv_port) +
+                                 ": " + why);
       }
       spdlog::info("prefill instance: KV transfer actor published on port {}", *port);
       const bool loopback = config.kv_host == "127.0.0.1" || config.kv_host == "::1" || config.kv_host == "localhost";
       if (config.kv_secret_file.empty() && !loopback)
-        spdlog::warn("the KV port {} on {} accepts prompts and KV from any peer that reaches it: set --kv-secret FILE "
-                     "on the prefill and decode instances (docs/pd.md, threat model)", *port,
-                     config.kv_host.empty() ? "every interface" : config.kv_host);
+        spdlog::warn(
+            "the KV port {} on {} accepts prompts and KV from any peer that reaches it: set --kv-secret FILE "
+            "on the prefill and decode instances (docs/pd.md, threat model)",
+            *port, config.kv_host.empty() ? "every interface" : config.kv_host);
     }
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
-    spdlog::info("engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
-                 "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}{}, device {}", model_name_, file_.config.n_layers, file_.config.dim,
-                 file_.config.vocab_size, max_model_len_, sc.num_kv_blocks, sc.block_size, sc.max_num_seqs,
-                 sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
-                 config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens) : "off",
-                 name_of(pd.role), links ? " (KV over " + links->transport() + ")" : "", device_name);
+    spdlog::info(
+        "engine up: model {} ({} layers, dim {}, vocab {}), context {}, {} KV blocks of {} tokens, "
+        "max {} seqs, {} batched tokens, async scheduling {}, speculation {}, role {}{}, device {}",
+        model_name_, file_.config.n_layers, file_.config.dim, file_.config.vocab_size, max_model_len_, sc.num_kv_blocks,
+        sc.block_size, sc.max_num_seqs, sc.max_num_batched_tokens, config.async_scheduling ? "on" : "off",
+        config.speculative ? config.speculative->method_name() + " k=" + std::to_string(sc.num_speculative_tokens)
+                           : "off",
+        name_of(pd.role), links ? " (KV over " + links->transport() + ")" : "", device_name);
   }
   ~ActorEngine() override { shutdown(); }
 
@@ -218,7 +237,8 @@ class ActorEngine final : public EngineClient {
     caf::anon_send(ingress_, msg::requests_atom::value, msg::TextReply(std::move(reply)));
   }
   void reset_prefix_cache(std::function<void(bool)> reply) override {
-    caf::anon_send(ingress_, msg::reset_cache_atom::value, msg::TextReply([reply](std::string done) { reply(done == "true"); }));
+    caf::anon_send(ingress_, msg::reset_cache_atom::value,
+                   msg::TextReply([reply](std::string done) { reply(done == "true"); }));
   }
   void shutdown() override {
     if (!system_) return;
@@ -252,7 +272,7 @@ class ActorEngine final : public EngineClient {
   int max_model_len_ = 0, max_n_ = 64;
   std::vector<int> eos_;
   std::unique_ptr<LlamaModel> model_;
-  std::shared_ptr<StepProfile> profile_;  // the actors write to it: it outlives them
+  std::shared_ptr<StepProfile> profile_;    // the actors write to it: it outlives them
   caf::actor_system_config system_config_;  // the system keeps a reference: it must outlive it
   std::unique_ptr<caf::actor_system> system_;
   msg::worker_actor worker_;
@@ -267,8 +287,9 @@ class ActorEngine final : public EngineClient {
 
 std::unique_ptr<EngineClient> EngineClient::start(const EngineConfig& config) {
   check_device_flags(config);
-  return start_data_parallel(config, data_parallel_engines(config),
-                             [](const EngineConfig& c) -> std::unique_ptr<EngineClient> { return std::make_unique<ActorEngine>(c); });
+  return start_data_parallel(
+      config, data_parallel_engines(config),
+      [](const EngineConfig& c) -> std::unique_ptr<EngineClient> { return std::make_unique<ActorEngine>(c); });
 }
 
 }  // namespace parley

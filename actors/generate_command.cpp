@@ -30,7 +30,7 @@ struct PrintingSink : RequestSink {
   std::map<std::string, Sample> samples;
   int remaining = 0;
   bool stream = false;
-  std::string echo;  // the prompt, printed with the first streamed text (after the request was accepted)
+  std::string echo;                // the prompt, printed with the first streamed text (after the request was accepted)
   std::promise<std::string> done;  // "" on success, else the refusal
 
   void on_output(const RequestOutput& out) override {

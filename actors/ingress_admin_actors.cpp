@@ -19,12 +19,14 @@ struct IngressState {
 using IngressSelf = msg::ingress_actor::stateful_pointer<IngressState>;
 
 msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_actor scheduler,
-                                              msg::output_actor output, msg::admin_actor admin, msg::kv_transfer_actor kv) {
+                                              msg::output_actor output, msg::admin_actor admin,
+                                              msg::kv_transfer_actor kv) {
   self->state.scheduler = std::move(scheduler);
   self->state.output = std::move(output);
   self->state.admin = std::move(admin);
   self->state.kv = std::move(kv);
-  return counted_behavior(self,
+  return counted_behavior(
+      self,
       // Submits and aborts share one path to the scheduler, so an abort never overtakes its submit.
       [self](msg::submit_atom, msg::Submission& sub) {
         self->send(self->state.scheduler, msg::submit_atom::value, std::move(sub));
@@ -32,34 +34,29 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
       [self](msg::abort_atom, std::vector<std::string>& ids) {
         self->send(self->state.scheduler, msg::abort_atom::value, std::move(ids));
       },
-      [self](msg::abort_all_atom) {
-        self->send(self->state.scheduler, msg::abort_all_atom::value);
-      },
+      [self](msg::abort_all_atom) { self->send(self->state.scheduler, msg::abort_all_atom::value); },
       [self](msg::metrics_atom, msg::TextReply& reply) {
         self->send(self->state.output, msg::metrics_atom::value, std::move(reply));
       },
       [self](msg::actors_atom, msg::TextReply& reply) {
-        self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress"),
-                   std::move(reply));
+        self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress"), std::move(reply));
       },
       [self](msg::requests_atom, msg::TextReply& reply) {
         if (!self->state.kv) return self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
         // PD roles: the scheduler's view with the KV transfer actor's peers and transfers in flight.
-        ask(self, self->state.kv, caf::infinite, msg::requests_atom::value)
-            .then([self, reply](const std::string& kv) {
-              msg::TextReply merged = [reply, kv](std::string view) {
-                auto j = nlohmann::json::parse(view);
-                j["kv_transfer"] = nlohmann::json::parse(kv);
-                reply(j.dump());
-              };
-              self->send(self->state.scheduler, msg::requests_atom::value, std::move(merged));
-            });
+        ask(self, self->state.kv, caf::infinite, msg::requests_atom::value).then([self, reply](const std::string& kv) {
+          msg::TextReply merged = [reply, kv](std::string view) {
+            auto j = nlohmann::json::parse(view);
+            j["kv_transfer"] = nlohmann::json::parse(kv);
+            reply(j.dump());
+          };
+          self->send(self->state.scheduler, msg::requests_atom::value, std::move(merged));
+        });
       },
       [self](msg::reset_cache_atom, msg::TextReply& reply) {
         self->send(self->state.scheduler, msg::reset_cache_atom::value, std::move(reply));
       },
-      [self](msg::stats_atom) { return actor_stats(self, "ingress"); }
-  );
+      [self](msg::stats_atom) { return actor_stats(self, "ingress"); });
 }
 
 struct AdminState {
@@ -91,7 +88,8 @@ msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor s
   self->state.scheduler = std::move(scheduler);
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
-  return counted_behavior(self,
+  return counted_behavior(
+      self,
       [self](msg::actors_atom, const msg::ActorStats& asker, msg::TextReply& reply) {
         auto& st = self->state;
         auto query = std::make_shared<ActorsQuery>();
@@ -105,15 +103,15 @@ msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor s
           ask(self, who, timeout, msg::stats_atom::value)
               .then([query](const msg::ActorStats& s) { query->add(line_of(s)); },
                     [query, name](const caf::error&) {
-                      query->add({{"name", name}, {"mailbox_depth", nullptr}, {"messages_handled", nullptr}, {"busy", true}});
+                      query->add(
+                          {{"name", name}, {"mailbox_depth", nullptr}, {"messages_handled", nullptr}, {"busy", true}});
                     });
         };
         ask_stats(st.scheduler, "scheduler");
         ask_stats(st.worker, "worker");
         ask_stats(st.output, "output");
       },
-      [self](msg::stats_atom) { return actor_stats(self, "admin"); }
-  );
+      [self](msg::stats_atom) { return actor_stats(self, "admin"); });
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ struct KvState {
   std::string link_transport;  // "": no device links
   // Decode side.
   std::unique_ptr<PrefillRouter> router;
-  std::vector<PrefillPeer> peers;  // per router peer
+  std::vector<PrefillPeer> peers;                     // per router peer
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
   // Prefill side.
   std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
@@ -100,7 +100,8 @@ void open_link(Self self, size_t peer) {
             auto& st = self->state;
             PrefillPeer& to = st.peers[peer];
             if (!to.actor) return;
-            // Named after its id (random), so unique among every link of every decode instance a prefill instance serves.
+            // Named after its id (random), so unique among every link of every decode instance a prefill instance
+            // serves.
             char hash[17];
             std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
@@ -116,7 +117,8 @@ void open_link(Self self, size_t peer) {
                       spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
                     [self, peer, name](const caf::error& err) {
-                      spdlog::warn("device link {} failed ({}); its KV comes over TCP", name, self->system().render(err));
+                      spdlog::warn("device link {} failed ({}); its KV comes over TCP", name,
+                                   self->system().render(err));
                       if (self->state.peers[peer].link_name == name) link_failed(self, self->state.peers[peer]);
                     });
           },
@@ -160,7 +162,8 @@ bool from_peer(Self self, const char* what) {
   } else if (sender && (!st.auth.enabled() || st.auth.trusted(caf::to_string(sender->node())))) {
     return true;
   }
-  refuse_sender(self, what, st.router ? "not one of this instance's prefill instances" : "it has not authenticated (--kv-secret)");
+  refuse_sender(self, what,
+                st.router ? "not one of this instance's prefill instances" : "it has not authenticated (--kv-secret)");
   return false;
 }
 
@@ -170,7 +173,8 @@ void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
   st.peers[peer].actor = std::move(prefill);
   self->monitor(st.peers[peer].actor);
   st.router->set_up(peer, true);
-  spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(), st.auth.enabled() ? " (authenticated)" : "");
+  spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(),
+               st.auth.enabled() ? " (authenticated)" : "");
   if (!st.link_transport.empty()) open_link(self, peer);
 }
 
@@ -182,8 +186,8 @@ void auth_failed(Self self, size_t peer, const std::string& why) {
   st.router->hold_off(peer, now_seconds() + st.timeout_s);
   ++st.stats.auth_failures;
   report(self);
-  spdlog::warn("prefill instance {} failed authentication ({}); not used, tried again in {} s", st.router->address(peer).str(),
-               why, st.timeout_s);
+  spdlog::warn("prefill instance {} failed authentication ({}); not used, tried again in {} s",
+               st.router->address(peer).str(), why, st.timeout_s);
 }
 
 // Decode side, with --kv-secret: the exchange of engine/kv_peer_auth.hpp before the peer counts as up.
@@ -195,7 +199,8 @@ void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
           [self, peer, prefill, nonce, timeout](const std::string& their_nonce, const std::string& proof) {
             auto& auth = self->state.auth;
             if (!auth.prefill_proof_ok(nonce, {their_nonce, proof}))
-              return auth_failed(self, peer, their_nonce.empty() ? "it has no --kv-secret" : "its answer does not prove the secret");
+              return auth_failed(
+                  self, peer, their_nonce.empty() ? "it has no --kv-secret" : "its answer does not prove the secret");
             ask(self, prefill, timeout, msg::auth_proof_atom::value, auth.decode_proof(nonce, their_nonce))
                 .then(
                     [self, peer, prefill](bool accepted) {
@@ -219,8 +224,10 @@ void connect(Self self, size_t peer) {
               return;
             }
             auto prefill = caf::actor_cast<msg::kv_transfer_actor>(serv);
-            if (self->state.auth.enabled()) authenticate(self, peer, std::move(prefill));
-            else peer_up(self, peer, std::move(prefill));
+            if (self->state.auth.enabled())
+              authenticate(self, peer, std::move(prefill));
+            else
+              peer_up(self, peer, std::move(prefill));
           },
           [self, peer](const caf::error&) { self->state.peers[peer].connecting = false; });
 }
@@ -286,7 +293,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
-    if (const auto link = st.links_to.find(dm.source); link != st.links_to.end()) {  // prefill side: its communicator goes
+    if (const auto link = st.links_to.find(dm.source);
+        link != st.links_to.end()) {  // prefill side: its communicator goes
       spdlog::info("decode instance of device link {} went down; closing the link", link->second);
       self->send(st.worker, msg::link_close_atom::value, link->second);
       st.links_to.erase(link);
@@ -301,12 +309,15 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       }
   });
   self->send(self, msg::tick_atom::value);
-  return counted_behavior(self,
-      [self](msg::auth_challenge_atom, const std::string& nonce) -> caf::result<std::string, std::string> {  // prefill side
+  return counted_behavior(
+      self,
+      [self](msg::auth_challenge_atom,
+             const std::string& nonce) -> caf::result<std::string, std::string> {  // prefill side
         auto& st = self->state;
         const auto& sender = self->current_sender();
         if (!st.auth.enabled() || !sender || st.router) {
-          spdlog::warn("a KV peer asked to authenticate; this instance has no --kv-secret (or is not a prefill instance)");
+          spdlog::warn(
+              "a KV peer asked to authenticate; this instance has no --kv-secret (or is not a prefill instance)");
           return {std::string(), std::string()};
         }
         KvPeerAuth::Answer a = st.auth.answer(caf::to_string(sender->node()), nonce);
@@ -326,21 +337,21 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         if (!from_peer(self, "prefill")) {
           // The refusal (no prompt computed, no KV) lets such a decode instance prefill locally at once.
           const auto& sender = self->current_sender();
-          if (sender && to && to.node() == sender->node())
-            try {
+          if (sender && to && to.node() == sender->node()) try {
               const std::string id = decode_prefill_request(json, nullptr).request_id;
               self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, id,
                          std::string("this prefill instance requires --kv-secret authentication"));
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
           return;
         }
         try {
           KvLayout theirs;
           Request r = decode_prefill_request(json, &theirs);
           if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
-            spdlog::warn("request {} refused: {}", r.request_id, why);  // before computing KV the decode side cannot take
-            return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id, why);
+            spdlog::warn("request {} refused: {}", r.request_id,
+                         why);  // before computing KV the decode side cannot take
+            return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id,
+                              why);
           }
           self->state.decode_of[r.request_id] = to;
           const auto link = self->state.links_to.find(to.address());
@@ -350,7 +361,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
           spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
         }
       },
-      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {  // prefill side
+      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks,
+             bool on_link) {  // prefill side
         auto& st = self->state;
         if (!local_only(self, "push")) return;
         const auto to = st.decode_of.find(id);
@@ -365,18 +377,22 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         if (!from_peer(self, "link closed")) return;
-        if (st.worker) self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
-        for (const auto& [decode, link] : st.links_to)  // prefill side: the decode end closes too, and opens a new link later
+        if (st.worker)
+          self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
+        for (const auto& [decode, link] :
+             st.links_to)  // prefill side: the decode end closes too, and opens a new link later
           if (link == name)
             if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_atom::value, name);
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
         for (PrefillPeer& p : st.peers)
           if (p.link_name == name) link_failed(self, p);
       },
-      [self](msg::link_atom, const std::string& id, const std::string& name, const caf::actor& decode) {  // prefill side
+      [self](msg::link_atom, const std::string& id, const std::string& name,
+             const caf::actor& decode) {  // prefill side
         auto& st = self->state;
         if (!from_peer(self, "link")) return;
-        if (st.link_transport.empty()) return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
+        if (st.link_transport.empty())
+          return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
         if (const auto old = st.links_to.find(decode.address()); old != st.links_to.end()) {
           self->send(st.worker, msg::link_close_atom::value, old->second);
           st.links_to.erase(old);
@@ -425,7 +441,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         }
         // The sender frees its blocks whether or not the KV still has a taker here.
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
-        if (!p.kv_link.empty()) return kv_header(self, std::move(p), bytes.size());  // its latency ends when the KV is in
+        if (!p.kv_link.empty())
+          return kv_header(self, std::move(p), bytes.size());  // its latency ends when the KV is in
         const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
         st.routed_at.erase(p.req_id);
         if (!st.router || !st.router->finished(p.req_id)) {
@@ -460,7 +477,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         if (!local_only(self, "admin")) return std::string("{}");
         nlohmann::json peers = nlohmann::json::array();
         for (size_t p = 0; st.router && p < st.router->num_peers(); ++p)
-          peers.push_back({{"address", st.router->address(p).str()}, {"up", st.router->is_up(p)}, {"in_flight", st.router->in_flight(p)},
+          peers.push_back({{"address", st.router->address(p).str()},
+                           {"up", st.router->is_up(p)},
+                           {"in_flight", st.router->in_flight(p)},
                            {"device_link", st.peers[p].link == PrefillPeer::Link::Up}});
         return nlohmann::json{{"peers", peers},
                               {"link_transport", st.link_transport},
@@ -469,14 +488,14 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
                               {"awaiting_prefill", st.decode_of.size()},
                               {"held_for_decode", st.leases.size()}}
             .dump();
-      }
-  );
+      });
 }
 
 }  // namespace
 
-msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                         std::vector<PeerAddress> peers, RoutingPolicy routing, double timeout_s, KvLayout layout,
+msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler,
+                                         msg::output_actor output, std::vector<PeerAddress> peers,
+                                         RoutingPolicy routing, double timeout_s, KvLayout layout,
                                          msg::worker_actor worker, std::string link_transport, std::string kv_secret) {
   return sys.spawn(kv_fun, std::move(scheduler), std::move(output), std::move(peers), routing, timeout_s, layout,
                    std::move(worker), std::move(link_transport), std::move(kv_secret));

@@ -12,13 +12,16 @@ namespace {
 
 // A file type by llama.cpp's name (f32 ... q4_k_m), parsed once here.
 CLI::Option* file_type_option(CLI::App* cmd, const std::string& flag, parley::FileType& type, const std::string& help) {
-  return cmd->add_option_function<std::string>(flag, [&type, flag](const std::string& name) {
+  return cmd->add_option_function<std::string>(
+      flag,
+      [&type, flag](const std::string& name) {
         try {
           type = parley::parse_file_type(name);
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError(flag, err.what());
         }
-      }, help + ": " + parley::file_type_names() + " (default " + std::string(parley::file_type_name(type)) + ")");
+      },
+      help + ": " + parley::file_type_names() + " (default " + std::string(parley::file_type_name(type)) + ")");
 }
 
 // Bytes from "4096", "512K", "256M", "2G".
@@ -26,100 +29,152 @@ int64_t parse_bytes(const std::string& text) {
   size_t used = 0;
   const double value = std::stod(text, &used);
   const std::string unit = text.substr(used);
-  const double scale = unit.empty() ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
-  if (scale < 0 || value <= 0) throw CLI::ValidationError("--kv-cache-memory", "expected a size like 512M or 2G, got " + text);
+  const double scale = unit.empty()  ? 1
+                       : unit == "K" ? 1024.0
+                       : unit == "M" ? 1048576.0
+                       : unit == "G" ? 1073741824.0
+                                     : -1;
+  if (scale < 0 || value <= 0)
+    throw CLI::ValidationError("--kv-cache-memory", "expected a size like 512M or 2G, got " + text);
   return int64_t(value * scale);
 }
 
 void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
-  cmd->add_option("--model", e.model_path, "GGUF or llama2.c checkpoint (default: the built-in random model)")->check(CLI::ExistingFile);
-  cmd->add_option("--tokenizer", e.tokenizer_path, "llama2.c tokenizer.bin or GGUF (default: the model's own)")->check(CLI::ExistingFile);
+  cmd->add_option("--model", e.model_path, "GGUF or llama2.c checkpoint (default: the built-in random model)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tokenizer", e.tokenizer_path, "llama2.c tokenizer.bin or GGUF (default: the model's own)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--served-model-name", e.served_model_name, "Model name in the API (default: the model file's stem)");
-  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")->capture_default_str()
+  cmd->add_option("--threads", e.threads, "Compute threads (0: all cores)")
+      ->capture_default_str()
       ->check(parley::at_least(0));
   cmd->add_option("--isa", e.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
   auto& s = e.scheduler;
-  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")->capture_default_str()
+  cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")->capture_default_str()
+  cmd->add_option("--num-kv-blocks", s.num_kv_blocks, "KV cache blocks (0: from --kv-cache-memory)")
+      ->capture_default_str()
       ->check(parley::at_least(0));
-  cmd->add_option_function<std::string>("--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
-                                        "KV cache size, e.g. 512M (default: max-num-seqs full contexts, at most 1G)");
-  cmd->add_option_function<std::string>("--kv-cache-dtype", [&e](const std::string& v) {
-        try {
-          e.kv_cache_dtype = v == "auto" ? std::nullopt : std::optional(parley::parse_kv_dtype(v));
-        } catch (const std::invalid_argument& err) {
-          throw CLI::ValidationError("--kv-cache-dtype", err.what());
-        }
-      }, "KV cache element type: auto (" + parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cpu)) + " on cpu, " +
-             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cuda)) + " on cuda), f32, f16 or bf16")->default_str("auto");
-  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")->capture_default_str()
+  cmd->add_option_function<std::string>(
+      "--kv-cache-memory", [&e](const std::string& v) { e.kv_cache_memory_bytes = parse_bytes(v); },
+      "KV cache size, e.g. 512M (default: max-num-seqs full contexts, at most 1G)");
+  cmd->add_option_function<std::string>(
+         "--kv-cache-dtype",
+         [&e](const std::string& v) {
+           try {
+             e.kv_cache_dtype = v == "auto" ? std::nullopt : std::optional(parley::parse_kv_dtype(v));
+           } catch (const std::invalid_argument& err) {
+             throw CLI::ValidationError("--kv-cache-dtype", err.what());
+           }
+         },
+         "KV cache element type: auto (" +
+             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cpu)) + " on cpu, " +
+             parley::kv_dtype_name(parley::kv_dtype_for(std::nullopt, parley::DeviceKind::Cuda)) +
+             " on cuda), f32, f16 or bf16")
+      ->default_str("auto");
+  cmd->add_option("--max-num-batched-tokens", s.max_num_batched_tokens, "Tokens per step (forward pass)")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")->capture_default_str()
+  cmd->add_option("--max-num-seqs", s.max_num_seqs, "Requests running at once")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")->capture_default_str()
+  cmd->add_option("--max-model-len", s.max_model_len, "Context length (0: the model's)")
+      ->capture_default_str()
       ->check(parley::at_least(0));
   cmd->add_option("--long-prefill-token-threshold", s.long_prefill_token_threshold,
-                  "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")->capture_default_str()
+                  "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")
+      ->capture_default_str()
       ->check(parley::at_least(0));
-  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")->capture_default_str()
+  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  // A flag that defaults on says so in default_str: --print-config writes it, and a config file sets it, by its positive name.
+  // A flag that defaults on says so in default_str: --print-config writes it, and a config file sets it, by its
+  // positive name.
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", s.enable_prefix_caching,
-                "Reuse cached KV blocks of a shared prompt prefix (default on)")->default_str("true");
+                "Reuse cached KV blocks of a shared prompt prefix (default on)")
+      ->default_str("true");
   cmd->add_flag("--delayed-split,!--no-delayed-split", s.enable_delayed_split,
-                "n > 1 as one prefill split into n (default on; off: n independent requests)")->default_str("true");
+                "n > 1 as one prefill split into n (default on; off: n independent requests)")
+      ->default_str("true");
   cmd->add_flag("--async-scheduling,!--no-async-scheduling", e.async_scheduling,
-                "Plan step N+1 while the worker runs step N (default on)")->default_str("true");
-  cmd->add_option_function<std::string>("--speculative-config", [&e](const std::string& v) {
+                "Plan step N+1 while the worker runs step N (default on)")
+      ->default_str("true");
+  cmd->add_option_function<std::string>(
+      "--speculative-config",
+      [&e](const std::string& v) {
         try {
           e.speculative = parley::SpeculativeConfig::parse(v);
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError("--speculative-config", err.what());
         }
-      }, "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
-  cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")->capture_default_str()
+      },
+      "Speculative decoding as JSON, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
+  cmd->add_option("--max-n", e.max_n, "The largest n a request may ask for (at most 128)")
+      ->capture_default_str()
       ->check(parley::in_range(1, 128));
-  parley::add_choice(cmd, e.role, "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)");
-  cmd->add_option("--kv-port", e.kv_port, "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
-      ->capture_default_str()->check(parley::in_range(0, 65535));
-  cmd->add_option("--kv-host", e.kv_host, "Prefill role: the address its --kv-port is bound to (default: every interface)");
+  parley::add_choice(cmd, e.role,
+                     "colocated, prefill (serves decode instances) or decode (prefills on --prefill-peers)");
+  cmd->add_option("--kv-port", e.kv_port,
+                  "Prefill role: the port its KV transfer actor is published on (0: any free port, logged)")
+      ->capture_default_str()
+      ->check(parley::in_range(0, 65535));
+  cmd->add_option("--kv-host", e.kv_host,
+                  "Prefill role: the address its --kv-port is bound to (default: every interface)");
   cmd->add_option("--kv-secret", e.kv_secret_file,
                   "Prefill and decode roles: a file whose secret KV peers must prove they hold (challenge-response) "
-                  "before any prompt or KV is exchanged")->check(CLI::ExistingFile);
-  cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")->delimiter(',');
+                  "before any prompt or KV is exchanged")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--prefill-peers", e.prefill_peers, "Decode role: host:port of each prefill instance's --kv-port")
+      ->delimiter(',');
   cmd->add_option("--prefill-routing", e.prefill_routing, "Decode role: round_robin or least_loaded")
-      ->check(CLI::IsMember({"round_robin", "least_loaded"}))->capture_default_str();
-  cmd->add_option_function<std::string>("--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
-                                        "Decode role: when a transfer fails, recompute the prompt here or fail the request")
-      ->check(CLI::IsMember({"recompute", "fail"}))->default_str("recompute");
+      ->check(CLI::IsMember({"round_robin", "least_loaded"}))
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--kv-load-failure-policy", [&e](const std::string& v) { e.kv_recompute_on_failure = v == "recompute"; },
+         "Decode role: when a transfer fails, recompute the prompt here or fail the request")
+      ->check(CLI::IsMember({"recompute", "fail"}))
+      ->default_str("recompute");
   parley::add_choice(cmd, e.device, "Where the model runs: cpu or cuda");
-  cmd->add_option("--devices", e.devices, "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")->delimiter(',')
+  cmd->add_option("--devices", e.devices,
+                  "CUDA: the GPU ids to run on, one engine (worker) per GPU, e.g. 0,1 (default 0)")
+      ->delimiter(',')
       ->check(parley::at_least(0));
   cmd->add_option("--data-parallel-size", e.data_parallel_size,
-                  "Engines (scheduler, worker, KV cache each) behind one front door; with --device cuda, the number of --devices")
-      ->capture_default_str()->check(parley::at_least(1));
-  cmd->add_option("--dtype", e.dtype, "Weights of the GEMMs: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}))->capture_default_str();
-  cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
-                  "CUDA: the share of the GPU's memory for weights, activations and KV blocks (the blocks take what is left)")
-      ->capture_default_str()->check(parley::in_range(0, 1, true));
+                  "Engines (scheduler, worker, KV cache each) behind one front door; with --device cuda, the number of "
+                  "--devices")
+      ->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--dtype", e.dtype,
+                  "Weights of the GEMMs: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}))
+      ->capture_default_str();
+  cmd->add_option(
+         "--gpu-memory-utilization", e.gpu_memory_utilization,
+         "CUDA: the share of the GPU's memory for weights, activations and KV blocks (the blocks take what is left)")
+      ->capture_default_str()
+      ->check(parley::in_range(0, 1, true));
   cmd->add_flag("--enforce-eager", e.enforce_eager, "CUDA: run every step eagerly (no CUDA graphs)");
   cmd->add_option("--max-cudagraph-capture-size", e.max_cudagraph_capture_size,
-                  "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")->capture_default_str()
+                  "CUDA: the largest uniform decode batch (sequences) captured as a graph; capped at --max-num-seqs")
+      ->capture_default_str()
       ->check(parley::at_least(1));
   parley::add_choice(cmd, e.kv_transport,
-                     "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, --device cuda on both)");
-  cmd->add_option("--kv-transfer-timeout", e.kv_transfer_timeout_s,
-                  "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent; "
-                  "with device links, the limit for opening one and for each transfer, and the wait before reopening one")->capture_default_str();
+                     "Prefill and decode roles: KV as bytes through the actors (tcp) or GPU to GPU over NCCL (nccl, "
+                     "--device cuda on both)");
+  cmd->add_option(
+         "--kv-transfer-timeout", e.kv_transfer_timeout_s,
+         "Seconds a decode instance waits for a KV transfer; a prefill instance's lease on the blocks it sent; "
+         "with device links, the limit for opening one and for each transfer, and the wait before reopening one")
+      ->capture_default_str();
 }
 
 void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
   add_engine_flags(cmd, o.engine);
   cmd->add_option("--prompt", o.prompt, "Prompt text")->required();
   cmd->add_option("--max-tokens", o.params.max_tokens, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--min-tokens", o.params.min_tokens, "Tokens before EOS or a stop token may end the sample")->capture_default_str();
+  cmd->add_option("--min-tokens", o.params.min_tokens, "Tokens before EOS or a stop token may end the sample")
+      ->capture_default_str();
   cmd->add_option("--temperature", o.params.temperature, "0 is greedy")->capture_default_str();
   cmd->add_option("--top-k", o.params.top_k, "-1 keeps all tokens")->capture_default_str();
   cmd->add_option("--top-p", o.params.top_p, "Nucleus mass in (0, 1]")->capture_default_str();
@@ -128,7 +183,8 @@ void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
   cmd->add_option("--frequency-penalty", o.params.frequency_penalty, "[-2, 2]")->capture_default_str();
   cmd->add_option("--repetition-penalty", o.params.repetition_penalty, "(0, 2]; 1 is off")->capture_default_str();
   cmd->add_option("--stop", o.params.stop, "Stop string (repeatable)");
-  cmd->add_option_function<uint64_t>("--seed", [&o](uint64_t s) { o.params.seed = s; }, "Seed (sample i uses seed + i); random when absent");
+  cmd->add_option_function<uint64_t>(
+      "--seed", [&o](uint64_t s) { o.params.seed = s; }, "Seed (sample i uses seed + i); random when absent");
   cmd->add_option("--n", o.params.n, "Samples of the prompt")->capture_default_str();
   cmd->add_flag("--ignore-eos", o.params.ignore_eos, "Do not stop at EOS/BOS");
   cmd->add_flag("--show-ids", o.show_ids, "Also print prompt and output token ids");
@@ -138,35 +194,47 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   add_engine_flags(cmd, o.engine);
   auto& s = o.server;
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
-  cmd->add_option("--port", s.port, "Port (0: any free port)")->capture_default_str()
+  cmd->add_option("--port", s.port, "Port (0: any free port)")
+      ->capture_default_str()
       ->check(parley::in_range(0, 65535));
   CLI::Option* key =
       cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
-  cmd->add_option_function<std::string>("--api-key-file", [&s](const std::string& path) {
-        s.router.api_key = parley::read_secret_file("--api-key-file", path);
-      }, "--api-key read from a file (one line; keeps the key out of the command line and --print-config)")->excludes(key);
+  cmd->add_option_function<std::string>(
+         "--api-key-file",
+         [&s](const std::string& path) { s.router.api_key = parley::read_secret_file("--api-key-file", path); },
+         "--api-key read from a file (one line; keeps the key out of the command line and --print-config)")
+      ->excludes(key);
   CLI::Option* token =
       cmd->add_option("--admin-token", s.router.admin_token, "Enable /admin/* behind `Authorization: Bearer TOKEN`");
-  cmd->add_option_function<std::string>("--admin-token-file", [&s](const std::string& path) {
-        s.router.admin_token = parley::read_secret_file("--admin-token-file", path);
-      }, "--admin-token read from a file (one line)")->excludes(token);
-  cmd->add_flag("--admin-show-prompts", s.admin_show_prompts,
-                "The admin console shows each live request's prompt text (off: prompts never leave the engine's clients)");
+  cmd->add_option_function<std::string>(
+         "--admin-token-file",
+         [&s](const std::string& path) { s.router.admin_token = parley::read_secret_file("--admin-token-file", path); },
+         "--admin-token read from a file (one line)")
+      ->excludes(token);
+  cmd->add_flag(
+      "--admin-show-prompts", s.admin_show_prompts,
+      "The admin console shows each live request's prompt text (off: prompts never leave the engine's clients)");
   cmd->add_option("--admin-read-token", s.router.admin_read_token,
                   "A second /admin token that sees every view and may act on nothing (403)");
-  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")->capture_default_str()
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "Larger request bodies get 413")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")->capture_default_str()
+  cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")
+      ->capture_default_str()
       ->check(parley::at_least(1));
-  cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")->capture_default_str()
+  cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")
+      ->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--max-connections", s.max_connections,
                   "Open HTTP and websocket connections at most; a connection past it is answered 503 and closed")
-      ->capture_default_str()->check(parley::at_least(1));
+      ->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--max-ws-requests", s.max_ws_requests,
                   "Requests running at once on one websocket; a request past it gets a 429 error message")
-      ->capture_default_str()->check(parley::at_least(1));
-  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")->capture_default_str()
+      ->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")
+      ->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--chat-template", s.chat_template_file,
                   "A Jinja chat template file rendered instead of the model's tokenizer.chat_template")
@@ -186,8 +254,10 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
                 "Allow tool_choice \"auto\" (the default when a request has tools): the model decides whether to call");
   cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
                 "With tool_choice \"none\", render the chat template without the tools");
-  cmd->add_option("--shutdown-grace", s.shutdown_grace_s, "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
-      ->capture_default_str()->check(parley::at_least(0));
+  cmd->add_option("--shutdown-grace", s.shutdown_grace_s,
+                  "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
+      ->capture_default_str()
+      ->check(parley::at_least(0));
   cmd->add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
@@ -212,7 +282,8 @@ int main(int argc, char** argv) {
   parley::add_config_flags(app, serve_cmd, print_config);
 
   parley::ConvertOptions convert;
-  CLI::App* conv = app.add_subcommand("convert", "Write a GGUF (llama.cpp layout) from a llama2.c checkpoint and tokenizer.bin");
+  CLI::App* conv =
+      app.add_subcommand("convert", "Write a GGUF (llama.cpp layout) from a llama2.c checkpoint and tokenizer.bin");
   conv->add_option("--checkpoint", convert.checkpoint, "llama2.c model .bin")->required()->check(CLI::ExistingFile);
   conv->add_option("--tokenizer", convert.tokenizer, "llama2.c tokenizer.bin")->required()->check(CLI::ExistingFile);
   conv->add_option("--out", convert.out, "Output .gguf path")->required();
@@ -221,7 +292,7 @@ int main(int argc, char** argv) {
   parley::GenModelOptions gen_model;
   CLI::App* gen = app.add_subcommand("gen-model", "Write a random-weight GGUF of a benchmark shape");
   CLI::Option* gen_arch = gen->add_option("--arch", gen_model.arch,
-      "A tiny model exercising every feature of: " + parley::known_tiny_archs());
+                                          "A tiny model exercising every feature of: " + parley::known_tiny_archs());
   gen->add_option("--shape", gen_model.shape, "A real shape for benchmarks: " + parley::known_shapes())
       ->excludes(gen_arch)
       ->capture_default_str();
@@ -239,19 +310,22 @@ int main(int argc, char** argv) {
   CLI::App* quant = app.add_subcommand("quantize", "Rewrite a model with llama.cpp's per-tensor types for a file type");
   file_type_option(quant, "--type", quantize.type, "Target file type")->required();
   quant->add_option("in", quantize.in, "A GGUF of any supported type, or a llama2.c checkpoint (with --tokenizer)")
-      ->required()->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   quant->add_option("out", quantize.out, "Output .gguf path")->required();
   quant->add_option("--tokenizer", quantize.tokenizer, "The llama2.c checkpoint's tokenizer.bin (or a GGUF vocabulary)")
       ->check(CLI::ExistingFile);
 
   parley::AdminOptions admin;
-  CLI::App* adm = app.add_subcommand("admin", "The admin console in the terminal (keys: up/down, a abort, d drain, r resume, "
-                                              "l log level, s sort, q quit), or one snapshot with --once");
+  CLI::App* adm = app.add_subcommand("admin",
+                                     "The admin console in the terminal (keys: up/down, a abort, d drain, r resume, "
+                                     "l log level, s sort, q quit), or one snapshot with --once");
   adm->add_option("--url", admin.url, "The server")->capture_default_str();
   adm->add_option("--token", admin.token, "Its --admin-token (or --admin-read-token: look, do not act)")->required();
   adm->add_flag("--once", admin.once, "Print one snapshot of /admin/events and exit");
   adm->add_flag("--json", admin.json, "With --once: indented JSON")->needs(adm->get_option("--once"));
-  adm->add_option("--interval", admin.interval_s, "Seconds between refreshes")->capture_default_str()
+  adm->add_option("--interval", admin.interval_s, "Seconds between refreshes")
+      ->capture_default_str()
       ->check(CLI::Range(0.1, 60.0));
 
   if (const int exit_code = parley::parse_command_line(app, argc, argv); exit_code >= 0) return exit_code;

@@ -39,7 +39,8 @@ int run_convert(const ConvertOptions& o) {
 }
 
 int run_gen_model(const GenModelOptions& o) {
-  if (!o.pre.empty() && o.hf_tokenizer.empty()) throw std::invalid_argument("--pre names the pre-tokenizer of --hf-tokenizer");
+  if (!o.pre.empty() && o.hf_tokenizer.empty())
+    throw std::invalid_argument("--pre names the pre-tokenizer of --hf-tokenizer");
   const ModelShape shape = o.arch.empty() ? named_shape(o.shape) : tiny_arch_shape(o.arch);
   LlamaConfig cfg = shape.config;
   std::optional<HfTokenizer> hf;
@@ -51,11 +52,11 @@ int run_gen_model(const GenModelOptions& o) {
                                       shape.rope_factors);
   if (hf) model.chat_template = hf->chat_template;
   write_model_gguf(model, o.out, o.dtype);
-  std::printf("wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(),
-              std::string(file_type_name(o.dtype)).c_str(),
-              cfg.dim, cfg.n_layers,
-              o.with_mtp ? " and an MTP head" : "", cfg.vocab_size,
-              hf ? (", pre-tokenizer " + hf->vocab.pre + (hf->chat_template.empty() ? "" : ", chat template")).c_str() : "");
+  std::printf(
+      "wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(),
+      std::string(file_type_name(o.dtype)).c_str(), cfg.dim, cfg.n_layers, o.with_mtp ? " and an MTP head" : "",
+      cfg.vocab_size,
+      hf ? (", pre-tokenizer " + hf->vocab.pre + (hf->chat_template.empty() ? "" : ", chat template")).c_str() : "");
   return 0;
 }
 

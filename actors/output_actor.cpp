@@ -16,7 +16,8 @@ using Self = msg::output_actor::stateful_pointer<OutputState>;
 
 msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::unique_ptr<OutputService>> service) {
   self->state.service = std::move(*service);
-  return counted_behavior(self,
+  return counted_behavior(
+      self,
       [self](msg::register_atom, const msg::Registration& reg) {
         auto& st = self->state;
         st.service->register_requests(reg.requests, reg.sink, now_seconds());
@@ -31,21 +32,17 @@ msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::uniq
         self->state.service->on_stats(stats);
         self->state.service->on_aborted(ids, now_seconds());
       },
-      [self](msg::aborted_atom, const std::vector<std::string>& ids, const SchedulerStats& stats, const std::string& error) {
+      [self](msg::aborted_atom, const std::vector<std::string>& ids, const SchedulerStats& stats,
+             const std::string& error) {
         self->state.service->on_stats(stats);
         self->state.service->on_aborted(ids, now_seconds(), error);
       },
-      [self](msg::stats_atom, const SchedulerStats& stats) {
-        self->state.service->on_stats(stats);
-      },
+      [self](msg::stats_atom, const SchedulerStats& stats) { self->state.service->on_stats(stats); },
       [self](msg::kv_stats_atom, const msg::KvTransferStats& kv) {
         self->state.service->on_kv_transfers(kv.blocks, kv.bytes, kv.failures, kv.auth_failures, kv.latencies);
       },
-      [self](msg::metrics_atom, const msg::TextReply& reply) {
-        reply(self->state.service->render_metrics());
-      },
-      [self](msg::stats_atom) { return actor_stats(self, "output"); }
-  );
+      [self](msg::metrics_atom, const msg::TextReply& reply) { reply(self->state.service->render_metrics()); },
+      [self](msg::stats_atom) { return actor_stats(self, "output"); });
 }
 
 }  // namespace

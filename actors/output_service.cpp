@@ -16,7 +16,8 @@ void OutputService::register_requests(const std::vector<Request>& requests, cons
     // An n-sample request's outputs come under its children's ids: each is a choice of its own here.
     for (const std::string& id : r.child_req_ids.empty() ? std::vector<std::string>{r.request_id} : r.child_req_ids) {
       processor_.add_request(id, r.prompt_token_ids, child);
-      live_[id] = Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens(), id == r.request_id};
+      live_[id] =
+          Live{sink, r.arrival_time > 0 ? r.arrival_time : now, -1, 0, r.num_prompt_tokens(), id == r.request_id};
     }
   }
 }
@@ -39,8 +40,8 @@ void OutputService::deliver(const RequestOutput& out, double now) {
   if (out.finished()) {
     metrics_.on_finished(out.finish_reason, now - l.arrival);
     spdlog::info("request {} finished: {}, {} prompt + {} output tokens ({} cached), {:.3f} s", out.req_id,
-                 finish_reason_name(out.finish_reason), l.num_prompt_tokens, out.num_output_tokens, out.num_cached_tokens,
-                 now - l.arrival);
+                 finish_reason_name(out.finish_reason), l.num_prompt_tokens, out.num_output_tokens,
+                 out.num_cached_tokens, now - l.arrival);
     live_.erase(it);
   }
 }
@@ -78,8 +79,8 @@ void OutputService::on_stats(const SchedulerStats& s) {
   metrics_.set_parallel_sampling_splits(s.num_splits);
   metrics_.set_engine_steps(s.num_steps, s.num_discarded_tokens);
   metrics_.set_device_steps(s.num_graph_replays, s.num_eager_steps);
-  metrics_.set_spec_decode(s.spec_num_drafts, s.spec_num_draft_tokens, s.spec_num_accepted_tokens, s.spec_num_accepted_per_pos,
-                           s.num_decode_steps, s.num_uniform_decode_steps);
+  metrics_.set_spec_decode(s.spec_num_drafts, s.spec_num_draft_tokens, s.spec_num_accepted_tokens,
+                           s.spec_num_accepted_per_pos, s.num_decode_steps, s.num_uniform_decode_steps);
 }
 
 std::string OutputService::render_metrics() {

@@ -84,14 +84,14 @@ struct Registration {
 // One actor's line in the admin view.
 struct ActorStats {
   std::string name;
-  size_t mailbox = 0;   // messages waiting
-  uint64_t handled = 0; // messages handled so far
+  size_t mailbox = 0;    // messages waiting
+  uint64_t handled = 0;  // messages handled so far
 };
 
 // The KV transfer actor's counters, for /metrics.
 struct KvTransferStats {
   int64_t blocks = 0, bytes = 0, transfers = 0, failures = 0;
-  int64_t auth_failures = 0;  // peers that failed --kv-secret authentication, and messages refused from them
+  int64_t auth_failures = 0;      // peers that failed --kv-secret authentication, and messages refused from them
   std::vector<double> latencies;  // seconds from routing to the KV's arrival, since the last report (histogram samples)
 };
 

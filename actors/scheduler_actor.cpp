@@ -38,7 +38,8 @@ void deliver(Self self, StepPipeline::Folded folded) {
 }
 
 void send_step(Self self, StepPipeline::Plan plan) {
-  if (StepProfile* profile = self->state.scheduler().profile()) profile->sent(StepProfile::Hop::ToWorker, plan->step_id);
+  if (StepProfile* profile = self->state.scheduler().profile())
+    profile->sent(StepProfile::Hop::ToWorker, plan->step_id);
   ask(self, self->state.worker, caf::infinite, msg::execute_atom::value, std::move(plan))
       .then(
           [self](const ModelRunnerOutput& mro) {
@@ -76,7 +77,8 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
 
 void admit(Self self, msg::Submission& sub) {
   auto& st = self->state;
-  const auto refusal = st.pipeline->admit(sub.requests, now_seconds(), st.pd.remote_prefill ? KvTransfer::FromPrefill : KvTransfer::None);
+  const auto refusal = st.pipeline->admit(sub.requests, now_seconds(),
+                                          st.pd.remote_prefill ? KvTransfer::FromPrefill : KvTransfer::None);
   if (refusal) {
     if (refusal->status == 503) spdlog::warn("refusing {} request(s): {}", sub.requests.size(), refusal->message);
     sub.sink->on_rejected(refusal->status, refusal->message);
@@ -94,9 +96,13 @@ void admit(Self self, msg::Submission& sub) {
 void finish(Self self, const std::vector<std::string>& ids, RequestStatus status) {
   auto& st = self->state;
   auto live = st.pipeline->finish(ids, status);
-  for (const auto& id : live) spdlog::info("request {} {}", id, status == RequestStatus::FinishedAborted ? "aborted" : "stopped by a stop string");
-  if (status == RequestStatus::FinishedAborted) self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler().stats());
-  else self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  for (const auto& id : live)
+    spdlog::info("request {} {}", id,
+                 status == RequestStatus::FinishedAborted ? "aborted" : "stopped by a stop string");
+  if (status == RequestStatus::FinishedAborted)
+    self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler().stats());
+  else
+    self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
   maybe_step(self);  // tells the worker to drop their rows
 }
 
@@ -108,10 +114,8 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
   self->state.pd = pd;
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
-  return counted_behavior(self,
-      [self](msg::submit_atom, msg::Submission& sub) {
-        admit(self, sub);
-      },
+  return counted_behavior(
+      self, [self](msg::submit_atom, msg::Submission& sub) { admit(self, sub); },
       [self](msg::abort_atom, const std::vector<std::string>& ids) {
         finish(self, ids, RequestStatus::FinishedAborted);
       },
@@ -120,30 +124,22 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       },
       [self](msg::requests_atom, const msg::TextReply& reply) {
         const auto& st = self->state;
-        reply(admin_requests_json(st.pipeline->scheduler(), st.pipeline->async_scheduling(), st.pipeline->steps_in_flight()));
+        reply(admin_requests_json(st.pipeline->scheduler(), st.pipeline->async_scheduling(),
+                                  st.pipeline->steps_in_flight()));
       },
       [self](msg::reset_cache_atom, const msg::TextReply& reply) {
         reply(self->state.scheduler().reset_prefix_cache() ? "true" : "false");
       },
-      [self](msg::prefill_atom, Request& r, const std::string& link) {
-        admit_for_decode(self, r, link);
-      },
+      [self](msg::prefill_atom, Request& r, const std::string& link) { admit_for_decode(self, r, link); },
       [self](msg::release_atom, const std::string& id) {
         self->state.scheduler().release_held(id);
         self->send(self->state.output, msg::stats_atom::value, self->state.scheduler().stats());
         maybe_step(self);  // the blocks may admit a waiting request
       },
-      [self](msg::kv_atom, KvTransferPayload& p) {
-        kv_received(self, p);
-      },
-      [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
-        kv_failure(self, id, why);
-      },
-      [self](msg::kv_transfer_actor kv) {
-        self->state.kv = std::move(kv);
-      },
-      [self](msg::stats_atom) { return actor_stats(self, "scheduler"); }
-  );
+      [self](msg::kv_atom, KvTransferPayload& p) { kv_received(self, p); },
+      [self](msg::kv_failed_atom, const std::string& id, const std::string& why) { kv_failure(self, id, why); },
+      [self](msg::kv_transfer_actor kv) { self->state.kv = std::move(kv); },
+      [self](msg::stats_atom) { return actor_stats(self, "scheduler"); });
 }
 
 }  // namespace parley::scheduling
@@ -151,9 +147,10 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
 namespace parley {
 
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
-                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd, StepProfile* profile) {
-  return sys.spawn(scheduling::scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output), pd,
-                   profile);
+                                     msg::worker_actor worker, msg::output_actor output, SchedulerPd pd,
+                                     StepProfile* profile) {
+  return sys.spawn(scheduling::scheduler_fun, std::move(config), async_scheduling, std::move(worker), std::move(output),
+                   pd, profile);
 }
 
 }  // namespace parley

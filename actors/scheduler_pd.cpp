@@ -10,7 +10,8 @@ namespace parley::scheduling {
 void route_remote_prefills(Self self) {
   auto& st = self->state;
   for (Scheduler::KvReceive& k : st.scheduler().take_kv_receives())
-    if (const Request* r = st.scheduler().find(k.req_id)) self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r, st.pd.layout));
+    if (const Request* r = st.scheduler().find(k.req_id))
+      self->send(st.kv, msg::route_atom::value, k.req_id, encode_prefill_request(*r, st.pd.layout));
 }
 
 namespace {
@@ -22,13 +23,21 @@ void push_over_tcp(Self self, const EngineCoreOutput& handed, int num_prompt_tok
   ask(self, st.worker, caf::infinite, msg::export_atom::value, blocks)
       .then(
           [self, handed, num_prompt_tokens, n = int(blocks.size())](std::vector<uint8_t>& kv) {
-            KvTransferPayload p{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                self->state.pd.layout, n, "", std::move(kv), handed.prompt_logprobs};
+            KvTransferPayload p{handed.req_id,
+                                num_prompt_tokens,
+                                handed.new_token_ids,
+                                handed.new_logprobs,
+                                self->state.pd.layout,
+                                n,
+                                "",
+                                std::move(kv),
+                                handed.prompt_logprobs};
             self->send(self->state.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(p), int32_t(n), false);
           },
           [self, id = handed.req_id](const caf::error& err) {
             self->state.scheduler().release_held(id);
-            self->send(self->state.kv, msg::refuse_atom::value, id, "reading its KV failed: " + self->system().render(err));
+            self->send(self->state.kv, msg::refuse_atom::value, id,
+                       "reading its KV failed: " + self->system().render(err));
           });
 }
 
@@ -54,12 +63,21 @@ void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_toke
           [self, handed, num_prompt_tokens, blocks, link](uint64_t tag) {
             auto& st = self->state;
             if (tag == 0) {
-              spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", handed.req_id, link);
+              spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", handed.req_id,
+                           link);
               return push_over_tcp(self, handed, num_prompt_tokens, blocks);
             }
-            const KvTransferPayload header{handed.req_id, num_prompt_tokens, handed.new_token_ids, handed.new_logprobs,
-                                           st.pd.layout, int(blocks.size()), link, {}, handed.prompt_logprobs};
-            self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()), true);
+            const KvTransferPayload header{handed.req_id,
+                                           num_prompt_tokens,
+                                           handed.new_token_ids,
+                                           handed.new_logprobs,
+                                           st.pd.layout,
+                                           int(blocks.size()),
+                                           link,
+                                           {},
+                                           handed.prompt_logprobs};
+            self->send(st.kv, msg::push_atom::value, handed.req_id, encode_kv_transfer(header), int32_t(blocks.size()),
+                       true);
             ask(self, st.worker, caf::infinite, msg::kv_sent_atom::value, tag)
                 .then([](bool) {},
                       [self, id = handed.req_id, link](const caf::error& err) {
@@ -82,8 +100,10 @@ void hand_off_kv(Self self, const EngineCoreOutput& handed) {
   const SchedulerState::HandOff to = st.handing_off.at(handed.req_id);
   st.handing_off.erase(handed.req_id);
   const std::vector<int> blocks = st.scheduler().held_block_ids(handed.req_id);
-  if (to.link.empty()) push_over_tcp(self, handed, to.num_prompt_tokens, blocks);
-  else push_on_link(self, handed, to.num_prompt_tokens, blocks, to.link);
+  if (to.link.empty())
+    push_over_tcp(self, handed, to.num_prompt_tokens, blocks);
+  else
+    push_on_link(self, handed, to.num_prompt_tokens, blocks, to.link);
 }
 
 // Prefill side: a request routed here by a decode instance.
@@ -109,7 +129,8 @@ void kv_failure(Self self, const std::string& id, const std::string& why) {
   auto& st = self->state;
   const Request* r = st.scheduler().find(id);
   if (!r || r->status != RequestStatus::WaitingForRemoteKv) return;  // finished, aborted or arrived meanwhile
-  spdlog::warn("request {}: KV transfer failed ({}); {}", id, why, st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
+  spdlog::warn("request {}: KV transfer failed ({}); {}", id, why,
+               st.pd.recompute_on_kv_failure ? "prefilling it here" : "failing it");
   auto live = st.scheduler().fail_remote_kv(id, st.pd.recompute_on_kv_failure);
   if (!live.empty())
     self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler().stats(),
@@ -192,8 +213,10 @@ void kv_on_link(Self self, KvTransferPayload p) {
 }  // namespace
 
 void kv_received(Self self, KvTransferPayload& p) {
-  if (p.kv_link.empty()) kv_arrived(self, p);
-  else kv_on_link(self, std::move(p));
+  if (p.kv_link.empty())
+    kv_arrived(self, p);
+  else
+    kv_on_link(self, std::move(p));
 }
 
 }  // namespace parley::scheduling

@@ -10,7 +10,7 @@
 namespace parley::scheduling {
 
 struct SchedulerState {
-  SchedulerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
+  SchedulerState() = default;              // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<StepPipeline> pipeline;  // the scheduler and the steps on the worker: all the policy
   Scheduler& scheduler() { return pipeline->scheduler(); }
   msg::worker_actor worker;

@@ -39,7 +39,7 @@ int run_serve(const ServeOptions& o) {
     server.shutdown();
   });
   server.run();
-  engine->shutdown();  // aborts live requests, stops every actor
+  engine->shutdown();                                    // aborts live requests, stops every actor
   pthread_kill(signal_thread.native_handle(), SIGTERM);  // release sigwait if the server stopped by itself
   signal_thread.join();
   spdlog::info("stopped");

@@ -15,7 +15,7 @@ constexpr const char* kNoLinks = "this instance has no device link transport (--
 struct WorkerState {
   WorkerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<ModelRunner> runner;
-  std::unique_ptr<KvLinks> links;  // null without a link transport
+  std::unique_ptr<KvLinks> links;                                       // null without a link transport
   std::map<uint64_t, std::function<void(const KvLinkEvent&)>> waiting;  // link tag -> its promise
   std::map<uint64_t, KvLinkEvent> sent;  // sends that finished (or failed) before kv_sent asked
   uint64_t next_tag = 1;
@@ -63,8 +63,10 @@ caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, st
   }
   auto promise = self->template make_response_promise<T>();
   st.waiting[tag] = [promise, done = std::move(done)](const KvLinkEvent& e) mutable {
-    if (e.kind == KvLinkEvent::Kind::Failed) promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
-    else promise.deliver(done(e.tag));
+    if (e.kind == KvLinkEvent::Kind::Failed)
+      promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
+    else
+      promise.deliver(done(e.tag));
   };
   keep_polling(self);
   return promise;
@@ -75,7 +77,8 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
   auto& st = self->state;
   st.runner = std::move(*runner);
   if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
-  return counted_behavior(self,
+  return counted_behavior(
+      self,
       [self](msg::execute_atom, const std::shared_ptr<const SchedulerOutput>& so) -> caf::result<ModelRunnerOutput> {
         StepProfile* profile = self->state.runner->profile();
         if (profile) profile->worker_starts(so->step_id);
@@ -111,8 +114,9 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         }
       },
       [self](msg::link_open_atom, const std::string& name, const std::string& id, int32_t rank) -> caf::result<bool> {
-        return on_link<bool>(self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
-                             [](uint64_t) { return true; });
+        return on_link<bool>(
+            self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
+            [](uint64_t) { return true; });
       },
       [self](msg::link_close_atom, const std::string& name) {
         if (self->state.links) self->state.links->close(name), keep_polling(self);
@@ -144,14 +148,17 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         if (!st.waiting.count(tag)) return error<bool>("no KV send " + std::to_string(tag));
         auto promise = self->make_response_promise<bool>();
         st.waiting[tag] = [promise](const KvLinkEvent& e) mutable {
-          if (e.kind == KvLinkEvent::Kind::Failed) promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
-          else promise.deliver(true);
+          if (e.kind == KvLinkEvent::Kind::Failed)
+            promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
+          else
+            promise.deliver(true);
         };
         return promise;
       },
       [self](msg::kv_recv_atom, const std::string& link, int64_t words) -> caf::result<uint64_t> {
-        return on_link<uint64_t>(self, [&](uint64_t tag) { self->state.links->recv(link, tag, words, now_seconds()); },
-                                 [](uint64_t tag) { return tag; });
+        return on_link<uint64_t>(
+            self, [&](uint64_t tag) { self->state.links->recv(link, tag, words, now_seconds()); },
+            [](uint64_t tag) { return tag; });
       },
       [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {
         try {
@@ -165,15 +172,13 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
       [self](msg::kv_drop_atom, uint64_t tag) {
         if (self->state.links) self->state.links->drop(tag);
       },
-      [self](msg::poll_atom) { poll(self); },
-      [self](msg::stats_atom) { return actor_stats(self, "worker"); }
-  );
+      [self](msg::poll_atom) { poll(self); }, [self](msg::stats_atom) { return actor_stats(self, "worker"); });
 }
 
 }  // namespace
 
-msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner, std::shared_ptr<KvLinkFactory> links,
-                               double link_timeout_s) {
+msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner,
+                               std::shared_ptr<KvLinkFactory> links, double link_timeout_s) {
   // The runner travels in a shared_ptr: spawn arguments must be copyable.
   auto holder = std::make_shared<std::unique_ptr<ModelRunner>>(std::move(runner));
   return sys.spawn<caf::detached>(worker_fun, holder, std::move(links), link_timeout_s);

@@ -42,7 +42,8 @@ struct CountingSink : RequestSink {
     auto& t = tokens[o.req_id];
     t.insert(t.end(), o.token_ids.begin(), o.token_ids.end());
     finished += o.finished();
-    if (o.finished()) cv.notify_all();  // not on every token: waking the waiting thread would take a core from the engine
+    if (o.finished())
+      cv.notify_all();  // not on every token: waking the waiting thread would take a core from the engine
   }
   void on_rejected(int, const std::string& message) override {
     std::lock_guard lock(mu);
@@ -201,10 +202,11 @@ int main(int argc, char** argv) {
   SchedulerConfig core_config = config.scheduler;
   core_config.max_model_len = file.config.max_seq_len;
   core_config.eos_token_ids = default_stop_token_ids(*file.vocab);
-  std::printf("model %s, prompt %d tokens, %d generated per request, best of %d\n\n", engines[true]->model_name().c_str(),
-              prompt_tokens, gen_tokens, repeats);
-  std::printf("| requests | engine | steps | steps/s | output tok/s | against async off | against one thread | CPU us/step |\n"
-              "|---|---|---|---|---|---|---|---|\n");
+  std::printf("model %s, prompt %d tokens, %d generated per request, best of %d\n\n",
+              engines[true]->model_name().c_str(), prompt_tokens, gen_tokens, repeats);
+  std::printf(
+      "| requests | engine | steps | steps/s | output tok/s | against async off | against one thread | CPU us/step |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   int round = 0;
   enum { Off, On, Core };
   const auto engine_name = [](int which) {
@@ -228,23 +230,28 @@ int main(int argc, char** argv) {
     }
     for (int which : {Off, On, Core}) {
       const Measure& m = best[which];
-      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %.0f |\n", c, engine_name(which), m.steps, m.steps / m.seconds,
-                  m.tokens / m.seconds, best[Off].seconds / m.seconds, best[Core].seconds / m.seconds,
-                  m.cpu_seconds * 1e6 / m.steps);
+      std::printf("| %d | %s | %.0f | %.0f | %.0f | %.2fx | %.2fx | %.0f |\n", c, engine_name(which), m.steps,
+                  m.steps / m.seconds, m.tokens / m.seconds, best[Off].seconds / m.seconds,
+                  best[Core].seconds / m.seconds, m.cpu_seconds * 1e6 / m.steps);
       profiled[{c, which}] = m;
     }
   }
   std::printf("\nEvery request's token ids are identical across the three engines.\n\n");
-  std::printf("Per step, in microseconds (the best run of each cell; phases in engine/step_profile.hpp):\n\n"
-              "| requests | engine | schedule | update | scheduler CPU | hop to worker | worker idle | prepare | forward | sample "
-              "| hop to scheduler | hop to output | output processing | step |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "Per step, in microseconds (the best run of each cell; phases in engine/step_profile.hpp):\n\n"
+      "| requests | engine | schedule | update | scheduler CPU | hop to worker | worker idle | prepare | forward | "
+      "sample "
+      "| hop to scheduler | hop to output | output processing | step "
+      "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [key, m] : profiled) {
     std::printf("| %d | %s |", key.first, engine_name(key.second));
     for (double us : m.phase_us) us < 0 ? std::printf(" - |") : std::printf(" %.1f |", us);
     std::printf(" %.1f |\n", m.seconds * 1e6 / m.steps);
   }
   const std::vector<double> idle = idle_start_latencies_us(*engines[true], *profiles[true], vocab, 21);
-  std::printf("\nIdle engine (async on), submission to first step computing, 21 requests 50 ms apart: median %.0f us, "
-              "max %.0f us\n", idle[idle.size() / 2], idle.back());
+  std::printf(
+      "\nIdle engine (async on), submission to first step computing, 21 requests 50 ms apart: median %.0f us, "
+      "max %.0f us\n",
+      idle[idle.size() / 2], idle.back());
   return 0;
 }

@@ -62,8 +62,10 @@ double decode_tokens_per_s(const ModelFile& file, const std::string& dtype, int 
       b.logits_indices.push_back(s);
     }
     const bool replayed = model->forward(b, logits);
-    if (replayed != graphs) throw std::runtime_error("a decode step did not run as asked (graph replay " + std::to_string(replayed) + ")");
-    for (int s = 0; s < S; ++s) last[size_t(s)] = argmax(logits.data() + size_t(s) * file.config.vocab_size, file.config.vocab_size);
+    if (replayed != graphs)
+      throw std::runtime_error("a decode step did not run as asked (graph replay " + std::to_string(replayed) + ")");
+    for (int s = 0; s < S; ++s)
+      last[size_t(s)] = argmax(logits.data() + size_t(s) * file.config.vocab_size, file.config.vocab_size);
   }
   return double(S) * G / seconds_since(t0);
 }
@@ -86,9 +88,10 @@ void bandwidth_table(const LlamaConfig& c) {
   PARLEY_CUDA_CHECK(cudaMemset(a.get(), 0, size_t(n) * 4));
   PARLEY_CUDA_CHECK(cudaMemset(b.get(), 0, size_t(n) * 4));
   PARLEY_CUDA_CHECK(cudaDeviceSynchronize());
-  const double peak = 2.0 * n * 4 / time_op(be, [&] {
-    PARLEY_CUDA_CHECK(cudaMemcpyAsync(out.get(), a.get(), size_t(n) * 4, cudaMemcpyDeviceToDevice, be.stream()));
-  });
+  const double peak =
+      2.0 * n * 4 / time_op(be, [&] {
+        PARLEY_CUDA_CHECK(cudaMemcpyAsync(out.get(), a.get(), size_t(n) * 4, cudaMemcpyDeviceToDevice, be.stream()));
+      });
   std::printf("\n| kernel | bytes moved | GB/s | of peak copy (%.0f GB/s) |\n|---|---|---|---|\n", peak / 1e9);
   auto row = [&](const char* name, double bytes, double s) {
     std::printf("| %s | %.0f MB | %.0f | %.0f%% |\n", name, bytes / 1e6, bytes / s / 1e9, 100.0 * bytes / s / peak);
@@ -96,7 +99,8 @@ void bandwidth_table(const LlamaConfig& c) {
   row("residual add", 3.0 * n * 4, time_op(be, [&] { be.add(out.get<float>(), a.get<float>(), n); }));
   row("swiglu", 3.0 * n * 4, time_op(be, [&] { be.swiglu(a.get<float>(), b.get<float>(), out.get<float>(), n); }));
   const int rows = int(n / c.dim);
-  row("rmsnorm", 2.0 * n * 4, time_op(be, [&] { be.rmsnorm(a.get<float>(), b.get<float>(), out.get<float>(), rows, c.dim, 1e-5f); }));
+  row("rmsnorm", 2.0 * n * 4,
+      time_op(be, [&] { be.rmsnorm(a.get<float>(), b.get<float>(), out.get<float>(), rows, c.dim, 1e-5f); }));
   // Decode attention streams each sequence's KV: 256 sequences at position 1023, a and b as the keys and values.
   {
     const int S = 256, P = 1024, bs = 16, kv_dim = c.kv_dim();
@@ -107,7 +111,8 @@ void bandwidth_table(const LlamaConfig& c) {
     PARLEY_CUDA_CHECK(cudaMemcpy(dpos.get(), positions.data(), positions.size() * 4, cudaMemcpyHostToDevice));
     PARLEY_CUDA_CHECK(cudaMemcpy(dseq.get(), token_seq.data(), token_seq.size() * 4, cudaMemcpyHostToDevice));
     PARLEY_CUDA_CHECK(cudaMemcpy(dtables.get(), tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
-    PARLEY_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's copies land before the backend's stream reads them
+    PARLEY_CUDA_CHECK(
+        cudaDeviceSynchronize());  // the legacy stream's copies land before the backend's stream reads them
     const cpu::KvLayerView kv{a.get<float>(), b.get<float>(), bs, kv_dim};
     const cpu::AttentionMetadata meta{S, dpos.get<int>(), dseq.get<int>(), dtables.get<int>(), P / bs};
     be.reserve_attention(S, c.n_heads, c.head_dim(), P);
@@ -149,7 +154,8 @@ int main(int argc, char** argv) {
   }
   const ModelFile file = model_path.empty() ? make_random_model(bench_110m_config(), 7) : load_model_file(model_path);
   std::printf("model %s (dim %d, %d layers, vocab %d), %s weights, %d prompt + %d decode tokens per sequence\n\n",
-              file.name.c_str(), file.config.dim, file.config.n_layers, file.config.vocab_size, dtype.c_str(), prompt, gen);
+              file.name.c_str(), file.config.dim, file.config.n_layers, file.config.vocab_size, dtype.c_str(), prompt,
+              gen);
   std::printf("| sequences | eager tok/s | graphs tok/s | graphs / eager |\n|---|---|---|---|\n");
   for (int S : seqs) {
     const double eager = decode_tokens_per_s(file, dtype, S, prompt, gen, false);

@@ -104,10 +104,12 @@ double decode_tps(LlamaModel& model, int S, int P, int G) {
   return double(S) * G / seconds_since(t0);
 }
 
-nlohmann::json run_peer(const std::string& model, int threads, const std::string& seqs, int P, int prefill, int reps, int G) {
-  const std::string cmd = "node " PARLEY_SOURCE_DIR "/bench/peer/llama_peer.mjs --model '" + model + "' --threads " + std::to_string(threads) +
-                          " --seqs " + seqs + " --prompt-tokens " + std::to_string(P) + " --prefill-tokens " + std::to_string(prefill) +
-                          " --reps " + std::to_string(reps) + " --gen-tokens " + std::to_string(G);
+nlohmann::json run_peer(const std::string& model, int threads, const std::string& seqs, int P, int prefill, int reps,
+                        int G) {
+  const std::string cmd = "node " PARLEY_SOURCE_DIR "/bench/peer/llama_peer.mjs --model '" + model + "' --threads " +
+                          std::to_string(threads) + " --seqs " + seqs + " --prompt-tokens " + std::to_string(P) +
+                          " --prefill-tokens " + std::to_string(prefill) + " --reps " + std::to_string(reps) +
+                          " --gen-tokens " + std::to_string(G);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf{};
@@ -142,13 +144,16 @@ int main(int argc, char** argv) {
   app.add_option("--seqs", seqs_arg, "Concurrent sequences, comma separated");
   app.add_option("--prompt-tokens", P, "Prompt length before decode");
   app.add_option("--prefill-tokens", prefill, "Prompt length of the prefill figure (0: --prompt-tokens)");
-  app.add_option("--prefill-reps", prefill_reps, "Timed prefill passes (the median counts)")->check(CLI::PositiveNumber);
+  app.add_option("--prefill-reps", prefill_reps, "Timed prefill passes (the median counts)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--gen-tokens", G, "Tokens generated per sequence (timed)");
   app.add_option("--rounds", rounds, "Rounds; each figure is the best round")->check(CLI::PositiveNumber);
-  app.add_option_function<std::string>("--kv-cache-dtype", [](const std::string& v) { kv_cache_dtype = parse_kv_dtype(v); },
-                                        "KV cache element type: f32 (default), f16 or bf16");
+  app.add_option_function<std::string>(
+      "--kv-cache-dtype", [](const std::string& v) { kv_cache_dtype = parse_kv_dtype(v); },
+      "KV cache element type: f32 (default), f16 or bf16");
   app.add_flag("--peer", peer, "Also measure llama.cpp (node-llama-cpp) on the same file");
-  app.add_option("--csv", csv_path, "Append the figures to this file: label,type,seqs,parley,llama.cpp tok/s (seqs 0: prefill)");
+  app.add_option("--csv", csv_path,
+                 "Append the figures to this file: label,type,seqs,parley,llama.cpp tok/s (seqs 0: prefill)");
   app.add_option("--label", label, "The model's name in --csv (default: the file name)");
   CLI11_PARSE(app, argc, argv);
   if (prefill <= 0) prefill = P;
@@ -194,24 +199,30 @@ int main(int argc, char** argv) {
     }
   }
   peak = std::max(peak, bench::read_bandwidth(backend.threads()));
-  std::printf("model %s (%s, %s), %d threads, isa %s, KV %s, prefill %d tokens, decode after %d, %d generated per sequence, "
-              "best of %d rounds\n",
-              model_path.c_str(), file.name.c_str(), dtype.c_str(), backend.threads(), cpu::isa_name(backend.isa()).c_str(),
-              kv_dtype_name(kv_cache_dtype).c_str(), prefill, P, G, rounds);
-  std::printf("resident after load %.1f MiB (+%.1f MiB from load: file %.1f MiB, weights %.1f MiB; %.2fx the file); "
-              "with the KV cache of %d seqs (%.1f MiB) +%.1f MiB, %.2fx file + KV\n",
-              mib(rss_model), mib(rss_model - rss_start), mib(file_bytes), mib(model.weight_bytes()),
-              double(rss_model - rss_start) / double(file_bytes), *std::max_element(seqs.begin(), seqs.end()), mib(kv_bytes),
-              mib(rss_kv - rss_start), double(rss_kv - rss_start) / double(file_bytes + kv_bytes));
+  std::printf(
+      "model %s (%s, %s), %d threads, isa %s, KV %s, prefill %d tokens, decode after %d, %d generated per sequence, "
+      "best of %d rounds\n",
+      model_path.c_str(), file.name.c_str(), dtype.c_str(), backend.threads(), cpu::isa_name(backend.isa()).c_str(),
+      kv_dtype_name(kv_cache_dtype).c_str(), prefill, P, G, rounds);
+  std::printf(
+      "resident after load %.1f MiB (+%.1f MiB from load: file %.1f MiB, weights %.1f MiB; %.2fx the file); "
+      "with the KV cache of %d seqs (%.1f MiB) +%.1f MiB, %.2fx file + KV\n",
+      mib(rss_model), mib(rss_model - rss_start), mib(file_bytes), mib(model.weight_bytes()),
+      double(rss_model - rss_start) / double(file_bytes), *std::max_element(seqs.begin(), seqs.end()), mib(kv_bytes),
+      mib(rss_kv - rss_start), double(rss_kv - rss_start) / double(file_bytes + kv_bytes));
   const double streamed = double(model.streamed_weight_bytes());
-  std::printf("read bandwidth (%d threads, best of 16 sums over 512 MiB) %.1f GB/s; a decode step reads %.1f MB of weights\n\n",
-              backend.threads(), peak / 1e9, streamed / 1e6);
+  std::printf(
+      "read bandwidth (%d threads, best of 16 sums over 512 MiB) %.1f GB/s; a decode step reads %.1f MB of weights\n\n",
+      backend.threads(), peak / 1e9, streamed / 1e6);
   std::printf("| %-16s | %14s | %20s | %6s |\n", "measure", "parley tok/s", "llama.cpp tok/s", "ratio");
   std::printf("|------------------|----------------|----------------------|--------|\n");
   for (int i = 0; i < n; ++i) {
-    const std::string name = i == 0 ? "prefill " + std::to_string(prefill) : "decode " + std::to_string(seqs[i - 1]) + " seqs";
-    if (theirs[i] > 0) std::printf("| %-16s | %14.1f | %20.1f | %5.2fx |\n", name.c_str(), ours[i], theirs[i], ours[i] / theirs[i]);
-    else std::printf("| %-16s | %14.1f | %20s | %6s |\n", name.c_str(), ours[i], "-", "-");
+    const std::string name =
+        i == 0 ? "prefill " + std::to_string(prefill) : "decode " + std::to_string(seqs[i - 1]) + " seqs";
+    if (theirs[i] > 0)
+      std::printf("| %-16s | %14.1f | %20.1f | %5.2fx |\n", name.c_str(), ours[i], theirs[i], ours[i] / theirs[i]);
+    else
+      std::printf("| %-16s | %14.1f | %20s | %6s |\n", name.c_str(), ours[i], "-", "-");
   }
   // Batch 1 streams every matrix once per token: weight bytes times tokens/s, as a share of the probe.
   const auto one = std::find(seqs.begin(), seqs.end(), 1);
@@ -219,8 +230,10 @@ int main(int argc, char** argv) {
     const int i = int(one - seqs.begin()) + 1;
     const double ours_gbs = streamed * ours[i] / 1e9, theirs_gbs = streamed * theirs[i] / 1e9;
     char theirs_text[32] = "-";
-    if (theirs[i] > 0) std::snprintf(theirs_text, sizeof theirs_text, "%.1f (%.0f%%)", theirs_gbs, 100 * theirs_gbs * 1e9 / peak);
-    std::printf("| %-16s | %7.1f (%3.0f%%) | %20s | %6s |\n", "batch 1 GB/s", ours_gbs, 100 * ours_gbs * 1e9 / peak, theirs_text, "");
+    if (theirs[i] > 0)
+      std::snprintf(theirs_text, sizeof theirs_text, "%.1f (%.0f%%)", theirs_gbs, 100 * theirs_gbs * 1e9 / peak);
+    std::printf("| %-16s | %7.1f (%3.0f%%) | %20s | %6s |\n", "batch 1 GB/s", ours_gbs, 100 * ours_gbs * 1e9 / peak,
+                theirs_text, "");
   }
   if (!csv_path.empty()) {
     std::ofstream csv(csv_path, std::ios::app);

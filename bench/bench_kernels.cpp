@@ -50,7 +50,10 @@ double best_gflops(const CpuBackend& be, int M, int N, int K) {
   return 2.0 * M * N * K / best / 1e9;
 }
 
-struct AttentionShape { const char* name; int n_heads, n_kv_heads, head_dim; };
+struct AttentionShape {
+  const char* name;
+  int n_heads, n_kv_heads, head_dim;
+};
 
 // Best-of time of one layer's paged_attention: `tokens` queries of one sequence ending at position
 // context - 1 (a prefill of 512 from 0, or one decode token), over blocks of 16 in a scattered order.
@@ -60,7 +63,8 @@ double best_attention_ms(const CpuBackend& be, const AttentionShape& s, KvDtype 
   std::vector<float> keys(kv_elems), values(kv_elems);  // as f32, or the first half read as 16-bit elements
   for (size_t i = 0; i < kv_elems; ++i) {
     const float k = float(i % 97) / 97.0f - 0.5f, v = float(i % 89) / 89.0f - 0.5f;
-    if (dtype == KvDtype::F32) keys[i] = k, values[i] = v;
+    if (dtype == KvDtype::F32)
+      keys[i] = k, values[i] = v;
     else {
       auto* k16 = reinterpret_cast<uint16_t*>(keys.data());
       auto* v16 = reinterpret_cast<uint16_t*>(values.data());
@@ -69,7 +73,8 @@ double best_attention_ms(const CpuBackend& be, const AttentionShape& s, KvDtype 
     }
   }
   std::vector<int> table(num_blocks), positions(tokens), token_seq(tokens, 0);
-  for (int b = 0; b < num_blocks; ++b) table[size_t(b)] = num_blocks - 1 - b;  // reversed: a used pool seldom hands out blocks in order
+  for (int b = 0; b < num_blocks; ++b)
+    table[size_t(b)] = num_blocks - 1 - b;  // reversed: a used pool seldom hands out blocks in order
   for (int t = 0; t < tokens; ++t) positions[size_t(t)] = context - tokens + t;
   const KvLayerView kv{keys.data(), values.data(), block_size, kv_dim, dtype};
   const AttentionMetadata meta{tokens, positions.data(), token_seq.data(), table.data(), num_blocks};
@@ -87,10 +92,13 @@ double best_attention_ms(const CpuBackend& be, const AttentionShape& s, KvDtype 
 
 void attention_table(const CpuBackend& be) {
   std::printf("\n| %-26s | %-19s | %4s | %9s |\n", "attention (one layer)", "batch", "kv", "best ms");
-  std::printf("|%s|%s|%s|%s|\n", std::string(28, '-').c_str(), std::string(21, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(11, '-').c_str());
+  std::printf("|%s|%s|%s|%s|\n", std::string(28, '-').c_str(), std::string(21, '-').c_str(),
+              std::string(6, '-').c_str(), std::string(11, '-').c_str());
   const AttentionShape shapes[] = {{"12 heads of 64 (110M)", 12, 12, 64}, {"32 heads, 8 kv, of 128", 32, 8, 128}};
-  struct Batch { const char* name; int tokens, context; };
+  struct Batch {
+    const char* name;
+    int tokens, context;
+  };
   const Batch batches[] = {{"prefill 512", 512, 512}, {"decode 1 at 1536", 1, 1536}};
   for (const AttentionShape& s : shapes)
     for (const Batch& b : batches)
@@ -105,11 +113,15 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string isa = "auto", only;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--isa")) isa = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--threads"))
+      threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--isa"))
+      isa = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: %s [--threads T] [--isa auto|avx2|avx512|generic] [--only matmul|attention]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads T] [--isa auto|avx2|avx512|generic] [--only matmul|attention]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -122,12 +134,18 @@ int main(int argc, char** argv) {
   const double peak = measured_peak(be) / 1e9;
   std::printf("CPU backend: isa %s, %d threads, measured FMA peak %.1f GFLOP/s\n\n", isa_name(be.isa()).c_str(),
               be.threads(), peak);
-  std::printf("| %-28s | %5s | %9s | %7s | %13s |\n", "matrix (110M-model shape)", "batch", "GFLOP/s", "% peak", "weights GB/s");
-  std::printf("|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(7, '-').c_str(), std::string(11, '-').c_str(),
-              std::string(9, '-').c_str(), std::string(15, '-').c_str());
-  struct Shape { const char* name; int N, K; };
-  const Shape shapes[] = {{"qkv  2304 x 768", 2304, 768}, {"gate_up 4096 x 768", 4096, 768},
-                          {"down  768 x 2048", 768, 2048}, {"logits 32000 x 768", 32000, 768}};
+  std::printf("| %-28s | %5s | %9s | %7s | %13s |\n", "matrix (110M-model shape)", "batch", "GFLOP/s", "% peak",
+              "weights GB/s");
+  std::printf("|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(7, '-').c_str(),
+              std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(15, '-').c_str());
+  struct Shape {
+    const char* name;
+    int N, K;
+  };
+  const Shape shapes[] = {{"qkv  2304 x 768", 2304, 768},
+                          {"gate_up 4096 x 768", 4096, 768},
+                          {"down  768 x 2048", 768, 2048},
+                          {"logits 32000 x 768", 32000, 768}};
   for (const Shape& s : shapes)
     for (int M : {1, 8, 32, 128}) {
       const double g = best_gflops(be, M, s.N, s.K);

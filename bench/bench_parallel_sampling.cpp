@@ -46,7 +46,8 @@ Result run(LlamaModel& model, const std::vector<int>& prompt, int n, int gen, Mo
   } else {
     p.n = n;
     Request parent("s.0", prompt, p, 42);
-    for (int i = 0; i < n; ++i) parent.child_req_ids.push_back("s." + std::to_string(i)), parent.child_seeds.push_back(42 + uint64_t(i));
+    for (int i = 0; i < n; ++i)
+      parent.child_req_ids.push_back("s." + std::to_string(i)), parent.child_seeds.push_back(42 + uint64_t(i));
     core.add_request(std::move(parent));
   }
   Result r;
@@ -86,8 +87,8 @@ int main(int argc, char** argv) {
   std::vector<int> prompt;
   for (int i = 0; i < prompt_tokens; ++i) prompt.push_back(3 + int(rng() % uint32_t(file.config.vocab_size - 3)));
 
-  std::printf("n = %d samples of %d tokens on a %d-token prompt (temperature 0.8, top_p 0.95, seeds 42..%d)\n\n", n, gen,
-              prompt_tokens, 41 + n);
+  std::printf("n = %d samples of %d tokens on a %d-token prompt (temperature 0.8, top_p 0.95, seeds 42..%d)\n\n", n,
+              gen, prompt_tokens, 41 + n);
   std::printf("| mode | prefill tokens computed | peak KV blocks | wall time | samples equal to the split's |\n");
   std::printf("|---|---|---|---|---|\n");
   const Result split = run(model, prompt, n, gen, Mode::DelayedSplit, block_size);

@@ -36,8 +36,10 @@ CachedRequestState make_request(int serial, Rng& rng) {
   r.req_id = "req-" + std::to_string(serial);
   for (int i = 0; i < kPromptLen; ++i) r.prompt_token_ids.push_back(rng.below(32000));
   SamplingParams& p = r.sampling_params;
-  if (rng.below(10) < 3) p.temperature = 0.0f;
-  else p.temperature = 0.7f, p.top_p = 0.9f, p.top_k = rng.below(2) ? 40 : -1;
+  if (rng.below(10) < 3)
+    p.temperature = 0.0f;
+  else
+    p.temperature = 0.7f, p.top_p = 0.9f, p.top_k = rng.below(2) ? 40 : -1;
   if (rng.below(5) == 0) p.presence_penalty = 0.5f, p.frequency_penalty = 0.3f;
   if (rng.below(10) == 0) p.logprobs = 5;
   if (rng.below(10) == 0) p.logit_bias = {{11, 2.0f}, {500, -5.0f}};
@@ -126,8 +128,10 @@ Result median_of_runs(int num_reqs, const Scenario& sc, bool persistent) {
 int main() {
   const Scenario scenarios[] = {{"one finishes and one arrives every 4 steps", 4},
                                 {"each request runs 64..448 steps (mean 256)", 0}};
-  std::printf("Sampling metadata ready for the sampler, CPU time per step (median of %d runs of %d steps;\n"
-              "a timer overhead of %.0f ns per step subtracted)\n\n", kRuns, kSteps, kTimerNs);
+  std::printf(
+      "Sampling metadata ready for the sampler, CPU time per step (median of %d runs of %d steps;\n"
+      "a timer overhead of %.0f ns per step subtracted)\n\n",
+      kRuns, kSteps, kTimerNs);
   for (const Scenario& sc : scenarios) {
     std::printf("%s\n", sc.name);
     std::printf("| %8s | %18s | %20s | %16s | %7s |\n", "requests", "rebuild every step", "persistent (changes)",
@@ -136,7 +140,8 @@ int main() {
     for (int n : {8, 64, 256}) {
       const Result every = median_of_runs(n, sc, false), persistent = median_of_runs(n, sc, true);
       std::printf("| %8d | %15.0f ns | %17.0f ns | %9lld / %4d | %6.1fx |\n", n, every.ns_per_step,
-                  persistent.ns_per_step, (long long)persistent.rebuilds, kSteps, every.ns_per_step / persistent.ns_per_step);
+                  persistent.ns_per_step, (long long)persistent.rebuilds, kSteps,
+                  every.ns_per_step / persistent.ns_per_step);
     }
     std::printf("\n");
   }

@@ -35,7 +35,10 @@ double us_per_token(const std::vector<float>& logits, const SamplingParams& p) {
 
 int main() {
   const int vocab = 32000;
-  struct Row { const char* name; SamplingParams p; };
+  struct Row {
+    const char* name;
+    SamplingParams p;
+  };
   std::vector<Row> rows(5);
   rows[0] = {"greedy", {}};
   rows[0].p.temperature = 0.0f;
@@ -47,11 +50,12 @@ int main() {
   rows[3].p.top_p = 0.9f;
   rows[4] = {"min_p 0.05", rows[1].p};
   rows[4].p.min_p = 0.05f;
-  std::printf("| %-16s | %18s | %18s | %18s |\n", "sampling", "flat (spread 4)", "mid (spread 20)", "peaked (spread 60)");
+  std::printf("| %-16s | %18s | %18s | %18s |\n", "sampling", "flat (spread 4)", "mid (spread 20)",
+              "peaked (spread 60)");
   std::printf("|------------------|--------------------|--------------------|--------------------|\n");
   const auto flat = make_logits(vocab, 4.0f), mid = make_logits(vocab, 20.0f), peaked = make_logits(vocab, 60.0f);
   for (const Row& r : rows)
-    std::printf("| %-16s | %15.0f us | %15.0f us | %15.0f us |\n", r.name, us_per_token(flat, r.p), us_per_token(mid, r.p),
-                us_per_token(peaked, r.p));
+    std::printf("| %-16s | %15.0f us | %15.0f us | %15.0f us |\n", r.name, us_per_token(flat, r.p),
+                us_per_token(mid, r.p), us_per_token(peaked, r.p));
   return 0;
 }

@@ -37,8 +37,10 @@ struct FakeWorker {
       Row& r = rows.at(id);
       r.computed += n;
       out.req_ids.push_back(id);
-      if (r.computed >= r.num_tokens) out.sampled_token_ids.push_back({7 + int(r.num_tokens % 300)}), ++r.num_tokens;
-      else out.sampled_token_ids.emplace_back();
+      if (r.computed >= r.num_tokens)
+        out.sampled_token_ids.push_back({7 + int(r.num_tokens % 300)}), ++r.num_tokens;
+      else
+        out.sampled_token_ids.emplace_back();
     }
     return out;
   }
@@ -108,7 +110,9 @@ int main(int argc, char** argv) {
   app.add_option("--evict-mib", evict_mib, "buffer written over before each call, cold rows");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("| requests | steps in flight | caches | schedule µs | update µs | stats µs | total µs |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| requests | steps in flight | caches | schedule µs | update µs | stats µs | total µs "
+      "|\n|---|---|---|---|---|---|---|\n");
   std::vector<char> cold(size_t(evict_mib) << 20), warm_buffer;
   for (int c : concurrency) {
     for (auto [async, evicted] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
@@ -124,8 +128,8 @@ int main(int argc, char** argv) {
       run_round(sched, c, prompt_tokens, gen_tokens, 0, async, buffer, warm);
       for (int r = 1; r <= rounds; ++r) run_round(sched, c, prompt_tokens, gen_tokens, r, async, buffer, t);
       const double us = 1e6 / double(t.steps);
-      std::printf("| %d | %d | %s | %.1f | %.1f | %.1f | %.1f |\n", c, async ? 2 : 1, evicted ? "evicted" : "warm", t.schedule * us, t.update * us, t.stats * us,
-                  (t.schedule + t.update + t.stats) * us);
+      std::printf("| %d | %d | %s | %.1f | %.1f | %.1f | %.1f |\n", c, async ? 2 : 1, evicted ? "evicted" : "warm",
+                  t.schedule * us, t.update * us, t.stats * us, (t.schedule + t.update + t.stats) * us);
     }
   }
 }

@@ -1,8 +1,8 @@
 // Speculative decoding: n-gram drafts with k = 3 and 5, layer_skip drafts (the target's first
-// layers) with k = 3, MTP with k = 3 when the model has a head, and optionally a draft model, verified exactly, against speculation off, at 1 and 16
-// concurrent requests whose prompts repeat themselves. Runs EngineCore in
-// this thread (schedule, run, verify, update); prints output tokens/s, steps, mean acceptance length and
-// the ratio to off, and checks that every mode gives every request the same token ids.
+// layers) with k = 3, MTP with k = 3 when the model has a head, and optionally a draft model, verified exactly, against
+// speculation off, at 1 and 16 concurrent requests whose prompts repeat themselves. Runs EngineCore in this thread
+// (schedule, run, verify, update); prints output tokens/s, steps, mean acceptance length and the ratio to off, and
+// checks that every mode gives every request the same token ids.
 //   bench_speculative [--model M] [--tokenizer T] [--gen-tokens 64] [--concurrency 1,16] [--repeats 3] [--threads T]
 //                     [--draft-layers L] [--draft-model D]
 #include <CLI/CLI.hpp>
@@ -92,20 +92,27 @@ int main(int argc, char** argv) {
   if (draft_layers <= 0) draft_layers = std::max(1, file.config.n_layers / 4);
   std::vector<std::pair<std::string, std::optional<SpeculativeConfig>>> modes = {
       {"off", std::nullopt},
-      {"ngram k=3", SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
-      {"ngram k=5", SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
+      {"ngram k=3",
+       SpeculativeConfig::parse(
+           R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
+      {"ngram k=5",
+       SpeculativeConfig::parse(
+           R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4})")},
       {"layer_skip " + std::to_string(draft_layers) + "/" + std::to_string(file.config.n_layers) + " k=3",
-       SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": )" + std::to_string(draft_layers) + "}")},
+       SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": )" +
+                                std::to_string(draft_layers) + "}")},
   };
   if (model.has_mtp())
     modes.emplace_back("mtp k=3", SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": 3})"));
   if (!draft_model.empty())
-    modes.emplace_back("draft_model k=3", SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
-                                                                   draft_model + "\"}"));
+    modes.emplace_back("draft_model k=3",
+                       SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
+                                                draft_model + "\"}"));
   std::printf("model %s, greedy, %d tokens per request, prompts repeating a phrase 3 times, best of %d\n\n",
               model_path.empty() ? "built-in" : model_path.c_str(), gen_tokens, repeats);
-  std::printf("| requests | speculation | steps | output tok/s | mean acceptance length | accepted / drafted | against off |\n"
-              "|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| requests | speculation | steps | output tok/s | mean acceptance length | accepted / drafted | against off |\n"
+      "|---|---|---|---|---|---|---|\n");
   for (int c : concurrency) {
     std::vector<Measure> best(modes.size());
     for (int r = 0; r < repeats; ++r)
@@ -120,8 +127,8 @@ int main(int argc, char** argv) {
       }
       const SchedulerStats& s = best[i].stats;
       const double mal = s.spec_num_drafts ? 1.0 + double(s.spec_num_accepted_tokens) / double(s.spec_num_drafts) : 1.0;
-      std::printf("| %d | %s | %lld | %.0f | %.2f | %lld / %lld | %.2fx |\n", c, modes[i].first.c_str(), (long long)s.num_steps,
-                  best[i].tokens / best[i].seconds, mal, (long long)s.spec_num_accepted_tokens,
+      std::printf("| %d | %s | %lld | %.0f | %.2f | %lld / %lld | %.2fx |\n", c, modes[i].first.c_str(),
+                  (long long)s.num_steps, best[i].tokens / best[i].seconds, mal, (long long)s.spec_num_accepted_tokens,
                   (long long)s.spec_num_draft_tokens, best[0].seconds / best[i].seconds);
     }
   }

@@ -40,8 +40,8 @@ struct Throughput {
   int tokens = 0;
 };
 
-Throughput decode(LlamaModel& model, const ModelFile& file, const Tokenizer& tok, int seqs, int gen_tokens, bool constrained,
-                  const std::shared_ptr<structured::StructuredOutputManager>& manager) {
+Throughput decode(LlamaModel& model, const ModelFile& file, const Tokenizer& tok, int seqs, int gen_tokens,
+                  bool constrained, const std::shared_ptr<structured::StructuredOutputManager>& manager) {
   SchedulerConfig c;
   c.max_model_len = file.config.max_seq_len;
   c.num_kv_blocks = std::max(64, seqs * (gen_tokens + 32) / 16 + 8);
@@ -54,9 +54,12 @@ Throughput decode(LlamaModel& model, const ModelFile& file, const Tokenizer& tok
     SamplingParams p;
     p.temperature = 1.0f;
     p.max_tokens = gen_tokens;
-    if (constrained) p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Grammar, json_lines_grammar()};
-    if (constrained) p.min_tokens = gen_tokens;
-    else p.ignore_eos = true;
+    if (constrained)
+      p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Grammar, json_lines_grammar()};
+    if (constrained)
+      p.min_tokens = gen_tokens;
+    else
+      p.ignore_eos = true;
     core.add_request(Request("b" + std::to_string(i), tok.encode("Once upon a time", true), p, 11 + uint64_t(i)));
   }
   Throughput t;
@@ -81,7 +84,9 @@ MaskCost mask_cost(const Tokenizer& tok) {
   auto vocabulary = std::make_shared<const structured::GrammarVocabulary>(tok);
   cost.vocabulary_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   structured::StructuredOutputManager manager(vocabulary);
-  const std::string doc = "{\"name\": \"Lily\", \"age\": 7, \"tags\": [\"park\", \"dog\"]}\n{\"name\": \"Tom\", \"age\": 30, \"tags\": []}\n";
+  const std::string doc =
+      "{\"name\": \"Lily\", \"age\": 7, \"tags\": [\"park\", \"dog\"]}\n{\"name\": \"Tom\", \"age\": 30, \"tags\": "
+      "[]}\n";
   const std::vector<int> ids = tok.encode(doc, false);
   cost.tokens = int(ids.size());
   std::vector<float> logits(size_t(cost.vocab), 0.0f);
@@ -106,7 +111,8 @@ int main(int argc, char** argv) {
   int gen_tokens = 128, repeats = 3, threads = 2;
   app.add_option("--model", model_path);
   app.add_option("--tokenizer", tokenizer_path);
-  app.add_option("--hf-tokenizer", hf_dirs, "Folders with a Hugging Face tokenizer.json: more vocabularies for the mask table");
+  app.add_option("--hf-tokenizer", hf_dirs,
+                 "Folders with a Hugging Face tokenizer.json: more vocabularies for the mask table");
   app.add_option("--gen-tokens", gen_tokens);
   app.add_option("--repeats", repeats, "Best of this many runs");
   app.add_option("--threads", threads);
@@ -116,10 +122,12 @@ int main(int argc, char** argv) {
   const Tokenizer tok(*file.vocab);
   cpu::CpuBackend backend(threads);
   LlamaModel model(file.config, file.weights, backend);
-  auto manager = std::make_shared<structured::StructuredOutputManager>(std::make_shared<const structured::GrammarVocabulary>(tok));
-  std::printf("decode on %s, %d threads, %d tokens per sequence, temperature 1, best of %d\n\n", model_path.c_str(), threads,
-              gen_tokens, repeats);
-  std::printf("| sequences | unconstrained tok/s | JSON Schema tok/s | constrained / unconstrained |\n|---|---|---|---|\n");
+  auto manager =
+      std::make_shared<structured::StructuredOutputManager>(std::make_shared<const structured::GrammarVocabulary>(tok));
+  std::printf("decode on %s, %d threads, %d tokens per sequence, temperature 1, best of %d\n\n", model_path.c_str(),
+              threads, gen_tokens, repeats);
+  std::printf(
+      "| sequences | unconstrained tok/s | JSON Schema tok/s | constrained / unconstrained |\n|---|---|---|---|\n");
   for (int seqs : {1, 32}) {
     std::map<bool, Throughput> best;
     for (int r = 0; r < repeats; ++r)
@@ -127,16 +135,21 @@ int main(int argc, char** argv) {
         const Throughput t = decode(model, file, tok, seqs, gen_tokens, constrained, manager);
         if (t.tokens_per_second > best[constrained].tokens_per_second) best[constrained] = t;
       }
-    if (best[true].tokens != best[false].tokens) std::fprintf(stderr, "warning: %d constrained tokens against %d\n", best[true].tokens, best[false].tokens);
+    if (best[true].tokens != best[false].tokens)
+      std::fprintf(stderr, "warning: %d constrained tokens against %d\n", best[true].tokens, best[false].tokens);
     std::printf("| %d | %.0f | %.0f | %.2fx |\n", seqs, best[false].tokens_per_second, best[true].tokens_per_second,
                 best[true].tokens_per_second / best[false].tokens_per_second);
   }
 
-  std::printf("\n| vocabulary | tokens | trie build ms | mask us/token, first visit | mask us/token, cached |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\n| vocabulary | tokens | trie build ms | mask us/token, first visit | mask us/token, cached "
+      "|\n|---|---|---|---|---|\n");
   std::vector<std::pair<std::string, std::unique_ptr<Tokenizer>>> vocabularies;
-  vocabularies.emplace_back(model_path.substr(model_path.find_last_of('/') + 1), std::make_unique<Tokenizer>(*file.vocab));
+  vocabularies.emplace_back(model_path.substr(model_path.find_last_of('/') + 1),
+                            std::make_unique<Tokenizer>(*file.vocab));
   for (const std::string& dir : hf_dirs)
-    vocabularies.emplace_back(std::filesystem::path(dir).lexically_normal().parent_path().filename().string(), std::make_unique<Tokenizer>(import_hf_tokenizer(dir).vocab));
+    vocabularies.emplace_back(std::filesystem::path(dir).lexically_normal().parent_path().filename().string(),
+                              std::make_unique<Tokenizer>(import_hf_tokenizer(dir).vocab));
   for (const auto& [name, tokenizer] : vocabularies) {
     const MaskCost c = mask_cost(*tokenizer);
     std::printf("| %s | %d | %.1f | %.1f | %.1f |\n", name.c_str(), c.vocab, c.vocabulary_ms, c.cold_us, c.warm_us);

@@ -63,10 +63,18 @@ int main(int argc, char** argv) {
   ChatInputs inputs;
   inputs.messages = conversation();
   jinja::Options options;
-  options.now = [] { std::tm t{}; t.tm_year = 126; t.tm_mon = 6; t.tm_mday = 4; return t; };
+  options.now = [] {
+    std::tm t{};
+    t.tm_year = 126;
+    t.tm_mon = 6;
+    t.tm_mday = 4;
+    return t;
+  };
 
   ojson cases = ojson::array();
-  struct Row { double parse_us = 0, render_us = -1; };
+  struct Row {
+    double parse_us = 0, render_us = -1;
+  };
   std::map<std::string, Row> rows;
   for (const auto& [name, source] : sources) {
     Row& row = rows[name];
@@ -75,8 +83,7 @@ int main(int argc, char** argv) {
     try {
       t.apply(inputs);
       row.render_us = best_us([&] { t.apply(inputs); });
-    } catch (const jinja::RenderError&) {
-    }
+    } catch (const jinja::RenderError&) {}
     cases.push_back({{"name", name}, {"template", source}, {"context", t.render_context(inputs)}});
   }
   std::map<std::string, double> peer;
@@ -98,12 +105,15 @@ int main(int argc, char** argv) {
   for (const auto& [name, row] : rows) {
     const auto it = peer.find(name);
     if (row.render_us < 0) {
-      std::printf("| %s | %.0f | raises | %s | |\n", name.c_str(), row.parse_us, it == peer.end() ? "raises" : "renders");
+      std::printf("| %s | %.0f | raises | %s | |\n", name.c_str(), row.parse_us,
+                  it == peer.end() ? "raises" : "renders");
       continue;
     }
-    if (it == peer.end()) std::printf("| %s | %.0f | %.1f | - | |\n", name.c_str(), row.parse_us, row.render_us);
-    else std::printf("| %s | %.0f | %.1f | %.1f | %.1fx |\n", name.c_str(), row.parse_us, row.render_us, it->second,
-                     it->second / row.render_us);
+    if (it == peer.end())
+      std::printf("| %s | %.0f | %.1f | - | |\n", name.c_str(), row.parse_us, row.render_us);
+    else
+      std::printf("| %s | %.0f | %.1f | %.1f | %.1fx |\n", name.c_str(), row.parse_us, row.render_us, it->second,
+                  it->second / row.render_us);
   }
   return 0;
 }

@@ -46,7 +46,9 @@ void BlockPool::check_owned(const KVCacheBlock* block, const char* what) const {
 namespace {
 
 // One hash map serves every KV group: group g > 0 keys its blocks by the hash chained once more on g.
-BlockHash group_key(const BlockHash& h, int group) { return group == 0 ? h : hash_block_tokens(h, {}, uint64_t(group)); }
+BlockHash group_key(const BlockHash& h, int group) {
+  return group == 0 ? h : hash_block_tokens(h, {}, uint64_t(group));
+}
 
 }  // namespace
 
@@ -184,8 +186,8 @@ void BlockPool::check_invariants() const {
     fail("num_cached_blocks is " + std::to_string(num_cached_blocks_) + " but " + std::to_string(hashed) +
          " blocks hold a hash");
   if (get_num_free_blocks() + referenced != num_usable_blocks())
-    fail(std::to_string(get_num_free_blocks()) + " free + " + std::to_string(referenced) + " referenced != " +
-         std::to_string(num_usable_blocks()) + " usable blocks");
+    fail(std::to_string(get_num_free_blocks()) + " free + " + std::to_string(referenced) +
+         " referenced != " + std::to_string(num_usable_blocks()) + " usable blocks");
 }
 
 }  // namespace parley

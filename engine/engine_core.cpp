@@ -19,8 +19,8 @@ SchedulerConfig with_kv_groups(SchedulerConfig c, const DeviceModel& device) {
 EngineCore::EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
     // CpuDeviceModel's KvCache throws for a bad block size or count
-    : EngineCore(std::make_unique<CpuDeviceModel>(model, config.num_kv_blocks, config.block_size), config, async_scheduling,
-                 speculative, vocab) {}
+    : EngineCore(std::make_unique<CpuDeviceModel>(model, config.num_kv_blocks, config.block_size), config,
+                 async_scheduling, speculative, vocab) {}
 
 EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling,
                        const std::optional<SpeculativeConfig>& speculative, const Vocab* vocab)
@@ -28,9 +28,11 @@ EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig conf
       runner_(std::move(device), scheduler().config().max_num_seqs, scheduler().config().eos_token_ids) {
   const SchedulerConfig& c = scheduler().config();
   if (runner_.device().num_blocks() != c.num_kv_blocks)
-    throw std::invalid_argument("the device holds " + std::to_string(runner_.device().num_blocks()) + " KV blocks, the scheduler " +
-                                std::to_string(c.num_kv_blocks));
-  if (speculative) runner_.set_proposer(make_proposer(*speculative, runner_.proposer_target(c.max_model_len, vocab)), speculative->verify);
+    throw std::invalid_argument("the device holds " + std::to_string(runner_.device().num_blocks()) +
+                                " KV blocks, the scheduler " + std::to_string(c.num_kv_blocks));
+  if (speculative)
+    runner_.set_proposer(make_proposer(*speculative, runner_.proposer_target(c.max_model_len, vocab)),
+                         speculative->verify);
 }
 
 // Runs every step the pipeline plans (two with async scheduling) and folds the oldest back: the order of the

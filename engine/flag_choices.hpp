@@ -44,7 +44,8 @@ E parse_choice(std::string_view given) {
     if (names[i] == given) return E(i);
     expected += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
   }
-  throw std::invalid_argument(std::string(Choices<E>::flag) + " must be " + expected + ", got '" + std::string(given) + "'");
+  throw std::invalid_argument(std::string(Choices<E>::flag) + " must be " + expected + ", got '" + std::string(given) +
+                              "'");
 }
 
 }  // namespace parley

@@ -19,7 +19,8 @@ InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_num_blocks_p
       num_prompt_tokens_(max_num_reqs),
       num_computed_tokens_(max_num_reqs),
       block_tables_(size_t(std::max(num_kv_groups, 1)),
-                    BlockTable{std::vector<int>(size_t(max_num_reqs) * max_num_blocks_per_req), std::vector<int>(size_t(max_num_reqs))}),
+                    BlockTable{std::vector<int>(size_t(max_num_reqs) * max_num_blocks_per_req),
+                               std::vector<int>(size_t(max_num_reqs))}),
       params_(max_num_reqs),
       seeds_(max_num_reqs),
       min_tokens_stop_ids_(max_num_reqs),
@@ -35,20 +36,24 @@ InputBatch::~InputBatch() = default;
 
 int InputBatch::add_request(const CachedRequestState& r) {
   if (r.req_id.empty()) throw std::logic_error("InputBatch: empty request id");
-  if (req_id_to_index_.count(r.req_id)) throw std::logic_error("InputBatch: request " + r.req_id + " is already in the batch");
+  if (req_id_to_index_.count(r.req_id))
+    throw std::logic_error("InputBatch: request " + r.req_id + " is already in the batch");
   if (holes_.empty() && int(req_ids_.size()) == max_num_reqs_)
     throw std::logic_error("InputBatch: all " + std::to_string(max_num_reqs_) + " rows are taken");
   bool too_many_blocks = r.block_ids.size() != block_tables_.size();
   for (const auto& ids : r.block_ids) too_many_blocks = too_many_blocks || int(ids.size()) > max_blocks_;
   if (r.prompt_token_ids.empty() || r.num_tokens() > max_model_len_ || too_many_blocks || r.num_computed_tokens < 0 ||
       r.num_computed_tokens > r.num_tokens())
-    throw std::logic_error("InputBatch: request " + r.req_id + " has no prompt, more tokens than a row holds, not one block " +
+    throw std::logic_error("InputBatch: request " + r.req_id +
+                           " has no prompt, more tokens than a row holds, not one block " +
                            "list per KV group or more blocks than a row holds, or more computed tokens than tokens");
   std::unique_ptr<structured::StructuredOutputGrammar> grammar;  // made first: a failure leaves the batch as it was
   if (const auto& so = r.sampling_params.structured_outputs) {
-    if (!structured_outputs_) throw std::logic_error("InputBatch: request " + r.req_id + " has a structured output but no manager");
+    if (!structured_outputs_)
+      throw std::logic_error("InputBatch: request " + r.req_id + " has a structured output but no manager");
     std::vector<int> end_tokens = r.sampling_params.stop_token_ids;
-    if (!r.sampling_params.ignore_eos) end_tokens.insert(end_tokens.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+    if (!r.sampling_params.ignore_eos)
+      end_tokens.insert(end_tokens.end(), eos_token_ids_.begin(), eos_token_ids_.end());
     grammar = structured_outputs_->grammar_for(*so, std::move(end_tokens));
   }
   int row;
@@ -199,15 +204,17 @@ void InputBatch::append_block_ids(int row, const GroupBlockIds& block_ids) {
   check_row(row);
   if (block_ids.empty()) return;  // nothing new in any group
   if (block_ids.size() != block_tables_.size())
-    throw std::logic_error("InputBatch: request " + req_ids_[row] + " got blocks for " + std::to_string(block_ids.size()) +
-                           " KV groups, the batch has " + std::to_string(block_tables_.size()));
+    throw std::logic_error("InputBatch: request " + req_ids_[row] + " got blocks for " +
+                           std::to_string(block_ids.size()) + " KV groups, the batch has " +
+                           std::to_string(block_tables_.size()));
   for (size_t g = 0; g < block_tables_.size(); ++g)
     if (block_tables_[g].num_blocks[size_t(row)] + int(block_ids[g].size()) > max_blocks_)
       throw std::logic_error("InputBatch: request " + req_ids_[row] + " would hold more than " +
                              std::to_string(max_blocks_) + " blocks");
   for (size_t g = 0; g < block_tables_.size(); ++g) {
     BlockTable& t = block_tables_[g];
-    std::copy(block_ids[g].begin(), block_ids[g].end(), t.ids.begin() + size_t(row) * max_blocks_ + t.num_blocks[size_t(row)]);
+    std::copy(block_ids[g].begin(), block_ids[g].end(),
+              t.ids.begin() + size_t(row) * max_blocks_ + t.num_blocks[size_t(row)]);
     t.num_blocks[size_t(row)] += int(block_ids[g].size());
   }
 }
@@ -287,7 +294,8 @@ void InputBatch::refresh_sampling_metadata() {
 }
 
 const SamplingMetadata& InputBatch::sampling_metadata() const {
-  if (batch_changed_) throw std::logic_error("InputBatch: sampling metadata is stale; call refresh_sampling_metadata()");
+  if (batch_changed_)
+    throw std::logic_error("InputBatch: sampling metadata is stale; call refresh_sampling_metadata()");
   return metadata_;
 }
 

@@ -114,7 +114,7 @@ class InputBatch {
   // Preallocated per-row state.
   std::vector<int> token_ids_;  // [max_num_reqs][max_model_len]
   std::vector<int> num_tokens_, num_prompt_tokens_, num_computed_tokens_;
-  struct BlockTable {  // one KV group's (vLLM's BlockTable)
+  struct BlockTable {      // one KV group's (vLLM's BlockTable)
     std::vector<int> ids;  // [max_num_reqs][max_num_blocks_per_req]
     std::vector<int> num_blocks;
   };

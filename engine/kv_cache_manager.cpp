@@ -52,7 +52,8 @@ KVCacheBlocks KVCacheManager::get_computed_blocks(Request& request, int* num_com
 }
 
 void KVCacheManager::remove_skipped_blocks(const Request& request, int num_computed_tokens) {
-  if (auto it = tables_.find(request.request_id); it != tables_.end()) remove_skipped_blocks(it->second, num_computed_tokens);
+  if (auto it = tables_.find(request.request_id); it != tables_.end())
+    remove_skipped_blocks(it->second, num_computed_tokens);
 }
 
 void KVCacheManager::remove_skipped_blocks(Tables& tables, int num_computed_tokens) {

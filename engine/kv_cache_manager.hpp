@@ -71,11 +71,13 @@ class KVCacheManager {
   int block_size() const { return block_size_; }
   const PrefixCacheStats& prefix_cache_stats() const { return stats_; }
   // Counts one admitted lookup (a lookup whose allocation failed is retried later and not counted).
-  void record_prefix_lookup(int queried_tokens, int hit_tokens) { stats_.queries += queried_tokens, stats_.hits += hit_tokens; }
+  void record_prefix_lookup(int queried_tokens, int hit_tokens) {
+    stats_.queries += queried_tokens, stats_.hits += hit_tokens;
+  }
   int num_requests() const { return int(tables_.size()); }
 
  private:
-  using Tables = std::vector<BlockTable>;  // one per KV group
+  using Tables = std::vector<BlockTable>;            // one per KV group
   void update_block_hashes(Request& request) const;  // hashes of full blocks not hashed yet
   void remove_skipped_blocks(Tables& tables, int num_computed_tokens);
 

@@ -37,8 +37,8 @@ std::vector<BlockHash> hash_request_blocks(const std::vector<int>& token_ids, in
 // One physical KV cache block (vLLM's KVCacheBlock).
 struct KVCacheBlock {
   int block_id = 0;
-  int ref_cnt = 0;                       // requests holding the block; 0 means it sits in the free queue
-  std::optional<BlockHash> block_hash;   // set once the block is full and cached; cleared on eviction
+  int ref_cnt = 0;                      // requests holding the block; 0 means it sits in the free queue
+  std::optional<BlockHash> block_hash;  // set once the block is full and cached; cleared on eviction
   // Intrusive links of FreeKVCacheBlockQueue: both null exactly when the block is not in the queue.
   KVCacheBlock* prev_free_block = nullptr;
   KVCacheBlock* next_free_block = nullptr;

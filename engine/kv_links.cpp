@@ -20,7 +20,8 @@ KvLinks::~KvLinks() {
 
 KvLinks::Link& KvLinks::usable(const std::string& key) {
   const auto it = links_.find(key);
-  if (it == links_.end()) throw KvLinkError("no " + factory_->transport() + " link " + key + " (never opened, or broken)");
+  if (it == links_.end())
+    throw KvLinkError("no " + factory_->transport() + " link " + key + " (never opened, or broken)");
   return it->second;
 }
 
@@ -86,13 +87,15 @@ std::vector<KvLinkEvent> KvLinks::poll(double now) {
     KvLinkPoll p;
     try {
       p = l.link->poll();
-    } catch (const std::exception& e) {  // KvLinkError, or a device error (CudaError) under it: the link is lost either way
+    } catch (
+        const std::exception& e) {  // KvLinkError, or a device error (CudaError) under it: the link is lost either way
       broken.emplace_back(key, e.what());
       continue;
     }
     if (p.up && !l.up) l.up = true, events.push_back({KvLinkEvent::Kind::Up, l.open_tag, ""});
     for (uint64_t ticket : p.done) {
-      const auto t = std::find_if(l.in_flight.begin(), l.in_flight.end(), [&](const Transfer& x) { return x.staging && x.ticket == ticket; });
+      const auto t = std::find_if(l.in_flight.begin(), l.in_flight.end(),
+                                  [&](const Transfer& x) { return x.staging && x.ticket == ticket; });
       if (t == l.in_flight.end()) continue;
       if (t->is_recv) received_[t->tag] = std::move(t->staging);
       events.push_back({KvLinkEvent::Kind::Done, t->tag, ""});
@@ -118,7 +121,8 @@ void KvLinks::land(uint64_t tag, std::span<const int> blocks) {
 }
 
 bool KvLinks::busy() const {
-  return !failed_.empty() || std::any_of(links_.begin(), links_.end(), [](const auto& kv) { return !kv.second.up || !kv.second.in_flight.empty(); });
+  return !failed_.empty() || std::any_of(links_.begin(), links_.end(),
+                                         [](const auto& kv) { return !kv.second.up || !kv.second.in_flight.empty(); });
 }
 
 }  // namespace parley

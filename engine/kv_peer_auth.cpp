@@ -82,8 +82,9 @@ std::string read_kv_secret(const std::string& path) {
   std::string s = ss.str();
   if (!s.empty() && s.back() == '\n') s.pop_back();
   if (!s.empty() && s.back() == '\r') s.pop_back();
-  if (s.size() < 16) throw std::runtime_error("--kv-secret: " + path + " holds " + std::to_string(s.size()) +
-                                              " bytes; a secret needs at least 16 (e.g. `openssl rand -hex 32 > FILE`)");
+  if (s.size() < 16)
+    throw std::runtime_error("--kv-secret: " + path + " holds " + std::to_string(s.size()) +
+                             " bytes; a secret needs at least 16 (e.g. `openssl rand -hex 32 > FILE`)");
   return s;
 }
 

@@ -91,12 +91,21 @@ std::string kv_layout_mismatch(const KvLayout& sent, const KvLayout& here) {
 
 std::string encode_prefill_request(const Request& r, const KvLayout& decode_layout) {
   const SamplingParams& p = r.sampling_params;
-  nlohmann::json params = {{"n", p.n}, {"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p},
-                           {"min_p", p.min_p}, {"presence_penalty", p.presence_penalty},
-                           {"frequency_penalty", p.frequency_penalty}, {"repetition_penalty", p.repetition_penalty},
-                           {"max_tokens", p.max_tokens}, {"min_tokens", p.min_tokens}, {"ignore_eos", p.ignore_eos},
-                           {"stop", p.stop}, {"stop_token_ids", p.stop_token_ids},
-                           {"include_stop_str_in_output", p.include_stop_str_in_output}, {"logit_bias", p.logit_bias}};
+  nlohmann::json params = {{"n", p.n},
+                           {"temperature", p.temperature},
+                           {"top_k", p.top_k},
+                           {"top_p", p.top_p},
+                           {"min_p", p.min_p},
+                           {"presence_penalty", p.presence_penalty},
+                           {"frequency_penalty", p.frequency_penalty},
+                           {"repetition_penalty", p.repetition_penalty},
+                           {"max_tokens", p.max_tokens},
+                           {"min_tokens", p.min_tokens},
+                           {"ignore_eos", p.ignore_eos},
+                           {"stop", p.stop},
+                           {"stop_token_ids", p.stop_token_ids},
+                           {"include_stop_str_in_output", p.include_stop_str_in_output},
+                           {"logit_bias", p.logit_bias}};
   params["seed"] = p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr);
   params["logprobs"] = optional_int(p.logprobs);
   params["prompt_logprobs"] = optional_int(p.prompt_logprobs);
@@ -139,8 +148,10 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
     p.prompt_logprobs = optional_exact(q.at("prompt_logprobs"));
     if (const auto so = q.find("structured_outputs"); so != q.end()) {
       const int kind = exact<int>(so->at("kind"));
-      if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar)) bad("structured output kind " + std::to_string(kind));
-      p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
+      if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar))
+        bad("structured output kind " + std::to_string(kind));
+      p.structured_outputs =
+          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
     }
     Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
               exact<uint64_t>(j.at("seed")));
@@ -156,16 +167,17 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
 
 std::string encode_kv_transfer(const KvTransferPayload& p) {
   if (!p.kv_link.empty() && !p.kv.empty()) throw std::logic_error("KV on the device link travels without its bytes");
-  const nlohmann::json header = {{"version", kVersion},
-                                 {"req_id", p.req_id},
-                                 {"num_prompt_tokens", p.num_prompt_tokens},
-                                 {"first_token_ids", p.first_token_ids},
-                                 {"first_logprobs", logprobs_json(p.first_logprobs)},
-                                 {"prompt_logprobs", logprobs_json(p.prompt_logprobs)},
-                                 {"layout", layout_json(p.layout)},
-                                 {"num_blocks", p.num_blocks},
-                                 {"kv_link", p.kv_link},
-                                 {"kv_bytes", !p.kv_link.empty() ? p.layout.bytes(p.num_blocks) : int64_t(p.kv.size())}};
+  const nlohmann::json header = {
+      {"version", kVersion},
+      {"req_id", p.req_id},
+      {"num_prompt_tokens", p.num_prompt_tokens},
+      {"first_token_ids", p.first_token_ids},
+      {"first_logprobs", logprobs_json(p.first_logprobs)},
+      {"prompt_logprobs", logprobs_json(p.prompt_logprobs)},
+      {"layout", layout_json(p.layout)},
+      {"num_blocks", p.num_blocks},
+      {"kv_link", p.kv_link},
+      {"kv_bytes", !p.kv_link.empty() ? p.layout.bytes(p.num_blocks) : int64_t(p.kv.size())}};
   const std::vector<uint8_t> head = nlohmann::json::to_msgpack(header);
   const uint32_t n = uint32_t(head.size());
   std::string out(4 + head.size() + p.kv.size(), '\0');
@@ -179,12 +191,14 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
   if (bytes.size() < 4) bad("only " + std::to_string(bytes.size()) + " bytes");
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(bytes[size_t(i)])) << (8 * i);
-  if (bytes.size() - 4 < n) bad("the header needs " + std::to_string(n) + " bytes, " + std::to_string(bytes.size() - 4) + " follow");
+  if (bytes.size() - 4 < n)
+    bad("the header needs " + std::to_string(n) + " bytes, " + std::to_string(bytes.size() - 4) + " follow");
   KvTransferPayload p;
   size_t kv_bytes = 0;
   try {
     const auto h = nlohmann::json::from_msgpack(bytes.substr(4, n));
-    if (h.at("version") != kVersion) bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
+    if (h.at("version") != kVersion)
+      bad("version " + h.at("version").dump() + ", this build reads " + std::to_string(kVersion));
     p.req_id = h.at("req_id").get<std::string>();
     p.num_prompt_tokens = exact<int>(h.at("num_prompt_tokens"));
     p.first_token_ids = exact_array<int>(h.at("first_token_ids"));
@@ -203,7 +217,8 @@ KvTransferPayload decode_kv_transfer(std::string_view bytes) {
     bad("inconsistent header for request " + p.req_id);
   const int64_t layout_bytes = checked_bytes(l, p.num_blocks);
   if (layout_bytes < 0 || kv_bytes != uint64_t(layout_bytes))
-    bad("request " + p.req_id + ": " + std::to_string(kv_bytes) + " bytes do not fill " + std::to_string(p.num_blocks) + " blocks");
+    bad("request " + p.req_id + ": " + std::to_string(kv_bytes) + " bytes do not fill " + std::to_string(p.num_blocks) +
+        " blocks");
   if (!p.kv_link.empty()) kv_bytes = 0;  // the bytes follow over the link
   if (bytes.size() - 4 - n != kv_bytes)
     bad("request " + p.req_id + ": " + std::to_string(bytes.size() - 4 - n) + " bytes of KV, the header says " +

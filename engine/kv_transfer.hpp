@@ -31,13 +31,13 @@ std::string kv_layout_mismatch(const KvLayout& sent, const KvLayout& here);
 
 struct KvTransferPayload {
   std::string req_id;
-  int num_prompt_tokens = 0;                 // the tokens whose KV the blocks hold
-  std::vector<int> first_token_ids;          // one per child of an n > 1 request, in child order
+  int num_prompt_tokens = 0;                  // the tokens whose KV the blocks hold
+  std::vector<int> first_token_ids;           // one per child of an n > 1 request, in child order
   std::vector<TokenLogprobs> first_logprobs;  // one per first token when logprobs were asked for, else none
   KvLayout layout;
   int num_blocks = 0;
-  std::string kv_link;                       // non-empty: the KV follows on this device link (both ends name it alike)
-  std::vector<uint8_t> kv;                   // else: KvCache::export_blocks of the prompt's blocks
+  std::string kv_link;      // non-empty: the KV follows on this device link (both ends name it alike)
+  std::vector<uint8_t> kv;  // else: KvCache::export_blocks of the prompt's blocks
   std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. scored, when the request asked for prompt_logprobs
 };
 

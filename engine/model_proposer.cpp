@@ -8,7 +8,8 @@ namespace parley {
 ModelProposer::ModelProposer(std::unique_ptr<LlamaModel> draft, const KvCache& target_kv, int k, int max_model_len)
     : owned_model_(std::move(draft)),
       // Its layers' KV sits at the target's first (full-attention) group's block ids: one group of its own.
-      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size(), target_kv.dtype(),
+      owned_kv_(std::make_unique<KvCache>(owned_model_->config(), target_kv.num_blocks(), target_kv.block_size(),
+                                          target_kv.dtype(),
                                           KvCacheLayout::single_group(owned_model_->config().n_layers))),
       model_(*owned_model_),
       kv_(*owned_kv_),
@@ -18,13 +19,18 @@ ModelProposer::ModelProposer(std::unique_ptr<LlamaModel> draft, const KvCache& t
       max_model_len_(max_model_len) {}
 
 ModelProposer::ModelProposer(LlamaModel& target, int num_layers, KvCache& target_kv, int k, int max_model_len)
-    : model_(target), kv_(target_kv), num_layers_(num_layers), shares_target_kv_(true), k_(k), max_model_len_(max_model_len) {}
+    : model_(target),
+      kv_(target_kv),
+      num_layers_(num_layers),
+      shares_target_kv_(true),
+      k_(k),
+      max_model_len_(max_model_len) {}
 
 int ModelProposer::catch_up_start(std::string_view req_id, std::span<const int> context) {
   const int last = int(context.size()) - 1;  // the newest token, never in the KV yet
   if (shares_target_kv_) return last;        // the target's first layers hold everything before it
   const auto it = drafted_.find(std::string(req_id));
-  if (it == drafted_.end()) return 0;        // new here (or back from preemption): draft the whole context
+  if (it == drafted_.end()) return 0;  // new here (or back from preemption): draft the whole context
   const Drafted& d = it->second;
   int valid = std::min(d.valid, last);
   // Drafts the last passes fed in that verification kept stand for real tokens now.
@@ -57,7 +63,8 @@ std::vector<std::vector<int>> ModelProposer::propose(std::span<const DraftInput>
   f.block_tables.assign(size_t(num_seqs) * f.max_blocks_per_seq, 0);
   for (size_t i = 0; i < requests.size(); ++i)
     if (seq[i] >= 0)
-      std::copy(requests[i].block_ids.begin(), requests[i].block_ids.end(), f.block_tables.begin() + size_t(seq[i]) * f.max_blocks_per_seq);
+      std::copy(requests[i].block_ids.begin(), requests[i].block_ids.end(),
+                f.block_tables.begin() + size_t(seq[i]) * f.max_blocks_per_seq);
   auto add_token = [&](size_t i, int token, int position) {
     f.token_ids.push_back(token);
     f.positions.push_back(position);

@@ -16,12 +16,14 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 ModelRunner::ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs,
                          std::vector<int> eos_token_ids)
     // KvCache throws for a non-positive size or count
-    : ModelRunner(std::make_unique<CpuDeviceModel>(model, num_kv_blocks, block_size), max_num_seqs, std::move(eos_token_ids)) {}
+    : ModelRunner(std::make_unique<CpuDeviceModel>(model, num_kv_blocks, block_size), max_num_seqs,
+                  std::move(eos_token_ids)) {}
 
 ModelRunner::ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, std::vector<int> eos_token_ids)
     : device_(std::move(device)),
-      input_batch_(max_num_seqs, device_->config().max_seq_len, ceil_div(device_->config().max_seq_len, device_->block_size()),
-                   std::move(eos_token_ids), device_->kv_layout().num_groups()) {}
+      input_batch_(max_num_seqs, device_->config().max_seq_len,
+                   ceil_div(device_->config().max_seq_len, device_->block_size()), std::move(eos_token_ids),
+                   device_->kv_layout().num_groups()) {}
 
 KvCache& ModelRunner::kv_cache() {
   KvCache* kv = device_->host_kv();
@@ -37,8 +39,9 @@ void ModelRunner::check_block_id(const std::string& req_id, int block_id) const 
 
 void ModelRunner::check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const {
   if (!block_ids.empty() && int(block_ids.size()) != device_->kv_layout().num_groups())
-    throw std::logic_error("ModelRunner: request " + req_id + " has block tables for " + std::to_string(block_ids.size()) +
-                           " KV groups, the cache has " + std::to_string(device_->kv_layout().num_groups()));
+    throw std::logic_error("ModelRunner: request " + req_id + " has block tables for " +
+                           std::to_string(block_ids.size()) + " KV groups, the cache has " +
+                           std::to_string(device_->kv_layout().num_groups()));
   for (const auto& group : block_ids)
     for (int b : group) check_block_id(req_id, b);
 }
@@ -54,7 +57,8 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
   for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id), drop_request(id);
   // A preempted request loses everything here: it returns as NewRequestData with its output tokens.
   for (const std::string& id : so.preempted_req_ids)
-    if (!input_batch_.remove_request(id)) throw std::logic_error("ModelRunner: preempted request " + id + " is unknown");
+    if (!input_batch_.remove_request(id))
+      throw std::logic_error("ModelRunner: preempted request " + id + " is unknown");
   for (const std::string& id : so.preempted_req_ids) drop_request(id);
   for (const NewRequestData& r : so.scheduled_new_reqs) {
     check_block_ids(r.req_id, r.block_ids);
@@ -92,8 +96,9 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     total += n;
   }
   if (total != so.total_num_scheduled_tokens)
-    throw std::logic_error("ModelRunner: total_num_scheduled_tokens is " + std::to_string(so.total_num_scheduled_tokens) +
-                           " but the requests add up to " + std::to_string(total));
+    throw std::logic_error("ModelRunner: total_num_scheduled_tokens is " +
+                           std::to_string(so.total_num_scheduled_tokens) + " but the requests add up to " +
+                           std::to_string(total));
   ForwardBatch& f = forward_;
   for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices}) v->clear();
   f.slot_mapping.clear();
@@ -106,7 +111,8 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   sampled_.clear();
   verifications_.clear();
   prompt_rows_.clear();
-  std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
+  std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(),
+                                                 so.scheduled_spec_decode_tokens.end());
   std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
   int seq = 0;
   for (int row = 0; row < b.num_reqs(); ++row) {
@@ -120,10 +126,11 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     row_steps_[size_t(row)].num_drafts = drafts;
     const int start = b.num_computed_tokens(row), real_end = start + n - drafts, end = start + n;
     if (drafts < 0 || drafts >= n || (drafts > 0 && (real_end != int(tokens.size()) || !proposer_)))
-      throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) + " drafts here");
+      throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) +
+                             " drafts here");
     if (real_end > int(tokens.size()))
-      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) + " of " +
-                             std::to_string(tokens.size()));
+      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) +
+                             " of " + std::to_string(tokens.size()));
     for (int g = 0; g < f.num_kv_groups; ++g)
       if (ceil_div(end, device_->block_size()) > int(b.block_ids(row, g).size()))
         throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(b.block_ids(row, g).size()) +
@@ -147,7 +154,8 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       f.token_ids.push_back(token);
       f.positions.push_back(p);
       f.token_seq.push_back(seq);
-      f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() + p % device_->block_size());
+      f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() +
+                               p % device_->block_size());
     }
     if (samples && drafts > 0) {
       v.first_logits_row = int(verify_logits.size());
@@ -195,8 +203,10 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
       token = device_sampling_.tokens.at(size_t(v.device_tokens_at) + j);
     } else if (rejection) {
       const std::vector<float> p = sampler_.target_probs(raw, vocab, row, m);
-      token = last ? rejection_bonus(p, m.seeds[row], position) : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
-      if (m.num_logprobs[row] >= 0) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
+      token = last ? rejection_bonus(p, m.seeds[row], position)
+                   : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
+      if (m.num_logprobs[row] >= 0)
+        out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
     } else {
       const int64_t positions[1] = {position};
       SamplerOutput s = sampler_.sample(raw, vocab, batch_row, positions, m);
@@ -221,7 +231,8 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.sampled_token_ids.resize(out.req_ids.size());
   out.logprobs.resize(out.req_ids.size());
   out.prompt_logprobs.resize(out.req_ids.size());
-  if (proposer_) out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
+  if (proposer_)
+    out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     for (int b : {src, dst}) check_block_id("block copy", b);
     device_->copy_block(src, dst);
@@ -260,7 +271,8 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       const SamplingMetadata& m = input_batch_.sampling_metadata();
       out.sampled_token_ids[row] = sampler_.sample_children(raw, vocab, row, sampled_[i].position, m, split->second);
       if (m.num_logprobs[row] >= 0)
-        for (int t : out.sampled_token_ids[row]) out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
+        for (int t : out.sampled_token_ids[row])
+          out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
       child_seeds_.erase(split);
     } else {
       out.sampled_token_ids[row] = {sampled.sampled_token_ids[i]};
@@ -278,7 +290,8 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
     for (const SampledRow& s : sampled_) rows.push_back(s.row);
     for (const Verification& v : verifications_) rows.push_back(v.row);
     std::vector<DraftInput> inputs;
-    for (int row : rows) inputs.push_back({input_batch_.req_ids()[row], input_batch_.token_ids(row), input_batch_.block_ids(row)});
+    for (int row : rows)
+      inputs.push_back({input_batch_.req_ids()[row], input_batch_.token_ids(row), input_batch_.block_ids(row)});
     std::vector<std::vector<int>> drafts = proposer_->propose(inputs);
     for (size_t i = 0; i < rows.size(); ++i) {
       out.num_drafts_ready[rows[i]] = int(drafts[i].size());

@@ -20,7 +20,8 @@ class ModelRunner {
  public:
   // The KV cache has num_kv_blocks blocks of block_size tokens; max_num_seqs bounds the batch rows.
   // eos_token_ids are masked, with each request's stop_token_ids, until it has min_tokens (unless ignore_eos).
-  ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs, std::vector<int> eos_token_ids = {});
+  ModelRunner(LlamaModel& model, int num_kv_blocks, int block_size, int max_num_seqs,
+              std::vector<int> eos_token_ids = {});
   // The same on any device: the device model owns the weights' copy and the KV blocks there.
   ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, std::vector<int> eos_token_ids = {});
 
@@ -76,7 +77,7 @@ class ModelRunner {
   Sampler sampler_;
   ForwardBatch forward_;
   std::vector<float> logits_;
-  DeviceSampling device_sampling_;     // this step's rows the device samples itself
+  DeviceSampling device_sampling_;                                      // this step's rows the device samples itself
   std::unordered_map<std::string, std::vector<uint64_t>> child_seeds_;  // parents awaiting their delayed split
   // A batch row's share of this step.
   struct RowStep {
@@ -94,10 +95,10 @@ class ModelRunner {
   // Rows verifying drafts: their logits rows follow the batch-sampled ones, 1 + drafts each.
   struct Verification {
     int row;
-    int64_t position;         // index of the first token sampled (the one after the last real token)
+    int64_t position;  // index of the first token sampled (the one after the last real token)
     int first_logits_row;
-    std::vector<int> drafts;  // kPlaceholderDraft where the proposer had none
-    int num_proposed;         // real drafts among them
+    std::vector<int> drafts;    // kPlaceholderDraft where the proposer had none
+    int num_proposed;           // real drafts among them
     int device_tokens_at = -1;  // where the device drew its positions: its first token in device_sampling_.tokens
   };
   std::vector<Verification> verifications_;

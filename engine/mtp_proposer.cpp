@@ -67,7 +67,8 @@ std::vector<std::vector<int>> MtpProposer::propose(std::span<const DraftInput> r
   f.block_tables.assign(size_t(num_seqs) * f.max_blocks_per_seq, 0);
   for (size_t i = 0; i < requests.size(); ++i)
     if (seq[i] >= 0)
-      std::copy(requests[i].block_ids.begin(), requests[i].block_ids.end(), f.block_tables.begin() + size_t(seq[i]) * f.max_blocks_per_seq);
+      std::copy(requests[i].block_ids.begin(), requests[i].block_ids.end(),
+                f.block_tables.begin() + size_t(seq[i]) * f.max_blocks_per_seq);
   std::vector<std::vector<float>> head_hidden(requests.size());  // the head's last hidden state per request
   for (int j = 0; j < k_; ++j) {
     for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.logits_indices}) v->clear();

@@ -10,7 +10,8 @@ NgramProposer::NgramProposer(int min_n, int max_n, int k, int max_model_len)
     : min_n_(min_n), max_n_(max_n), k_(k), max_model_len_(max_model_len) {
   if (min_n < 1 || max_n < min_n || k < 1 || max_model_len < 1)
     throw std::invalid_argument("NgramProposer: need 1 <= min_n <= max_n and k, max_model_len >= 1 (got min_n " +
-                                std::to_string(min_n) + ", max_n " + std::to_string(max_n) + ", k " + std::to_string(k) + ")");
+                                std::to_string(min_n) + ", max_n " + std::to_string(max_n) + ", k " +
+                                std::to_string(k) + ")");
 }
 
 std::vector<int> NgramProposer::propose(std::span<const int> context) const {

@@ -58,7 +58,8 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   sc.max_waiting = std::max<int>(1, int(requests.size()));
   sc.block_size = options_.block_size;
   const bool null_block = layout.has_sliding_window();  // the pool reserves one
-  sc.num_kv_blocks = options_.num_kv_blocks > 0 ? options_.num_kv_blocks : std::max(1, blocks_for_all) + (null_block ? 1 : 0);
+  sc.num_kv_blocks =
+      options_.num_kv_blocks > 0 ? options_.num_kv_blocks : std::max(1, blocks_for_all) + (null_block ? 1 : 0);
   sc.enable_prefix_caching = false;  // a fresh pool per call: nothing carries over from an earlier one
   sc.eos_token_ids = options_.stop_token_ids;
   sc.vocab_size = cfg.vocab_size;

@@ -24,15 +24,15 @@ struct GenerationRequest {
 struct GenerationResult {
   std::vector<int> output_token_ids;  // includes the stop token that ended it, as vLLM does
   FinishReason finish = FinishReason::None;
-  uint64_t seed = 0;                  // the seed used (drawn at admission when none was given)
+  uint64_t seed = 0;  // the seed used (drawn at admission when none was given)
 };
 
 struct EngineOptions {
   int block_size = 16;
-  int num_kv_blocks = 0;              // 0: sized per generate() call to hold every request's whole run
-  int max_num_batched_tokens = 2048;  // tokens per forward pass
+  int num_kv_blocks = 0;                 // 0: sized per generate() call to hold every request's whole run
+  int max_num_batched_tokens = 2048;     // tokens per forward pass
   int long_prefill_token_threshold = 0;  // > 0: a prefill chunk takes at most this many tokens
-  std::vector<int> stop_token_ids;    // ends a sequence unless ignore_eos (EOS and, for llama2.c models, BOS)
+  std::vector<int> stop_token_ids;       // ends a sequence unless ignore_eos (EOS and, for llama2.c models, BOS)
 };
 
 class OfflineEngine {

@@ -20,8 +20,8 @@ struct NewRequestData {
   std::vector<int> output_token_ids;  // tokens already generated (non-empty only when resumed)
   SamplingParams sampling_params;
   uint64_t seed = 0;
-  GroupBlockIds block_ids;            // every block it holds now, per KV group
-  int num_computed_tokens = 0;        // prefix-cache hits: KV already there
+  GroupBlockIds block_ids;      // every block it holds now, per KV group
+  int num_computed_tokens = 0;  // prefix-cache hits: KV already there
   // n > 1 before its delayed split: when its prefill ends, the worker samples one first token per seed
   // from the same logits (child i's generator); empty for an ordinary request.
   std::vector<uint64_t> child_seeds;
@@ -30,8 +30,8 @@ struct NewRequestData {
 // A request the worker already holds: only what changed.
 struct CachedRequestData {
   std::string req_id;
-  GroupBlockIds new_block_ids;        // appended to its block table of each KV group (empty: none)
-  int num_computed_tokens = 0;        // before this step's tokens
+  GroupBlockIds new_block_ids;  // appended to its block table of each KV group (empty: none)
+  int num_computed_tokens = 0;  // before this step's tokens
 };
 
 struct SchedulerOutput {
@@ -49,18 +49,19 @@ struct SchedulerOutput {
   std::vector<std::string> preempted_req_ids;
   // (src, dst) KV blocks to copy before the forward pass: a split child's copy of the prompt's partial block.
   std::vector<std::pair<int, int>> block_copies;
-  uint64_t step_id = 0;                // numbers steps with work, from 1; the output carries it back
+  uint64_t step_id = 0;  // numbers steps with work, from 1; the output carries it back
 
   bool empty() const { return total_num_scheduled_tokens == 0; }
   // Anything for the worker to do or hear: otherwise the step is not sent (and gets no number).
   bool has_work() const {
-    return total_num_scheduled_tokens > 0 || !finished_req_ids.empty() || !preempted_req_ids.empty() || !block_copies.empty();
+    return total_num_scheduled_tokens > 0 || !finished_req_ids.empty() || !preempted_req_ids.empty() ||
+           !block_copies.empty();
   }
 };
 
 struct ModelRunnerOutput {
   uint64_t step_id = 0;
-  std::vector<std::string> req_ids;               // the persistent batch's order this step
+  std::vector<std::string> req_ids;  // the persistent batch's order this step
   // Per req_ids row: empty for a partial prefill; one token; a verifying row's accepted drafts and one more;
   // or, for a splitting parent, child i's first token at index i.
   std::vector<std::vector<int>> sampled_token_ids;
@@ -80,8 +81,8 @@ struct EngineCoreOutput {
   // With a request's first token(s), when it asked for prompt_logprobs: prompt tokens 1.. (the first has none).
   std::vector<TokenLogprobs> prompt_logprobs;
   FinishReason finish_reason = FinishReason::None;
-  std::optional<int> stop_token;            // the stop token id (stop_reason), if that ended it
-  int num_cached_tokens = 0;                // prompt tokens served from the prefix cache
+  std::optional<int> stop_token;  // the stop token id (stop_reason), if that ended it
+  int num_cached_tokens = 0;      // prompt tokens served from the prefix cache
 
   bool finished() const { return finish_reason != FinishReason::None; }
 };

@@ -52,7 +52,8 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
   if (config.method != SpecMethod::Ngram) {
     const KvCacheLayout& layout = target.kv->layout();
     if (!layout.has_full_attention_group())
-      refuse("method " + config.method_name() + " needs a full-attention layer in the target; it has only sliding-window layers");
+      refuse("method " + config.method_name() +
+             " needs a full-attention layer in the target; it has only sliding-window layers");
     if (config.method == SpecMethod::LayerSkip && layout.num_groups() > 1)
       refuse("method layer_skip shares the target's KV blocks, which this model splits into " + layout.describe() +
              "; use ngram or draft_model");
@@ -63,7 +64,8 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
     case SpecMethod::LayerSkip: {
       const int n = target.model->config().n_layers;
       if (config.draft_layers >= n)
-        refuse("draft_layers must be below the target's " + std::to_string(n) + " layers, got " + std::to_string(config.draft_layers));
+        refuse("draft_layers must be below the target's " + std::to_string(n) + " layers, got " +
+               std::to_string(config.draft_layers));
       return std::make_unique<ModelProposer>(*target.model, config.draft_layers, *target.kv, k, target.max_model_len);
     }
     case SpecMethod::DraftModel: {
@@ -79,8 +81,9 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config, const P
     }
     case SpecMethod::Mtp:
       if (!target.model->has_mtp())
-        refuse("method mtp needs a multi-token-prediction head in the target model, and this one has none "
-               "(a GGUF carries one as the nextn block: {arch}.nextn_predict_layers = 1); use draft_model or layer_skip");
+        refuse(
+            "method mtp needs a multi-token-prediction head in the target model, and this one has none "
+            "(a GGUF carries one as the nextn block: {arch}.nextn_predict_layers = 1); use draft_model or layer_skip");
       return std::make_unique<MtpProposer>(*target.model, *target.kv, k, target.max_model_len);
   }
   refuse("unknown method");

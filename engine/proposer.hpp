@@ -18,8 +18,9 @@ struct Vocab;
 // One request as a proposer sees it after a step that sampled for it.
 struct DraftInput {
   std::string_view req_id;
-  std::span<const int> context;    // prompt then output tokens; the newest (not yet in the KV) last
-  std::span<const int> block_ids;  // its first KV group's blocks, and SpeculativeConfig::num_lookahead_tokens() slots past its step
+  std::span<const int> context;  // prompt then output tokens; the newest (not yet in the KV) last
+  std::span<const int>
+      block_ids;  // its first KV group's blocks, and SpeculativeConfig::num_lookahead_tokens() slots past its step
 };
 
 class Proposer {

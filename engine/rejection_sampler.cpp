@@ -11,9 +11,11 @@ namespace parley {
 VerifyResult verify_exact(std::span<const int> drafts, std::span<const int> target_tokens) {
   if (target_tokens.size() != drafts.size() + 1)
     throw std::invalid_argument("verify_exact: " + std::to_string(drafts.size()) + " drafts need " +
-                                std::to_string(drafts.size() + 1) + " target tokens, got " + std::to_string(target_tokens.size()));
+                                std::to_string(drafts.size() + 1) + " target tokens, got " +
+                                std::to_string(target_tokens.size()));
   VerifyResult r;
-  while (r.num_accepted < int(drafts.size()) && drafts[r.num_accepted] == target_tokens[r.num_accepted]) ++r.num_accepted;
+  while (r.num_accepted < int(drafts.size()) && drafts[r.num_accepted] == target_tokens[r.num_accepted])
+    ++r.num_accepted;
   r.tokens.assign(target_tokens.begin(), target_tokens.begin() + r.num_accepted + 1);
   return r;
 }
@@ -34,17 +36,22 @@ int sample_inverse_cdf(std::span<const float> weights, float u) {
   return last;  // rounding left target at the very top of the range
 }
 
-RejectionVerdict verify_rejection_at(int d, std::span<const float> p, std::span<const float> q, uint64_t seed, int64_t position) {
+RejectionVerdict verify_rejection_at(int d, std::span<const float> p, std::span<const float> q, uint64_t seed,
+                                     int64_t position) {
   const bool placeholder = d == kPlaceholderDraft;
-  if (!placeholder && (d < 0 || size_t(d) >= p.size())) throw std::invalid_argument("verify_rejection: draft out of the vocabulary");
-  if (!q.empty() && q.size() != p.size()) throw std::invalid_argument("verify_rejection: draft and target rows differ in size");
+  if (!placeholder && (d < 0 || size_t(d) >= p.size()))
+    throw std::invalid_argument("verify_rejection: draft out of the vocabulary");
+  if (!q.empty() && q.size() != p.size())
+    throw std::invalid_argument("verify_rejection: draft and target rows differ in size");
   const float qd = placeholder ? 0.0f : q.empty() ? 1.0f : q[size_t(d)];
   // u < p/q without dividing: accept when u * q < p (q = 0 with p > 0 accepts; a placeholder never does).
   if (!placeholder && philox_uniform(seed, uint64_t(position), 1) * qd < p[size_t(d)]) return {d, true};
   std::vector<float> residual(p.begin(), p.end());
   if (!placeholder) {
-    if (q.empty()) residual[size_t(d)] = 0.0f;
-    else for (size_t t = 0; t < residual.size(); ++t) residual[t] = std::max(p[t] - q[t], 0.0f);
+    if (q.empty())
+      residual[size_t(d)] = 0.0f;
+    else
+      for (size_t t = 0; t < residual.size(); ++t) residual[t] = std::max(p[t] - q[t], 0.0f);
   }
   return {sample_inverse_cdf(residual, philox_uniform(seed, uint64_t(position), 2)), false};
 }
@@ -60,8 +67,9 @@ VerifyResult verify_rejection(std::span<const int> drafts, const std::vector<std
   if (!q.empty() && q.size() != k) throw std::invalid_argument("verify_rejection: draft rows must be k or none");
   VerifyResult r;
   for (size_t i = 0; i < k; ++i) {
-    const RejectionVerdict v = verify_rejection_at(drafts[i], p[i], q.empty() ? std::span<const float>{} : std::span<const float>(q[i]),
-                                                   seed, first_position + int64_t(i));
+    const RejectionVerdict v =
+        verify_rejection_at(drafts[i], p[i], q.empty() ? std::span<const float>{} : std::span<const float>(q[i]), seed,
+                            first_position + int64_t(i));
     r.tokens.push_back(v.token);
     if (!v.accepted) return r;
     ++r.num_accepted;

@@ -26,7 +26,8 @@ VerifyResult verify_exact(std::span<const int> drafts, std::span<const int> targ
 // token is drawn from max(p - q, 0) normalized; all accepted draws the bonus from the last row. Draws come
 // from Philox keyed by (seed, position): stream 1 for acceptance, 2 for a recovered token, 0 for the bonus.
 VerifyResult verify_rejection(std::span<const int> drafts, const std::vector<std::vector<float>>& target_probs,
-                              const std::vector<std::vector<float>>& draft_probs, uint64_t seed, int64_t first_position);
+                              const std::vector<std::vector<float>>& draft_probs, uint64_t seed,
+                              int64_t first_position);
 
 // One position of the above: the token emitted there, and whether it is the draft (then the next position
 // is verified; otherwise verification stops here). q empty: the draft is one-hot.

@@ -3,24 +3,33 @@
 namespace parley {
 
 bool is_finished(RequestStatus s) {
-  return s == RequestStatus::FinishedStopped || s == RequestStatus::FinishedLength || s == RequestStatus::FinishedAborted;
+  return s == RequestStatus::FinishedStopped || s == RequestStatus::FinishedLength ||
+         s == RequestStatus::FinishedAborted;
 }
 
 FinishReason finish_reason_of(RequestStatus s) {
   switch (s) {
-    case RequestStatus::FinishedStopped: return FinishReason::Stop;
-    case RequestStatus::FinishedLength: return FinishReason::Length;
-    case RequestStatus::FinishedAborted: return FinishReason::Abort;
-    default: return FinishReason::None;
+    case RequestStatus::FinishedStopped:
+      return FinishReason::Stop;
+    case RequestStatus::FinishedLength:
+      return FinishReason::Length;
+    case RequestStatus::FinishedAborted:
+      return FinishReason::Abort;
+    default:
+      return FinishReason::None;
   }
 }
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Abort: return "abort";
-    case FinishReason::None: break;
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Abort:
+      return "abort";
+    case FinishReason::None:
+      break;
   }
   return "none";
 }

@@ -13,13 +13,13 @@
 namespace parley {
 
 enum class RequestStatus {
-  Waiting,            // queued, nothing computed or everything dropped by preemption
-  Running,            // holds blocks and is scheduled each step
-  Preempted,          // blocks taken back; waits at the front of the queue to recompute
-  WaitingForRemoteKv, // a decode instance: holds blocks for its prompt's KV, which a prefill instance computes
-  FinishedStopped,    // EOS, a stop token or a stop string
-  FinishedLength,     // max_tokens or the context length
-  FinishedAborted,    // cancelled by the client, a disconnect, or shutdown
+  Waiting,             // queued, nothing computed or everything dropped by preemption
+  Running,             // holds blocks and is scheduled each step
+  Preempted,           // blocks taken back; waits at the front of the queue to recompute
+  WaitingForRemoteKv,  // a decode instance: holds blocks for its prompt's KV, which a prefill instance computes
+  FinishedStopped,     // EOS, a stop token or a stop string
+  FinishedLength,      // max_tokens or the context length
+  FinishedAborted,     // cancelled by the client, a disconnect, or shutdown
 };
 bool is_finished(RequestStatus s);
 
@@ -29,8 +29,8 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", o
 
 // Prefill/decode disaggregation (vLLM's kv_transfer_params): where the prompt's KV is computed.
 enum class KvTransfer {
-  None,         // here, and decoded here
-  ToDecode,     // a prefill instance: prefill, sample the first token(s), keep the blocks until the decode side has them
+  None,      // here, and decoded here
+  ToDecode,  // a prefill instance: prefill, sample the first token(s), keep the blocks until the decode side has them
   FromPrefill,  // a decode instance: blocks are allocated, the KV and the first token(s) arrive from a prefill instance
 };
 
@@ -38,25 +38,25 @@ struct Request {
   std::string request_id;
   std::vector<int> prompt_token_ids;
   SamplingParams sampling_params;
-  uint64_t seed = 0;                 // the generator's key: params.seed, or drawn at admission
+  uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
   std::vector<int> output_token_ids;
-  std::vector<int> all_token_ids;    // prompt then output
-  int num_computed_tokens = 0;       // tokens whose KV is in the cache
-  int num_cached_tokens = -1;        // prefix-cache hit on first scheduling (-1: not yet scheduled)
+  std::vector<int> all_token_ids;  // prompt then output
+  int num_computed_tokens = 0;     // tokens whose KV is in the cache
+  int num_cached_tokens = -1;      // prefix-cache hit on first scheduling (-1: not yet scheduled)
   int num_preemptions = 0;
-  int num_output_placeholders = 0;   // tokens sampled by steps in flight, not appended yet (async scheduling)
-  int num_draft_placeholders = 0;    // drafts verified by steps in flight: positions held until their verdict
-  int num_drafts_ready = 0;          // speculative decoding: drafts the worker holds for its next step
-  bool worker_knows = false;         // the scheduler sent it to the worker and has not dropped it since
+  int num_output_placeholders = 0;  // tokens sampled by steps in flight, not appended yet (async scheduling)
+  int num_draft_placeholders = 0;   // drafts verified by steps in flight: positions held until their verdict
+  int num_drafts_ready = 0;         // speculative decoding: drafts the worker holds for its next step
+  bool worker_knows = false;        // the scheduler sent it to the worker and has not dropped it since
   RequestStatus status = RequestStatus::Waiting;
   KvTransfer kv_transfer = KvTransfer::None;
-  std::optional<int> stop_token;     // the token that stopped it (EOS or a stop_token_id)
+  std::optional<int> stop_token;        // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
   // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them; and the first step that
   // scheduled the request (a step planned earlier computed them for an older request of the same id).
   std::vector<TokenLogprobs> prompt_logprobs;
   uint64_t first_step_id = 0;
-  double arrival_time = 0.0;         // seconds, steady clock
+  double arrival_time = 0.0;  // seconds, steady clock
   // Parallel sampling (n > 1): until its delayed split the request is the parent, prefilled once; then it
   // continues as child 0 and children 1..n-1 join. Both lists are empty for any other request.
   std::vector<std::string> child_req_ids;  // [0] is this request's own id

@@ -44,7 +44,8 @@ void SamplingParams::validate(int vocab_size) const {
     fail("frequency_penalty must be in [-2, 2], got " + fmt(frequency_penalty) + ".");
   if (!(repetition_penalty > 0.0f && repetition_penalty <= 2.0f))
     fail("repetition_penalty must be in (0, 2], got " + fmt(repetition_penalty) + ".");
-  if (temperature < 0.0f || !std::isfinite(temperature)) fail("temperature must be non-negative, got " + fmt(temperature) + ".");
+  if (temperature < 0.0f || !std::isfinite(temperature))
+    fail("temperature must be non-negative, got " + fmt(temperature) + ".");
   if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + fmt(top_p) + ".");
   if (top_k < -1) fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(top_k) + ".");
   if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + fmt(min_p) + ".");
@@ -67,12 +68,12 @@ void SamplingParams::validate(int vocab_size) const {
       fail("logit_bias must be in [-100, 100], got " + fmt(bias) + " for token " + std::to_string(token) + ".");
   const std::string bad_bias = out_of_vocab(logit_bias, vocab_size, [](const auto& b) { return b.first; });
   if (!bad_bias.empty())
-    fail("token_id(s) " + bad_bias + " in logit_bias contain out-of-vocab token ids. Vocabulary size: " +
-         std::to_string(vocab_size));
+    fail("token_id(s) " + bad_bias +
+         " in logit_bias contain out-of-vocab token ids. Vocabulary size: " + std::to_string(vocab_size));
   const std::string bad_stop = out_of_vocab(stop_token_ids, vocab_size, [](int t) { return t; });
   if (!bad_stop.empty())
-    fail("token_id(s) " + bad_stop + " in stop_token_ids contain out-of-vocab token ids. Vocabulary size: " +
-         std::to_string(vocab_size));
+    fail("token_id(s) " + bad_stop +
+         " in stop_token_ids contain out-of-vocab token ids. Vocabulary size: " + std::to_string(vocab_size));
   if (n > 1 && greedy()) fail("n must be 1 when using greedy sampling, got " + std::to_string(n) + ".");
 }
 
@@ -91,8 +92,10 @@ void Sampler::apply_top_p(float top_p, int vocab, const Desc& desc) {
   float kept = 0.0f;
   for (float p : probs_) kept += p;
   for (int head = std::min(vocab, 64);; head = head * 16 > vocab ? vocab : head * 4) {
-    if (head == vocab) std::sort(order_.begin(), order_.end(), desc);  // past a 16th, sorting all is cheaper
-    else std::partial_sort(order_.begin(), order_.begin() + head, order_.end(), desc);
+    if (head == vocab)
+      std::sort(order_.begin(), order_.end(), desc);  // past a 16th, sorting all is cheaper
+    else
+      std::partial_sort(order_.begin(), order_.begin() + head, order_.end(), desc);
     float cum = 0.0f;
     int r = 0;
     while (r < head && (cum += probs_[order_[r]]) < top_p * kept) ++r;
@@ -121,7 +124,8 @@ int Sampler::sample_filtered(const float* logits, int vocab, const Filters& para
 
 std::vector<float> Sampler::target_probs(const float* logits, int vocab, int row, const SamplingMetadata& m) {
   const Filters f{m.temperature[row], m.top_p[row], m.min_p[row], m.top_k[row]};
-  if (f.temperature < 1e-5f) throw std::invalid_argument("Sampler::target_probs: a greedy row has no distribution to sample");
+  if (f.temperature < 1e-5f)
+    throw std::invalid_argument("Sampler::target_probs: a greedy row has no distribution to sample");
   filter_probs(process_logits(logits, vocab, row, m), vocab, f);
   float total = 0.0f;
   for (float p : probs_) total += p;
@@ -212,18 +216,20 @@ void Sampler::apply_penalties(float* logits, std::span<const int> prompt, std::s
 bool Sampler::plain_row(int row, const SamplingMetadata& m) {
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
   const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
-  return !under_min_tokens && !m.logit_bias[row] && !m.grammars[row] && m.presence_penalties[row] == 0.0f && m.frequency_penalties[row] == 0.0f &&
-         m.repetition_penalties[row] == 1.0f && m.top_k[row] <= 0 && m.top_p[row] >= 1.0f && m.num_logprobs[row] < 0;
+  return !under_min_tokens && !m.logit_bias[row] && !m.grammars[row] && m.presence_penalties[row] == 0.0f &&
+         m.frequency_penalties[row] == 0.0f && m.repetition_penalties[row] == 1.0f && m.top_k[row] <= 0 &&
+         m.top_p[row] >= 1.0f && m.num_logprobs[row] < 0;
 }
 
 const float* Sampler::process_logits(const float* logits, int vocab, int row, const SamplingMetadata& m) {
-  if (row < 0 || row >= m.num_reqs()) throw std::out_of_range("Sampler: batch row " + std::to_string(row) + " has no metadata");
+  if (row < 0 || row >= m.num_reqs())
+    throw std::out_of_range("Sampler: batch row " + std::to_string(row) + " has no metadata");
   structured::StructuredOutputGrammar* grammar = m.grammars[row];
   if (grammar) grammar->sync(m.output_token_ids(row));
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
   // A grammar that is complete leaves only the end tokens: it outranks min_tokens.
-  const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row] &&
-                                !(grammar && grammar->is_terminated());
+  const bool under_min_tokens =
+      stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row] && !(grammar && grammar->is_terminated());
   const auto* bias = m.logit_bias[row];
   const float presence = m.presence_penalties[row], frequency = m.frequency_penalties[row];
   const float repetition = m.repetition_penalties[row];
@@ -238,7 +244,8 @@ const float* Sampler::process_logits(const float* logits, int vocab, int row, co
       if (id >= 0 && id < vocab) processed_[id] += b;
   if (penalize) {
     counts_.resize(vocab, 0);
-    apply_penalties(processed_.data(), m.prompt_token_ids(row), m.output_token_ids(row), presence, frequency, repetition);
+    apply_penalties(processed_.data(), m.prompt_token_ids(row), m.output_token_ids(row), presence, frequency,
+                    repetition);
   }
   if (grammar) grammar->apply_mask(processed_.data(), vocab);  // last: no bias brings a forbidden token back
   return processed_.data();

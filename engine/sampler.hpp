@@ -1,6 +1,6 @@
 // Turns rows of logits into tokens, in vLLM v1's order: logprobs of the raw logits; min_tokens, logit_bias,
-// penalties and a structured output's grammar mask; then greedy argmax, or temperature, min_p, top_k, top_p and a draw keyed by
-// (seed, position) so no other row can change it.
+// penalties and a structured output's grammar mask; then greedy argmax, or temperature, min_p, top_k, top_p and a draw
+// keyed by (seed, position) so no other row can change it.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -15,16 +15,16 @@ class StructuredOutputGrammar;
 struct SamplingMetadata {
   // Per row, in batch order; copied from the batch when it changed.
   std::vector<float> temperature;
-  std::vector<int> top_k;     // <= 0: off
-  std::vector<float> top_p;   // 1: off
-  std::vector<float> min_p;   // 0: off
+  std::vector<int> top_k;    // <= 0: off
+  std::vector<float> top_p;  // 1: off
+  std::vector<float> min_p;  // 0: off
   std::vector<float> presence_penalties, frequency_penalties, repetition_penalties;
   std::vector<int> min_tokens;
   std::vector<uint64_t> seeds;
   std::vector<int> num_logprobs;  // -1: the request asked for none
   // Per row, pointing into the batch's rows (null: nothing to apply).
   std::vector<const std::vector<std::pair<int, float>>*> logit_bias;
-  std::vector<const std::vector<int>*> min_tokens_stop_ids;  // stop_token_ids, plus EOS unless ignore_eos
+  std::vector<const std::vector<int>*> min_tokens_stop_ids;    // stop_token_ids, plus EOS unless ignore_eos
   std::vector<structured::StructuredOutputGrammar*> grammars;  // a structured output's matcher (null: none)
 
   // Derived from the batch's request-id sets, as vLLM does.
@@ -33,8 +33,8 @@ struct SamplingMetadata {
   bool no_penalties = true, no_logit_bias = true, no_min_tokens = true;
   int max_num_logprobs = -1;  // -1: no row wants logprobs
 
-  // The batch's token rows, referenced (penalties and min_tokens read them): row r holds num_tokens[r] tokens, the first num_prompt_tokens[r]
-  // of them the prompt, starting at token_ids + r * token_stride.
+  // The batch's token rows, referenced (penalties and min_tokens read them): row r holds num_tokens[r] tokens, the
+  // first num_prompt_tokens[r] of them the prompt, starting at token_ids + r * token_stride.
   const int* token_ids = nullptr;
   int64_t token_stride = 0;
   const int* num_tokens = nullptr;

@@ -22,25 +22,25 @@ struct StructuredOutputsParams {
 };
 
 struct SamplingParams {
-  int n = 1;                 // samples per prompt; sample i uses seed + i
-  float temperature = 1.0f;  // below 1e-5 means greedy, as vLLM's _SAMPLING_EPS
-  int top_k = -1;            // -1 (or 0) keeps every token
-  float top_p = 1.0f;        // nucleus mass in (0, 1]
-  float min_p = 0.0f;        // drop tokens below min_p * the top probability
+  int n = 1;                        // samples per prompt; sample i uses seed + i
+  float temperature = 1.0f;         // below 1e-5 means greedy, as vLLM's _SAMPLING_EPS
+  int top_k = -1;                   // -1 (or 0) keeps every token
+  float top_p = 1.0f;               // nucleus mass in (0, 1]
+  float min_p = 0.0f;               // drop tokens below min_p * the top probability
   float presence_penalty = 0.0f;    // [-2, 2]: subtracted once from each token already generated
   float frequency_penalty = 0.0f;   // [-2, 2]: subtracted per occurrence in the output
   float repetition_penalty = 1.0f;  // (0, 2]: divides positive / multiplies negative logits of prompt+output tokens
   std::optional<uint64_t> seed;
   int max_tokens = 16;
-  int min_tokens = 0;        // stop tokens (EOS and stop_token_ids) are masked until this many are out
+  int min_tokens = 0;  // stop tokens (EOS and stop_token_ids) are masked until this many are out
   bool ignore_eos = false;
-  std::vector<std::string> stop;       // stop strings, matched on the detokenized text
-  std::vector<int> stop_token_ids;     // besides EOS; ends the request (the token is kept in the output)
+  std::vector<std::string> stop;    // stop strings, matched on the detokenized text
+  std::vector<int> stop_token_ids;  // besides EOS; ends the request (the token is kept in the output)
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;     // control tokens decode to nothing (false: to their text, e.g. [TOOL_CALLS])
   std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
   std::optional<int> prompt_logprobs;  // top logprobs per prompt token after the first (0: only the prompt token's)
-  std::vector<std::pair<int, float>> logit_bias;  // (token id, bias) sorted by id, added to the raw logits
+  std::vector<std::pair<int, float>> logit_bias;              // (token id, bias) sorted by id, added to the raw logits
   std::optional<StructuredOutputsParams> structured_outputs;  // the output must match it (a logits mask)
 
   bool greedy() const { return temperature < 1e-5f; }

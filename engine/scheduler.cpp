@@ -44,11 +44,12 @@ void Scheduler::add_request(Request request) {
   const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens +
                                    config_.num_speculative_tokens + config_.num_lookahead_tokens,
                                config_.max_model_len);
-  const int step_tokens = config_.max_num_batched_tokens + config_.num_speculative_tokens + config_.num_lookahead_tokens;
+  const int step_tokens =
+      config_.max_num_batched_tokens + config_.num_speculative_tokens + config_.num_lookahead_tokens;
   const int most_blocks = kv_.max_blocks_held(longest, step_tokens);
   if (most_blocks > kv_.block_pool().num_usable_blocks())
-    throw std::invalid_argument("the request may need " + std::to_string(most_blocks) + " KV blocks but the cache has " +
-                                std::to_string(kv_.block_pool().num_usable_blocks()));
+    throw std::invalid_argument("the request may need " + std::to_string(most_blocks) +
+                                " KV blocks but the cache has " + std::to_string(kv_.block_pool().num_usable_blocks()));
   check_children(request);
   if (request.sampling_params.prompt_logprobs && !config_.prompt_logprobs_refusal.empty())
     throw std::invalid_argument(config_.prompt_logprobs_refusal);
@@ -59,7 +60,8 @@ void Scheduler::add_request(Request request) {
     for (size_t i = 0; i < request.child_req_ids.size(); ++i) {
       SamplingParams p = request.sampling_params;
       p.n = 1;
-      Request child(request.child_req_ids[i], request.prompt_token_ids, p, request.child_seeds[i], request.arrival_time);
+      Request child(request.child_req_ids[i], request.prompt_token_ids, p, request.child_seeds[i],
+                    request.arrival_time);
       child.parent_req_id = request.request_id;
       add_request(std::move(child));
     }
@@ -80,8 +82,8 @@ void Scheduler::check_children(const Request& r) const {
     throw std::invalid_argument("request " + r.request_id + ": n = " + std::to_string(n) +
                                 " needs that many child ids (the first its own) and seeds");
   for (size_t i = 1; i < n; ++i)
-    if (requests_.count(r.child_req_ids[i]) ||
-        std::find(r.child_req_ids.begin(), r.child_req_ids.begin() + long(i), r.child_req_ids[i]) != r.child_req_ids.begin() + long(i))
+    if (requests_.count(r.child_req_ids[i]) || std::find(r.child_req_ids.begin(), r.child_req_ids.begin() + long(i),
+                                                         r.child_req_ids[i]) != r.child_req_ids.begin() + long(i))
       throw std::invalid_argument("request id " + r.child_req_ids[i] + " is already in use");
 }
 
@@ -139,8 +141,10 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
     if (it == requests_.end()) continue;
     Request& r = *it->second;
     r.status = status;
-    if (r.awaits_split()) live.insert(live.end(), r.child_req_ids.begin(), r.child_req_ids.end());
-    else live.push_back(id);
+    if (r.awaits_split())
+      live.insert(live.end(), r.child_req_ids.begin(), r.child_req_ids.end());
+    else
+      live.push_back(id);
     free_request(r);
   }
   return live;
@@ -181,7 +185,8 @@ SchedulerOutput Scheduler::schedule() {
       ++i;
       continue;
     }
-    bool allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
+    bool allocated =
+        kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
     while (!allocated) {
       Request* victim = running_.back();
       running_.pop_back();
@@ -189,16 +194,24 @@ SchedulerOutput Scheduler::schedule() {
       preempted = true;
       if (forget_worker_knows(*victim)) out.preempted_req_ids.push_back(victim->request_id);
       if (victim == r) break;
-      allocated = kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
+      allocated =
+          kv_.allocate_slots(*r, with_lookahead(r->num_computed_tokens, n), {}, true, r->num_draft_placeholders);
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
     if (r->worker_knows) {
-      out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
+      out.scheduled_cached_reqs.push_back(
+          {r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
     } else {  // a split child: the worker meets it now, with the blocks it shares
       kv_.take_new_block_ids(r->request_id);
       r->worker_knows = true;
-      out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
-                                        r->seed, kv_.block_ids(r->request_id), r->num_computed_tokens, {}});
+      out.scheduled_new_reqs.push_back({r->request_id,
+                                        r->prompt_token_ids,
+                                        r->output_token_ids,
+                                        r->sampling_params,
+                                        r->seed,
+                                        kv_.block_ids(r->request_id),
+                                        r->num_computed_tokens,
+                                        {}});
     }
     scheduled_running.push_back({r, n, drafts});
     all_decode = all_decode && decode;
@@ -207,7 +220,8 @@ SchedulerOutput Scheduler::schedule() {
   }
 
   // Then waiting requests in arrival order (preempted ones first), unless this step had to preempt.
-  while (!preempted && !waiting_.empty() && budget > 0 && int(running_.size() + remote_kv_.size()) < config_.max_num_seqs) {
+  while (!preempted && !waiting_.empty() && budget > 0 &&
+         int(running_.size() + remote_kv_.size()) < config_.max_num_seqs) {
     Request* r = waiting_.front();
     if (r->kv_transfer == KvTransfer::FromPrefill) {  // no token computed here: blocks for the KV to arrive
       if (!admit_remote(*r)) break;
@@ -239,9 +253,11 @@ SchedulerOutput Scheduler::schedule() {
   bool uniform = all_decode;
   scheduled_new.insert(scheduled_new.end(), scheduled_running.begin(), scheduled_running.end());
   for (auto& [r, n, drafts] : scheduled_new) {
-    prefill_tokens_computed_ += std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
+    prefill_tokens_computed_ +=
+        std::max(0, std::min(r->num_computed_tokens + n, r->num_prompt_tokens()) - r->num_computed_tokens);
     // Its tokens reach the end: the worker samples, appended here only when this step's output arrives.
-    if (r->num_computed_tokens + n - drafts == r->num_tokens() + r->num_output_placeholders + r->num_draft_placeholders) {
+    if (r->num_computed_tokens + n - drafts ==
+        r->num_tokens() + r->num_output_placeholders + r->num_draft_placeholders) {
       ++r->num_output_placeholders;
       r->num_draft_placeholders += drafts;
     }
@@ -261,8 +277,9 @@ SchedulerOutput Scheduler::schedule() {
 bool Scheduler::certain_to_finish(const Request& r) const {
   const int in_flight = r.num_output_placeholders;
   // A hand-off to a decode instance ends with its first token(s).
-  return in_flight > 0 && (r.kv_transfer == KvTransfer::ToDecode || r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
-                           r.num_tokens() + in_flight >= config_.max_model_len);
+  return in_flight > 0 &&
+         (r.kv_transfer == KvTransfer::ToDecode || r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
+          r.num_tokens() + in_flight >= config_.max_model_len);
 }
 
 RequestStatus Scheduler::check_stop(const Request& r) const {
@@ -274,12 +291,14 @@ RequestStatus Scheduler::check_stop(const Request& r) const {
     if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), last) != p.stop_token_ids.end())
       return RequestStatus::FinishedStopped;
   }
-  if (r.num_output_tokens() >= p.max_tokens || r.num_tokens() >= config_.max_model_len) return RequestStatus::FinishedLength;
+  if (r.num_output_tokens() >= p.max_tokens || r.num_tokens() >= config_.max_model_len)
+    return RequestStatus::FinishedLength;
   return RequestStatus::Running;
 }
 
 // Appends a request's new tokens, stops it if one of them ends it, and says what happened.
-EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs) {
+EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tokens,
+                                         std::vector<TokenLogprobs> logprobs) {
   EngineCoreOutput o;
   o.req_id = r.request_id;
   o.num_cached_tokens = std::max(0, r.num_cached_tokens);
@@ -316,15 +335,20 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
   count_parent(parent, 1);
   parent.sampling_params.n = 1;
   ++num_splits_;
-  auto lp = [&](size_t i) { return i < logprobs.size() ? std::vector<TokenLogprobs>{logprobs[i]} : std::vector<TokenLogprobs>{}; };
+  auto lp = [&](size_t i) {
+    return i < logprobs.size() ? std::vector<TokenLogprobs>{logprobs[i]} : std::vector<TokenLogprobs>{};
+  };
   for (size_t i = 1; i < n; ++i) {
-    auto owned = std::make_unique<Request>(ids[i], parent.prompt_token_ids, parent.sampling_params, seeds[i], parent.arrival_time);
+    auto owned = std::make_unique<Request>(ids[i], parent.prompt_token_ids, parent.sampling_params, seeds[i],
+                                           parent.arrival_time);
     Request& c = *owned;
     requests_.emplace(c.request_id, std::move(owned));
     c.parent_req_id = parent.request_id;
     count_parent(c, 1);
-    c.block_hashes.assign(parent.block_hashes.begin(),
-                          parent.block_hashes.begin() + std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
+    c.block_hashes.assign(
+        parent.block_hashes.begin(),
+        parent.block_hashes.begin() +
+            std::min<long>(long(parent.block_hashes.size()), parent.num_prompt_tokens() / config_.block_size));
     c.num_cached_tokens = parent.num_cached_tokens;
     c.prompt_logprobs = parent.prompt_logprobs;  // every choice carries the prompt's
     std::optional<std::vector<std::pair<int, int>>> copies = kv_.fork(parent, c);
@@ -338,7 +362,8 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
     }
     outputs.push_back(after_tokens(c, {first_tokens[i]}, lp(i)));
     // A child that finished on its first token gave its blocks back: nothing to copy into.
-    if (copies && requests_.count(ids[i])) pending_block_copies_.insert(pending_block_copies_.end(), copies->begin(), copies->end());
+    if (copies && requests_.count(ids[i]))
+      pending_block_copies_.insert(pending_block_copies_.end(), copies->begin(), copies->end());
   }
   outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
 }
@@ -346,7 +371,8 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   PhaseTimer timer(profile_, StepPhase::Update);
   if (mro.step_id != so.step_id)
-    throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " + std::to_string(so.step_id));
+    throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " +
+                           std::to_string(so.step_id));
   // The worker's row of each request: the row after the last one found (its batch keeps the order in which
   // requests were scheduled, mostly), else a binary search over its ids sorted once (no hash map per step).
   rows_.clear();  // views into the last step's output: sorted again only when a guess misses
@@ -357,10 +383,12 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       std::sort(rows_.begin(), rows_.end());
     }
     auto row = std::lower_bound(rows_.begin(), rows_.end(), std::pair<std::string_view, size_t>(id, 0));
-    if (row == rows_.end() || row->first != id) throw std::logic_error("the worker returned no row for scheduled request " + id);
+    if (row == rows_.end() || row->first != id)
+      throw std::logic_error("the worker returned no row for scheduled request " + id);
     return row->second;
   };
-  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(), so.scheduled_spec_decode_tokens.end());
+  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(),
+                                                       so.scheduled_spec_decode_tokens.end());
   std::vector<EngineCoreOutput> outputs;
   outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
@@ -368,8 +396,7 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     const size_t row = row_of(id, next_row);
     next_row = row + 1;
-    if (row < mro.prompt_logprobs.size())
-      take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row]);
+    if (row < mro.prompt_logprobs.size()) take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row]);
     const auto& sampled = mro.sampled_token_ids[row];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
     if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {
@@ -388,9 +415,12 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       account_verification(r, d->second, int(sampled.size()) - 1,
                            row < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row] : 0);
     const auto& logprobs = row < mro.logprobs.size() ? mro.logprobs[row] : std::vector<TokenLogprobs>{};
-    if (r.kv_transfer == KvTransfer::ToDecode) outputs.push_back(hand_off(r, sampled, logprobs));
-    else if (r.awaits_split()) split(r, sampled, logprobs, outputs);
-    else outputs.push_back(after_tokens(r, sampled, logprobs));
+    if (r.kv_transfer == KvTransfer::ToDecode)
+      outputs.push_back(hand_off(r, sampled, logprobs));
+    else if (r.awaits_split())
+      split(r, sampled, logprobs, outputs);
+    else
+      outputs.push_back(after_tokens(r, sampled, logprobs));
   }
   return outputs;
 }

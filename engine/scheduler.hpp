@@ -36,16 +36,16 @@ struct SchedulerConfig {
   int max_waiting = 1024;                // waiting-queue bound: add_request refuses beyond it (503)
   int block_size = 16;
   int num_kv_blocks = 0;
-  std::vector<int> kv_group_windows;     // per KV group its sliding window (0: full attention); empty: one group
+  std::vector<int> kv_group_windows;  // per KV group its sliding window (0: full attention); empty: one group
   bool enable_prefix_caching = true;
-  bool enable_delayed_split = true;      // n > 1: prefill once, then split; off: n independent requests
-  std::vector<int> eos_token_ids;        // end a request unless ignore_eos
-  int vocab_size = 0;                    // > 0: prompt token ids are checked against it
-  int num_speculative_tokens = 0;        // k > 0: decode requests verify drafts (speculative decoding)
-  bool pad_uniform = true;               // every decode request gets k drafts, placeholders where the worker has fewer
-  int num_lookahead_tokens = 0;          // KV slots past each step's tokens that a drafting model's passes write
-  std::string prompt_logprobs_refusal;   // non-empty: requests asking for prompt_logprobs are refused with it
-  void validate() const;                 // throws std::invalid_argument naming the bad field
+  bool enable_delayed_split = true;     // n > 1: prefill once, then split; off: n independent requests
+  std::vector<int> eos_token_ids;       // end a request unless ignore_eos
+  int vocab_size = 0;                   // > 0: prompt token ids are checked against it
+  int num_speculative_tokens = 0;       // k > 0: decode requests verify drafts (speculative decoding)
+  bool pad_uniform = true;              // every decode request gets k drafts, placeholders where the worker has fewer
+  int num_lookahead_tokens = 0;         // KV slots past each step's tokens that a drafting model's passes write
+  std::string prompt_logprobs_refusal;  // non-empty: requests asking for prompt_logprobs are refused with it
+  void validate() const;                // throws std::invalid_argument naming the bad field
 };
 
 // Cumulative counters and a snapshot, for metrics and the admin view.
@@ -56,13 +56,13 @@ struct SchedulerStats {
   int num_used_blocks = 0, num_cached_blocks = 0, num_free_blocks = 0, num_total_blocks = 0;
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   int64_t num_preemptions = 0;
-  int64_t prefill_tokens_computed = 0;   // prompt tokens whose KV was computed (not prefix-cache hits)
+  int64_t prefill_tokens_computed = 0;  // prompt tokens whose KV was computed (not prefix-cache hits)
   int64_t num_steps = 0;
-  int64_t num_discarded_tokens = 0;      // sampled in a step planned before the request finished or was preempted
-  int64_t num_splits = 0;                // parallel-sampling parents split into their children
-  int peak_used_blocks = 0;              // most blocks referenced at once since start
-  int num_waiting_for_remote_kv = 0;     // decode side: holding blocks for KV from a prefill instance (in num_waiting)
-  int num_held_for_transfer = 0;         // prefill side: handed off, blocks kept until the decode side has the KV
+  int64_t num_discarded_tokens = 0;   // sampled in a step planned before the request finished or was preempted
+  int64_t num_splits = 0;             // parallel-sampling parents split into their children
+  int peak_used_blocks = 0;           // most blocks referenced at once since start
+  int num_waiting_for_remote_kv = 0;  // decode side: holding blocks for KV from a prefill instance (in num_waiting)
+  int num_held_for_transfer = 0;      // prefill side: handed off, blocks kept until the decode side has the KV
   // Speculative decoding (vLLM's SpecDecodingStats): verifications with a proposed draft, drafts proposed,
   // drafts accepted, and accepted per draft position.
   int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
@@ -149,8 +149,8 @@ class Scheduler {
   RequestStatus check_stop(const Request& request) const;
   // Its tokens in flight reach max_tokens or the context: another step could not use its token.
   bool certain_to_finish(const Request& request) const;
-  // Speculative decoding (defined in scheduler_spec.cpp). Drafts a decode request verifies in this step: k (padded), or what the worker holds, within the context
-  // and the token budget left.
+  // Speculative decoding (defined in scheduler_spec.cpp). Drafts a decode request verifies in this step: k (padded), or
+  // what the worker holds, within the context and the token budget left.
   int num_drafts_for(const Request& request, int budget_left) const;
   // n tokens to compute after num_computed, plus the lookahead slots the proposer writes (within the context).
   int with_lookahead(int num_computed, int n) const;
@@ -180,16 +180,17 @@ class Scheduler {
   std::vector<std::pair<std::string_view, size_t>> rows_;     // update_from_output's sorted worker rows, likewise
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
-  std::vector<Request*> running_;   // in admission order: the last is preempted first
-  std::vector<std::string> finished_req_ids_;   // since the last step, for the worker
+  std::vector<Request*> running_;              // in admission order: the last is preempted first
+  std::vector<std::string> finished_req_ids_;  // since the last step, for the worker
   // Takes the request's flag (Request::worker_knows); true when it was set, for the caller to tell the worker.
   static bool forget_worker_knows(Request& r) { return std::exchange(r.worker_knows, false); }
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
-  std::vector<Request*> remote_kv_;           // decode side: WaitingForRemoteKv, in admission order
-  std::vector<KvReceive> kv_receives_;        // decode side: admitted since take_kv_receives
-  std::unordered_map<std::string, int> held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
+  std::vector<Request*> remote_kv_;     // decode side: WaitingForRemoteKv, in admission order
+  std::vector<KvReceive> kv_receives_;  // decode side: admitted since take_kv_receives
+  std::unordered_map<std::string, int>
+      held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;

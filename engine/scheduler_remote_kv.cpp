@@ -33,7 +33,8 @@ std::vector<int> Scheduler::held_block_ids(const std::string& req_id) const {
   const auto it = held_.find(req_id);
   if (it == held_.end()) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
   GroupBlockIds ids = kv_.block_ids(req_id);
-  for (auto& group : ids) group.resize(std::min(group.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
+  for (auto& group : ids)
+    group.resize(std::min(group.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
   return flatten_block_ids(ids);
 }
 
@@ -63,7 +64,8 @@ std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req
   auto it = requests_.find(req_id);
   if (it == requests_.end()) return {};
   Request& r = *it->second;
-  if (r.status != RequestStatus::WaitingForRemoteKv) throw std::logic_error("request " + req_id + " awaits no remote KV");
+  if (r.status != RequestStatus::WaitingForRemoteKv)
+    throw std::logic_error("request " + req_id + " awaits no remote KV");
   const size_t expected = r.awaits_split() ? r.child_req_ids.size() : 1;
   if (first_tokens.size() != expected)
     throw std::invalid_argument("request " + req_id + " arrived with " + std::to_string(first_tokens.size()) +
@@ -74,11 +76,13 @@ std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req
   r.num_cached_tokens = 0;
   kv_.allocate_slots(r, 0);  // no new block: its full prompt blocks join the prefix cache now
   r.status = RequestStatus::Running;
-  running_.push_back(&r);  // the worker meets it in the next step, with its blocks (as a split child)
+  running_.push_back(&r);               // the worker meets it in the next step, with its blocks (as a split child)
   r.prompt_logprobs = prompt_logprobs;  // scored by the prefill instance
   std::vector<EngineCoreOutput> outputs;
-  if (r.awaits_split()) split(r, first_tokens, logprobs, outputs);
-  else outputs.push_back(after_tokens(r, first_tokens, logprobs));
+  if (r.awaits_split())
+    split(r, first_tokens, logprobs, outputs);
+  else
+    outputs.push_back(after_tokens(r, first_tokens, logprobs));
   return outputs;
 }
 

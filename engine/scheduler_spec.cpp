@@ -17,7 +17,8 @@ int Scheduler::num_drafts_for(const Request& r, int budget_left) const {
   if (k == 0) return 0;
   int drafts = config_.pad_uniform ? k : std::min(k, r.num_drafts_ready);
   // The worker samples at token index num_tokens + i for i = 0..drafts: each must fit the context.
-  drafts = std::min(drafts, config_.max_model_len - 1 - (r.num_tokens() + r.num_output_placeholders + r.num_draft_placeholders));
+  drafts = std::min(
+      drafts, config_.max_model_len - 1 - (r.num_tokens() + r.num_output_placeholders + r.num_draft_placeholders));
   return std::max(0, std::min(drafts, budget_left));
 }
 

@@ -96,7 +96,8 @@ void SingleTypeKVCacheManager::cache_blocks(BlockTable& table, const Request& re
 
 int SingleTypeKVCacheManager::fork(const BlockTable& parent, BlockTable& child, int num_full, bool partial) {
   const auto& pb = parent.blocks;
-  if (int(pb.size()) < num_full + (partial ? 1 : 0)) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
+  if (int(pb.size()) < num_full + (partial ? 1 : 0))
+    throw std::logic_error("fork: the parent does not hold its prompt's blocks");
   std::vector<KVCacheBlock*> shared(pb.begin(), pb.begin() + num_full), real;
   for (KVCacheBlock* b : shared)
     if (b != pool_.null_block()) real.push_back(b);

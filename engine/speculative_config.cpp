@@ -27,18 +27,30 @@ SpeculativeConfig SpeculativeConfig::parse(const std::string& text) {
     bad(std::string("not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) bad("expected a JSON object, got " + j.dump());
-  static const std::set<std::string> known = {"method", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max",
-                                              "model", "draft_layers", "verify", "pad_uniform"};
+  static const std::set<std::string> known = {"method",
+                                              "num_speculative_tokens",
+                                              "prompt_lookup_min",
+                                              "prompt_lookup_max",
+                                              "model",
+                                              "draft_layers",
+                                              "verify",
+                                              "pad_uniform"};
   for (const auto& [key, value] : j.items())
     if (!known.count(key)) bad("unknown field \"" + key + "\"");
   SpeculativeConfig c;
-  if (!j.contains("method") || !j["method"].is_string()) bad("method is required: ngram, draft_model, layer_skip or mtp");
+  if (!j.contains("method") || !j["method"].is_string())
+    bad("method is required: ngram, draft_model, layer_skip or mtp");
   const std::string method = j["method"];
-  if (method == "ngram") c.method = SpecMethod::Ngram;
-  else if (method == "draft_model") c.method = SpecMethod::DraftModel;
-  else if (method == "layer_skip") c.method = SpecMethod::LayerSkip;
-  else if (method == "mtp") c.method = SpecMethod::Mtp;
-  else bad("unknown method \"" + method + "\": ngram, draft_model, layer_skip or mtp");
+  if (method == "ngram")
+    c.method = SpecMethod::Ngram;
+  else if (method == "draft_model")
+    c.method = SpecMethod::DraftModel;
+  else if (method == "layer_skip")
+    c.method = SpecMethod::LayerSkip;
+  else if (method == "mtp")
+    c.method = SpecMethod::Mtp;
+  else
+    bad("unknown method \"" + method + "\": ngram, draft_model, layer_skip or mtp");
   if (!j.contains("num_speculative_tokens")) bad("num_speculative_tokens is required");
   c.num_speculative_tokens = positive_int(j, "num_speculative_tokens");
   if (c.num_speculative_tokens > 16) bad("num_speculative_tokens must be at most 16");
@@ -66,14 +78,18 @@ SpeculativeConfig SpeculativeConfig::parse(const std::string& text) {
     c.model = j["model"];
   }
   if (c.method == SpecMethod::LayerSkip) {
-    if (!j.contains("draft_layers")) bad("method layer_skip needs \"draft_layers\": how many of the target's layers draft");
+    if (!j.contains("draft_layers"))
+      bad("method layer_skip needs \"draft_layers\": how many of the target's layers draft");
     c.draft_layers = positive_int(j, "draft_layers");
   }
   if (j.contains("verify")) {
     const auto& v = j["verify"];
-    if (v == "exact") c.verify = SpecVerify::Exact;
-    else if (v == "rejection") c.verify = SpecVerify::Rejection;
-    else bad("verify must be \"exact\" or \"rejection\", got " + v.dump());
+    if (v == "exact")
+      c.verify = SpecVerify::Exact;
+    else if (v == "rejection")
+      c.verify = SpecVerify::Rejection;
+    else
+      bad("verify must be \"exact\" or \"rejection\", got " + v.dump());
   }
   if (j.contains("pad_uniform")) {
     if (!j["pad_uniform"].is_boolean()) bad("pad_uniform must be true or false, got " + j["pad_uniform"].dump());
@@ -84,10 +100,14 @@ SpeculativeConfig SpeculativeConfig::parse(const std::string& text) {
 
 std::string SpeculativeConfig::method_name() const {
   switch (method) {
-    case SpecMethod::Ngram: return "ngram";
-    case SpecMethod::DraftModel: return "draft_model";
-    case SpecMethod::LayerSkip: return "layer_skip";
-    case SpecMethod::Mtp: return "mtp";
+    case SpecMethod::Ngram:
+      return "ngram";
+    case SpecMethod::DraftModel:
+      return "draft_model";
+    case SpecMethod::LayerSkip:
+      return "layer_skip";
+    case SpecMethod::Mtp:
+      return "mtp";
   }
   return "?";
 }

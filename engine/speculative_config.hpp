@@ -17,7 +17,7 @@ struct SpeculativeConfig {
   std::string model;               // draft_model: the draft GGUF (same vocabulary as the target)
   int draft_layers = 0;            // layer_skip: the target's first L layers draft, with its final norm and head
   SpecVerify verify = SpecVerify::Exact;  // exact: output identical to no speculation; rejection: same distribution
-  bool pad_uniform = true;         // every decode request carries 1 + k query tokens (placeholder drafts pad)
+  bool pad_uniform = true;                // every decode request carries 1 + k query tokens (placeholder drafts pad)
 
   // Throws std::invalid_argument naming the field and what it accepts.
   static SpeculativeConfig parse(const std::string& json);

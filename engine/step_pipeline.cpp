@@ -18,7 +18,8 @@ StepPipeline::StepPipeline(SchedulerConfig config, bool async_scheduling, Entrop
       max_in_flight_(async_scheduling ? 2 : 1),
       entropy_(entropy ? std::move(entropy) : default_entropy()) {}
 
-std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& requests, double now, KvTransfer kv_transfer) {
+std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& requests, double now,
+                                                         KvTransfer kv_transfer) {
   if (scheduler_.num_waiting() + int(requests.size()) > scheduler_.config().max_waiting)
     return Refusal{503, "The server is overloaded: the waiting queue is full (" +
                             std::to_string(scheduler_.config().max_waiting) + " requests). Retry later."};
@@ -34,7 +35,8 @@ std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& r
       if (kv_transfer != KvTransfer::None) r.kv_transfer = kv_transfer;
       scheduler_.add_request(r);
       added.push_back(r.request_id);
-      added.insert(added.end(), r.child_req_ids.begin(), r.child_req_ids.end());  // queued separately with the split off
+      added.insert(added.end(), r.child_req_ids.begin(),
+                   r.child_req_ids.end());  // queued separately with the split off
     }
   } catch (const std::exception& e) {
     scheduler_.finish_requests(added, RequestStatus::FinishedAborted);

@@ -8,7 +8,7 @@ namespace parley {
 
 // The logprobs of one position: the token there (sampled, or the prompt's), its rank and the top alternatives.
 struct TokenLogprobs {
-  int token = 0;                           // the sampled (or prompt) token
+  int token = 0;  // the sampled (or prompt) token
   float logprob = 0.0f;
   int rank = 0;                            // 1 + the number of tokens with a strictly higher logprob
   std::vector<std::pair<int, float>> top;  // the top `logprobs` (token, logprob), descending, ties by id

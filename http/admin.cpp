@@ -46,8 +46,10 @@ RouteResult page(AdminRole role) {
   r.status = role == AdminRole::None ? 401 : 200;
   r.body = admin_page_html();
   r.content_type = "text/html; charset=utf-8";
-  r.headers = {{"Content-Security-Policy", admin_page_csp()}, {"Cache-Control", "no-store"},
-               {"X-Content-Type-Options", "nosniff"}, {"Referrer-Policy", "no-referrer"}};
+  r.headers = {{"Content-Security-Policy", admin_page_csp()},
+               {"Cache-Control", "no-store"},
+               {"X-Content-Type-Options", "nosniff"},
+               {"Referrer-Policy", "no-referrer"}};
   if (role == AdminRole::None) r.headers.push_back({"WWW-Authenticate", "Bearer"});
   return r;
 }
@@ -84,12 +86,14 @@ RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config)
     }
   }
   // Everything else changes state: the admin token only, and only from this server's own pages.
-  const bool abort = path.rfind("/admin/requests/", 0) == 0 && path.size() > 22 && path.substr(path.size() - 6) == "/abort";
-  const bool known = abort || path == "/admin/drain" || path == "/admin/resume" || path == "/admin/reset-prefix-cache" ||
-                     path == "/admin/log-level";
+  const bool abort =
+      path.rfind("/admin/requests/", 0) == 0 && path.size() > 22 && path.substr(path.size() - 6) == "/abort";
+  const bool known = abort || path == "/admin/drain" || path == "/admin/resume" ||
+                     path == "/admin/reset-prefix-cache" || path == "/admin/log-level";
   if (!known) return error(404, "Not Found: " + path);
   const bool put = path == "/admin/log-level";
-  if (req.method != (put ? "PUT" : "POST")) return error(405, "Method Not Allowed: " + path + " takes " + (put ? "PUT" : "POST"));
+  if (req.method != (put ? "PUT" : "POST"))
+    return error(405, "Method Not Allowed: " + path + " takes " + (put ? "PUT" : "POST"));
   if (role != AdminRole::Full) return error(403, "The read-only admin token may not act.");
   if (!req.origin.empty() && req.origin != "http://" + req.host && req.origin != "https://" + req.host)
     return error(403, "Admin actions from another origin (" + req.origin + ") are refused.");

@@ -93,8 +93,9 @@ void run_admin_action(ServerContext& ctx, const AdminAction& a, const std::strin
       audit("reset the prefix cache");
       ctx.engine->reset_prefix_cache([reply](bool done) {
         if (done) return reply(200, nlohmann::json{{"reset", true}}.dump());
-        reply(409, error_body(api_error(409, "The prefix cache was not reset: some blocks are in use (as vLLM, it "
-                                             "resets only when no request holds a block).")));
+        reply(409, error_body(api_error(409,
+                                        "The prefix cache was not reset: some blocks are in use (as vLLM, it "
+                                        "resets only when no request holds a block).")));
       });
       return;
   }

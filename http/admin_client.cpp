@@ -31,7 +31,8 @@ AdminClient::AdminClient(const std::string& url, std::string token) : token_(std
   const size_t colon = rest.rfind(':');
   host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
   port_ = colon == std::string::npos ? "80" : rest.substr(colon + 1);
-  if (host_.empty() || rest.find('/') != std::string::npos) throw std::invalid_argument("--url must be http://HOST:PORT, got " + url);
+  if (host_.empty() || rest.find('/') != std::string::npos)
+    throw std::invalid_argument("--url must be http://HOST:PORT, got " + url);
 }
 
 AdminReply AdminClient::call(const std::string& method, const std::string& path, const std::string& body,

@@ -7,8 +7,8 @@
 namespace parley::http {
 
 struct AdminReply {
-  int status = 0;     // 0: no answer (error says why)
-  std::string body;   // a snapshot's JSON, or an action's answer
+  int status = 0;    // 0: no answer (error says why)
+  std::string body;  // a snapshot's JSON, or an action's answer
   std::string error;
 };
 

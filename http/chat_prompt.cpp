@@ -16,8 +16,8 @@ std::shared_ptr<const ChatTemplate> make_chat_template(std::string source, const
   return std::make_shared<const ChatTemplate>(std::move(source), text(v.bos_id), text(v.eos_id));
 }
 
-std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& model_template, const std::string& override_file,
-                                                         const Tokenizer& tokenizer) {
+std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& model_template,
+                                                         const std::string& override_file, const Tokenizer& tokenizer) {
   std::string source = model_template, where = "the model's tokenizer.chat_template";
   if (!override_file.empty()) {
     std::ifstream in(override_file, std::ios::binary);
@@ -64,7 +64,8 @@ void check_content_parts(const json& content, const std::string& at) {
     const json* type = field(part, "type");
     if (!type || !type->is_string() || *type != "text")
       fail("Invalid value for '" + pat + ".type': content parts of type " + (type ? type->dump() : "null") +
-               " are not supported; only \"text\" is.", pat + ".type");
+               " are not supported; only \"text\" is.",
+           pat + ".type");
     check_string(part, pat, "text", true);
   }
 }
@@ -78,7 +79,8 @@ void check_tool_calls(const json& calls, const std::string& at) {
     reject_keys(calls[i], c, {"id", "type", "function"});
     check_string(calls[i], c, "id", true);
     const json* type = field(calls[i], "type");
-    if (type && *type != "function") fail("Invalid value for '" + c + ".type': only \"function\" is supported.", c + ".type");
+    if (type && *type != "function")
+      fail("Invalid value for '" + c + ".type': only \"function\" is supported.", c + ".type");
     const json* fn = field(calls[i], "function");
     if (!fn) fail("Missing required parameter: '" + c + ".function'.", c + ".function");
     if (!fn->is_object()) wrong_type(c + ".function", "an object", *fn);
@@ -106,10 +108,12 @@ void check_messages(const json& body) {
     const std::string role = m["role"];
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
       fail("Invalid value for '" + at + ".role': '" + role +
-               "' is not supported; expected 'system', 'developer', 'user', 'assistant' or 'tool'.", at + ".role");
+               "' is not supported; expected 'system', 'developer', 'user', 'assistant' or 'tool'.",
+           at + ".role");
     check_string(m, at, "name", false);
     const json* calls = field(m, "tool_calls");
-    if (calls && role != "assistant") fail("'" + at + ".tool_calls' is only allowed on assistant messages.", at + ".tool_calls");
+    if (calls && role != "assistant")
+      fail("'" + at + ".tool_calls' is only allowed on assistant messages.", at + ".tool_calls");
     if (calls) check_tool_calls(*calls, at);
     if (field(m, "reasoning_content") && role != "assistant")
       fail("'" + at + ".reasoning_content' is only allowed on assistant messages.", at + ".reasoning_content");
@@ -118,15 +122,19 @@ void check_messages(const json& body) {
     if (field(m, "refusal") && role != "assistant")
       fail("'" + at + ".refusal' is only allowed on assistant messages.", at + ".refusal");
     check_string(m, at, "refusal", false);
-    if (role == "tool") check_string(m, at, "tool_call_id", true);
-    else if (field(m, "tool_call_id")) fail("'" + at + ".tool_call_id' is only allowed on tool messages.", at + ".tool_call_id");
+    if (role == "tool")
+      check_string(m, at, "tool_call_id", true);
+    else if (field(m, "tool_call_id"))
+      fail("'" + at + ".tool_call_id' is only allowed on tool messages.", at + ".tool_call_id");
     const json* content = field(m, "content");
     if (!content) {
       if (calls) continue;  // an assistant turn that only calls tools
       fail("Missing required parameter: '" + at + ".content'.", at + ".content");
     }
-    if (content->is_array()) check_content_parts(*content, at);
-    else if (!content->is_string()) wrong_type(at + ".content", "a string or an array of content parts", *content);
+    if (content->is_array())
+      check_content_parts(*content, at);
+    else if (!content->is_string())
+      wrong_type(at + ".content", "a string or an array of content parts", *content);
   }
 }
 
@@ -136,7 +144,8 @@ void check_tools(const json& tools) {
     const std::string at = "tools[" + std::to_string(i) + "]";
     if (!tools[i].is_object()) wrong_type(at, "an object", tools[i]);
     const json* type = field(tools[i], "type");
-    if (!type || *type != "function") fail("Invalid value for '" + at + ".type': only \"function\" is supported.", at + ".type");
+    if (!type || *type != "function")
+      fail("Invalid value for '" + at + ".type': only \"function\" is supported.", at + ".type");
     const json* fn = field(tools[i], "function");
     if (!fn || !fn->is_object()) fail("Missing required parameter: '" + at + ".function'.", at + ".function");
     check_string(*fn, at + ".function", "name", true);

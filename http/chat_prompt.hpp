@@ -27,8 +27,8 @@ std::shared_ptr<const ChatTemplate> make_chat_template(std::string source, const
 // The template a server renders with: the file's (override_file, --chat-template) or the model's own;
 // nullptr when neither has one (the plain fallback). Throws std::runtime_error naming the template
 // that cannot be read or parsed, with the construct and line.
-std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& model_template, const std::string& override_file,
-                                                         const Tokenizer& tokenizer);
+std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& model_template,
+                                                         const std::string& override_file, const Tokenizer& tokenizer);
 
 // What a chat body asks to render. Fields: messages (required), add_generation_prompt (default true),
 // chat_template_kwargs (an object), tools (OpenAI function tools; tool_choice is read_tool_request's), chat_template

@@ -25,9 +25,18 @@ class ConnectionMetrics {
     accepted_.inc(), open_.inc();
     return int(open_.value());
   }
-  void on_closed() { std::lock_guard lock(mutex_); open_.dec(); }
-  void on_refused(int status) { std::lock_guard lock(mutex_); refused_.labels({std::to_string(status)}).inc(); }
-  std::string render() const { std::lock_guard lock(mutex_); return registry_.render(); }
+  void on_closed() {
+    std::lock_guard lock(mutex_);
+    open_.dec();
+  }
+  void on_refused(int status) {
+    std::lock_guard lock(mutex_);
+    refused_.labels({std::to_string(status)}).inc();
+  }
+  std::string render() const {
+    std::lock_guard lock(mutex_);
+    return registry_.render();
+  }
 
  private:
   mutable std::mutex mutex_;

@@ -60,7 +60,8 @@ std::vector<EngineRequestSpec> Generation::engine_requests() const {
 }
 
 int Generation::choice_of(const std::string& req_id) const {
-  if (req_id.size() <= id_.size() + 1 || req_id.compare(0, id_.size(), id_) != 0 || req_id[id_.size()] != '-') return -1;
+  if (req_id.size() <= id_.size() + 1 || req_id.compare(0, id_.size(), id_) != 0 || req_id[id_.size()] != '-')
+    return -1;
   try {
     const int k = std::stoi(req_id.substr(id_.size() + 1));
     return k >= 0 && k < int(choices_.size()) ? k : -1;
@@ -105,7 +106,8 @@ std::string Generation::on_output(const RequestOutput& out) {
                         tools ? &*tools : nullptr);
   RequestOutput delta = out;
   if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
-  nlohmann::json m = {{"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
+  nlohmann::json m = {
+      {"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
   if (delta.finished()) {
     m["finish_reason"] = finish_reason_name(delta.finish_reason);
     m["stop_reason"] = stop_reason_json(delta.stop_reason);
@@ -115,7 +117,8 @@ std::string Generation::on_output(const RequestOutput& out) {
 
 std::string Generation::closing_text() const {
   switch (transport_) {
-    case Transport::Json: return completion_response(request_, id_, created_, choices_, usage_, *tokenizer_);
+    case Transport::Json:
+      return completion_response(request_, id_, created_, choices_, usage_, *tokenizer_);
     case Transport::Sse: {
       std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage_) : "";
       return s + std::string(kStreamDone);
@@ -123,9 +126,11 @@ std::string Generation::closing_text() const {
     case Transport::WebSocket: {
       nlohmann::json choices = nlohmann::json::array();
       for (const Choice& c : choices_)
-        choices.push_back({{"index", c.index}, {"finish_reason", finish_reason_name(c.finish_reason)},
+        choices.push_back({{"index", c.index},
+                           {"finish_reason", finish_reason_name(c.finish_reason)},
                            {"stop_reason", stop_reason_json(c.stop_reason)}});
-      return nlohmann::json{{"id", client_id_}, {"type", "final"}, {"choices", choices}, {"usage", usage_json(usage_)}}.dump();
+      return nlohmann::json{{"id", client_id_}, {"type", "final"}, {"choices", choices}, {"usage", usage_json(usage_)}}
+          .dump();
     }
   }
   return "";
@@ -133,9 +138,12 @@ std::string Generation::closing_text() const {
 
 std::string Generation::error_text(const ApiError& e) const {
   switch (transport_) {
-    case Transport::Json: return error_body(e);
-    case Transport::Sse: return stream_error_event(e) + std::string(kStreamDone);
-    case Transport::WebSocket: return websocket_error(e, client_id_);
+    case Transport::Json:
+      return error_body(e);
+    case Transport::Sse:
+      return stream_error_event(e) + std::string(kStreamDone);
+    case Transport::WebSocket:
+      return websocket_error(e, client_id_);
   }
   return "";
 }

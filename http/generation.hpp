@@ -1,6 +1,6 @@
 // One client request in flight: its engine requests (one per prompt; n > 1 splits into n choices in the
-// engine, choice i seeded seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE chunks, one
-// JSON body at the end, or websocket messages tagged with the client's own id. Pure logic, no I/O.
+// engine, choice i seeded seed + i) and the text it owes the client as their outputs arrive, for each transport: SSE
+// chunks, one JSON body at the end, or websocket messages tagged with the client's own id. Pure logic, no I/O.
 #pragma once
 #include <optional>
 #include <string>
@@ -44,7 +44,7 @@ class Generation {
   Transport transport_;
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
-  std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
+  std::vector<StreamCursor> cursors_;         // per streamed choice: text offset and previous token
   std::vector<ToolCallStream> tool_streams_;  // per streamed chat choice read for tool calls
   int num_finished_ = 0;
   Usage usage_;

@@ -18,8 +18,8 @@ namespace {
 
 namespace bhttp = beast::http;
 
-constexpr size_t kMaxPipelined = 16;        // requests waiting behind the one being answered; the next gets 503
-constexpr int kLingerSeconds = 5;           // after the last answer, the client's leftovers are drained this long
+constexpr size_t kMaxPipelined = 16;         // requests waiting behind the one being answered; the next gets 503
+constexpr int kLingerSeconds = 5;            // after the last answer, the client's leftovers are drained this long
 constexpr size_t kLingerBytes = 256u << 20;  // ... and up to this many bytes (a large upload refused with 413)
 
 enum class BodyFraming { Length, Chunked, UntilClose };
@@ -29,11 +29,13 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 std::string response_head(int status, const std::string& type, BodyFraming framing, size_t length, bool keep_alive,
                           const Headers& extra = {}) {
   std::string h = "HTTP/1.1 " + std::to_string(status) + " " +
-                  std::string(bhttp::obsolete_reason(bhttp::status(status))) + "\r\nServer: parley\r\nContent-Type: " +
-                  type + "\r\n";
+                  std::string(bhttp::obsolete_reason(bhttp::status(status))) +
+                  "\r\nServer: parley\r\nContent-Type: " + type + "\r\n";
   for (const auto& [name, value] : extra) h += name + ": " + value + "\r\n";
-  if (framing == BodyFraming::Length) h += "Content-Length: " + std::to_string(length) + "\r\n";
-  else h += "Cache-Control: no-cache\r\n";
+  if (framing == BodyFraming::Length)
+    h += "Content-Length: " + std::to_string(length) + "\r\n";
+  else
+    h += "Cache-Control: no-cache\r\n";
   if (framing == BodyFraming::Chunked) h += "Transfer-Encoding: chunked\r\n";
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return h;
@@ -51,7 +53,9 @@ std::string error_json(int status, const std::string& message) { return error_bo
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(ServerContext& ctx, tcp::socket socket)
-      : ctx_(ctx), stream_(std::move(socket)), deadline_timer_(stream_.get_executor()),
+      : ctx_(ctx),
+        stream_(std::move(socket)),
+        deadline_timer_(stream_.get_executor()),
         reader_({ctx.options.max_body_bytes, RequestReader::Limits{}.max_header_bytes, kMaxPipelined}) {}
   ~HttpSession() {
     if (conn_ != Conn::HandedOver) ctx_.connections.on_closed();
@@ -74,8 +78,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::string text = gen_->gen->on_output(out);
     if (!text.empty()) send_body(std::move(text));
     if (!gen_->gen->done()) return;
-    if (const auto& failed = gen_->gen->failure()) finish_generation(gen_->gen->error_text(*failed), failed->status);
-    else finish_generation(gen_->gen->closing_text());
+    if (const auto& failed = gen_->gen->failure())
+      finish_generation(gen_->gen->error_text(*failed), failed->status);
+    else
+      finish_generation(gen_->gen->closing_text());
   }
   // Admitted: a stream can commit to 200 now (a refusal before this gets its own status).
   void on_engine_admitted(const std::string&) {
@@ -105,7 +111,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     std::unique_ptr<LiveGeneration> live;
     BodyFraming framing;
     bool keep_alive;
-    bool head_sent = false;  // streams only
+    bool head_sent = false;             // streams only
     std::shared_ptr<HttpSession> hold;  // the engine's sink holds the session weakly, and a read may not be pending
     std::unique_ptr<LiveRequests::Entry> registered;  // abortable by id from /admin while it runs
   };
@@ -115,9 +121,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (reading_ || peer_closed_ || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     if (reader_.state() == RequestReader::State::Upgrade) return;  // what follows belongs to the websocket
     reading_ = true;
-    stream_.socket().async_read_some(net::buffer(inbuf_), [self = shared_from_this()](beast::error_code ec, size_t n) {
-      self->on_bytes(ec, n);
-    });
+    stream_.socket().async_read_some(
+        net::buffer(inbuf_), [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_bytes(ec, n); });
   }
 
   void on_bytes(beast::error_code ec, size_t n) {
@@ -171,21 +176,29 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void serve(bhttp::request<bhttp::string_body> req) {
     const bool websocket = beast::websocket::is_upgrade(req);
-    const bool keep_alive = req.keep_alive() && !websocket && !ctx_.draining;  // a refused upgrade closes, as all do at shutdown
-    HttpRequestView view{std::string(req.method_string()), std::string(req.target()),
-                         std::string(req[bhttp::field::authorization]), websocket ? std::string() : std::move(req.body()),
-                         std::string(req[bhttp::field::origin]), std::string(req[bhttp::field::host]),
-                         admission(ctx_), websocket};
+    const bool keep_alive =
+        req.keep_alive() && !websocket && !ctx_.draining;  // a refused upgrade closes, as all do at shutdown
+    HttpRequestView view{std::string(req.method_string()),
+                         std::string(req.target()),
+                         std::string(req[bhttp::field::authorization]),
+                         websocket ? std::string() : std::move(req.body()),
+                         std::string(req[bhttp::field::origin]),
+                         std::string(req[bhttp::field::host]),
+                         admission(ctx_),
+                         websocket};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
     switch (r.kind) {
-      case RouteResult::Kind::Respond: return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
+      case RouteResult::Kind::Respond:
+        return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
       case RouteResult::Kind::WebSocket:
         upgrade_.emplace(std::move(req));
         if (outbox_.empty()) outbox_written();  // else the socket is handed over once the answers before it are written
         return;
-      case RouteResult::Kind::AdminEvents: return start_feed();
+      case RouteResult::Kind::AdminEvents:
+        return start_feed();
       case RouteResult::Kind::AdminAction: {
-        auto reply = [self = shared_from_this(), ex = stream_.get_executor(), keep_alive](int status, std::string body) {
+        auto reply = [self = shared_from_this(), ex = stream_.get_executor(), keep_alive](int status,
+                                                                                          std::string body) {
           net::post(ex, [self, status, keep_alive, body = std::move(body)]() mutable {
             if (self->conn_ == Conn::Open) self->answer(status, std::move(body), "application/json", keep_alive);
           });
@@ -194,7 +207,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       }
       case RouteResult::Kind::Metrics:
       case RouteResult::Kind::AdminActors:
-      case RouteResult::Kind::AdminRequests: return ask_engine(r.kind, r.content_type, keep_alive);
+      case RouteResult::Kind::AdminRequests:
+        return ask_engine(r.kind, r.content_type, keep_alive);
       case RouteResult::Kind::Generate:
         return start_generation(std::move(*r.generate), keep_alive, req.version());
     }
@@ -210,9 +224,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         self->answer(200, std::move(text), type, keep_alive);
       });
     };
-    if (metrics) ctx_.engine->metrics(reply);
-    else if (kind == RouteResult::Kind::AdminActors) ctx_.engine->admin_actors(reply);
-    else ctx_.engine->admin_requests(reply);
+    if (metrics)
+      ctx_.engine->metrics(reply);
+    else if (kind == RouteResult::Kind::AdminActors)
+      ctx_.engine->admin_actors(reply);
+    else
+      ctx_.engine->admin_requests(reply);
   }
 
   void answer(int status, std::string body, const std::string& type, bool keep_alive, const Headers& headers = {}) {
@@ -237,16 +254,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ != Conn::Open) return;
     if (outbox_.empty()) {  // the last event is written: no backlog for a slow reader
       const AdminSnapshots::View v = ctx_.admin_snapshots.current(*ctx_.engine);
-      const std::string event = "data: {\"age_ms\":" + std::to_string(v.age_ms) + ",\"draining\":" +
-                                (ctx_.admin_drained ? "true" : "false") + ",\"log_level\":\"" +
-                                std::string(spdlog::level::to_string_view(spdlog::get_level()).data()) +
-                                "\",\"requests\":" + v.requests + ",\"actors\":" + v.actors +
-                                ",\"metrics\":" + nlohmann::json(v.metrics).dump() +
-                                (ctx_.options.admin_show_prompts  // a prompt cut at 200 bytes may end inside a UTF-8 sequence
-                                     ? ",\"prompts\":" + nlohmann::json(ctx_.live_requests.prompts())
-                                                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                                     : "") +
-                                "}\n\n";
+      const std::string event =
+          "data: {\"age_ms\":" + std::to_string(v.age_ms) + ",\"draining\":" + (ctx_.admin_drained ? "true" : "false") +
+          ",\"log_level\":\"" + std::string(spdlog::level::to_string_view(spdlog::get_level()).data()) +
+          "\",\"requests\":" + v.requests + ",\"actors\":" + v.actors +
+          ",\"metrics\":" + nlohmann::json(v.metrics).dump() +
+          (ctx_.options.admin_show_prompts  // a prompt cut at 200 bytes may end inside a UTF-8 sequence
+               ? ",\"prompts\":" + nlohmann::json(ctx_.live_requests.prompts())
+                                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+               : "") +
+          "}\n\n";
       enqueue({body_piece(BodyFraming::Chunked, event), nullptr});
     }
     feed_timer_->expires_after(std::chrono::milliseconds(500));
@@ -267,9 +284,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const bool chat = req.endpoint == Endpoint::ChatCompletions;
     const bool stream = req.stream;
     // HTTP/1.0 has no chunked encoding: a stream's end is the connection's end.
-    const BodyFraming framing = !stream ? BodyFraming::Length : version == 10 ? BodyFraming::UntilClose : BodyFraming::Chunked;
-    auto gen = std::make_unique<Generation>(std::move(req), new_request_id(ctx_, chat ? "chatcmpl" : "cmpl"), epoch_seconds(),
-                                            *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
+    const BodyFraming framing = !stream         ? BodyFraming::Length
+                                : version == 10 ? BodyFraming::UntilClose
+                                                : BodyFraming::Chunked;
+    auto gen =
+        std::make_unique<Generation>(std::move(req), new_request_id(ctx_, chat ? "chatcmpl" : "cmpl"), epoch_seconds(),
+                                     *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
                  gen->request().params.n, gen->request().params.max_tokens, stream,
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
@@ -318,12 +338,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void write_front() {
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));  // a client that stops reading
-    net::async_write(stream_, net::buffer(outbox_.front().bytes), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->outbox_.pop_front();  // its LiveGeneration with it
-      if (ec) return self->client_disconnected();
-      if (!self->outbox_.empty()) return self->write_front();
-      self->outbox_written();
-    });
+    net::async_write(stream_, net::buffer(outbox_.front().bytes),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->outbox_.pop_front();  // its LiveGeneration with it
+                       if (ec) return self->client_disconnected();
+                       if (!self->outbox_.empty()) return self->write_front();
+                       self->outbox_written();
+                     });
   }
 
   // Everything queued is written: a websocket takes the socket over, a closing connection lingers, else it idles.
@@ -364,7 +385,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     conn_ = Conn::Closed;
     gen_.reset();
-    if (!outbox_.empty()) outbox_.erase(outbox_.begin() + 1, outbox_.end());  // the front's write is in flight: its buffer stays until it ends
+    if (!outbox_.empty())
+      outbox_.erase(outbox_.begin() + 1,
+                    outbox_.end());  // the front's write is in flight: its buffer stays until it ends
     deadline_timer_.cancel();
     if (feed_timer_) feed_timer_->cancel();
     beast::error_code ec;
@@ -401,8 +424,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const Deadline what = deadline_;
     deadline_ = Deadline::None;
     if (what == Deadline::Request) {
-      reader_.refuse(408, "The request did not arrive whole within " + std::to_string(ctx_.options.read_timeout_s) +
-                              " seconds.");
+      reader_.refuse(
+          408, "The request did not arrive whole within " + std::to_string(ctx_.options.read_timeout_s) + " seconds.");
       serve_next();
       return update_deadline();
     }
@@ -422,8 +445,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool answering_ = false;    // a request is being answered (its bytes not all queued yet)
   std::optional<GenerationInFlight> gen_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
-  std::deque<Piece> outbox_;  // the front is being written
-  std::optional<net::steady_timer> feed_timer_;  // GET /admin/events
+  std::deque<Piece> outbox_;                                   // the front is being written
+  std::optional<net::steady_timer> feed_timer_;                // GET /admin/events
   size_t lingered_bytes_ = 0;
 };
 

@@ -15,9 +15,12 @@ bool nesting_within(std::string_view body, int limit) {
   bool in_string = false, escaped = false;
   for (char c : body) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -31,14 +34,21 @@ bool nesting_within(std::string_view body, int limit) {
 
 const char* type_phrase(const json& v) {
   switch (v.type()) {
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a decimal";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "null";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a decimal";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "null";
   }
 }
 
@@ -82,8 +92,7 @@ const json* field(const json& obj, std::string_view key) {
 }
 
 void wrong_type(const std::string& param, const char* expected, const json& got) {
-  fail("Invalid type for '" + param + "': expected " + expected + ", but got " + type_phrase(got) + " instead.",
-       param);
+  fail("Invalid type for '" + param + "': expected " + expected + ", but got " + type_phrase(got) + " instead.", param);
 }
 
 std::optional<bool> get_bool(const json& obj, std::string_view key) {
@@ -123,7 +132,8 @@ std::optional<double> get_number(const json& obj, std::string_view key) {
   if (!v) return std::nullopt;
   if (!v->is_number()) wrong_type(std::string(key), "a number", *v);
   const double d = v->get<double>();
-  if (!std::isfinite(d)) fail("Invalid value for '" + std::string(key) + "': the number is out of range.", std::string(key));
+  if (!std::isfinite(d))
+    fail("Invalid value for '" + std::string(key) + "': the number is out of range.", std::string(key));
   return d;
 }
 

@@ -42,9 +42,9 @@ std::optional<std::string> get_string(const json& obj, std::string_view key);
 int token_id(const json& v, int vocab_size, const std::string& param);
 std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
 
-std::string py_float(double v);        // Python's repr, as vLLM's messages print floats
-std::string dump(const ojson& j);      // compact; invalid UTF-8 becomes U+FFFD instead of throwing
-std::string sse(const ojson& j);       // "data: <json>\n\n"
+std::string py_float(double v);       // Python's repr, as vLLM's messages print floats
+std::string dump(const ojson& j);     // compact; invalid UTF-8 becomes U+FFFD instead of throwing
+std::string sse(const ojson& j);      // "data: <json>\n\n"
 int utf8_length(std::string_view s);  // code points (lead bytes), as Python's len() of the decoded text
 
 }  // namespace parley::http::detail

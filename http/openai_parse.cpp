@@ -15,18 +15,69 @@ namespace {
 using namespace detail;
 
 // Fields we honour; "user" (OpenAI's end-user id, for abuse monitoring) goes into the request log line.
-constexpr std::string_view kCompletionFields[] = {
-    "model", "prompt", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
-    "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
-    "best_of", "top_k", "min_p", "repetition_penalty", "stop_token_ids", "include_stop_str_in_output",
-    "ignore_eos", "min_tokens", "add_special_tokens", "prompt_logprobs", "response_format", "structured_outputs"};
-constexpr std::string_view kChatFields[] = {
-    "model", "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
-    "max_completion_tokens", "n", "presence_penalty", "seed", "stop", "stream", "stream_options",
-    "temperature", "top_p", "user", "top_k", "min_p", "repetition_penalty", "stop_token_ids",
-    "include_stop_str_in_output", "ignore_eos", "min_tokens", "add_generation_prompt", "add_special_tokens",
-    "chat_template", "chat_template_kwargs", "tools", "tool_choice", "parallel_tool_calls", "prompt_logprobs",
-    "response_format", "structured_outputs"};
+constexpr std::string_view kCompletionFields[] = {"model",
+                                                  "prompt",
+                                                  "echo",
+                                                  "frequency_penalty",
+                                                  "logit_bias",
+                                                  "logprobs",
+                                                  "max_tokens",
+                                                  "n",
+                                                  "presence_penalty",
+                                                  "seed",
+                                                  "stop",
+                                                  "stream",
+                                                  "stream_options",
+                                                  "suffix",
+                                                  "temperature",
+                                                  "top_p",
+                                                  "user",
+                                                  "best_of",
+                                                  "top_k",
+                                                  "min_p",
+                                                  "repetition_penalty",
+                                                  "stop_token_ids",
+                                                  "include_stop_str_in_output",
+                                                  "ignore_eos",
+                                                  "min_tokens",
+                                                  "add_special_tokens",
+                                                  "prompt_logprobs",
+                                                  "response_format",
+                                                  "structured_outputs"};
+constexpr std::string_view kChatFields[] = {"model",
+                                            "messages",
+                                            "frequency_penalty",
+                                            "logit_bias",
+                                            "logprobs",
+                                            "top_logprobs",
+                                            "max_tokens",
+                                            "max_completion_tokens",
+                                            "n",
+                                            "presence_penalty",
+                                            "seed",
+                                            "stop",
+                                            "stream",
+                                            "stream_options",
+                                            "temperature",
+                                            "top_p",
+                                            "user",
+                                            "top_k",
+                                            "min_p",
+                                            "repetition_penalty",
+                                            "stop_token_ids",
+                                            "include_stop_str_in_output",
+                                            "ignore_eos",
+                                            "min_tokens",
+                                            "add_generation_prompt",
+                                            "add_special_tokens",
+                                            "chat_template",
+                                            "chat_template_kwargs",
+                                            "tools",
+                                            "tool_choice",
+                                            "parallel_tool_calls",
+                                            "prompt_logprobs",
+                                            "response_format",
+                                            "structured_outputs"};
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -35,8 +86,7 @@ void check_stream_options(const json& body, GenerateRequest& req) {
   const json* opts = field(body, "stream_options");
   if (!opts) return;
   if (!opts->is_object()) wrong_type("stream_options", "an object", *opts);
-  if (!opts->empty() && !req.stream)
-    fail("Stream options can only be defined when `stream=True`.", "stream_options");
+  if (!opts->empty() && !req.stream) fail("Stream options can only be defined when `stream=True`.", "stream_options");
   for (const auto& [key, value] : opts->items()) {
     if (key == "include_usage") continue;
     if (key == "continuous_usage_stats" && (value.is_null() || value == false)) continue;
@@ -51,10 +101,12 @@ std::vector<std::string> read_stop(const json& body) {
   const json* stop = field(body, "stop");
   if (!stop) return {};
   std::vector<std::string> out;
-  if (stop->is_string()) out.push_back(stop->get<std::string>());
+  if (stop->is_string())
+    out.push_back(stop->get<std::string>());
   else if (stop->is_array() && std::all_of(stop->begin(), stop->end(), [](const json& s) { return s.is_string(); }))
     out = stop->get<std::vector<std::string>>();
-  else wrong_type("stop", "a string or an array of strings", *stop);
+  else
+    wrong_type("stop", "a string or an array of strings", *stop);
   for (const auto& s : out)
     if (s.empty()) fail("stop cannot contain an empty string.", "stop");
   return out;
@@ -69,11 +121,13 @@ std::vector<std::pair<int, float>> read_logit_bias(const json& body, int vocab) 
     int id = -1;
     auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
     if (ec != std::errc() || end != key.data() + key.size())
-      fail("Found token_id `" + key + "` in logit_bias but token_id must be an integer or string representing an integer",
+      fail("Found token_id `" + key +
+               "` in logit_bias but token_id must be an integer or string representing an integer",
            "logit_bias");
     if (id < 0 || id >= vocab)
-      fail("token_id(s) [" + std::to_string(id) + "] in logit_bias contain out-of-vocab token ids. Vocabulary size: " +
-               std::to_string(vocab), "logit_bias");
+      fail("token_id(s) [" + std::to_string(id) +
+               "] in logit_bias contain out-of-vocab token ids. Vocabulary size: " + std::to_string(vocab),
+           "logit_bias");
     if (!value.is_number()) wrong_type("logit_bias." + key, "a number", value);
     // vLLM clamps each bias into [-100, 100], OpenAI's documented range.
     out.emplace_back(id, static_cast<float>(std::clamp(value.get<double>(), -100.0, 100.0)));
@@ -95,7 +149,8 @@ void read_sampling(const json& body, int vocab, SamplingParams& p) {
   p.presence_penalty = static_cast<float>(get_number(body, "presence_penalty").value_or(0.0));
   p.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty").value_or(0.0));
   p.repetition_penalty = static_cast<float>(get_number(body, "repetition_penalty").value_or(1.0));
-  if (auto seed = get_int(body, "seed")) p.seed = static_cast<uint64_t>(*seed);  // negative seeds wrap, deterministically
+  if (auto seed = get_int(body, "seed"))
+    p.seed = static_cast<uint64_t>(*seed);  // negative seeds wrap, deterministically
   p.min_tokens = get_int32(body, "min_tokens").value_or(0);
   p.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
   p.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output").value_or(false);
@@ -109,7 +164,8 @@ void read_sampling(const json& body, int vocab, SamplingParams& p) {
 void check_ranges(const json& body, const SamplingParams& p, int max_n) {
   auto number = [&](const char* key) { return py_float(get_number(body, key).value_or(0.0)); };
   if (p.n < 1) fail("n must be at least 1, got " + std::to_string(p.n) + ".", "n");
-  if (p.n > max_n) fail("n must be at most " + std::to_string(max_n) + " (--max-n), got " + std::to_string(p.n) + ".", "n");
+  if (p.n > max_n)
+    fail("n must be at most " + std::to_string(max_n) + " (--max-n), got " + std::to_string(p.n) + ".", "n");
   if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
     fail("presence_penalty must be in [-2, 2], got " + number("presence_penalty") + ".", "presence_penalty");
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
@@ -118,8 +174,7 @@ void check_ranges(const json& body, const SamplingParams& p, int max_n) {
     fail("repetition_penalty must be in (0, 2], got " + number("repetition_penalty") + ".", "repetition_penalty");
   if (p.temperature < 0.0f) fail("temperature must be non-negative, got " + number("temperature") + ".", "temperature");
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + number("top_p") + ".", "top_p");
-  if (p.top_k < -1)
-    fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(p.top_k) + ".", "top_k");
+  if (p.top_k < -1) fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(p.top_k) + ".", "top_k");
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + number("min_p") + ".", "min_p");
   if (p.min_tokens < 0)
     fail("min_tokens must be greater than or equal to 0, got " + std::to_string(p.min_tokens) + ".", "min_tokens");
@@ -140,8 +195,9 @@ void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& re
     if (on) n = top == -1 ? vocab : top;
   }
   if (n && *n > kMaxLogprobs)
-    fail("Requested sample logprobs of " + std::to_string(*n) + ", which is greater than max allowed: " +
-             std::to_string(kMaxLogprobs), param);
+    fail("Requested sample logprobs of " + std::to_string(*n) +
+             ", which is greater than max allowed: " + std::to_string(kMaxLogprobs),
+         param);
   req.params.logprobs = n;
   req.top_logprobs = n.value_or(-1);
 }
@@ -153,8 +209,9 @@ void read_prompt_logprobs(const json& body, GenerateRequest& req) {
   if (n && *n < 0)
     fail("`prompt_logprobs` must be a non-negative integer, got " + std::to_string(*n) + ".", "prompt_logprobs");
   if (n && *n > kMaxLogprobs)
-    fail("Requested prompt logprobs of " + std::to_string(*n) + ", which is greater than max allowed: " +
-             std::to_string(kMaxLogprobs), "prompt_logprobs");
+    fail("Requested prompt logprobs of " + std::to_string(*n) +
+             ", which is greater than max allowed: " + std::to_string(kMaxLogprobs),
+         "prompt_logprobs");
   req.prompt_logprobs = n.value_or(-1);
   const int echoed = req.echo ? req.top_logprobs : -1;
   if (std::max(req.prompt_logprobs, echoed) >= 0) req.params.prompt_logprobs = std::max(req.prompt_logprobs, echoed);
@@ -179,17 +236,23 @@ void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& 
   const json* prompt = field(body, "prompt");
   if (!prompt) empty();
   auto all = [&](auto pred) { return std::all_of(prompt->begin(), prompt->end(), pred); };
-  if (prompt->is_string()) add_text(prompt->get<std::string>());
-  else if (!prompt->is_array()) wrong_type("prompt", "a string or an array", *prompt);
-  else if (prompt->empty()) empty();
+  if (prompt->is_string())
+    add_text(prompt->get<std::string>());
+  else if (!prompt->is_array())
+    wrong_type("prompt", "a string or an array", *prompt);
+  else if (prompt->empty())
+    empty();
   else if (all([](const json& p) { return p.is_string(); }))
     for (const auto& p : *prompt) add_text(p.get<std::string>());
-  else if (all([](const json& p) { return p.is_number(); })) add_ids(*prompt);
+  else if (all([](const json& p) { return p.is_number(); }))
+    add_ids(*prompt);
   else if (all([](const json& p) { return p.is_array(); }))
     for (const auto& p : *prompt) add_ids(p);
   else
-    fail("Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of "
-         "arrays of token ids.", "prompt");
+    fail(
+        "Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of "
+        "arrays of token ids.",
+        "prompt");
 }
 
 // max_tokens (or chat's max_completion_tokens) against the context, as vLLM's _validate_input.
@@ -204,7 +267,8 @@ void resolve_max_tokens(const json& body, const ServingContext& ctx, GenerateReq
   for (const auto& p : req.prompts) {
     const long long len = static_cast<long long>(p.size());
     longest = std::max(longest, len);
-    const std::string head = "This model's maximum context length is " + std::to_string(max_len) + " tokens. However, you requested ";
+    const std::string head =
+        "This model's maximum context length is " + std::to_string(max_len) + " tokens. However, you requested ";
     if (!asked && len >= max_len)
       fail(head + std::to_string(len) + " tokens in the messages. Please reduce the length of the messages.",
            chat ? "messages" : "prompt");
@@ -214,10 +278,13 @@ void resolve_max_tokens(const json& body, const ServingContext& ctx, GenerateReq
            param);
   }
   const long long room = max_len - longest;
-  req.params.max_tokens = static_cast<int>(asked ? *asked : chat ? room : std::min<long long>(kDefaultCompletionMaxTokens, room));
+  req.params.max_tokens = static_cast<int>(asked  ? *asked
+                                           : chat ? room
+                                                  : std::min<long long>(kDefaultCompletionMaxTokens, room));
   if (req.params.min_tokens > req.params.max_tokens)
     fail("min_tokens must be less than or equal to max_tokens=" + std::to_string(req.params.max_tokens) + ", got " +
-             std::to_string(req.params.min_tokens) + ".", "min_tokens");
+             std::to_string(req.params.min_tokens) + ".",
+         "min_tokens");
 }
 
 // Completion fields OpenAI defines that Parley cannot honour: refused unless they change nothing.
@@ -232,7 +299,7 @@ void reject_unsupported(const json& body, const GenerateRequest& req) {
 // function put on it (returned: it is set after response_format and structured_outputs are read).
 std::optional<StructuredOutputsParams> read_tools(const json& body, const ServingContext& ctx, ChatRequest& chat,
                                                   GenerateRequest& req) {
-  const std::string_view source = chat.chat_template ? std::string_view(*chat.chat_template)
+  const std::string_view source = chat.chat_template  ? std::string_view(*chat.chat_template)
                                   : ctx.chat_template ? std::string_view(ctx.chat_template->source())
                                                       : std::string_view();
   ToolRequest tools = read_tool_request(body, ctx.tools, source);
@@ -257,11 +324,15 @@ std::optional<StructuredOutputsParams> read_tools(const json& body, const Servin
 void constrain_to_tool_calls(const std::optional<StructuredOutputsParams>& constraint, SamplingParams& params) {
   if (!constraint) return;
   if (params.structured_outputs)  // vLLM lets tool_choice override them silently; Parley refuses
-    fail("tool_choice \"required\" or a named function constrains the output to tool calls: it cannot be combined "
-         "with response_format or structured_outputs.", "tool_choice");
+    fail(
+        "tool_choice \"required\" or a named function constrains the output to tool calls: it cannot be combined "
+        "with response_format or structured_outputs.",
+        "tool_choice");
   if (params.ignore_eos)
-    fail("ignore_eos cannot be combined with tool_choice \"required\" or a named function: the output ends where its "
-         "calls are complete.", "ignore_eos");
+    fail(
+        "ignore_eos cannot be combined with tool_choice \"required\" or a named function: the output ends where its "
+        "calls are complete.",
+        "ignore_eos");
   params.structured_outputs = constraint;
 }
 
@@ -283,8 +354,10 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
   try {
     const json j = parse_object(body);
     const bool chat = endpoint == Endpoint::ChatCompletions;
-    if (chat) reject_unknown_fields(j, kChatFields);
-    else reject_unknown_fields(j, kCompletionFields);
+    if (chat)
+      reject_unknown_fields(j, kChatFields);
+    else
+      reject_unknown_fields(j, kCompletionFields);
     check_model(j, ctx);
     const int vocab = ctx.tokenizer->vocab().size();
     GenerateRequest req;

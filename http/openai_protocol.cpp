@@ -21,11 +21,17 @@ ojson error_json(const ApiError& e) {
             {"code", e.code.empty() ? ojson(nullptr) : ojson(e.code)}}}};
 }
 
-constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "messages", "add_special_tokens",
-                                                "add_generation_prompt", "return_token_strs", "tools",
-                                                "chat_template", "chat_template_kwargs"};
-constexpr std::string_view kApplyTemplateFields[] = {"model", "messages", "add_generation_prompt", "tools",
-                                                     "chat_template", "chat_template_kwargs"};
+constexpr std::string_view kTokenizeFields[] = {"model",
+                                                "prompt",
+                                                "messages",
+                                                "add_special_tokens",
+                                                "add_generation_prompt",
+                                                "return_token_strs",
+                                                "tools",
+                                                "chat_template",
+                                                "chat_template_kwargs"};
+constexpr std::string_view kApplyTemplateFields[] = {"model", "messages",      "add_generation_prompt",
+                                                     "tools", "chat_template", "chat_template_kwargs"};
 constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 
 }  // namespace
@@ -33,14 +39,30 @@ constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 ApiError api_error(int status, std::string message, std::string code) {
   const char* type = "BadRequestError";
   switch (status) {
-    case 401: type = "AuthenticationError"; break;
-    case 403: type = "PermissionDeniedError"; break;
-    case 404: type = "NotFoundError"; break;
-    case 405: type = "MethodNotAllowed"; break;
-    case 409: type = "ConflictError"; break;
-    case 413: type = "RequestEntityTooLarge"; break;
-    case 429: type = "RateLimitError"; break;
-    case 503: type = "ServiceUnavailableError"; break;
+    case 401:
+      type = "AuthenticationError";
+      break;
+    case 403:
+      type = "PermissionDeniedError";
+      break;
+    case 404:
+      type = "NotFoundError";
+      break;
+    case 405:
+      type = "MethodNotAllowed";
+      break;
+    case 409:
+      type = "ConflictError";
+      break;
+    case 413:
+      type = "RequestEntityTooLarge";
+      break;
+    case 429:
+      type = "RateLimitError";
+      break;
+    case 503:
+      type = "ServiceUnavailableError";
+      break;
   }
   return {status, std::move(message), type, "", std::move(code)};
 }
@@ -56,10 +78,14 @@ std::string websocket_error(const ApiError& e, const std::string& id) {
 }
 
 std::string models_response(const ServingContext& ctx, long created) {
-  const ojson card = {{"id", ctx.model_name},       {"object", "model"},
-                      {"created", created},          {"owned_by", "parley"},
-                      {"max_model_len", ctx.max_model_len}, {"architecture", ctx.architecture},
-                      {"context_length", ctx.context_length}, {"vocab_size", ctx.vocab_size}};
+  const ojson card = {{"id", ctx.model_name},
+                      {"object", "model"},
+                      {"created", created},
+                      {"owned_by", "parley"},
+                      {"max_model_len", ctx.max_model_len},
+                      {"architecture", ctx.architecture},
+                      {"context_length", ctx.context_length},
+                      {"vocab_size", ctx.vocab_size}};
   return dump({{"object", "list"}, {"data", ojson::array({card})}});
 }
 
@@ -72,7 +98,8 @@ std::variant<std::string, ApiError> tokenize_response(std::string_view body, con
     check_model(j, ctx);
     const Tokenizer& tok = *ctx.tokenizer;
     const bool has_prompt = field(j, "prompt") != nullptr, has_messages = field(j, "messages") != nullptr;
-    if (has_prompt == has_messages) fail("Exactly one of 'prompt' and 'messages' must be given.", has_prompt ? "messages" : "prompt");
+    if (has_prompt == has_messages)
+      fail("Exactly one of 'prompt' and 'messages' must be given.", has_prompt ? "messages" : "prompt");
     // vLLM's defaults: a prompt gets BOS, chat messages do not (their template writes it).
     const bool add_special = get_bool(j, "add_special_tokens").value_or(has_prompt);
     std::string text;

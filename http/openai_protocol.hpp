@@ -37,14 +37,14 @@ std::string websocket_error(const ApiError& e, const std::string& id);
 // What the parser needs to know about the served model.
 struct ServingContext {
   const Tokenizer* tokenizer = nullptr;
-  std::string model_name;           // the only accepted "model" (404 otherwise)
-  int max_model_len = 0;            // prompt + max_tokens must fit
+  std::string model_name;                             // the only accepted "model" (404 otherwise)
+  int max_model_len = 0;                              // prompt + max_tokens must fit
   std::shared_ptr<const ChatTemplate> chat_template;  // the served chat template; nullptr: the plain fallback
-  int max_n = 64;                   // the largest n a request may ask for (--max-n)
-  std::string architecture;         // general.architecture, for /v1/models
-  int context_length = 0;           // the model's own context (max_model_len may be less)
+  int max_n = 64;                                     // the largest n a request may ask for (--max-n)
+  std::string architecture;                           // general.architecture, for /v1/models
+  int context_length = 0;                             // the model's own context (max_model_len may be less)
   int vocab_size = 0;
-  ToolServing tools;                // --tool-call-parser, --enable-auto-tool-choice, ...
+  ToolServing tools;  // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
 enum class Endpoint { Completions, ChatCompletions };
@@ -58,11 +58,11 @@ struct GenerateRequest {
   std::vector<std::string> prompt_texts;  // decoded prompt per prompt (for echo)
   SamplingParams params;                  // validated; max_tokens resolved (default: what fits the context)
   bool stream = false;
-  bool include_usage = false;             // stream_options.include_usage
-  bool echo = false;                      // completions only
-  int top_logprobs = -1;                  // -1: no logprobs; else the number of alternatives per token
-  int prompt_logprobs = -1;               // -1: not asked; else the alternatives per prompt token (vLLM's field)
-  std::string user;                       // OpenAI's end-user id, logged with the request ("" if none)
+  bool include_usage = false;               // stream_options.include_usage
+  bool echo = false;                        // completions only
+  int top_logprobs = -1;                    // -1: no logprobs; else the number of alternatives per token
+  int prompt_logprobs = -1;                 // -1: not asked; else the alternatives per prompt token (vLLM's field)
+  std::string user;                         // OpenAI's end-user id, logged with the request ("" if none)
   std::optional<ToolCalling> tool_calling;  // chat with tools (tool_choice not none): the output is read for calls
 };
 
@@ -77,7 +77,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
 // One finished choice of a non-streamed response.
 struct Choice {
   int index = 0;
-  std::string text;                       // echo prompt (if asked) + generated text
+  std::string text;  // echo prompt (if asked) + generated text
   std::vector<int> token_ids;
   std::vector<TokenLogprobs> logprobs;
   FinishReason finish_reason = FinishReason::None;
@@ -90,12 +90,12 @@ struct Usage {
 
 // Full JSON responses (non-streamed). `created` is seconds since the epoch.
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,
-                                 const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok);
+                                const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok);
 // Where one streamed choice stands, kept by the caller between chunks: the text already sent (its
 // length is the next logprobs text_offset) and the last token (its successor's leading space depends on it).
 struct StreamCursor {
-  int text_offset = 0;    // characters (code points) of text sent so far, echoed prompt included
-  int prev_token = -2;    // -2: none yet, the prompt's last token comes before the first delta
+  int text_offset = 0;  // characters (code points) of text sent so far, echoed prompt included
+  int prev_token = -2;  // -2: none yet, the prompt's last token comes before the first delta
 };
 // One SSE event "data: {...}\n\n" for a delta of choice `index`; usage chunk and [DONE] separately.
 // Chat: with first_chunk the event is preceded by the role event (delta {"role":"assistant","content":""}).
@@ -113,7 +113,7 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
 // The engine request id of choice `index` (tool call ids are derived from it).
 std::string choice_request_id(const std::string& id, int index);
 std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id, long created, const Usage& usage);
-std::string stream_error_event(const ApiError& e);   // "data: {error...}\n\n"
+std::string stream_error_event(const ApiError& e);  // "data: {error...}\n\n"
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
 
 // GET /v1/models

@@ -29,8 +29,11 @@ ojson tool_call_json(const std::string& id, const ToolCall& call) {
 
 // One delta.tool_calls entry: the call's first carries id, type and name (arguments "", as OpenAI's do).
 ojson tool_call_delta_json(const ToolCallDelta& d) {
-  if (d.id) return {{"index", d.index}, {"id", *d.id}, {"type", "function"},
-                    {"function", {{"name", d.name.value_or("")}, {"arguments", d.arguments}}}};
+  if (d.id)
+    return {{"index", d.index},
+            {"id", *d.id},
+            {"type", "function"},
+            {"function", {{"name", d.name.value_or("")}, {"arguments", d.arguments}}}};
   return {{"index", d.index}, {"function", {{"arguments", d.arguments}}}};
 }
 
@@ -41,7 +44,8 @@ ojson stop_reason_json(const StopReason& r) {
 }
 
 ojson usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
@@ -169,12 +173,14 @@ ojson envelope(const GenerateRequest& req, const std::string& id, long created, 
   return {{"id", id}, {"object", object}, {"created", created}, {"model", req.model}};
 }
 
-const char* chunk_object(const GenerateRequest& req) { return is_chat(req) ? "chat.completion.chunk" : "text_completion"; }
+const char* chunk_object(const GenerateRequest& req) {
+  return is_chat(req) ? "chat.completion.chunk" : "text_completion";
+}
 
 }  // namespace
 
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,
-                                 const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok) {
+                                const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok) {
   ojson out = envelope(req, id, created, is_chat(req) ? "chat.completion" : "text_completion");
   ojson list = ojson::array();
   for (const Choice& c : choices) {
@@ -248,7 +254,8 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
     }
     // With tools: content and tool-call deltas as the stream decided them; logprobs on the first, the end on the last.
     std::vector<ojson> deltas;
-    if (!tools) deltas.push_back({{"content", text}});
+    if (!tools)
+      deltas.push_back({{"content", text}});
     else
       for (const ToolStreamEvent& e : tools->events)
         deltas.push_back(e.tool_call ? ojson{{"tool_calls", ojson::array({tool_call_delta_json(*e.tool_call)})}}

@@ -25,10 +25,14 @@ bool valid_name(const std::string& name, bool allow_colon) {
 std::string escape(const std::string& s, bool quote) {
   std::string out;
   for (const char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '"' && quote) out += "\\\"";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '"' && quote)
+      out += "\\\"";
+    else
+      out += c;
   }
   return out;
 }
@@ -176,9 +180,12 @@ std::vector<std::pair<std::string, std::vector<std::string>>> families_of(const 
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.empty()) continue;
-    if (line.rfind("# HELP ", 0) == 0) out.push_back({line, {}});
-    else if (out.empty()) throw std::invalid_argument("merge_engine_metrics: a sample before any # HELP line");
-    else out.back().second.push_back(line);
+    if (line.rfind("# HELP ", 0) == 0)
+      out.push_back({line, {}});
+    else if (out.empty())
+      throw std::invalid_argument("merge_engine_metrics: a sample before any # HELP line");
+    else
+      out.back().second.push_back(line);
   }
   return out;
 }

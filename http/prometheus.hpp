@@ -87,9 +87,12 @@ class Family : public FamilyBase {
   std::map<std::vector<std::string>, Metric> children_;
 };
 
-template <> void Family<Counter>::render(std::string& out) const;
-template <> void Family<Gauge>::render(std::string& out) const;
-template <> void Family<Histogram>::render(std::string& out) const;
+template <>
+void Family<Counter>::render(std::string& out) const;
+template <>
+void Family<Gauge>::render(std::string& out) const;
+template <>
+void Family<Histogram>::render(std::string& out) const;
 
 class Registry {
  public:

@@ -42,9 +42,11 @@ int refusal_status(boost::beast::error_code ec) {
 
 void RequestReader::refuse_parse_error(boost::beast::error_code ec) {
   const int status = refusal_status(ec);
-  if (status == 413) return refuse(413, "Request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) + " bytes.");
+  if (status == 413)
+    return refuse(413, "Request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) + " bytes.");
   if (status == 431)
-    return refuse(431, "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
+    return refuse(431,
+                  "Request header fields exceed the limit of " + std::to_string(limits_.max_header_bytes) + " bytes.");
   if (ec == bhttp::error::bad_version) {
     const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     const std::string_view version = other_http_version(version_field(pending));
@@ -83,8 +85,10 @@ void RequestReader::feed(std::string_view bytes) {
     buffer_.consume(used);
     if (ec == bhttp::error::need_more) break;  // the rest of a header (or chunk line) is still to come
     if (ec) return refuse_parse_error(ec);
-    if (parser_->is_done()) request_done();
-    else if (used == 0) break;
+    if (parser_->is_done())
+      request_done();
+    else if (used == 0)
+      break;
   }
 }
 

@@ -22,7 +22,8 @@ std::string path_of(const std::string& target) { return target.substr(0, target.
 }  // namespace
 
 long epoch_seconds() {
-  return long(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return long(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 std::optional<ApiError> admission_error(Admission a) {

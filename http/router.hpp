@@ -11,8 +11,8 @@
 namespace parley::http {
 
 struct RouterConfig {
-  std::string api_key;      // "" : /v1 is open
-  std::string admin_token;  // "" (and no read token): /admin is off
+  std::string api_key;           // "" : /v1 is open
+  std::string admin_token;       // "" (and no read token): /admin is off
   std::string admin_read_token;  // sees every /admin view, may act on nothing (403)
   std::string version = "0.1.0";
   std::string effective_config;  // GET /admin/config: the TOML the server was started with (secrets hidden)
@@ -28,7 +28,7 @@ struct HttpRequestView {
   std::string method, target, authorization, body;
   std::string origin, host;  // headers: a state-changing /admin request from another origin is refused
   Admission admission = Admission::Open;
-  bool websocket = false;    // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
+  bool websocket = false;  // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
 };
 
 // What an /admin action asks the session to do (http/admin.cpp parses, the session acts and audits).
@@ -44,8 +44,8 @@ struct RouteResult {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::optional<GenerateRequest> generate;  // Kind::Generate
-  std::optional<AdminAction> action;        // Kind::AdminAction
+  std::optional<GenerateRequest> generate;                   // Kind::Generate
+  std::optional<AdminAction> action;                         // Kind::AdminAction
   std::vector<std::pair<std::string, std::string>> headers;  // extra response headers (the admin page's CSP)
 };
 

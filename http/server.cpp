@@ -17,7 +17,6 @@ std::string new_request_id(ServerContext& ctx, const char* prefix) {
   return buf;
 }
 
-
 struct HttpServer::Impl {
   ServerContext ctx;
   net::io_context ioc;
@@ -75,7 +74,9 @@ void HttpServer::start() {
   a.open(ep.protocol());
   a.set_option(net::socket_base::reuse_address(true));
   a.bind(ep, ec);
-  if (ec) throw std::runtime_error("cannot bind " + impl_->ctx.options.host + ":" + std::to_string(impl_->ctx.options.port) + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot bind " + impl_->ctx.options.host + ":" + std::to_string(impl_->ctx.options.port) +
+                             ": " + ec.message());
   a.listen(net::socket_base::max_listen_connections);
   impl_->accept();
 }

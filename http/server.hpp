@@ -11,19 +11,19 @@ namespace parley::http {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                      // 0: any free port (port() tells which)
+  int port = 8000;  // 0: any free port (port() tells which)
   RouterConfig router;
-  size_t max_body_bytes = 1 << 20;      // larger bodies get 413
-  int read_timeout_s = 30;              // a request must arrive whole within this
-  int idle_timeout_s = 60;              // a keep-alive connection with no request is closed
-  int max_connections = 1024;           // open HTTP + websocket connections; past it: 503 and close
-  int max_ws_requests = 64;             // requests running at once on one websocket; past it: a 429 error message
-  bool admin_show_prompts = false;      // the admin feed carries each live request's prompt text (off: never shown)
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  int read_timeout_s = 30;          // a request must arrive whole within this
+  int idle_timeout_s = 60;          // a keep-alive connection with no request is closed
+  int max_connections = 1024;       // open HTTP + websocket connections; past it: 503 and close
+  int max_ws_requests = 64;         // requests running at once on one websocket; past it: a 429 error message
+  bool admin_show_prompts = false;  // the admin feed carries each live request's prompt text (off: never shown)
   int io_threads = 1;
-  int shutdown_grace_s = 10;            // on SIGTERM, live requests get this long to finish, then abort
-  std::string chat_template_file;       // --chat-template: a Jinja file served instead of the model's template
-  std::string tool_call_parser;         // --tool-call-parser (vLLM's names); "": recognised from the chat template
-  bool enable_auto_tool_choice = false;            // --enable-auto-tool-choice
+  int shutdown_grace_s = 10;             // on SIGTERM, live requests get this long to finish, then abort
+  std::string chat_template_file;        // --chat-template: a Jinja file served instead of the model's template
+  std::string tool_call_parser;          // --tool-call-parser (vLLM's names); "": recognised from the chat template
+  bool enable_auto_tool_choice = false;  // --enable-auto-tool-choice
   bool exclude_tools_when_tool_choice_none = false;  // --exclude-tools-when-tool-choice-none
 };
 

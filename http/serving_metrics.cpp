@@ -10,21 +10,20 @@ namespace parley {
 
 namespace {
 
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,   0.25,  0.5,   0.75,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
                                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
 const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-const std::vector<double> kRequestLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0, 20.0,
-                                                    30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+const std::vector<double> kRequestLatencyBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                                    5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 }  // namespace
 
 ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(model_name)) {
   const std::vector<std::string> by_model = {"model_name"};
   const std::vector<std::string> model = {model_name_};
-  auto gauge = [&](const char* name, const char* help) {
-    return &registry_.gauge(name, help, by_model).labels(model);
-  };
+  auto gauge = [&](const char* name, const char* help) { return &registry_.gauge(name, help, by_model).labels(model); };
   auto counter = [&](const char* name, const char* help) {
     return &registry_.counter(name, help, by_model).labels(model);
   };
@@ -35,8 +34,8 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   running_ = gauge("parley:num_requests_running", "Number of requests in model execution batches.");
   waiting_ = gauge("parley:num_requests_waiting", "Number of requests waiting to be processed.");
   kv_usage_ = gauge("parley:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
-  prefix_queries_ = counter("parley:prefix_cache_queries_total",
-                            "Prefix cache queries, in terms of number of queried tokens.");
+  prefix_queries_ =
+      counter("parley:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.");
   prefix_hits_ = counter("parley:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.");
   preemptions_ = counter("parley:num_preemptions_total", "Cumulative number of preemption from the engine.");
   prompt_tokens_ = counter("parley:prompt_tokens_total", "Number of prefill tokens processed.");
@@ -45,16 +44,17 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
                                         {"model_name", "finished_reason"});
   for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort})
     request_success_->labels({model_name_, finish_reason_name(r)});  // every reason shows 0 from the start
-  ttft_ = histogram("parley:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                    kTtftBuckets);
+  ttft_ = histogram("parley:time_to_first_token_seconds", "Histogram of time to first token in seconds.", kTtftBuckets);
   itl_ = histogram("parley:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", kItlBuckets);
   e2e_ = histogram("parley:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
                    kRequestLatencyBuckets);
   params_n_ = histogram("parley:request_params_n", "Histogram of the n request parameter.", {1, 2, 5, 10, 20});
-  structured_requests_ = &registry_.counter("parley:structured_output_requests_total",
-                                            "Requests with a structured output, by kind (json, json_object, regex, choice, grammar).",
-                                            {"model_name", "kind"});
-  masks_applied_ = counter("parley:structured_output_masks_total", "Sampled positions masked by a structured output's grammar.");
+  structured_requests_ =
+      &registry_.counter("parley:structured_output_requests_total",
+                         "Requests with a structured output, by kind (json, json_object, regex, choice, grammar).",
+                         {"model_name", "kind"});
+  masks_applied_ =
+      counter("parley:structured_output_masks_total", "Sampled positions masked by a structured output's grammar.");
   mask_seconds_ = counter("parley:structured_output_mask_seconds_total",
                           "Time spent computing and applying grammar masks; divided by the masks: the cost per token.");
   masks_computed_ = counter("parley:structured_output_mask_computations_total",
@@ -66,13 +66,17 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   graph_replays_ = counter("parley:cuda_graph_replays_total",
                            "Forward passes that replayed a captured CUDA graph (uniform decode batches).");
   eager_steps_ = counter("parley:eager_steps_total", "Forward passes run eagerly (every pass on the CPU).");
-  discarded_ = counter("parley:discarded_tokens_total",
-                       "Tokens sampled in a step planned before their request finished or was preempted; never emitted.");
-  spec_drafts_ = counter("parley:spec_decode_num_drafts_total", "Verifications of proposed draft tokens (one per request per step).");
-  spec_draft_tokens_ = counter("parley:spec_decode_num_draft_tokens_total", "Draft tokens proposed and verified (placeholders excluded).");
+  discarded_ =
+      counter("parley:discarded_tokens_total",
+              "Tokens sampled in a step planned before their request finished or was preempted; never emitted.");
+  spec_drafts_ = counter("parley:spec_decode_num_drafts_total",
+                         "Verifications of proposed draft tokens (one per request per step).");
+  spec_draft_tokens_ = counter("parley:spec_decode_num_draft_tokens_total",
+                               "Draft tokens proposed and verified (placeholders excluded).");
   spec_accepted_ = counter("parley:spec_decode_num_accepted_tokens_total", "Draft tokens accepted.");
-  spec_accepted_per_pos_ = &registry_.counter("parley:spec_decode_num_accepted_tokens_per_pos_total",
-                                              "Draft tokens accepted, by position in the draft.", {"model_name", "position"});
+  spec_accepted_per_pos_ =
+      &registry_.counter("parley:spec_decode_num_accepted_tokens_per_pos_total",
+                         "Draft tokens accepted, by position in the draft.", {"model_name", "position"});
   spec_mean_acceptance_ = gauge("parley:spec_decode_mean_acceptance_length",
                                 "Tokens per verification: 1 + accepted drafts / verifications (0 before any).");
   decode_steps_ = counter("parley:decode_steps_total", "Steps in which every scheduled request decodes.");
@@ -80,14 +84,16 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
                                   "Decode steps in which every request has 1 + k query tokens (k drafts, padded).");
   prefill_computed_ = counter("parley:prefill_tokens_computed_total",
                               "Prompt tokens whose KV was computed (prefix-cache hits excluded).");
-  kv_blocks_ = counter("parley:kv_blocks_transferred_total", "KV blocks sent (prefill role) or received (decode role).");
+  kv_blocks_ =
+      counter("parley:kv_blocks_transferred_total", "KV blocks sent (prefill role) or received (decode role).");
   kv_bytes_ = counter("parley:kv_transfer_bytes_total", "Bytes of KV transfers sent or received, headers included.");
   kv_failures_ = counter("parley:kv_transfer_failures_total",
                          "KV transfers that failed (refused, timed out, or their prefill instance went down).");
   kv_auth_failures_ = counter("parley:kv_peer_auth_failures_total",
                               "KV peers that failed --kv-secret authentication, and messages refused from peers.");
-  kv_latency_ = histogram("parley:kv_transfer_latency_seconds",
-                          "Histogram of KV transfer latency, from routing the prompt to the KV's arrival.", kTtftBuckets);
+  kv_latency_ =
+      histogram("parley:kv_transfer_latency_seconds",
+                "Histogram of KV transfer latency, from routing the prompt to the KV's arrival.", kTtftBuckets);
 }
 
 void ServingMetrics::set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures) {

@@ -26,7 +26,8 @@ class ServingMetrics {
   void set_device_steps(int64_t graph_replays, int64_t eager_steps);
   // Speculative decoding totals (vLLM's spec_decode_* counters) and uniform decode steps.
   void set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
-                       const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps, int64_t uniform_decode_steps);
+                       const std::vector<int64_t>& accepted_per_pos, int64_t decode_steps,
+                       int64_t uniform_decode_steps);
   // PD disaggregation: cumulative transfer totals, and each transfer's latency (routing to arrival).
   void set_kv_transfers(int64_t blocks, int64_t bytes, int64_t failures);
   void on_kv_transfer_latency(double seconds);

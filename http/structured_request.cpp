@@ -13,7 +13,8 @@ using Kind = StructuredOutputsParams::Kind;
 std::optional<StructuredOutputsParams> from_response_format(const json& format, const ojson& ordered) {
   if (!format.is_object()) wrong_type("response_format", "an object", format);
   const std::optional<std::string> type = get_string(format, "type");
-  if (!type) fail("response_format.type is required: one of 'text', 'json_object', 'json_schema'.", "response_format.type");
+  if (!type)
+    fail("response_format.type is required: one of 'text', 'json_object', 'json_schema'.", "response_format.type");
   for (const auto& [key, value] : format.items())
     if (key != "type" && !(key == "json_schema" && *type == "json_schema"))
       fail("Unrecognized field response_format." + key + " for type '" + *type + "'.", "response_format." + key);
@@ -36,8 +37,10 @@ std::optional<StructuredOutputsParams> from_response_format(const json& format, 
     if (key != "name" && key != "description" && key != "strict" && key != "schema")
       fail("Unrecognized field response_format.json_schema." + key + ".", "response_format.json_schema." + key);
   const json* schema = field(*spec, "schema");
-  if (!schema) return StructuredOutputsParams{Kind::Json, "{}"};  // OpenAI: the schema is optional; without one any JSON value
-  if (!schema->is_object() && !schema->is_boolean()) wrong_type("response_format.json_schema.schema", "an object", *schema);
+  if (!schema)
+    return StructuredOutputsParams{Kind::Json, "{}"};  // OpenAI: the schema is optional; without one any JSON value
+  if (!schema->is_object() && !schema->is_boolean())
+    wrong_type("response_format.json_schema.schema", "an object", *schema);
   return StructuredOutputsParams{Kind::Json, ordered.at("json_schema").at("schema").dump()};
 }
 
@@ -54,9 +57,12 @@ StructuredOutputsParams from_structured_outputs(const json& so, const ojson& ord
     if (value.is_null()) continue;
     const std::string param = "structured_outputs." + key;
     if (key == "json") {
-      if (value.is_string()) set(key, {Kind::Json, value.get<std::string>()});
-      else if (value.is_object() || value.is_boolean()) set(key, {Kind::Json, ordered.at("json").dump()});
-      else wrong_type(param, "a JSON Schema object or its text", value);
+      if (value.is_string())
+        set(key, {Kind::Json, value.get<std::string>()});
+      else if (value.is_object() || value.is_boolean())
+        set(key, {Kind::Json, ordered.at("json").dump()});
+      else
+        wrong_type(param, "a JSON Schema object or its text", value);
     } else if (key == "regex" || key == "grammar") {
       if (!value.is_string()) wrong_type(param, "a string", value);
       set(key, {key == "regex" ? Kind::Regex : Kind::Grammar, value.get<std::string>()});
@@ -68,21 +74,28 @@ StructuredOutputsParams from_structured_outputs(const json& so, const ojson& ord
       if (value.get<bool>()) set(key, {Kind::JsonObject, ""});
     } else {
       fail("Unrecognized field structured_outputs." + key +
-               " (Parley supports json, regex, choice, grammar and json_object).", param);
+               " (Parley supports json, regex, choice, grammar and json_object).",
+           param);
     }
   }
-  if (!out) fail("structured_outputs needs one of 'json', 'regex', 'choice', 'grammar', 'json_object'.", "structured_outputs");
+  if (!out)
+    fail("structured_outputs needs one of 'json', 'regex', 'choice', 'grammar', 'json_object'.", "structured_outputs");
   return *out;
 }
 
 std::string param_of_kind(Kind kind, bool from_response_format) {
   if (from_response_format) return kind == Kind::Json ? "response_format.json_schema.schema" : "response_format";
   switch (kind) {
-    case Kind::Json: return "structured_outputs.json";
-    case Kind::JsonObject: return "structured_outputs.json_object";
-    case Kind::Regex: return "structured_outputs.regex";
-    case Kind::Choice: return "structured_outputs.choice";
-    case Kind::Grammar: return "structured_outputs.grammar";
+    case Kind::Json:
+      return "structured_outputs.json";
+    case Kind::JsonObject:
+      return "structured_outputs.json_object";
+    case Kind::Regex:
+      return "structured_outputs.regex";
+    case Kind::Choice:
+      return "structured_outputs.choice";
+    case Kind::Grammar:
+      return "structured_outputs.grammar";
   }
   return "structured_outputs";
 }

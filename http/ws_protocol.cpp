@@ -32,9 +32,10 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   if (type != "request") return error(id, "\"type\" must be \"request\" or \"cancel\".");
   if (session.running(id)) return error(id, "A request with id " + id + " is already running on this socket.");
   if (session.running_count >= session.max_requests) {
-    return WsError{id, api_error(429, std::to_string(session.running_count) + " requests are running on this socket "
-                                          "(--max-ws-requests " + std::to_string(session.max_requests) +
-                                          "); send more when one ends.")};
+    return WsError{id, api_error(429, std::to_string(session.running_count) +
+                                          " requests are running on this socket "
+                                          "(--max-ws-requests " +
+                                          std::to_string(session.max_requests) + "); send more when one ends.")};
   }
   const std::string endpoint = string_field(m, "endpoint", "completions");
   if (endpoint != "completions" && endpoint != "chat.completions")
@@ -45,8 +46,9 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   auto parsed = parse_generate_request(ep, body->dump(), serving);
   if (auto* e = std::get_if<ApiError>(&parsed)) return WsError{id, *e};
   if (std::get<GenerateRequest>(parsed).tool_calling) {  // its deltas carry text, never tool_calls
-    ApiError e = api_error(400, "Tool calls are parsed on POST /v1/chat/completions only; on /v1/ws send "
-                                "\"tool_choice\": \"none\" and read the calls from the text.");
+    ApiError e = api_error(400,
+                           "Tool calls are parsed on POST /v1/chat/completions only; on /v1/ws send "
+                           "\"tool_choice\": \"none\" and read the calls from the text.");
     e.param = "tool_choice";
     return WsError{id, e};
   }

@@ -59,8 +59,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     ws_.async_read_some(in_, kReadPiece, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->closed();  // Beast has sent 1002/1007 itself for a protocol or UTF-8 error
       if (self->in_.size() > self->ctx_.options.max_body_bytes)
-        return self->close_after_answers(ws::close_code::too_big, "message exceeds " +
-                                                                      std::to_string(self->ctx_.options.max_body_bytes) + " bytes");
+        return self->close_after_answers(
+            ws::close_code::too_big, "message exceeds " + std::to_string(self->ctx_.options.max_body_bytes) + " bytes");
       if (!self->ws_.is_message_done()) return self->do_read();
       std::string text = beast::buffers_to_string(self->in_.data());
       self->in_.consume(self->in_.size());
@@ -100,8 +100,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
                  gen->request().user.empty() ? "" : ", user=", gen->request().user);
     auto specs = gen->engine_requests();
     auto registered = register_live(ctx_, *gen, specs);
-    live_.emplace(id, Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), std::move(registered)});
-    ctx_.engine->submit(std::move(specs), std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
+    live_.emplace(id,
+                  Live{std::move(gen), std::make_unique<LiveGeneration>(ctx_.live_generations), std::move(registered)});
+    ctx_.engine->submit(std::move(specs),
+                        std::make_shared<StrandSink<WsSession>>(weak_from_this(), ws_.get_executor(), id));
   }
 
   // A generation's last message is queued: it stays live (shutdown waits) until the outbox is written.

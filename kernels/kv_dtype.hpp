@@ -138,9 +138,12 @@ struct KvElem<KvDtype::Bf16> {
 template <class F>
 decltype(auto) with_kv_dtype(KvDtype d, F&& f) {
   switch (d) {
-    case KvDtype::F16: return f(std::integral_constant<KvDtype, KvDtype::F16>{});
-    case KvDtype::Bf16: return f(std::integral_constant<KvDtype, KvDtype::Bf16>{});
-    default: return f(std::integral_constant<KvDtype, KvDtype::F32>{});
+    case KvDtype::F16:
+      return f(std::integral_constant<KvDtype, KvDtype::F16>{});
+    case KvDtype::Bf16:
+      return f(std::integral_constant<KvDtype, KvDtype::Bf16>{});
+    default:
+      return f(std::integral_constant<KvDtype, KvDtype::F32>{});
   }
 }
 

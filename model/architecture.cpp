@@ -50,7 +50,8 @@ void read_rope_scaling(const GgufFile& f, const std::string& p, const ArchSpec& 
   } else if (type == "longrope") {
     if (!arch.longrope_factors) f.fail("RoPE scaling 'longrope' is not defined for " + c.arch);
   } else {
-    f.fail("RoPE scaling '" + type + "' (key '" + p + "rope.scaling.type') is not supported (supported: none, linear, longrope)");
+    f.fail("RoPE scaling '" + type + "' (key '" + p +
+           "rope.scaling.type') is not supported (supported: none, linear, longrope)");
   }
 }
 
@@ -84,8 +85,8 @@ std::string known_archs() {
 void LlamaConfig::validate() const {
   auto positive = [](const char* field, long long v) {
     if (v <= 0)
-      throw std::invalid_argument(std::string("LlamaConfig: ") + field + " must be positive (got " +
-                                  std::to_string(v) + ")");
+      throw std::invalid_argument(std::string("LlamaConfig: ") + field + " must be positive (got " + std::to_string(v) +
+                                  ")");
   };
   positive("dim", dim);
   positive("hidden_dim", hidden_dim);
@@ -139,8 +140,10 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   c.n_heads = get_size(f, p + "attention.head_count");
   c.n_kv_heads = f.has(p + "attention.head_count_kv") ? get_size(f, p + "attention.head_count_kv") : c.n_heads;
   c.max_seq_len = get_size(f, p + "context_length");
-  if (f.has(p + "attention.key_length")) c.head_size = get_size(f, p + "attention.key_length");
-  else if (c.dim % c.n_heads != 0) f.fail("key '" + p + "attention.key_length' is needed: n_embd is not a multiple of n_head");
+  if (f.has(p + "attention.key_length"))
+    c.head_size = get_size(f, p + "attention.key_length");
+  else if (c.dim % c.n_heads != 0)
+    f.fail("key '" + p + "attention.key_length' is needed: n_embd is not a multiple of n_head");
   const int head = c.head_size > 0 ? c.head_size : c.dim / c.n_heads;
   if (f.has(p + "attention.value_length") && get_size(f, p + "attention.value_length") != head)
     f.fail("key '" + p + "attention.value_length' differs from attention.key_length " + std::to_string(head) +
@@ -148,9 +151,10 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   if (f.has(p + "rope.dimension_count")) {
     const int rot = get_size(f, p + "rope.dimension_count");
     if (rot > head || rot % 2 != 0)
-      f.fail("key '" + p + "rope.dimension_count' = " + std::to_string(rot) + " must be even and at most the head size " +
-             std::to_string(head));
-    if (rot != head && c.arch == "llama") f.fail("key '" + p + "rope.dimension_count' must equal the head size for llama");
+      f.fail("key '" + p + "rope.dimension_count' = " + std::to_string(rot) +
+             " must be even and at most the head size " + std::to_string(head));
+    if (rot != head && c.arch == "llama")
+      f.fail("key '" + p + "rope.dimension_count' must equal the head size for llama");
     if (rot != head) c.rope_dims = rot;
   }
   c.rope_theta = get_positive(f, p + "rope.freq_base", 10000.0);
@@ -162,14 +166,15 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   c.scale_embeddings = arch->scale_embeddings;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") || f.find_tensor("blk.0.attn_qkv.bias");
   c.attn_softcap = arch->attn_softcap > 0 ? get_positive(f, p + "attn_logit_softcapping", arch->attn_softcap) : 0.0f;
-  c.final_softcap = f.has(p + "final_logit_softcapping") ? get_positive(f, p + "final_logit_softcapping", 1.0)
-                                                         : arch->final_softcap;
+  c.final_softcap =
+      f.has(p + "final_logit_softcapping") ? get_positive(f, p + "final_logit_softcapping", 1.0) : arch->final_softcap;
   // Gemma's 27B sizes scale queries by the model width per head, every other size by the head size.
   c.query_scale = c.n_layers + int(nextn) == arch->big_model_layers ? 1.0f / std::sqrt(float(c.dim / c.n_heads))
                                                                     : 1.0f / std::sqrt(float(head));
   read_rope_scaling(f, p, *arch, c);
   read_sliding_windows(f, p, *arch, c);
-  if (f.has(p + "vocab_size")) c.vocab_size = get_size(f, p + "vocab_size");
+  if (f.has(p + "vocab_size"))
+    c.vocab_size = get_size(f, p + "vocab_size");
   else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() == 2 && t->ne[1] <= INT_MAX)
     c.vocab_size = static_cast<int>(t->ne[1]);
   try {

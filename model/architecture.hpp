@@ -22,17 +22,17 @@ struct ArchSpec {
   std::string_view name;
   RopeLayout rope;
   FfnActivation activation;
-  bool qk_norm;            // attn_q_norm / attn_k_norm are required
-  bool post_norms;         // post_attention_norm / post_ffw_norm are required
-  bool scale_embeddings;   // embeddings times sqrt(n_embd)
-  float attn_softcap;      // attn_logit_softcapping when the key is absent (0: never capped)
-  float final_softcap;     // final_logit_softcapping when the key is absent (0: not capped)
+  bool qk_norm;           // attn_q_norm / attn_k_norm are required
+  bool post_norms;        // post_attention_norm / post_ffw_norm are required
+  bool scale_embeddings;  // embeddings times sqrt(n_embd)
+  float attn_softcap;     // attn_logit_softcapping when the key is absent (0: never capped)
+  float final_softcap;    // final_logit_softcapping when the key is absent (0: not capped)
   SlidingWindows windows;
-  int default_window;      // with SlidingWindows::Default
-  int default_period;      // attention.sliding_window_pattern when absent
+  int default_window;        // with SlidingWindows::Default
+  int default_period;        // attention.sliding_window_pattern when absent
   bool local_rope_unscaled;  // sliding layers keep scale 1 and rope.freq_base_swa (default 10000); else the global RoPE
-  int big_model_layers;    // the block_count whose query scale is 1/sqrt(n_embd / n_head) (Gemma 27B); 0: none
-  bool longrope_factors;   // rope_factors_long / rope_factors_short may replace rope_freqs (Phi-3)
+  int big_model_layers;      // the block_count whose query scale is 1/sqrt(n_embd / n_head) (Gemma 27B); 0: none
+  bool longrope_factors;     // rope_factors_long / rope_factors_short may replace rope_freqs (Phi-3)
 };
 
 // The row for a general.architecture value, or nullptr.

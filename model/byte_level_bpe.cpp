@@ -19,8 +19,7 @@ struct ByteMap {
       const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
       const int cp = printable ? b : next++;
       byte_of[cp] = b;
-      utf8[b] = cp < 0x80 ? std::string(1, char(cp))
-                          : std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+      utf8[b] = cp < 0x80 ? std::string(1, char(cp)) : std::string{char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
     }
   }
 };

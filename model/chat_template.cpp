@@ -11,15 +11,21 @@ using Json = nlohmann::ordered_json;
 // Python's truthiness of a JSON value: vLLM replaces falsy arguments by {}.
 bool truthy(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return false;
-    case Json::value_t::boolean: return j.get<bool>();
+    case Json::value_t::null:
+      return false;
+    case Json::value_t::boolean:
+      return j.get<bool>();
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return j.get<double>() != 0;
-    case Json::value_t::string: return !j.get_ref<const std::string&>().empty();
+    case Json::value_t::number_float:
+      return j.get<double>() != 0;
+    case Json::value_t::string:
+      return !j.get_ref<const std::string&>().empty();
     case Json::value_t::array:
-    case Json::value_t::object: return !j.empty();
-    default: return true;
+    case Json::value_t::object:
+      return !j.empty();
+    default:
+      return true;
   }
 }
 

@@ -64,9 +64,12 @@ void encode_tensors(GgufWriter& g, const std::vector<PlannedTensor>& plan, FileT
                                   " values, its shape needs " + std::to_string(n));
     const GgmlType chosen = recipe_tensor_type(type, model, {t.name, t.ne, block_index(t.name)});
     const bool copied = !data.is_f32() && data.type() == chosen;
-    if (copied) g.add_tensor_bytes(t.name, t.ne, chosen, data.blocks());
-    else if (data.is_f32()) g.add_tensor(t.name, t.ne, chosen, data.data());
-    else g.add_tensor(t.name, t.ne, chosen, data.to_f32().data());
+    if (copied)
+      g.add_tensor_bytes(t.name, t.ne, chosen, data.blocks());
+    else if (data.is_f32())
+      g.add_tensor(t.name, t.ne, chosen, data.data());
+    else
+      g.add_tensor(t.name, t.ne, chosen, data.to_f32().data());
     if (observe) observe({i, plan.size(), t.name, t.ne, data.type(), chosen, copied});
   }
 }
@@ -116,7 +119,8 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     g.set_f32(p + "rope.scaling.factor", 1.0f / c.rope_freq_scale);
   }
   if (c.rope_attn_factor != 1.0f) g.set_f32(p + "rope.scaling.attn_factor", c.rope_attn_factor);
-  if (c.rope_original_context > 0 && c.rope_original_context != c.max_seq_len) g.set_u32(p + "rope.scaling.original_context_length", c.rope_original_context);
+  if (c.rope_original_context > 0 && c.rope_original_context != c.max_seq_len)
+    g.set_u32(p + "rope.scaling.original_context_length", c.rope_original_context);
   if (c.sliding_window > 0) {
     if (arch.windows == SlidingWindows::None || arch.windows == SlidingWindows::Ignored)
       fail("files have no sliding-window layers");
@@ -129,8 +133,10 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     fail("files always have sliding-window layers");
   }
   if (c.attn_softcap > 0) g.set_f32(p + "attn_logit_softcapping", c.attn_softcap);
-  if (c.final_softcap > 0) g.set_f32(p + "final_logit_softcapping", c.final_softcap);
-  else if (arch.final_softcap > 0) fail("files always cap the final logits");
+  if (c.final_softcap > 0)
+    g.set_f32(p + "final_logit_softcapping", c.final_softcap);
+  else if (arch.final_softcap > 0)
+    fail("files always cap the final logits");
 }
 
 }  // namespace
@@ -161,7 +167,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     std::vector<std::string> tokens = v.pieces;
     if (spm)  // SentencePiece files spell the space as U+2581
       for (auto& t : tokens)
-        for (size_t at = t.find(' '); at != std::string::npos; at = t.find(' ', at + 3)) t.replace(at, 1, "\xE2\x96\x81");
+        for (size_t at = t.find(' '); at != std::string::npos; at = t.find(' ', at + 3))
+          t.replace(at, 1, "\xE2\x96\x81");
     std::vector<int32_t> types;
     for (TokenType t : v.types) types.push_back(static_cast<int32_t>(t));
     g.set_string("tokenizer.ggml.model", spm ? "llama" : "gpt2");
@@ -197,7 +204,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     plan.push_back({name, std::move(ne), nullptr, std::move(build)});
   };
   auto add_vector = [&](const std::string& name, const std::vector<float>& v, std::vector<uint64_t> ne) {
-    add_built(name, [&v] { return WeightMatrix(v); }, std::move(ne));
+    add_built(
+        name, [&v] { return WeightMatrix(v); }, std::move(ne));
   };
   // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.
   const bool permute = c.rope_layout != arch->rope;
@@ -243,8 +251,10 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     }
     add(b + "attn_output.weight", L.wo, {qd, dim});
     add_vector(b + "ffn_norm.weight", L.ffn_norm, {dim});
-    if (fused) add_built(b + "ffn_up.weight", [&L] { return concat_rows({&L.w_gate, &L.w_up}); }, {dim, 2 * hidden});
-    else add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
+    if (fused)
+      add_built(b + "ffn_up.weight", [&L] { return concat_rows({&L.w_gate, &L.w_up}); }, {dim, 2 * hidden});
+    else
+      add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
     add(b + "ffn_down.weight", L.w_down, {hidden, dim});  // llama.cpp's order: gate, down, up
     if (!fused) add(b + "ffn_up.weight", L.w_up, {dim, hidden});
     if (c.post_norms) {
@@ -275,7 +285,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
   }
   add_vector("output_norm.weight", w.output_norm, {dim});
   if (!c.tied_output) {
-    if (c.arch == "gemma2") throw std::invalid_argument("write_model_gguf: gemma2 files tie the output to the embedding");
+    if (c.arch == "gemma2")
+      throw std::invalid_argument("write_model_gguf: gemma2 files tie the output to the embedding");
     add("output.weight", w.output, {dim, vocab});
   }
   encode_tensors(g, plan, type, recipe_model(c, w.mtp.has_value()), observe);
@@ -288,11 +299,16 @@ void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtyp
 
 FileType file_type_of(GgmlType dtype) {
   switch (dtype) {
-    case GgmlType::F32: return FileType::F32;
-    case GgmlType::F16: return FileType::F16;
-    case GgmlType::BF16: return FileType::BF16;
-    case GgmlType::Q8_0: return FileType::Q8_0;
-    default: break;
+    case GgmlType::F32:
+      return FileType::F32;
+    case GgmlType::F16:
+      return FileType::F16;
+    case GgmlType::BF16:
+      return FileType::BF16;
+    case GgmlType::Q8_0:
+      return FileType::Q8_0;
+    default:
+      break;
   }
   throw std::invalid_argument(std::string("write_model_gguf: unsupported dtype ") + quant::traits(dtype).name +
                               " (a file type names a mix of types: " + file_type_names() + ")");

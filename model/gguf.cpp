@@ -21,9 +21,8 @@ static_assert(std::endian::native == std::endian::little, "GGUF is little-endian
 // ---- types and number formats ----
 
 const char* gguf_type_name(GgufType t) {
-  static constexpr const char* kNames[] = {"uint8", "int8",  "uint16", "int16", "uint32",
-                                           "int32", "float32", "bool", "string", "array",
-                                           "uint64", "int64", "float64"};
+  static constexpr const char* kNames[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                           "bool",  "string", "array",  "uint64", "int64",  "float64"};
   auto i = static_cast<uint32_t>(t);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
@@ -96,8 +95,8 @@ struct Cursor {
   size_t left() const { return size - pos; }
   void need(size_t n, const std::string& what) const {
     if (n > left())
-      file.fail("truncated while reading " + what + " (need " + std::to_string(n) +
-                " bytes at offset " + std::to_string(pos) + ", file has " + std::to_string(size) + ")");
+      file.fail("truncated while reading " + what + " (need " + std::to_string(n) + " bytes at offset " +
+                std::to_string(pos) + ", file has " + std::to_string(size) + ")");
   }
   template <class T>
   T read(const std::string& what) {
@@ -118,18 +117,30 @@ struct Cursor {
   GgufValue read_value(GgufType type, const std::string& key, int depth) {
     const std::string what = "value of key '" + key + "'";
     switch (type) {
-      case GgufType::UInt8: return {read<uint8_t>(what)};
-      case GgufType::Int8: return {read<int8_t>(what)};
-      case GgufType::UInt16: return {read<uint16_t>(what)};
-      case GgufType::Int16: return {read<int16_t>(what)};
-      case GgufType::UInt32: return {read<uint32_t>(what)};
-      case GgufType::Int32: return {read<int32_t>(what)};
-      case GgufType::Float32: return {read<float>(what)};
-      case GgufType::Bool: return {read<uint8_t>(what) != 0};
-      case GgufType::String: return {read_string(what)};
-      case GgufType::UInt64: return {read<uint64_t>(what)};
-      case GgufType::Int64: return {read<int64_t>(what)};
-      case GgufType::Float64: return {read<double>(what)};
+      case GgufType::UInt8:
+        return {read<uint8_t>(what)};
+      case GgufType::Int8:
+        return {read<int8_t>(what)};
+      case GgufType::UInt16:
+        return {read<uint16_t>(what)};
+      case GgufType::Int16:
+        return {read<int16_t>(what)};
+      case GgufType::UInt32:
+        return {read<uint32_t>(what)};
+      case GgufType::Int32:
+        return {read<int32_t>(what)};
+      case GgufType::Float32:
+        return {read<float>(what)};
+      case GgufType::Bool:
+        return {read<uint8_t>(what) != 0};
+      case GgufType::String:
+        return {read_string(what)};
+      case GgufType::UInt64:
+        return {read<uint64_t>(what)};
+      case GgufType::Int64:
+        return {read<int64_t>(what)};
+      case GgufType::Float64:
+        return {read<double>(what)};
       case GgufType::Array: {
         if (depth >= kMaxArrayDepth) file.fail("key '" + key + "': arrays nested too deeply");
         auto elem = read<uint32_t>("array type of key '" + key + "'");
@@ -159,17 +170,17 @@ int64_t as_int(const GgufValue& v) {
   return std::visit(
       [](const auto& x) -> int64_t {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return static_cast<int64_t>(x);
-        else return 0;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          return static_cast<int64_t>(x);
+        else
+          return 0;
       },
       v.data);
 }
 
 }  // namespace
 
-void GgufFile::fail(const std::string& what) const {
-  throw std::runtime_error("GGUF file '" + path_ + "': " + what);
-}
+void GgufFile::fail(const std::string& what) const { throw std::runtime_error("GGUF file '" + path_ + "': " + what); }
 
 GgufFile::GgufFile(const std::string& path) : path_(path), map_(path) { parse(); }
 GgufFile::GgufFile(std::string name, std::vector<uint8_t> bytes) : path_(std::move(name)), map_(std::move(bytes)) {
@@ -240,8 +251,8 @@ void GgufFile::parse() {
   for (auto& t : tensors_) {
     if (data_offset_ > size || t.offset > size - data_offset_ || t.nbytes > size - data_offset_ - t.offset)
       fail("truncated: data of tensor '" + t.name + "' (" + std::to_string(t.nbytes) + " bytes at offset " +
-           std::to_string(data_offset_ + t.offset) + ") extends past the end of the file (" +
-           std::to_string(size) + " bytes)");
+           std::to_string(data_offset_ + t.offset) + ") extends past the end of the file (" + std::to_string(size) +
+           " bytes)");
     t.data = map_.data() + data_offset_ + t.offset;
   }
 }

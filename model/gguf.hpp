@@ -18,8 +18,19 @@ using GgmlType = quant::GgmlType;
 
 // GGUF metadata value type ids; the order equals GgufValue::Data's alternative order.
 enum class GgufType : uint32_t {
-  UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6,
-  Bool = 7, String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
+  UInt8 = 0,
+  Int8 = 1,
+  UInt16 = 2,
+  Int16 = 3,
+  UInt32 = 4,
+  Int32 = 5,
+  Float32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  UInt64 = 10,
+  Int64 = 11,
+  Float64 = 12,
 };
 
 inline constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as little-endian uint32
@@ -33,8 +44,8 @@ struct GgufArray {
 };
 
 struct GgufValue {
-  using Data = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                            std::string, GgufArray, uint64_t, int64_t, double>;
+  using Data = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string, GgufArray,
+                            uint64_t, int64_t, double>;
   Data data;
 
   GgufType type() const { return static_cast<GgufType>(data.index()); }
@@ -51,7 +62,7 @@ const char* gguf_type_name(GgufType t);
 // Read-only POSIX mmap of a whole file, unmapped on destruction.
 class MappedFile {
  public:
-  explicit MappedFile(const std::string& path);  // throws std::runtime_error naming the path
+  explicit MappedFile(const std::string& path);     // throws std::runtime_error naming the path
   explicit MappedFile(std::vector<uint8_t> bytes);  // bytes already in memory: held, nothing mapped
   ~MappedFile();
   MappedFile(MappedFile&& o) noexcept;
@@ -70,10 +81,10 @@ class MappedFile {
 
 struct GgufTensorInfo {
   std::string name;
-  std::vector<uint64_t> ne;      // GGUF order: ne[0] is the contiguous (row) length
+  std::vector<uint64_t> ne;  // GGUF order: ne[0] is the contiguous (row) length
   GgmlType type = GgmlType::F32;
-  uint64_t offset = 0;           // from the start of the data section
-  const uint8_t* data = nullptr; // into the mapping
+  uint64_t offset = 0;            // from the start of the data section
+  const uint8_t* data = nullptr;  // into the mapping
   uint64_t nbytes = 0;
 
   uint64_t n_elements() const;
@@ -83,7 +94,8 @@ class GgufFile {
  public:
   // Maps and parses the file; throws std::runtime_error "GGUF file '<path>': <problem>".
   explicit GgufFile(const std::string& path);
-  // Parses bytes already in memory, named `name` in errors (fuzz_gguf: ASan sees reads past a heap buffer, not an mmap).
+  // Parses bytes already in memory, named `name` in errors (fuzz_gguf: ASan sees reads past a heap buffer, not an
+  // mmap).
   GgufFile(std::string name, std::vector<uint8_t> bytes);
 
   const std::string& path() const { return path_; }
@@ -95,11 +107,11 @@ class GgufFile {
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
   const GgufValue* find(std::string_view key) const;  // nullptr when absent
   bool has(std::string_view key) const { return find(key) != nullptr; }
-  const GgufValue& at(std::string_view key) const;    // throws "missing key"
+  const GgufValue& at(std::string_view key) const;  // throws "missing key"
 
   // Typed getters: throw naming the key when it is missing or of another type.
-  int64_t get_int(std::string_view key) const;  // any integer type (not bool)
-  double get_float(std::string_view key) const; // float32 or float64
+  int64_t get_int(std::string_view key) const;   // any integer type (not bool)
+  double get_float(std::string_view key) const;  // float32 or float64
   bool get_bool(std::string_view key) const;
   const std::string& get_string(std::string_view key) const;
   const GgufArray& get_array(std::string_view key) const;

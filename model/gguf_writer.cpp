@@ -27,7 +27,6 @@ GgufValue GgufValue::int32s(const std::vector<int32_t>& v) {
   return GgufValue{std::move(a)};
 }
 
-
 // ---- writer ----
 
 namespace {
@@ -79,8 +78,10 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 void GgufWriter::set(const std::string& key, GgufValue value) {
   check_value(key, value);
   auto it = std::find_if(kv_.begin(), kv_.end(), [&](const auto& kv) { return kv.first == key; });
-  if (it != kv_.end()) it->second = std::move(value);
-  else kv_.emplace_back(key, std::move(value));
+  if (it != kv_.end())
+    it->second = std::move(value);
+  else
+    kv_.emplace_back(key, std::move(value));
 }
 
 bool GgufWriter::remove(const std::string& key) {
@@ -90,15 +91,15 @@ bool GgufWriter::remove(const std::string& key) {
   return true;
 }
 
-void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
-                            const float* data) {
+void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, const float* data) {
   if (ne.empty()) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
   uint64_t rows = 1;
   for (size_t d = 1; d < ne.size(); ++d) rows *= ne[d];
   const int64_t block = quant::traits(type).block_size;
   if (ne[0] % uint64_t(block) != 0)
-    throw std::invalid_argument("GGUF tensor '" + name + "': " + quant::traits(type).name + " needs a row length that is a multiple of " +
-                                std::to_string(block) + ", got " + std::to_string(ne[0]));
+    throw std::invalid_argument("GGUF tensor '" + name + "': " + quant::traits(type).name +
+                                " needs a row length that is a multiple of " + std::to_string(block) + ", got " +
+                                std::to_string(ne[0]));
   std::vector<uint8_t> bytes(quant::row_bytes(type, int64_t(ne[0])) * rows);
   quant::quantize_chunk(type, data, bytes.data(), 0, int64_t(rows), int64_t(ne[0]));
   add_tensor_bytes(name, std::move(ne), type, std::move(bytes));
@@ -106,8 +107,7 @@ void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, G
 
 void GgufWriter::add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
                                   std::vector<uint8_t> bytes) {
-  if (ne.empty() || ne.size() > 4)
-    throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
+  if (ne.empty() || ne.size() > 4) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
   const uint64_t need = quant::checked_tensor_bytes(type, ne, UINT64_MAX, name);
   if (bytes.size() != need)
     throw std::invalid_argument("GGUF tensor '" + name + "': " + std::to_string(bytes.size()) +

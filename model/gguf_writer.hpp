@@ -27,8 +27,7 @@ class GgufWriter {
   // multiple of 32.
   void add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, const float* data);
   // Adds already-encoded bytes (e.g. copied from another GGUF); their size must match ne and type.
-  void add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
-                        std::vector<uint8_t> bytes);
+  void add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type, std::vector<uint8_t> bytes);
 
   // Writes the file; data offsets and the data section honour general.alignment (default 32).
   // Throws std::runtime_error naming the path when it cannot be written.

@@ -71,7 +71,6 @@ bool has_byte_level(const json& pre) {
   return false;
 }
 
-
 // SentencePiece-style BPE (byte_fallback, "▁" for space: Llama 2, Mistral, Gemma): a normalizer that
 // replaces ' ' with '▁' (after prepending one: the dummy prefix), and no pre-tokenizer that splits.
 bool read_sentencepiece_normalizer(const json& normalizer, const std::string& file) {
@@ -82,11 +81,12 @@ bool read_sentencepiece_normalizer(const json& normalizer, const std::string& fi
   if (is_replace(normalizer)) return false;
   if (normalizer.value("type", "") == "Sequence") {
     const json& steps = normalizer.at("normalizers");
-    if (steps.size() == 2 && steps[0].value("type", "") == "Prepend" && steps[0].value("prepend", "") == "\xE2\x96\x81" &&
-        is_replace(steps[1]))
+    if (steps.size() == 2 && steps[0].value("type", "") == "Prepend" &&
+        steps[0].value("prepend", "") == "\xE2\x96\x81" && is_replace(steps[1]))
       return true;
   }
-  throw std::runtime_error("'" + file + "': a SentencePiece-style normalizer other than Replace(' ', '▁') with an "
+  throw std::runtime_error("'" + file +
+                           "': a SentencePiece-style normalizer other than Replace(' ', '▁') with an "
                            "optional Prepend('▁') is not supported");
 }
 
@@ -94,7 +94,8 @@ void read_sentencepiece(const json& tok, const std::string& file, Vocab& v) {
   v.kind = TokenizerKind::SentencePiece;
   v.add_space_prefix = read_sentencepiece_normalizer(tok.value("normalizer", json()), file);
   const json pre = tok.value("pre_tokenizer", json());
-  const bool no_op_split = !pre.is_null() && pre.value("type", "") == "Split" && pre.at("pattern").value("String", "") == " ";
+  const bool no_op_split =
+      !pre.is_null() && pre.value("type", "") == "Split" && pre.at("pattern").value("String", "") == " ";
   if (!pre.is_null() && !no_op_split)  // after the normalizer there are no spaces left to split on
     throw std::runtime_error("'" + file + "': pre-tokenizer '" + pre.value("type", "?") +
                              "' is not supported for a SentencePiece-style vocabulary");
@@ -106,17 +107,20 @@ void read_sentencepiece(const json& tok, const std::string& file, Vocab& v) {
   std::fill(v.scores.begin(), v.scores.end(), -1e30f);
   int rank = 0;
   for (const json& m : tok.at("model").at("merges")) {
-    const std::string joined = m.is_string() ? std::string(m.get<std::string>()).erase(m.get<std::string>().find(' '), 1)
-                                             : m.at(0).get<std::string>() + m.at(1).get<std::string>();
+    const std::string joined = m.is_string()
+                                   ? std::string(m.get<std::string>()).erase(m.get<std::string>().find(' '), 1)
+                                   : m.at(0).get<std::string>() + m.at(1).get<std::string>();
     if (auto it = id_of.find(joined); it != id_of.end() && v.scores[it->second] < -1e29f)
       v.scores[it->second] = -static_cast<float>(rank);
     ++rank;
   }
   for (int id = 0; id < v.size(); ++id) {
     std::string& p = v.pieces[id];
-    if (v.types[id] == TokenType::Normal && p.size() == 6 && p.starts_with("<0x") && p.back() == '>') v.types[id] = TokenType::Byte;
+    if (v.types[id] == TokenType::Normal && p.size() == 6 && p.starts_with("<0x") && p.back() == '>')
+      v.types[id] = TokenType::Byte;
     if (v.types[id] == TokenType::Normal)
-      for (size_t at = p.find(kSpace); at != std::string::npos; at = p.find(kSpace, at + 1)) p.replace(at, kSpace.size(), " ");
+      for (size_t at = p.find(kSpace); at != std::string::npos; at = p.find(kSpace, at + 1))
+        p.replace(at, kSpace.size(), " ");
   }
 }
 
@@ -129,21 +133,25 @@ void read_byte_level(const json& tok, const std::string& file, const std::string
   if (!normalizer.is_null() && normalizer.value("type", "") != "NFC")
     throw std::runtime_error("'" + file + "': normalizer '" + normalizer.value("type", "?") + "' is not supported");
   if (!pre.empty()) {
-    if (!find_pretokenizer(pre)) throw std::runtime_error("unknown --pre '" + pre + "' (known: " + known_pretokenizers() + ")");
+    if (!find_pretokenizer(pre))
+      throw std::runtime_error("unknown --pre '" + pre + "' (known: " + known_pretokenizers() + ")");
     v.pre = pre;
   } else {
     std::vector<std::string> patterns;
     collect_patterns(pre_tokenizer, file, patterns);
     const PreTokenizerSpec* spec = pretokenizer_with_patterns(patterns);
-    if (!spec) throw std::runtime_error("'" + file + "': its pre-tokenizer patterns match no known type; name one with --pre");
+    if (!spec)
+      throw std::runtime_error("'" + file + "': its pre-tokenizer patterns match no known type; name one with --pre");
     if (spec->nfc != !normalizer.is_null())
       throw std::runtime_error("'" + file + "': the pre-tokenizer is '" + std::string(spec->names[0]) +
                                "' but the NFC normalizer does not match it; name the type with --pre");
     v.pre = spec->names[0];
   }
   for (const json& m : tok.at("model").at("merges")) {
-    if (m.is_string()) v.merges.push_back(m.get<std::string>());
-    else v.merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());  // ["a", "b"] form
+    if (m.is_string())
+      v.merges.push_back(m.get<std::string>());
+    else
+      v.merges.push_back(m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());  // ["a", "b"] form
   }
   v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
 }
@@ -158,7 +166,8 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   const bool byte_level = has_byte_level(tok.value("pre_tokenizer", json()));
   const bool sentencepiece = !byte_level && model.value("byte_fallback", false);
   if (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece))
-    throw std::runtime_error("'" + tok_path + "' is neither a byte-level nor a SentencePiece-style BPE tokenizer (model " +
+    throw std::runtime_error("'" + tok_path +
+                             "' is neither a byte-level nor a SentencePiece-style BPE tokenizer (model " +
                              model.value("type", "?") + ")");
   if (sentencepiece && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
 
@@ -203,18 +212,23 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   // add_bos as the config says, else as the post-processor does (a template that starts with BOS).
   bool post_adds_bos = false;
   const json post = tok.value("post_processor", json());
-  if (!post.is_null() && v.bos_id >= 0) post_adds_bos = post.dump().find("\"" + v.pieces[v.bos_id] + "\"") != std::string::npos;
-  v.add_bos = config.contains("add_bos_token") && config["add_bos_token"].is_boolean() ? config["add_bos_token"].get<bool>()
-                                                                                         : post_adds_bos;
+  if (!post.is_null() && v.bos_id >= 0)
+    post_adds_bos = post.dump().find("\"" + v.pieces[v.bos_id] + "\"") != std::string::npos;
+  v.add_bos = config.contains("add_bos_token") && config["add_bos_token"].is_boolean()
+                  ? config["add_bos_token"].get<bool>()
+                  : post_adds_bos;
   v.add_eos = config.value("add_eos_token", false);
   if (v.add_bos && v.bos_id < 0) throw std::runtime_error("'" + config_path + "' adds a BOS token but names none");
 
-  if (sentencepiece) read_sentencepiece(tok, tok_path, v);
-  else read_byte_level(tok, tok_path, pre, v);
+  if (sentencepiece)
+    read_sentencepiece(tok, tok_path, v);
+  else
+    read_byte_level(tok, tok_path, pre, v);
 
   if (config.contains("chat_template")) {
     const json& t = config["chat_template"];
-    if (t.is_string()) out.chat_template = t.get<std::string>();
+    if (t.is_string())
+      out.chat_template = t.get<std::string>();
     else if (t.is_array())
       for (const json& named : t)
         if (named.value("name", "") == "default") out.chat_template = named.value("template", "");

@@ -10,12 +10,16 @@ KvCache::KvCache(const LlamaConfig& config, int num_blocks, int block_size, KvDt
     : KvCache(config, num_blocks, block_size, dtype, KvCacheLayout::for_model(config)) {}
 
 KvCache::KvCache(const LlamaConfig& config, int num_blocks, int block_size, KvDtype dtype, KvCacheLayout layout)
-    : layout_(std::move(layout)), num_blocks_(num_blocks), block_size_(block_size), kv_dim_(config.kv_dim()),
-      n_slots_(layout_.slots_per_block), dtype_(dtype) {
+    : layout_(std::move(layout)),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      kv_dim_(config.kv_dim()),
+      n_slots_(layout_.slots_per_block),
+      dtype_(dtype) {
   if (num_blocks <= 0 || block_size <= 0) throw std::invalid_argument("KV cache needs positive block count and size");
   if (int(layout_.slot_of_layer.size()) != config.n_layers)
-    throw std::invalid_argument("KV cache layout for " + std::to_string(layout_.slot_of_layer.size()) + " layers, the model has " +
-                                std::to_string(config.n_layers));
+    throw std::invalid_argument("KV cache layout for " + std::to_string(layout_.slot_of_layer.size()) +
+                                " layers, the model has " + std::to_string(config.n_layers));
   layer_stride_ = int64_t(num_blocks) * block_size * kv_dim_ * kv_dtype_bytes(dtype);
   keys_.assign(size_t(layer_stride_) * n_slots_, 0);  // zero bits are 0.0 in every dtype
   values_.assign(size_t(layer_stride_) * n_slots_, 0);
@@ -62,8 +66,9 @@ std::vector<uint8_t> KvCache::export_blocks(std::span<const int> block_ids) cons
 void KvCache::import_blocks(std::span<const int> block_ids, std::span<const uint8_t> data) {
   check_ids(block_ids, num_blocks_);
   if (int64_t(data.size()) != bytes_per_block() * int64_t(block_ids.size()))
-    throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " + std::to_string(block_ids.size()) +
-                                " blocks of " + std::to_string(bytes_per_block()) + " (" + kv_dtype_name(dtype_) + ")");
+    throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " +
+                                std::to_string(block_ids.size()) + " blocks of " + std::to_string(bytes_per_block()) +
+                                " (" + kv_dtype_name(dtype_) + ")");
   const int64_t block = int64_t(block_size_) * kv_dim_ * kv_dtype_bytes(dtype_);
   auto in = data.begin();
   for (int l = 0; l < n_slots_; ++l)

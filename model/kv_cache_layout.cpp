@@ -22,7 +22,8 @@ KvCacheLayout KvCacheLayout::for_windows(std::span<const int> layer_windows) {
   out.slot_of_layer.resize(layer_windows.size());
   for (const auto& [window, layers] : by_window)
     for (size_t first = 0; first < layers.size(); first += group_size) {
-      KvCacheGroup g{window, {layers.begin() + long(first), layers.begin() + long(std::min(layers.size(), first + group_size))}};
+      KvCacheGroup g{
+          window, {layers.begin() + long(first), layers.begin() + long(std::min(layers.size(), first + group_size))}};
       for (size_t s = 0; s < g.layers.size(); ++s) {
         out.group_of_layer[size_t(g.layers[s])] = out.num_groups();
         out.slot_of_layer[size_t(g.layers[s])] = int(s);
@@ -53,7 +54,8 @@ std::string KvCacheLayout::describe() const {
   std::string s = std::to_string(num_groups()) + (num_groups() == 1 ? " group of " : " groups of ") +
                   std::to_string(slots_per_block) + " layers (";
   for (size_t i = 0; i < groups.size(); ++i)
-    s += (i ? ", " : "") + (groups[i].sliding_window ? "window " + std::to_string(groups[i].sliding_window) : std::string("full"));
+    s += (i ? ", " : "") +
+         (groups[i].sliding_window ? "window " + std::to_string(groups[i].sliding_window) : std::string("full"));
   return s + ")";
 }
 

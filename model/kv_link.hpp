@@ -18,8 +18,8 @@ struct KvLinkError : std::runtime_error {
 };
 
 struct KvLinkPoll {
-  bool up = false;                // both ends have joined (transfers posted before that wait, in order)
-  std::vector<uint64_t> done;     // tickets finished since the last poll, in posting order
+  bool up = false;             // both ends have joined (transfers posted before that wait, in order)
+  std::vector<uint64_t> done;  // tickets finished since the last poll, in posting order
 };
 
 class KvLink {

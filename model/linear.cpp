@@ -25,14 +25,18 @@ Linear Linear::stack(int in, std::initializer_list<WeightMatrix*> parts) {
     } else {
       std::vector<uint8_t> stacked;  // only when fusing: a lone matrix packs from its own blocks
       for (WeightMatrix* m : run) {
-        if (m->cols() != in) throw std::invalid_argument("Linear: a " + std::to_string(m->cols()) + "-column part in a stack of " + std::to_string(in));
+        if (m->cols() != in)
+          throw std::invalid_argument("Linear: a " + std::to_string(m->cols()) + "-column part in a stack of " +
+                                      std::to_string(in));
         rows += int(m->rows());
       }
       if (run.size() > 1) {
         stacked.reserve(quant::row_bytes(type, in) * size_t(rows));
         for (WeightMatrix* m : run) stacked.insert(stacked.end(), m->blocks().begin(), m->blocks().end());
       }
-      l.parts_.push_back({cpu::pack_quant_matrix(type, run.size() > 1 ? stacked.data() : run.front()->blocks().data(), rows, in), rows});
+      l.parts_.push_back(
+          {cpu::pack_quant_matrix(type, run.size() > 1 ? stacked.data() : run.front()->blocks().data(), rows, in),
+           rows});
       for (WeightMatrix* m : run) *m = {};
     }
     l.N_ += rows;

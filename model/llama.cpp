@@ -82,8 +82,9 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
 size_t LlamaModel::weight_bytes() const {
   size_t total = token_embedding_.bytes() + output_.bytes();
   for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
-  if (mtp_) total += mtp_->eh_proj.bytes() + mtp_->layer.wqkv.bytes() + mtp_->layer.wo.bytes() + mtp_->layer.w_gate_up.bytes() +
-                     mtp_->layer.w_down.bytes();
+  if (mtp_)
+    total += mtp_->eh_proj.bytes() + mtp_->layer.wqkv.bytes() + mtp_->layer.wo.bytes() + mtp_->layer.w_gate_up.bytes() +
+             mtp_->layer.w_down.bytes();
   return total;
 }
 
@@ -120,8 +121,8 @@ cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   meta.block_tables = batch.block_tables.data();
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
   if (batch.num_kv_groups < 1 || batch.slot_mapping.size() != size_t(batch.num_kv_groups) * M)
-    throw std::invalid_argument("forward: " + std::to_string(batch.slot_mapping.size()) + " slots for " + std::to_string(M) +
-                                " tokens in " + std::to_string(batch.num_kv_groups) + " KV groups");
+    throw std::invalid_argument("forward: " + std::to_string(batch.slot_mapping.size()) + " slots for " +
+                                std::to_string(M) + " tokens in " + std::to_string(batch.num_kv_groups) + " KV groups");
   return meta;
 }
 
@@ -133,8 +134,9 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
     backend_->rmsnorm(k_.data(), L.k_norm.data(), k_.data(), M * c.n_kv_heads, hd, c.norm_eps);
   }
   const RopeConfig rope = L.sliding ? c.local_rope : RopeConfig{c.rope_theta, c.rope_freq_scale};
-  const cpu::RopeSpec spec{rope.theta, c.rope_layout, c.rope_dims, rope.freq_scale, c.rope_attn_factor,
-                           rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data()};
+  const cpu::RopeSpec spec{rope.theta,         c.rope_layout,
+                           c.rope_dims,        rope.freq_scale,
+                           c.rope_attn_factor, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data()};
   backend_->rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, spec);
   backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
 }
@@ -168,8 +170,10 @@ void LlamaModel::run_layer(const Layer& L, int l, KvCache& kv, const ForwardBatc
 
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
-  if (c.activation == FfnActivation::GeluTanh) be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
-  else be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
+  if (c.activation == FfnActivation::GeluTanh)
+    be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
+  else
+    be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
   L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
@@ -199,7 +203,8 @@ void LlamaModel::embed(const ForwardBatch& batch) {
   } else {
     const size_t row = quant::row_bytes(token_embedding_.type(), dim);
     for (int i = 0; i < M; ++i)
-      quant::dequantize_row(token_embedding_.type(), token_embedding_.blocks().data() + size_t(batch.token_ids[size_t(i)]) * row,
+      quant::dequantize_row(token_embedding_.type(),
+                            token_embedding_.blocks().data() + size_t(batch.token_ids[size_t(i)]) * row,
                             x_.data() + size_t(i) * dim, dim);
   }
   if (config_.scale_embeddings) {
@@ -211,10 +216,11 @@ void LlamaModel::embed(const ForwardBatch& batch) {
 void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {
   if (num_layers < 0) num_layers = config_.n_layers;
   if (num_layers < 1 || num_layers > config_.n_layers)
-    throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " + std::to_string(config_.n_layers));
+    throw std::invalid_argument("forward: " + std::to_string(num_layers) + " layers of " +
+                                std::to_string(config_.n_layers));
   if (batch.num_kv_groups != kv.layout().num_groups())
-    throw std::invalid_argument("forward: block tables for " + std::to_string(batch.num_kv_groups) + " KV groups, the cache has " +
-                                std::to_string(kv.layout().num_groups()));
+    throw std::invalid_argument("forward: block tables for " + std::to_string(batch.num_kv_groups) +
+                                " KV groups, the cache has " + std::to_string(kv.layout().num_groups()));
   const cpu::AttentionMetadata meta = prepare(batch);
   embed(batch);
   for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], l, kv, batch, meta);
@@ -225,7 +231,8 @@ void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> p
                              std::vector<float>& logits, std::vector<float>& hidden_out) {
   if (!mtp_) throw std::logic_error("mtp_forward: the model has no multi-token-prediction head");
   const int M = batch.num_tokens(), dim = config_.dim;
-  if (prev_hidden.size() != size_t(M) * dim) throw std::invalid_argument("mtp_forward: one hidden state per token is needed");
+  if (prev_hidden.size() != size_t(M) * dim)
+    throw std::invalid_argument("mtp_forward: one hidden state per token is needed");
   const cpu::AttentionMetadata meta = prepare(batch);
   const auto& be = *backend_;
   // concat(enorm(embedding of the token), hnorm(hidden state at its position)), projected back to dim.
@@ -234,7 +241,8 @@ void LlamaModel::mtp_forward(const ForwardBatch& batch, std::span<const float> p
   be.rmsnorm(x_.data(), mtp_->enorm.data(), xb_.data(), M, dim, config_.norm_eps);
   for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim);
   be.rmsnorm(prev_hidden.data(), mtp_->hnorm.data(), xb_.data(), M, dim, config_.norm_eps);
-  for (int i = 0; i < M; ++i) std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim + dim);
+  for (int i = 0; i < M; ++i)
+    std::copy_n(xb_.data() + size_t(i) * dim, dim, concat_.data() + size_t(i) * 2 * dim + dim);
   mtp_->eh_proj.matmul(be, concat_.data(), x_.data(), M, part_);
   run_layer(mtp_->layer, 0, kv, batch, meta);
   hidden_out.assign(x_.begin(), x_.begin() + size_t(M) * dim);

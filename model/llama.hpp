@@ -22,11 +22,15 @@ struct ForwardBatch {
   std::vector<int> block_tables;      // [num_kv_groups][num_seqs][max_blocks_per_seq]
   int max_blocks_per_seq = 0;
   int num_kv_groups = 1;
-  std::vector<int> logits_indices;    // tokens whose next-token logits are wanted
+  std::vector<int> logits_indices;  // tokens whose next-token logits are wanted
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
-  int num_seqs() const { return max_blocks_per_seq > 0 ? int(block_tables.size()) / (num_kv_groups * max_blocks_per_seq) : 0; }
-  const int* group_block_tables(int g) const { return block_tables.data() + size_t(g) * num_seqs() * max_blocks_per_seq; }
+  int num_seqs() const {
+    return max_blocks_per_seq > 0 ? int(block_tables.size()) / (num_kv_groups * max_blocks_per_seq) : 0;
+  }
+  const int* group_block_tables(int g) const {
+    return block_tables.data() + size_t(g) * num_seqs() * max_blocks_per_seq;
+  }
   const int64_t* group_slot_mapping(int g) const { return slot_mapping.data() + size_t(g) * num_tokens(); }
 };
 
@@ -55,8 +59,8 @@ class LlamaModel {
   // predicts the token after it. Writes the head's KV into kv (one layer), fills logits as forward() does
   // and hidden_out[num_tokens][dim] with the head's hidden states (the next draft's prev_hidden).
   bool has_mtp() const { return mtp_.has_value(); }
-  void mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv, std::vector<float>& logits,
-                   std::vector<float>& hidden_out);
+  void mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv,
+                   std::vector<float>& logits, std::vector<float>& hidden_out);
 
  private:
   struct Layer {

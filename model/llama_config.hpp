@@ -21,42 +21,42 @@ enum class FfnActivation {
 
 // The rotary embedding of one kind of layer.
 struct RopeConfig {
-  float theta = 10000.0f;    // frequency base
-  float freq_scale = 1.0f;   // linear position scaling (1 / rope.scaling.factor)
+  float theta = 10000.0f;   // frequency base
+  float freq_scale = 1.0f;  // linear position scaling (1 / rope.scaling.factor)
 };
 
 // The shape and the per-architecture math of a model; model/architecture.cpp fills it from a GGUF's keys.
 // The defaults are Llama 2's, so a llama2.c checkpoint needs only the sizes.
 struct LlamaConfig {
-  int dim = 0;          // embedding width
-  int hidden_dim = 0;   // FFN inner width
+  int dim = 0;         // embedding width
+  int hidden_dim = 0;  // FFN inner width
   int n_layers = 0;
   int n_heads = 0;
-  int n_kv_heads = 0;   // < n_heads means grouped-query attention
+  int n_kv_heads = 0;  // < n_heads means grouped-query attention
   int vocab_size = 0;
-  int max_seq_len = 0;  // context length
+  int max_seq_len = 0;          // context length
   float rope_theta = 10000.0f;  // global layers' RoPE base
   float norm_eps = 1e-5f;
   RopeLayout rope_layout = RopeLayout::Adjacent;
   bool tied_output = true;  // the output head reuses the token embedding
 
-  std::string arch = "llama";    // general.architecture
-  int head_size = 0;             // attention.key_length; 0 means dim / n_heads
+  std::string arch = "llama";  // general.architecture
+  int head_size = 0;           // attention.key_length; 0 means dim / n_heads
 
-  int rope_dims = 0;             // rotated dimensions of a head (partial rotary); 0 means all
-  float rope_freq_scale = 1.0f;  // global layers' linear position scaling
-  float rope_attn_factor = 1.0f; // multiplies RoPE's cos and sin (LongRoPE's attention factor)
-  int rope_original_context = 0; // LongRoPE: the context its short factors serve (the long ones serve beyond)
-  RopeConfig local_rope;         // the RoPE of sliding-window layers
-  int sliding_window = 0;        // tokens a sliding-window layer sees, itself included; 0: no such layers
-  int sliding_window_period = 0; // layer l slides when l % period < period - 1 (llama.cpp's swa pattern)
-  float query_scale = 0.0f;      // attention score scale; 0 means 1/sqrt(head_dim)
-  float attn_softcap = 0.0f;     // score = cap * tanh(score / cap) when > 0 (Gemma 2)
-  float final_softcap = 0.0f;    // the same on the output logits
-  bool scale_embeddings = false; // embeddings times sqrt(dim) (Gemma)
-  bool qkv_bias = false;         // Q, K and V projections carry biases (Qwen2)
-  bool qk_norm = false;          // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
-  bool post_norms = false;       // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
+  int rope_dims = 0;              // rotated dimensions of a head (partial rotary); 0 means all
+  float rope_freq_scale = 1.0f;   // global layers' linear position scaling
+  float rope_attn_factor = 1.0f;  // multiplies RoPE's cos and sin (LongRoPE's attention factor)
+  int rope_original_context = 0;  // LongRoPE: the context its short factors serve (the long ones serve beyond)
+  RopeConfig local_rope;          // the RoPE of sliding-window layers
+  int sliding_window = 0;         // tokens a sliding-window layer sees, itself included; 0: no such layers
+  int sliding_window_period = 0;  // layer l slides when l % period < period - 1 (llama.cpp's swa pattern)
+  float query_scale = 0.0f;       // attention score scale; 0 means 1/sqrt(head_dim)
+  float attn_softcap = 0.0f;      // score = cap * tanh(score / cap) when > 0 (Gemma 2)
+  float final_softcap = 0.0f;     // the same on the output logits
+  bool scale_embeddings = false;  // embeddings times sqrt(dim) (Gemma)
+  bool qkv_bias = false;          // Q, K and V projections carry biases (Qwen2)
+  bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
+  bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
   FfnActivation activation = FfnActivation::Silu;
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }

@@ -11,17 +11,17 @@ namespace parley {
 // Every matrix is row-major [out][in], as GGUF and llama2.c store them, in its file's type; vectors in F32.
 // The optional tensors are empty unless the config's flag asks for them.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [dim]
-  WeightMatrix wq;               // [q_dim][dim]
-  WeightMatrix wk;               // [kv_dim][dim]
-  WeightMatrix wv;               // [kv_dim][dim]
-  WeightMatrix wo;               // [dim][q_dim]
-  std::vector<float> ffn_norm;   // [dim]
-  WeightMatrix w_gate;           // [hidden][dim]  (llama2.c w1)
-  WeightMatrix w_down;           // [dim][hidden]  (llama2.c w2)
-  WeightMatrix w_up;             // [hidden][dim]  (llama2.c w3)
-  std::vector<float> bq, bk, bv;             // [q_dim], [kv_dim], [kv_dim] when qkv_bias
-  std::vector<float> q_norm, k_norm;         // [head_dim] each when qk_norm
+  std::vector<float> attn_norm;                      // [dim]
+  WeightMatrix wq;                                   // [q_dim][dim]
+  WeightMatrix wk;                                   // [kv_dim][dim]
+  WeightMatrix wv;                                   // [kv_dim][dim]
+  WeightMatrix wo;                                   // [dim][q_dim]
+  std::vector<float> ffn_norm;                       // [dim]
+  WeightMatrix w_gate;                               // [hidden][dim]  (llama2.c w1)
+  WeightMatrix w_down;                               // [dim][hidden]  (llama2.c w2)
+  WeightMatrix w_up;                                 // [hidden][dim]  (llama2.c w3)
+  std::vector<float> bq, bk, bv;                     // [q_dim], [kv_dim], [kv_dim] when qkv_bias
+  std::vector<float> q_norm, k_norm;                 // [head_dim] each when qk_norm
   std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] each when post_norms
 };
 
@@ -29,9 +29,9 @@ struct LayerWeights {
 // {arch}.nextn_predict_layers = 1): from the main model's last hidden state at position p and the embedding
 // of token p + 1 it predicts token p + 2, through one transformer block with its own KV and the shared head.
 struct MtpWeights {
-  std::vector<float> enorm;             // [dim] RMSNorm of the next token's embedding
-  std::vector<float> hnorm;             // [dim] RMSNorm of the hidden state
-  WeightMatrix eh_proj;                 // [dim][2 * dim] over concat(enorm(embedding), hnorm(hidden))
+  std::vector<float> enorm;  // [dim] RMSNorm of the next token's embedding
+  std::vector<float> hnorm;  // [dim] RMSNorm of the hidden state
+  WeightMatrix eh_proj;      // [dim][2 * dim] over concat(enorm(embedding), hnorm(hidden))
   LayerWeights layer;
   std::vector<float> shared_head_norm;  // [dim] before the model's output head
 };
@@ -41,8 +41,9 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   WeightMatrix output;             // [vocab][dim]; empty when tied to token_embedding
-  std::vector<float> rope_freq_factors;  // [rotary_dims / 2] divisors of each RoPE frequency (Llama 3.1, LongRoPE), or empty
-  std::optional<MtpWeights> mtp;   // present when the file has a multi-token-prediction head
+  std::vector<float>
+      rope_freq_factors;          // [rotary_dims / 2] divisors of each RoPE frequency (Llama 3.1, LongRoPE), or empty
+  std::optional<MtpWeights> mtp;  // present when the file has a multi-token-prediction head
 
   const WeightMatrix& output_head() const { return output.empty() ? token_embedding : output; }
 };

@@ -27,10 +27,14 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   if (!f.has("tokenizer.ggml.model")) return std::nullopt;
   const std::string& model = f.get_string("tokenizer.ggml.model");
   Vocab v;
-  if (model == "llama") v.kind = TokenizerKind::SentencePiece;
-  else if (model == "gpt2") v.kind = TokenizerKind::Gpt2Bpe;
-  else if (model == "none" || model == "no_vocab") return std::nullopt;
-  else f.fail("unsupported tokenizer model '" + model + "' (supported: llama, gpt2)");
+  if (model == "llama")
+    v.kind = TokenizerKind::SentencePiece;
+  else if (model == "gpt2")
+    v.kind = TokenizerKind::Gpt2Bpe;
+  else if (model == "none" || model == "no_vocab")
+    return std::nullopt;
+  else
+    f.fail("unsupported tokenizer model '" + model + "' (supported: llama, gpt2)");
 
   v.pieces = f.get_string_array("tokenizer.ggml.tokens");
   const size_t n = v.pieces.size();
@@ -74,7 +78,8 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   if (v.add_bos && v.bos_id < 0) f.fail("tokenizer.ggml.add_bos_token is set but the vocabulary has no BOS token");
   if (!spm) {
     if (f.has("tokenizer.ggml.merges")) v.merges = f.get_string_array("tokenizer.ggml.merges");
-    if (v.merges.empty()) f.fail("a gpt2 (byte-level BPE) vocabulary needs tokenizer.ggml.merges, which is missing or empty");
+    if (v.merges.empty())
+      f.fail("a gpt2 (byte-level BPE) vocabulary needs tokenizer.ggml.merges, which is missing or empty");
     v.pre = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "default";
     if (!find_pretokenizer(v.pre))
       f.fail("unknown pre-tokenizer type '" + v.pre + "' (tokenizer.ggml.pre; known: " + known_pretokenizers() + ")");
@@ -114,7 +119,8 @@ ModelFile model_from_gguf(const GgufFile& f) {
   // Matrices stay in the file's type: [ne[1]][ne[0]] rows of blocks.
   auto load_matrix = [&](const std::string& name, std::vector<uint64_t> ne) {
     const GgufTensorInfo& t = checked(name, ne);
-    return WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]), std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    return WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]),
+                                     std::vector<uint8_t>(t.data, t.data + t.nbytes));
   };
   LlamaWeights& w = m.weights;
   w.token_embedding = load_matrix("token_embd.weight", {dim, vocab});
@@ -123,7 +129,8 @@ ModelFile model_from_gguf(const GgufFile& f) {
     LayerWeights L;
     L.attn_norm = load(b + "attn_norm.weight", {dim});
     if (f.find_tensor(b + "attn_qkv.weight")) {  // Phi-3 stores Q, K and V as one matrix
-      split_rows(load_matrix(b + "attn_qkv.weight", {dim, qd + 2 * kv}), int64_t(dim), {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
+      split_rows(load_matrix(b + "attn_qkv.weight", {dim, qd + 2 * kv}), int64_t(dim),
+                 {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
       if (c.qkv_bias) {
         const std::vector<float> bias = load(b + "attn_qkv.bias", {qd + 2 * kv});
         L.bq.assign(bias.begin(), bias.begin() + std::ptrdiff_t(qd));
@@ -150,7 +157,8 @@ ModelFile model_from_gguf(const GgufFile& f) {
       L.w_gate = load_matrix(b + "ffn_gate.weight", {dim, hidden});
       L.w_up = load_matrix(b + "ffn_up.weight", {dim, hidden});
     } else {  // Phi-3: one up matrix whose first half is the gate
-      split_rows(load_matrix(b + "ffn_up.weight", {dim, 2 * hidden}), int64_t(dim), {{&L.w_gate, hidden}, {&L.w_up, hidden}});
+      split_rows(load_matrix(b + "ffn_up.weight", {dim, 2 * hidden}), int64_t(dim),
+                 {{&L.w_gate, hidden}, {&L.w_up, hidden}});
     }
     L.w_down = load_matrix(b + "ffn_down.weight", {hidden, dim});
     if (c.post_norms) {

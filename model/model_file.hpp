@@ -9,7 +9,7 @@
 namespace parley {
 
 struct ModelFile {
-  std::string name;            // general.name, or the file name
+  std::string name;  // general.name, or the file name
   LlamaConfig config;
   LlamaWeights weights;        // dequantized to F32
   std::optional<Vocab> vocab;  // present when the file carries a tokenizer (GGUF)

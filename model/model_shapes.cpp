@@ -55,22 +55,29 @@ constexpr NamedShape kTiny[] = {
     {"llama", {"llama", 64, 160, 3, 4, 2, 32, 512, 512, 500000.0f}, untied, true},
     {"qwen2", {"qwen2", 64, 160, 3, 4, 2, 0, 512, 512, 1000000.0f}, qwen2},
     {"qwen3", {"qwen3", 64, 160, 3, 4, 2, 32, 512, 512, 1000000.0f}, qwen3},
-    {"gemma2", {"gemma2", 64, 160, 4, 4, 2, 32, 512, 512, 10000.0f}, [](LlamaConfig& c) {
+    {"gemma2",
+     {"gemma2", 64, 160, 4, 4, 2, 32, 512, 512, 10000.0f},
+     [](LlamaConfig& c) {
        gemma(c, 12, 2);
        c.attn_softcap = 1.0f;  // caps small enough that random weights' scores reach them
        c.final_softcap = 2.0f;
        c.local_rope = {c.rope_theta, c.rope_freq_scale};
      }},
-    {"gemma3", {"gemma3", 64, 160, 6, 4, 1, 32, 512, 512, 1000000.0f}, [](LlamaConfig& c) {
+    {"gemma3",
+     {"gemma3", 64, 160, 6, 4, 1, 32, 512, 512, 1000000.0f},
+     [](LlamaConfig& c) {
        c.rope_freq_scale = 1.0f / 8.0f;
        gemma3(c, 8);
      }},
-    {"phi3", {"phi3", 64, 160, 3, 4, 2, 0, 512, 512, 10000.0f}, [](LlamaConfig& c) {
+    {"phi3",
+     {"phi3", 64, 160, 3, 4, 2, 0, 512, 512, 10000.0f},
+     [](LlamaConfig& c) {
        c.tied_output = false;
        c.rope_dims = 12;  // of 16: partial rotary, as Phi-4-mini
        c.rope_original_context = 32;
        c.rope_attn_factor = std::sqrt(1.0f + std::log(512.0f / 32.0f) / std::log(32.0f));  // Phi-3's LongRoPE scale
-     }, true},
+     },
+     true},
 };
 
 // The originals' sizes, heads, head size, context and RoPE base (builtin and 110m: random_model.hpp).
@@ -78,7 +85,9 @@ constexpr NamedShape kReal[] = {
     {"llama3.2-1b", {"llama", 2048, 8192, 16, 32, 8, 0, 128256, 131072, 500000.0f}, plain, true},
     {"qwen2.5-0.5b", {"qwen2", 896, 4864, 24, 14, 2, 0, 151936, 32768, 1000000.0f}, qwen2},
     {"qwen3-0.6b", {"qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.0f}, qwen3},
-    {"gemma3-1b", {"gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.0f}, [](LlamaConfig& c) { gemma3(c, 512); }},
+    {"gemma3-1b",
+     {"gemma3", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.0f},
+     [](LlamaConfig& c) { gemma3(c, 512); }},
     {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
     {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
     // Not a real model: every row a multiple of 256, so each K-quant applies (the quantization tests' shape).

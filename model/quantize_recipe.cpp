@@ -16,12 +16,12 @@ struct FileTypeInfo {
 
 // llama-quantize's order: the legacy quants, the K-quants, then the float types.
 constexpr FileTypeInfo kFileTypes[] = {
-    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},       {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
-    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},       {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
-    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},       {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
-    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},   {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
-    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},   {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
-    {FileType::F16, "f16", GgmlType::F16},           {FileType::BF16, "bf16", GgmlType::BF16},
+    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},     {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
+    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},     {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
+    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},     {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
+    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K}, {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
+    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K}, {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
+    {FileType::F16, "f16", GgmlType::F16},        {FileType::BF16, "bf16", GgmlType::BF16},
     {FileType::F32, "f32", GgmlType::F32},
 };
 
@@ -53,9 +53,12 @@ GgmlType shape_fallback(GgmlType type, uint64_t row_length) {
   const auto divides = [&](GgmlType t) { return row_length % uint64_t(quant::traits(t).block_size) == 0; };
   if (divides(type)) return type;
   GgmlType fallback = type;  // a 32-element type has nothing smaller: F16 below
-  if (type == GgmlType::Q4_K) fallback = GgmlType::Q5_0;
-  else if (type == GgmlType::Q5_K) fallback = GgmlType::Q5_1;
-  else if (type == GgmlType::Q6_K) fallback = GgmlType::Q8_0;
+  if (type == GgmlType::Q4_K)
+    fallback = GgmlType::Q5_0;
+  else if (type == GgmlType::Q5_K)
+    fallback = GgmlType::Q5_1;
+  else if (type == GgmlType::Q6_K)
+    fallback = GgmlType::Q8_0;
   return divides(fallback) ? fallback : GgmlType::F16;
 }
 
@@ -72,8 +75,10 @@ GgmlType mix_type(FileType target, const RecipeModel& m, const RecipeTensor& t, 
   const bool k_m = target == FileType::Q4_K_M || target == FileType::Q5_K_M;
   // attn_qkv is attn_v-like: llama.cpp's own attn_qkv branch comes after this one and is never reached.
   if (contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight")) {
-    if (k_m && use_more_bits(t.layer, m.n_blocks)) type = GgmlType::Q6_K;
-    else if (target == FileType::Q4_K_S && t.layer < 4) type = GgmlType::Q5_K;
+    if (k_m && use_more_bits(t.layer, m.n_blocks))
+      type = GgmlType::Q6_K;
+    else if (target == FileType::Q4_K_S && t.layer < 4)
+      type = GgmlType::Q5_K;
     // attn_v is 8x smaller than attn_q in a 70B model: more bits cost little there
     if (is_70b(m) && type == GgmlType::Q4_K) type = GgmlType::Q5_K;
     return type;

@@ -14,8 +14,19 @@ namespace parley {
 
 // llama.cpp's llama_ftype values, the ones Parley can produce.
 enum class FileType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 7, Q5_0 = 8, Q5_1 = 9,
-  Q4_K_S = 14, Q4_K_M = 15, Q5_K_S = 16, Q5_K_M = 17, Q6_K = 18, BF16 = 32,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q8_0 = 7,
+  Q5_0 = 8,
+  Q5_1 = 9,
+  Q4_K_S = 14,
+  Q4_K_M = 15,
+  Q5_K_S = 16,
+  Q5_K_M = 17,
+  Q6_K = 18,
+  BF16 = 32,
 };
 
 // llama-quantize's names: "q4_k_m", "f16", ... (lower case; parse_file_type ignores case).
@@ -32,17 +43,17 @@ bool is_quantized(FileType t);
 // What the recipe needs to know of the model.
 struct RecipeModel {
   std::string arch;
-  int n_blocks = 0;       // GGUF block_count: the layers plus an MTP block
-  int n_layers = 0;       // the main layers alone (llama.cpp's model-size guess)
+  int n_blocks = 0;  // GGUF block_count: the layers plus an MTP block
+  int n_layers = 0;  // the main layers alone (llama.cpp's model-size guess)
   int n_heads = 0, n_kv_heads = 0;
   bool has_output = true;  // an output.weight of its own; otherwise the embedding is the output and is treated so
 };
 RecipeModel recipe_model(const LlamaConfig& c, bool has_mtp);
 
 struct RecipeTensor {
-  std::string_view name;            // GGUF name, e.g. "blk.3.attn_v.weight"
-  std::span<const uint64_t> ne;     // GGUF order: ne[0] is the row length
-  int layer = -1;                   // the block index of a blk.N tensor
+  std::string_view name;         // GGUF name, e.g. "blk.3.attn_v.weight"
+  std::span<const uint64_t> ne;  // GGUF order: ne[0] is the row length
+  int layer = -1;                // the block index of a blk.N tensor
 };
 
 // N of a "blk.N." tensor name, -1 for a tensor outside the blocks.

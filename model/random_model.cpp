@@ -61,13 +61,13 @@ std::vector<float> uniform(SplitMix64& rng, size_t rows, size_t in_features) {
 
 // Common English pieces for TinyStories-like text; prefixes are added automatically.
 constexpr std::string_view kCommon[] = {
-    " the", " and", " a", " to", " was", " he", " she", " it", " of", " in", " they", " her", " his",
-    " said", " with", " you", " on", " for", " that", " day", " big", " time", " upon", " Once", " One",
-    " there", " named", " little", " girl", " boy", " play", " happy", " friend", " mom", " dog", " cat",
-    " saw", " went", " wanted", " very", " had", " not", " is", " so", " but", " were", " be", " all",
-    " Lily", " Tom", " Ben", " Tim", " Sue", " park", " tree", " ball", " toy", " sun", " fun", " can",
-    "ing", "ed", "er", "ly", "th", "he", "in", "an", "re", "on", "at", "en", "nd", "st", "es", "ou",
-    ".", ",", "!", "?", "\"", "'s", " \"",
+    " the",  " and",   " a",      " to",     " was",  " he",   " she",  " it",    " of",     " in",   " they", " her",
+    " his",  " said",  " with",   " you",    " on",   " for",  " that", " day",   " big",    " time", " upon", " Once",
+    " One",  " there", " named",  " little", " girl", " boy",  " play", " happy", " friend", " mom",  " dog",  " cat",
+    " saw",  " went",  " wanted", " very",   " had",  " not",  " is",   " so",    " but",    " were", " be",   " all",
+    " Lily", " Tom",   " Ben",    " Tim",    " Sue",  " park", " tree", " ball",  " toy",    " sun",  " fun",  " can",
+    "ing",   "ed",     "er",      "ly",      "th",    "he",    "in",    "an",     "re",      "on",    "at",    "en",
+    "nd",    "st",     "es",      "ou",      ".",     ",",     "!",     "?",      "\"",      "'s",    " \"",
 };
 
 }  // namespace

@@ -44,8 +44,8 @@ std::vector<TextSegment> SpecialTokenMatcher::split(std::string_view text) const
 
 std::vector<int> end_of_generation_ids(const Vocab& vocab) {
   static constexpr std::string_view kByText[] = {
-      "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-      "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>",
+      "<|eot_id|>",    "<|eom_id|>",    "<|im_end|>",      "<|end|>", "<|return|>", "<|call|>",
+      "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",   "_<EOT>",     "<｜end▁of▁sentence｜>",
   };
   std::vector<int> ids;
   for (int id : {vocab.eos_id, vocab.eot_id, vocab.eom_id})

@@ -39,8 +39,7 @@ bool text_matchable(TokenType t) {
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
 template <typename T>
-void read_exact(std::ifstream& in, T* dst, std::size_t n, const std::string& path,
-                const std::string& what) {
+void read_exact(std::ifstream& in, T* dst, std::size_t n, const std::string& path, const std::string& what) {
   in.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n));
   if (!in || static_cast<std::size_t>(in.gcount()) != n)
     throw std::runtime_error("tokenizer file '" + path + "' is truncated: cannot read " + what);
@@ -58,8 +57,7 @@ Vocab read_llama2c_tokenizer(const std::string& path, int vocab_size) {
   int32_t max_token_length = 0;
   read_exact(in, &max_token_length, sizeof max_token_length, path, "max_token_length");
   if (max_token_length <= 0)
-    throw std::runtime_error("tokenizer file '" + path + "': bad max_token_length " +
-                             std::to_string(max_token_length));
+    throw std::runtime_error("tokenizer file '" + path + "': bad max_token_length " + std::to_string(max_token_length));
 
   Vocab v;
   v.kind = TokenizerKind::SentencePiece;
@@ -73,8 +71,7 @@ Vocab read_llama2c_tokenizer(const std::string& path, int vocab_size) {
     read_exact(in, &len, sizeof len, path, "the length of " + tok);
     // Guards against reading garbage as a huge allocation; real pieces are short.
     if (len < 0 || len > (1 << 16))
-      throw std::runtime_error("tokenizer file '" + path + "': bad length " +
-                               std::to_string(len) + " for " + tok);
+      throw std::runtime_error("tokenizer file '" + path + "': bad length " + std::to_string(len) + " for " + tok);
     v.pieces[i].resize(static_cast<std::size_t>(len));
     if (len > 0) read_exact(in, v.pieces[i].data(), static_cast<std::size_t>(len), path, tok);
   }
@@ -108,9 +105,8 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) 
                                 std::to_string(vocab_.types.size()) + " types");
   auto check_id = [n](int id, const char* what) {
     if (id < -1 || id >= n)
-      throw std::invalid_argument(std::string("tokenizer vocab: ") + what + " id " +
-                                  std::to_string(id) + " is outside [0, " + std::to_string(n) +
-                                  ")");
+      throw std::invalid_argument(std::string("tokenizer vocab: ") + what + " id " + std::to_string(id) +
+                                  " is outside [0, " + std::to_string(n) + ")");
   };
   check_id(vocab_.bos_id, "bos");
   check_id(vocab_.eos_id, "eos");
@@ -129,8 +125,8 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) 
       case TokenType::Byte: {
         const int b = parse_byte_piece(piece);
         if (b < 0)
-          throw std::invalid_argument("tokenizer vocab: byte token " + std::to_string(id) +
-                                      " has piece '" + piece + "', expected <0xAB>");
+          throw std::invalid_argument("tokenizer vocab: byte token " + std::to_string(id) + " has piece '" + piece +
+                                      "', expected <0xAB>");
         bytes_[id] = std::string(1, static_cast<char>(b));
         if (byte_to_id_[b] < 0) byte_to_id_[b] = id;
         break;
@@ -163,8 +159,10 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_special) cons
     if (bpe_) {
       // Hugging Face's ByteLevel(add_prefix_space): a space before each run that does not start with one.
       const bool prefix = vocab_.add_space_prefix && segment.text.front() != ' ';
-      if (prefix) bpe_->encode(" " + std::string(segment.text), out);
-      else bpe_->encode(segment.text, out);
+      if (prefix)
+        bpe_->encode(" " + std::string(segment.text), out);
+      else
+        bpe_->encode(segment.text, out);
     } else {
       std::vector<int> body = encode_spm(segment.text, vocab_.add_space_prefix && after_special);
       out.insert(out.end(), body.begin(), body.end());
@@ -210,7 +208,7 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
       for (char c : ch) add(byte_to_id_[static_cast<unsigned char>(c)], false);
     } else if (vocab_.unk_id >= 0) {
       add(vocab_.unk_id, false);  // no byte fallback in this vocab: one unk per character
-    }  // else: the character cannot be represented and is dropped
+    }                             // else: the character cannot be represented and is dropped
   };
 
   // The dummy prefix is its own unit (run.c looks up " " alone), so leading continuation bytes
@@ -219,9 +217,7 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
   // run.c groups a byte with up to 3 following continuation bytes, whatever the lead byte says.
   for (std::size_t i = 0; i < text.size();) {
     std::size_t len = 1;
-    while (len < 4 && i + len < text.size() &&
-           is_continuation(static_cast<unsigned char>(text[i + len])))
-      ++len;
+    while (len < 4 && i + len < text.size() && is_continuation(static_cast<unsigned char>(text[i + len]))) ++len;
     add_char(text.substr(i, len));
     i += len;
   }
@@ -259,8 +255,7 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
     const Candidate c = queue.top();
     queue.pop();
     Symbol& l = syms[c.left];
-    if (dead[c.left] || dead[c.right] || l.next != c.right || l.id != c.left_id ||
-        syms[c.right].id != c.right_id)
+    if (dead[c.left] || dead[c.right] || l.next != c.right || l.id != c.left_id || syms[c.right].id != c.right_id)
       continue;
     l.id = c.merged_id;
     dead[c.right] = true;
@@ -283,8 +278,8 @@ std::string Tokenizer::token_bytes(int prev_token, int token, bool special_text)
   const std::string& b = bytes_[token];
   // SentencePiece drops the dummy-prefix space after BOS; run.c checks the piece text, so a
   // <0x20> byte token keeps its space.
-  if (!bpe_ && prev_token == vocab_.bos_id && prev_token >= 0 &&
-      vocab_.types[token] != TokenType::Byte && !b.empty() && b[0] == ' ')
+  if (!bpe_ && prev_token == vocab_.bos_id && prev_token >= 0 && vocab_.types[token] != TokenType::Byte && !b.empty() &&
+      b[0] == ' ')
     return b.substr(1);
   return b;
 }

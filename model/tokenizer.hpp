@@ -56,7 +56,7 @@ class Tokenizer {
   std::vector<std::string> bytes_;                    // decoded bytes per token
   std::array<int, 256> byte_to_id_{};                 // id of the "<0xAB>" Byte token, or -1
   SpecialTokenMatcher specials_;
-  std::unique_ptr<const ByteLevelBpe> bpe_;           // set for byte-level BPE vocabularies
+  std::unique_ptr<const ByteLevelBpe> bpe_;  // set for byte-level BPE vocabularies
   std::vector<int> eog_ids_;
 };
 

@@ -16,7 +16,8 @@ namespace parley::test {
 // Prompts sharing a 40-token prefix (longer than every window and than two blocks), some repeating themselves
 // so the n-gram proposer drafts.
 inline std::vector<Request> arch_requests(const Tokenizer& tok) {
-  const std::string shared = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog ";
+  const std::string shared =
+      "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog ";
   return mixed_requests(tok, {shared + "and her friend Tom.", shared + "every day. Every day, every day, every day.",
                               shared + "Max. Max was big. Max was big.", "The sun was hot."});
 }
@@ -65,7 +66,8 @@ inline void require_differential_suite(LlamaModel& model, const ModelFile& file)
   for (const auto& [id, tokens] : off.tokens) REQUIRE(hits.tokens.at(id + "'") == tokens);
 
   require_same_outputs(run_core(model, reqs, config(256, true), true), off);
-  const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto ngram =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
   const CoreRun spec = run_core(model, reqs, config(256, true), false, ngram);
   require_same_outputs(spec, off);
   REQUIRE(spec.stats.spec_num_accepted_tokens > 0);

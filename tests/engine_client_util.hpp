@@ -116,7 +116,6 @@ inline nlohmann::json idle_admin_view(EngineClient& engine) {
   return {};
 }
 
-
 inline std::map<std::string, std::vector<int>> run(EngineClient& engine, std::vector<EngineRequestSpec> specs) {
   auto sink = std::make_shared<CollectingSink>();
   int n = 0;  // engine requests that finish: an n-sample request's children each

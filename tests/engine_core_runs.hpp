@@ -30,12 +30,14 @@ inline std::vector<Request> mixed_requests(const Tokenizer& tok, const std::vect
     if (i == 3) p.stop_token_ids = {tok.encode(" the", false).at(0)};
     if (i == 4) p.frequency_penalty = 0.5f, p.presence_penalty = 0.3f, p.repetition_penalty = 1.2f;
     if (i % 3 == 1) p.logprobs = 2;
-    reqs.emplace_back("m" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p, 77 + uint64_t(i));
+    reqs.emplace_back("m" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p,
+                      77 + uint64_t(i));
   }
   Request parent = reqs[1];
   parent.request_id = "n.0";
   parent.sampling_params.n = 3;
-  for (int i = 0; i < 3; ++i) parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(900 + uint64_t(i));
+  for (int i = 0; i < 3; ++i)
+    parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(900 + uint64_t(i));
   parent.seed = 900;
   reqs.push_back(parent);
   return reqs;
@@ -114,7 +116,8 @@ inline CoreRun run_to_end(EngineCore& core, std::vector<Request> reqs, bool asyn
       // the blocks for its computed tokens plus one more decode step's 1 + k tokens and lookahead.
       const SchedulerConfig& sc = core.scheduler().config();
       for (const Request* r : core.scheduler().requests()) {
-        const int next = std::min(r->num_computed_tokens + 1 + sc.num_speculative_tokens + sc.num_lookahead_tokens, sc.max_model_len);
+        const int next = std::min(r->num_computed_tokens + 1 + sc.num_speculative_tokens + sc.num_lookahead_tokens,
+                                  sc.max_model_len);
         for (const auto& table : core.scheduler().kv_cache_manager().block_ids(r->request_id))
           REQUIRE(int(table.size()) <= core.scheduler().kv_cache_manager().num_blocks_needed(next));
       }

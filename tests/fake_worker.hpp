@@ -33,7 +33,8 @@ struct FakeWorker {
   }
 
   ModelRunnerOutput execute(const SchedulerOutput& so) {
-    for (const auto& id : so.finished_req_ids) tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
+    for (const auto& id : so.finished_req_ids)
+      tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
     for (const auto& id : so.preempted_req_ids) {
       REQUIRE(tokens.count(id));
       tokens.erase(id), computed.erase(id), blocks.erase(id), child_seeds.erase(id);
@@ -53,7 +54,8 @@ struct FakeWorker {
       REQUIRE(tokens.count(d.req_id));
       REQUIRE(computed[d.req_id] == d.num_computed_tokens);
       auto& held = blocks[d.req_id];
-      for (size_t g = 0; g < d.new_block_ids.size(); ++g) held[g].insert(held[g].end(), d.new_block_ids[g].begin(), d.new_block_ids[g].end());
+      for (size_t g = 0; g < d.new_block_ids.size(); ++g)
+        held[g].insert(held[g].end(), d.new_block_ids[g].begin(), d.new_block_ids[g].end());
     }
     ModelRunnerOutput out;
     out.step_id = so.step_id;
@@ -169,7 +171,6 @@ inline Run run_all(Scheduler& s, FakeWorker& w, size_t steps_in_flight = 1) {
   return run;
 }
 
-
 // An n-sample request: children "<id>.0" .. "<id>.<n-1>", child i seeded seed + i.
 inline Request parallel_request(const std::string& id, std::vector<int> prompt, int n, int max_tokens, uint64_t seed) {
   SamplingParams p;
@@ -178,9 +179,9 @@ inline Request parallel_request(const std::string& id, std::vector<int> prompt, 
   p.max_tokens = max_tokens;
   p.ignore_eos = true;
   Request r(id + ".0", std::move(prompt), p, seed);
-  for (int i = 0; i < n; ++i) r.child_req_ids.push_back(id + "." + std::to_string(i)), r.child_seeds.push_back(seed + uint64_t(i));
+  for (int i = 0; i < n; ++i)
+    r.child_req_ids.push_back(id + "." + std::to_string(i)), r.child_seeds.push_back(seed + uint64_t(i));
   return r;
 }
-
 
 }  // namespace parley::fakes

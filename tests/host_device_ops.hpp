@@ -1,7 +1,8 @@
 // The CUDA path on the host: DeviceLlama's Ops with host memory, the CUDA kernels' own bodies run one index at
 // a time (what each GPU thread runs), the CPU reference GEMM, and "graphs" that record the captured pass and
-// run it again on replay, with a pretend device size for the memory sizing. This checks the CUDA model's orchestration (buffers, padding, graph inputs, KV
-// layout) and every kernel body against the CPU backend without a GPU; launches and cuBLAS need one.
+// run it again on replay, with a pretend device size for the memory sizing. This checks the CUDA model's orchestration
+// (buffers, padding, graph inputs, KV layout) and every kernel body against the CPU backend without a GPU; launches and
+// cuBLAS need one.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -48,7 +49,9 @@ class HostOps {
     Buffer(size_t bytes, const Usage& usage)
         : data_(bytes ? new std::byte[bytes]() : nullptr), bytes_(bytes), charge_(charge(usage, int64_t(bytes))) {}
     template <class T = void>
-    T* get() const { return reinterpret_cast<T*>(data_.get()); }
+    T* get() const {
+      return reinterpret_cast<T*>(data_.get());
+    }
     size_t bytes() const { return bytes_; }
 
    private:
@@ -66,7 +69,8 @@ class HostOps {
   };
 
   // device_bytes 0: no device size, so the KV needs num_blocks; graph_bytes: what each captured graph holds.
-  explicit HostOps(int64_t device_bytes = 0, int64_t graph_bytes = 0) : device_bytes_(device_bytes), graph_bytes_(graph_bytes) {}
+  explicit HostOps(int64_t device_bytes = 0, int64_t graph_bytes = 0)
+      : device_bytes_(device_bytes), graph_bytes_(graph_bytes) {}
   // The bytes in use, shared: it outlives these ops (and the model owning them).
   Usage usage() const { return usage_; }
 
@@ -96,7 +100,9 @@ class HostOps {
   Graph capture(const std::function<void()>& pass) { return {pass, charge(usage_, graph_bytes_)}; }
   void replay(const Graph& g) { g.pass(); }
 
-  void matmul(const float* x, const Matrix& w, float* out, int M) const { cpu::reference::matmul(x, w.w.data(), out, M, w.N, w.K); }
+  void matmul(const float* x, const Matrix& w, float* out, int M) const {
+    cpu::reference::matmul(x, w.w.data(), out, M, w.N, w.K);
+  }
   void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, float eps) const {
     host_launch(M, [&](int64_t m) { cuda::body::rmsnorm_row(x + m * dim, weight, out + m * dim, dim, eps); });
   }
@@ -122,15 +128,21 @@ class HostOps {
   void softcap(float* x, float cap, int64_t count) const {
     host_launch(count, [&](int64_t i) { cuda::body::softcap_at(x, cap, i); });
   }
-  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
+    gather_rows(table, tokens, M, dim, out);
+  }
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
     with_kv_dtype(kv.dtype, [&](auto d) {
-      host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) { cuda::body::kv_write_at<decltype(d)::value>(kv.keys, kv.values, kv.kv_dim, k, v, slots, i); });
+      host_launch(int64_t(M) * kv.kv_dim, [&](int64_t i) {
+        cuda::body::kv_write_at<decltype(d)::value>(kv.keys, kv.values, kv.kv_dim, k, v, slots, i);
+      });
     });
   }
   void paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec = {}) const {
-    with_kv_dtype(kv.dtype, [&](auto d) { attention_as<decltype(d)::value>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec); });
+    with_kv_dtype(kv.dtype, [&](auto d) {
+      attention_as<decltype(d)::value>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec);
+    });
   }
   template <KvDtype D>
   void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
@@ -140,7 +152,8 @@ class HostOps {
     using T = typename KvElem<D>::T;
     const body::PagedKv<D> pkv{kv.keys_as<const T>(), kv.values_as<const T>(), kv.block_size, kv.kv_dim};
     const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
-    const body::AttentionPlan plan = body::plan_attention(meta.max_blocks_per_seq * kv.block_size, n_heads, split_, scratch_rows_);
+    const body::AttentionPlan plan =
+        body::plan_attention(meta.max_blocks_per_seq * kv.block_size, n_heads, split_, scratch_rows_);
     const int64_t rows_used = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens) * n_heads * plan.splits;
     std::vector<float> acc(size_t(rows_used) * head_dim, NAN), max(size_t(rows_used), NAN), sum(size_t(rows_used), NAN);
     const body::AttentionPartials parts{acc.data(), max.data(), sum.data(), split_, plan.splits};
@@ -148,17 +161,25 @@ class HostOps {
       const int64_t tokens = std::min<int64_t>(plan.tokens_per_chunk, meta.num_tokens - first);
       const int64_t n = tokens * n_heads * plan.splits;
       if (head_dim <= 64)  // CudaBackend's kernels, by accumulator bound
-        host_launch(n, [&](int64_t i) { body::attention_split_at<64, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+        host_launch(n, [&](int64_t i) {
+          body::attention_split_at<64, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec);
+        });
       else if (head_dim <= 128)
-        host_launch(n, [&](int64_t i) { body::attention_split_at<128, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
+        host_launch(n, [&](int64_t i) {
+          body::attention_split_at<128, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec);
+        });
       else
-        host_launch(n, [&](int64_t i) { body::attention_split_at<256, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec); });
-      host_launch(tokens * n_heads * head_dim, [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, spec); });
+        host_launch(n, [&](int64_t i) {
+          body::attention_split_at<256, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, spec);
+        });
+      host_launch(tokens * n_heads * head_dim,
+                  [&](int64_t i) { body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, spec); });
     }
   }
   // What CudaBackend sizes; attention_splits changes the split length and the scratch, for the tests.
   void reserve_attention(int max_tokens, int n_heads, int head_dim, int max_positions) {
-    if (head_dim > cuda::body::kMaxHeadDim) throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
+    if (head_dim > cuda::body::kMaxHeadDim)
+      throw std::invalid_argument("CUDA paged attention supports head_dim up to 256");
     scratch_rows_ = cuda::body::attention_scratch_rows(max_tokens, n_heads, max_positions, split_);
   }
   void attention_splits(int split, int64_t scratch_rows) { split_ = split, scratch_rows_ = scratch_rows; }

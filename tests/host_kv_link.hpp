@@ -34,7 +34,9 @@ class HostKvLinkHub final : public KvLinkFactory {
    public:
     End(HostKvLinkHub& hub, std::shared_ptr<Channel> c, int rank) : hub_(hub), c_(std::move(c)), rank_(rank) {}
     ~End() override { abort(); }
-    uint64_t post_send(const float* data, int64_t count) override { return post(c_->sends[rank_], const_cast<float*>(data), count); }
+    uint64_t post_send(const float* data, int64_t count) override {
+      return post(c_->sends[rank_], const_cast<float*>(data), count);
+    }
     uint64_t post_recv(float* data, int64_t count) override { return post(c_->recvs[rank_], data, count); }
     KvLinkPoll poll() override {
       std::lock_guard lock(hub_.mutex_);

@@ -56,7 +56,6 @@ inline Json run_jinja2_oracle(const Json& cases) {
   return results;
 }
 
-
 inline const Json& snippet_context() {
   static const Json context = Json::parse(R"j({
     "s": "Hello World",
@@ -98,7 +97,7 @@ inline Rendered render_with_engine(const std::string& source, const Json& contex
 
 // Every template rendered by the engine and by Jinja2 with the same context: equal text, or both fail.
 inline void check_against_jinja2(const std::vector<std::string>& templates, bool trim_blocks = true,
-                          bool lstrip_blocks = true) {
+                                 bool lstrip_blocks = true) {
   Json cases = Json::array();
   for (const std::string& source : templates)
     cases.push_back({{"template", source},

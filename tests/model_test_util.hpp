@@ -55,14 +55,18 @@ inline std::vector<std::pair<std::string, std::vector<float>>> tensors_of(const 
     const std::string b = "blk." + std::to_string(l) + ".";
     const LayerWeights& L = w.layers[l];
     const std::pair<const char*, std::vector<float>> parts[] = {
-        {"attn_norm", L.attn_norm},     {"attn_q", L.wq.to_f32()},         {"attn_k", L.wk.to_f32()},
-        {"attn_v", L.wv.to_f32()},      {"attn_output", L.wo.to_f32()},    {"ffn_norm", L.ffn_norm},
+        {"attn_norm", L.attn_norm},      {"attn_q", L.wq.to_f32()},       {"attn_k", L.wk.to_f32()},
+        {"attn_v", L.wv.to_f32()},       {"attn_output", L.wo.to_f32()},  {"ffn_norm", L.ffn_norm},
         {"ffn_gate", L.w_gate.to_f32()}, {"ffn_down", L.w_down.to_f32()}, {"ffn_up", L.w_up.to_f32()}};
     for (const auto& [n, v] : parts) out.emplace_back(b + n + ".weight", v);
     const std::pair<const char*, const std::vector<float>*> optional[] = {
-        {"attn_q.bias", &L.bq},           {"attn_k.bias", &L.bk},     {"attn_v.bias", &L.bv},
-        {"attn_q_norm.weight", &L.q_norm}, {"attn_k_norm.weight", &L.k_norm},
-        {"post_attention_norm.weight", &L.post_attn_norm}, {"post_ffw_norm.weight", &L.post_ffn_norm}};
+        {"attn_q.bias", &L.bq},
+        {"attn_k.bias", &L.bk},
+        {"attn_v.bias", &L.bv},
+        {"attn_q_norm.weight", &L.q_norm},
+        {"attn_k_norm.weight", &L.k_norm},
+        {"post_attention_norm.weight", &L.post_attn_norm},
+        {"post_ffw_norm.weight", &L.post_ffn_norm}};
     for (const auto& [n, v] : optional)
       if (!v->empty()) out.emplace_back(b + n, *v);
   }
@@ -127,7 +131,7 @@ inline void require_same_vocab(const Vocab& a, const Vocab& b) {
 
 // Copies a GGUF through the writer, letting the test edit metadata and drop or add tensors.
 inline void rewrite(const std::string& src, const std::string& dst, const std::function<void(GgufWriter&)>& edit,
-             const std::function<bool(const GgufTensorInfo&)>& keep = {}) {
+                    const std::function<bool(const GgufTensorInfo&)>& keep = {}) {
   GgufFile f(src);
   GgufWriter w;
   for (const auto& [k, v] : f.metadata()) w.set(k, v);

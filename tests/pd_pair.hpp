@@ -17,10 +17,10 @@ struct PdPair {
   std::map<std::string, Request> sent;                   // decode side: requests awaiting their KV
   std::map<std::string, std::vector<int>> receive_into;  // decode side: the blocks each KV goes into
   int64_t transfers = 0, bytes = 0, blocks = 0;
-  std::function<bool(const std::string&)> drop;          // a transfer that never arrives (the peer died)
+  std::function<bool(const std::string&)> drop;  // a transfer that never arrives (the peer died)
 
-  PdPair(LlamaModel& model, const SchedulerConfig& c, const std::optional<SpeculativeConfig>& decode_spec = std::nullopt,
-         bool async_scheduling = false)
+  PdPair(LlamaModel& model, const SchedulerConfig& c,
+         const std::optional<SpeculativeConfig>& decode_spec = std::nullopt, bool async_scheduling = false)
       : prefill(model, c, async_scheduling), decode(model, c, async_scheduling, decode_spec) {}
 
   void add(Request r) {
@@ -41,8 +41,14 @@ struct PdPair {
       REQUIRE(o.finish_reason == FinishReason::Length);
       const std::vector<int> held = prefill.scheduler().held_block_ids(o.req_id);
       const KvCache& kv = prefill.runner().kv_cache();
-      KvTransferPayload p{o.req_id, sent.at(o.req_id).num_prompt_tokens(), o.new_token_ids, o.new_logprobs,
-                          {kv.num_slots(), kv.kv_dim(), kv.block_size()}, int(held.size()), "", kv.export_blocks(held),
+      KvTransferPayload p{o.req_id,
+                          sent.at(o.req_id).num_prompt_tokens(),
+                          o.new_token_ids,
+                          o.new_logprobs,
+                          {kv.num_slots(), kv.kv_dim(), kv.block_size()},
+                          int(held.size()),
+                          "",
+                          kv.export_blocks(held),
                           o.prompt_logprobs};
       const std::string wire = encode_kv_transfer(p);
       prefill.scheduler().release_held(o.req_id);  // acknowledged

@@ -24,7 +24,7 @@ struct LiveRequest {
   int num_computed = 0;
   bool on_worker = false;  // the runner holds it: send CachedRequestData, not NewRequestData
   bool finished = false;
-  bool held = false;       // live but not scheduled (preempted, or left out of a step)
+  bool held = false;  // live but not scheduled (preempted, or left out of a step)
   int num_tokens() const { return int(prompt.size() + output.size()); }
 };
 
@@ -90,7 +90,8 @@ class RunnerDriver {
       }
       r.blocks.insert(r.blocks.end(), new_blocks.begin(), new_blocks.end());
       if (!r.on_worker) {
-        so.scheduled_new_reqs.push_back({r.id, r.prompt, r.output, r.params, r.seed, GroupBlockIds{r.blocks}, r.num_computed, {}});
+        so.scheduled_new_reqs.push_back(
+            {r.id, r.prompt, r.output, r.params, r.seed, GroupBlockIds{r.blocks}, r.num_computed, {}});
         r.on_worker = true;
       } else {
         so.scheduled_cached_reqs.push_back({r.id, GroupBlockIds{new_blocks}, r.num_computed});

@@ -31,7 +31,7 @@ TEST_CASE("the admin console renders the snapshot and selects the first request"
   c.update(snapshot());
   const std::string s = screen(c);
   CHECK_THAT(s, Catch::Contains("live 2  KV 5/64 used  accepting  log info  snapshot 120 ms old"));
-  CHECK_THAT(s, Catch::Contains("> cmpl-a-0"));  // sorted by id
+  CHECK_THAT(s, Catch::Contains("> cmpl-a-0"));   // sorted by id
   CHECK(s.find("scheduler") < s.find("worker"));  // actors by mailbox depth
   CHECK(c.selected() == "cmpl-a-0");
   CHECK(c.render(20, 3).size() == 3);

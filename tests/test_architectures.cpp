@@ -40,7 +40,8 @@ std::vector<float> logits_of(LlamaModel& model, const std::vector<int>& tokens) 
 
 }  // namespace
 
-TEST_CASE("architectures: batching, chunking, prefix hits, preemption, speculation and async change no token", "[arch][model]") {
+TEST_CASE("architectures: batching, chunking, prefix hits, preemption, speculation and async change no token",
+          "[arch][model]") {
   for (const char* arch : kArchs) {
     CAPTURE(arch);
     TinyArch m(arch);
@@ -54,7 +55,7 @@ TEST_CASE("architectures: a sliding window limits what a local layer sees", "[ar
   TinyArch m("gemma3");
   std::vector<int> a{1}, b{1};
   for (int i = 0; i < 60; ++i) a.push_back(3 + (i * 37) % 500), b.push_back(a.back());  // past 6 windows of 8
-  b[3] = 99;  // a[3] is 77
+  b[3] = 99;                                                                            // a[3] is 77
   const int vocab = m.file.config.vocab_size;
   auto last = [&](LlamaModel& model, const std::vector<int>& t) {
     const auto logits = logits_of(model, t);
@@ -85,7 +86,8 @@ TEST_CASE("architectures: GGUF files round-trip with the same config, tensors an
   }
 }
 
-TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architecture are refused by name", "[arch][gguf]") {
+TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architecture are refused by name",
+          "[arch][gguf]") {
   parley_test::TempDir tmp;
   struct Broken {
     const char* arch;
@@ -97,7 +99,8 @@ TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architectu
     CAPTURE(k.arch);
     const std::string good = tmp / "good.gguf", bad = tmp / "bad.gguf";
     write_model_gguf(tiny_model(k.arch), good, GgmlType::F32);
-    parley_test::rewrite(good, bad, [](GgufWriter&) {}, [&](const GgufTensorInfo& t) { return t.name != k.drop; });
+    parley_test::rewrite(
+        good, bad, [](GgufWriter&) {}, [&](const GgufTensorInfo& t) { return t.name != k.drop; });
     REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains(std::string("missing tensor '") + k.drop + "'"));
   }
   const std::string good = tmp / "qwen3.gguf", bad = tmp / "bad.gguf";
@@ -109,7 +112,9 @@ TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architectu
   });
   REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("shape mismatch for tensor 'blk.0.attn_q.weight'"));
   parley_test::rewrite(good, bad, [](GgufWriter& w) { w.set_string("general.architecture", "deepseek2"); });
-  REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("unsupported architecture 'deepseek2' (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)"));
+  REQUIRE_THROWS_WITH(
+      load_model_file(bad),
+      Catch::Contains("unsupported architecture 'deepseek2' (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)"));
   parley_test::rewrite(good, bad, [](GgufWriter& w) { w.set_string("qwen3.rope.scaling.type", "yarn"); });
   REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("RoPE scaling 'yarn'"));
   REQUIRE_THROWS_WITH(tiny_arch_shape("mixtral"), Catch::Contains("unknown architecture 'mixtral'"));

@@ -137,7 +137,8 @@ TEST_CASE("async: an abort with a step in flight, then the id reused", "[async]"
   Run rest;
   collect(rest, s.update_from_output(so3, out3));
   const Run tail = run_all(s, w, 2);
-  for (const auto& [id, tokens] : tail.outputs) rest.outputs[id].insert(rest.outputs[id].end(), tokens.begin(), tokens.end());
+  for (const auto& [id, tokens] : tail.outputs)
+    rest.outputs[id].insert(rest.outputs[id].end(), tokens.begin(), tokens.end());
 
   Scheduler alone(config(64, 64));
   FakeWorker w2;

@@ -13,10 +13,22 @@ using namespace parley::test;
 namespace {
 
 const char* kPrompts[16] = {
-    "Once upon a time", "Lily and Tom", "The cat sat on the mat", "One day, a little dog",
-    "Tim had a red ball", "The sun was hot", "Sue liked to sing", "A big tree grew",
-    "Mom said no", "The bird flew up high in the sky and", "Ben found a box", "It was a rainy day",
-    "The fish swam", "Anna wanted a cake", "Max and his friend Sam went to the park to play", "Z",
+    "Once upon a time",
+    "Lily and Tom",
+    "The cat sat on the mat",
+    "One day, a little dog",
+    "Tim had a red ball",
+    "The sun was hot",
+    "Sue liked to sing",
+    "A big tree grew",
+    "Mom said no",
+    "The bird flew up high in the sky and",
+    "Ben found a box",
+    "It was a rainy day",
+    "The fish swam",
+    "Anna wanted a cake",
+    "Max and his friend Sam went to the park to play",
+    "Z",
 };
 
 std::vector<GenerationRequest> sixteen_requests(const Tokenizer& tok) {
@@ -122,7 +134,8 @@ TEST_CASE("a KV pool too small for everyone runs requests in waves with the same
   const auto reference = OfflineEngine(m.model, m.engine_options()).generate(reqs);
   EngineOptions small = m.engine_options();
   int largest = 0;
-  for (const auto& r : reqs) largest = std::max<int>(largest, (r.prompt_token_ids.size() + r.params.max_tokens + 15) / 16);
+  for (const auto& r : reqs)
+    largest = std::max<int>(largest, (r.prompt_token_ids.size() + r.params.max_tokens + 15) / 16);
   small.num_kv_blocks = largest + 1;  // room for one long request (and a short one) at a time
   OfflineEngine engine(m.model, small);
   const auto got = engine.generate(reqs);

@@ -47,7 +47,7 @@ TEST_CASE("hash_request_blocks hashes full blocks only, each chained on its whol
   REQUIRE(h[1] == hash_block_tokens(h[0], std::vector<int>{4, 5, 6, 7}));
   REQUIRE(h[0] != h[1]);
   REQUIRE(hash_request_blocks(iota_tokens(8), 4) == h);  // the partial tail adds nothing
-  REQUIRE(hash_request_blocks(t, 4) == h);              // deterministic
+  REQUIRE(hash_request_blocks(t, 4) == h);               // deterministic
   REQUIRE(hash_request_blocks(iota_tokens(3), 4).empty());
   REQUIRE(hash_request_blocks({}, 4).empty());
   // A different first block changes the second block's hash although its tokens are equal.

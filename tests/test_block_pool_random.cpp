@@ -21,7 +21,7 @@ TEST_CASE("10000 random operations keep every invariant and match a reference mo
   for (auto& base : bases)
     for (int i = 0; i < 30; ++i) base.push_back(rnd(vocab));
   std::vector<Request> live;
-  std::vector<std::vector<KVCacheBlock*>> raw;           // allocations outside any request
+  std::vector<std::vector<KVCacheBlock*>> raw;              // allocations outside any request
   std::vector<std::vector<int>> cached_prefix(num_blocks);  // tokens up to the end of each cached block
   int hits = 0, evictions = 0, preemptions = 0, refusals = 0, resets = 0;
 

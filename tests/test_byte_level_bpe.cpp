@@ -67,9 +67,9 @@ TEST_CASE("Llama 3's ignore_merges makes a word that is a token that token", "[b
 
 TEST_CASE("special tokens are cut out leftmost-longest and decode to their text only when asked", "[bpe]") {
   // Ids: 256 is the merge "x y"; the special tokens follow.
-  const Tokenizer tok(byte_level_vocab({"x y"}, "llama-bpe",
-                                       {{"<|im_start|>", TokenType::Control}, {"<|im", TokenType::Control},
-                                        {"<think>", TokenType::UserDefined}}));
+  const Tokenizer tok(byte_level_vocab(
+      {"x y"}, "llama-bpe",
+      {{"<|im_start|>", TokenType::Control}, {"<|im", TokenType::Control}, {"<think>", TokenType::UserDefined}}));
   CHECK(tok.encode("<|im_start|>x<think>", false) == std::vector<int>{257, 'x', 259});
   CHECK(tok.encode("<|imxy", false) == std::vector<int>{258, 256});
   CHECK(tok.encode("<|i", false) == std::vector<int>{'<', '|', 'i'});
@@ -79,9 +79,12 @@ TEST_CASE("special tokens are cut out leftmost-longest and decode to their text 
 
 TEST_CASE("end of generation: EOS, EOT, EOM and the control tokens llama.cpp knows by their text", "[bpe]") {
   Vocab v = byte_level_vocab({"x y"}, "llama-bpe",
-                             {{"<|end_of_text|>", TokenType::Control}, {"<|eot_id|>", TokenType::Control},
-                              {"<|im_end|>", TokenType::Control}, {"<|eom_id|>", TokenType::Control},
-                              {"<|im_end|>x", TokenType::Control}, {"<|eot_id|>", TokenType::Normal}});
+                             {{"<|end_of_text|>", TokenType::Control},
+                              {"<|eot_id|>", TokenType::Control},
+                              {"<|im_end|>", TokenType::Control},
+                              {"<|eom_id|>", TokenType::Control},
+                              {"<|im_end|>x", TokenType::Control},
+                              {"<|eot_id|>", TokenType::Normal}});
   v.eos_id = 257;
   const Tokenizer tok(v);
   CHECK(tok.end_of_generation() == std::vector<int>{257, 258, 259, 260});
@@ -104,7 +107,8 @@ TEST_CASE("broken byte-level vocabularies are refused naming the problem", "[bpe
   CHECK_THROWS_WITH(Tokenizer(bad), Catch::Contains("'zz' is not a token of the vocabulary"));
 }
 
-TEST_CASE("a byte-level GGUF keeps merges, pre type and special ids, and a broken one is refused on load", "[bpe][gguf]") {
+TEST_CASE("a byte-level GGUF keeps merges, pre type and special ids, and a broken one is refused on load",
+          "[bpe][gguf]") {
   TempDir tmp;
   Vocab v = byte_level_vocab({"a b", "\xC4\xA0 ab"}, "qwen2", {{"<|im_end|>", TokenType::Control}});
   v.eos_id = 258;
@@ -158,9 +162,15 @@ TEST_CASE("10,000 mangled inputs never crash a tokenizer, and byte-level BPE giv
     for (int k = 0, edits = 1 + int(rng() % 6); k < edits; ++k) {
       const size_t at = s.empty() ? 0 : rng() % s.size();
       switch (rng() % 3) {
-        case 0: s.insert(s.begin() + at, char(rng() % 256)); break;
-        case 1: if (!s.empty()) s.erase(at, 1); break;
-        default: s.insert(at, s.substr(at, rng() % 8)); break;
+        case 0:
+          s.insert(s.begin() + at, char(rng() % 256));
+          break;
+        case 1:
+          if (!s.empty()) s.erase(at, 1);
+          break;
+        default:
+          s.insert(at, s.substr(at, rng() % 8));
+          break;
       }
     }
     const std::vector<int> ids = bpe.encode(s, false);

@@ -56,14 +56,16 @@ TEST_CASE("ModelFile carries the GGUF tokenizer.chat_template, empty without one
 TEST_CASE("/apply-template renders the served template with the request's variables", "[chat]") {
   const ServingContext ctx = with_template(
       "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
-      "{% if tools %}{{ tools | tojson }}{% endif %}{% if enable_thinking is defined %}T={{ enable_thinking }}{% endif %}"
+      "{% if tools %}{{ tools | tojson }}{% endif %}{% if enable_thinking is defined %}T={{ enable_thinking }}{% endif "
+      "%}"
       "{% if add_generation_prompt %}[assistant]{% endif %}{{ eos_token }}");
   CHECK(prompt_of(ctx, "{" + kHi + "}") == "<s>[user]Hi[assistant]</s>");
   CHECK(prompt_of(ctx, "{" + kHi + R"(, "add_generation_prompt": false})") == "<s>[user]Hi</s>");
   CHECK(prompt_of(ctx, "{" + kHi + R"(, "chat_template_kwargs": {"enable_thinking": false}})") ==
         "<s>[user]HiT=False[assistant]</s>");
   // Tools reach the template in the client's key order (tojson as transformers writes it).
-  CHECK(prompt_of(ctx, "{" + kHi + R"(, "tools": [{"type": "function", "function": {"name": "f", "description": "d"}}]})") ==
+  CHECK(prompt_of(ctx,
+                  "{" + kHi + R"(, "tools": [{"type": "function", "function": {"name": "f", "description": "d"}}]})") ==
         R"(<s>[user]Hi[{"type": "function", "function": {"name": "f", "description": "d"}}][assistant]</s>)");
   // A request's own template wins over the served one.
   CHECK(prompt_of(ctx, "{" + kHi + R"(, "chat_template": "{{ messages | length }}"})") == "1");
@@ -81,10 +83,12 @@ TEST_CASE("tool-call arguments reach templates as objects, content parts as the 
   // The client's null content on the tool-calling turn is empty, as vLLM makes it (Jinja2 would print None).
   CHECK(prompt_of(with_template("{% for m in messages %}[{{ m.content }}]{% endfor %}"), "{" + call + "}") ==
         "[Weather?][][cold]");
-  const std::string parts = R"("messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])";
+  const std::string parts =
+      R"("messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])";
   // A template that iterates over content gets the parts; one that prints it gets the texts joined by newlines.
-  CHECK(prompt_of(with_template("{% for m in messages %}{% for p in m.content %}<{{ p.text }}>{% endfor %}{% endfor %}"),
-                  "{" + parts + "}") == "<a><b>");
+  CHECK(
+      prompt_of(with_template("{% for m in messages %}{% for p in m.content %}<{{ p.text }}>{% endfor %}{% endfor %}"),
+                "{" + parts + "}") == "<a><b>");
   CHECK(prompt_of(with_template("{{ messages[0].content }}"), "{" + parts + "}") == "a\nb");
 }
 
@@ -98,16 +102,20 @@ TEST_CASE("a template that fails answers 400 with its message and the next reque
   CHECK(prompt_of(ctx, R"({"messages": [{"role": "system", "content": "S"}]})") == "S");
 
   const ApiError undefined = error_of(with_template("{{ nothing.here }}"), "{" + kHi + "}");
-  CHECK_THAT(undefined.message, Catch::StartsWith("The chat template failed to render: ") && Catch::Contains("nothing"));
-  const ApiError forever = error_of(
-      with_template("{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}"), "{" + kHi + "}");
+  CHECK_THAT(undefined.message,
+             Catch::StartsWith("The chat template failed to render: ") && Catch::Contains("nothing"));
+  const ApiError forever =
+      error_of(with_template("{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}"),
+               "{" + kHi + "}");
   CHECK_THAT(forever.message, Catch::Contains("step limit"));
-  const ApiError unparsable = error_of(context(), "{" + kHi + R"(, "chat_template": "line one\n{% for m in messages %}"})");
+  const ApiError unparsable =
+      error_of(context(), "{" + kHi + R"(, "chat_template": "line one\n{% for m in messages %}"})");
   CHECK(unparsable.param == "chat_template");
   CHECK_THAT(unparsable.message, Catch::StartsWith("The chat template cannot be parsed: line 2"));
 }
 
-TEST_CASE("a served template that cannot be parsed stops the server naming the line, and a file overrides it", "[chat]") {
+TEST_CASE("a served template that cannot be parsed stops the server naming the line, and a file overrides it",
+          "[chat]") {
   using namespace parley_test;
   CHECK(served_chat_template("", "", tok512()) == nullptr);
   CHECK_THROWS_WITH(served_chat_template("ok\n{% if x %}", "", tok512()),
@@ -125,8 +133,10 @@ TEST_CASE("a served template that cannot be parsed stops the server naming the l
 }
 
 TEST_CASE("/apply-template serves what ChatTemplate renders for every shared template", "[chat]") {
-  const std::string body = R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-                                             {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Bye"}]})";
+  const std::string body =
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                                             {"role": "assistant", "content": "Hello"},
+                                             {"role": "user", "content": "Bye"}]})";
   ChatInputs in;
   in.messages = nlohmann::ordered_json::parse(body).at("messages");
   int rendered = 0;

@@ -47,8 +47,7 @@ int fuzz(const std::string& original, size_t hot, int count, uint64_t seed, cons
     try {
       load(path);
       ++loaded;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   return loaded;
 }

@@ -14,11 +14,10 @@
 #include "kernels/cuda/device_llama.hpp"
 
 using namespace parley;
-using parley::test::HostOps;
 using parley::test::host_launch;
+using parley::test::HostOps;
 
 namespace {
-
 
 // A mixed batch over shuffled blocks of 4: sequence 0 prefills positions 0..6, sequence 1 decodes at 21,
 // sequence 2 verifies positions 9..11.
@@ -27,7 +26,9 @@ struct MixedBatch {
   std::vector<int> token_seq{0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 2};
   std::vector<int> block_tables{7, 2, 0, 0, 0, 0, 3, 9, 1, 4, 8, 11, 5, 10, 6, 0, 0, 0};  // 3 seqs x 6
   int max_blocks = 6;
-  cpu::AttentionMetadata meta() const { return {int(positions.size()), positions.data(), token_seq.data(), block_tables.data(), max_blocks}; }
+  cpu::AttentionMetadata meta() const {
+    return {int(positions.size()), positions.data(), token_seq.data(), block_tables.data(), max_blocks};
+  }
 };
 
 double max_rel_error(const std::vector<float>& got, const std::vector<float>& want) {
@@ -76,7 +77,8 @@ TEST_CASE("CUDA kernel bodies equal the CPU reference bit for bit", "[cuda-host]
   std::vector<float> gathered(3 * size_t(dim));
   ops.gather_rows(x.data(), rows.data(), 3, dim, gathered.data());
   for (int s = 0; s < 3; ++s)
-    REQUIRE(std::equal(gathered.begin() + s * dim, gathered.begin() + (s + 1) * dim, x.begin() + rows[size_t(s)] * dim));
+    REQUIRE(
+        std::equal(gathered.begin() + s * dim, gathered.begin() + (s + 1) * dim, x.begin() + rows[size_t(s)] * dim));
 }
 
 TEST_CASE("CUDA KV write skips padding slots and otherwise equals the CPU reference", "[cuda-host]") {
@@ -103,7 +105,8 @@ TEST_CASE("CUDA paged attention matches the CPU backend on a mixed batch and is 
   const int kv_dim = n_kv_heads * head_dim;
   MixedBatch b;
   const int T = int(b.positions.size());
-  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = test::random_floats(keys.size(), 8);
+  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7),
+       values = test::random_floats(keys.size(), 8);
   const cpu::KvLayerView kv{keys.data(), values.data(), block_size, kv_dim};
   const auto q = test::random_floats(size_t(T) * n_heads * head_dim, 9);
   std::vector<float> got(q.size()), want(q.size()), simd(q.size());
@@ -133,10 +136,12 @@ TEST_CASE("CUDA paged attention matches the CPU backend on a mixed batch and is 
   split4.attention_splits(4, int64_t(n_heads) * 6);
   split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data());
   REQUIRE(chunked == whole);
-  split4.paged_attention(q.data() + size_t(t) * n_heads * head_dim, kv, alone, n_heads, n_kv_heads, head_dim, one4.data());
+  split4.paged_attention(q.data() + size_t(t) * n_heads * head_dim, kv, alone, n_heads, n_kv_heads, head_dim,
+                         one4.data());
   REQUIRE(std::equal(one4.begin(), one4.end(), whole.begin() + size_t(t) * n_heads * head_dim));
   split4.attention_splits(4, int64_t(n_heads) * 6 - 1);
-  REQUIRE_THROWS_AS(split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data()), std::logic_error);
+  REQUIRE_THROWS_AS(split4.paged_attention(q.data(), kv, b.meta(), n_heads, n_kv_heads, head_dim, chunked.data()),
+                    std::logic_error);
 }
 
 TEST_CASE("CUDA paged attention holds every head size up to 256, under each accumulator bound", "[cuda-host]") {
@@ -145,7 +150,8 @@ TEST_CASE("CUDA paged attention holds every head size up to 256, under each accu
   MixedBatch b;
   for (int head_dim : {8, 64, 65, 128, 129, 256}) {
     CAPTURE(head_dim);
-    auto keys = test::random_floats(size_t(num_blocks) * block_size * head_dim, 7), values = test::random_floats(keys.size(), 8);
+    auto keys = test::random_floats(size_t(num_blocks) * block_size * head_dim, 7),
+         values = test::random_floats(keys.size(), 8);
     const cpu::KvLayerView kv{keys.data(), values.data(), block_size, n_kv_heads * head_dim};
     const auto q = test::random_floats(b.positions.size() * n_heads * head_dim, 9);
     std::vector<float> got(q.size()), want(q.size());
@@ -155,7 +161,8 @@ TEST_CASE("CUDA paged attention holds every head size up to 256, under each accu
   }
   std::vector<float> big(size_t(257) * n_heads * b.positions.size());
   const cpu::KvLayerView kv{big.data(), big.data(), block_size, 257};
-  REQUIRE_THROWS_AS(ops.paged_attention(big.data(), kv, b.meta(), n_heads, n_kv_heads, 257, big.data()), std::invalid_argument);
+  REQUIRE_THROWS_AS(ops.paged_attention(big.data(), kv, b.meta(), n_heads, n_kv_heads, 257, big.data()),
+                    std::invalid_argument);
 }
 
 TEST_CASE("CUDA sampling body draws the CPU sampler's tokens", "[cuda-host]") {
@@ -185,7 +192,9 @@ TEST_CASE("CUDA exact verification keeps drafts while they equal the sampled tok
   const std::vector<int> sampled{5, 6, 7, 8, 5, 9, 7, 8, 4, 4, 4, 4};
   const std::vector<int> drafts{5, 6, 7, 5, 6, 7, -1, 4, 4};
   std::vector<int> accepted(3);
-  host_launch(3, [&](int64_t r) { accepted[r] = cuda::body::verify_exact_row(sampled.data() + r * 4, drafts.data() + r * 3, 3); });
+  host_launch(3, [&](int64_t r) {
+    accepted[r] = cuda::body::verify_exact_row(sampled.data() + r * 4, drafts.data() + r * 3, 3);
+  });
   REQUIRE(accepted == std::vector<int>{3, 1, 0});
 }
 
@@ -193,8 +202,8 @@ namespace {
 
 using HostLlama = cuda::DeviceLlama<HostOps>;
 
-std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch, int query_len = 1,
-                                      bool sample_on_device = true) {
+std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch,
+                                      int query_len = 1, bool sample_on_device = true) {
   cuda::DeviceLlamaOptions o = test::device_options(c, max_graph_batch, query_len);
   o.sample_on_device = sample_on_device;
   return std::make_unique<HostLlama>(std::make_unique<HostOps>(), m.model.config(), m.file.weights, o);
@@ -202,7 +211,8 @@ std::unique_ptr<HostLlama> host_llama(const test::Loaded& m, const SchedulerConf
 
 }  // namespace
 
-TEST_CASE("the CUDA model path (host emulation) reproduces llama2.c's greedy ids, with graphs and without", "[cuda-host]") {
+TEST_CASE("the CUDA model path (host emulation) reproduces llama2.c's greedy ids, with graphs and without",
+          "[cuda-host]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   SchedulerConfig c = test::model_scheduler_config(m, 64);
@@ -217,7 +227,8 @@ TEST_CASE("the CUDA model path (host emulation) reproduces llama2.c's greedy ids
   }
 }
 
-TEST_CASE("CUDA graph replay equals eager runs (host emulation), with sampling, splits, preemption and speculation", "[cuda-host]") {
+TEST_CASE("CUDA graph replay equals eager runs (host emulation), with sampling, splits, preemption and speculation",
+          "[cuda-host]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
   const auto reqs = test::mixed_requests(tok, {"Once upon a time", "Lily saw a big", "The cat"});
@@ -236,9 +247,11 @@ TEST_CASE("CUDA graph replay equals eager runs (host emulation), with sampling, 
   }
   // Speculative decoding: every decode step is uniform with 1 + k query tokens, and those replay graphs.
   SchedulerConfig c = test::model_scheduler_config(m, 64);
-  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2, "prompt_lookup_max": 4})");
+  const auto spec = SpeculativeConfig::parse(
+      R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2, "prompt_lookup_max": 4})");
   const auto eager = test::run_core(host_llama(m, with_speculation(c, spec), 0, 3), reqs, c, false, spec);
-  const auto graphs = test::run_core(host_llama(m, with_speculation(c, spec), 16, 3), reqs, c, false, spec);  // all 9 sequences
+  const auto graphs =
+      test::run_core(host_llama(m, with_speculation(c, spec), 16, 3), reqs, c, false, spec);  // all 9 sequences
   test::require_same_outputs(graphs, eager);
   REQUIRE(graphs.stats.num_graph_replays == graphs.stats.num_uniform_decode_steps);
   REQUIRE(graphs.stats.spec_num_accepted_tokens > 0);
@@ -262,7 +275,8 @@ TEST_CASE("sampling on the device (host emulation) equals sampling on the host",
   REQUIRE(device->stats().rows_sampled_on_device < int64_t(on.stats.num_steps) * 9);
 
   // Speculation: plain verifying rows draw every position on the device too.
-  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2})");
+  const auto spec =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2})");
   const SchedulerConfig sc = with_speculation(c, spec);
   auto spec_device = host_llama(m, sc, 16, 3);
   const HostLlama* sd = spec_device.get();
@@ -316,7 +330,8 @@ TEST_CASE("the CUDA model refuses a batch it cannot hold before any kernel runs"
   REQUIRE_THROWS_AS(host_llama(m, c, 0, 0), std::invalid_argument);
 }
 
-TEST_CASE("the CUDA model fills its share of device memory with KV, after the graphs and the staging (host emulation)", "[cuda-host]") {
+TEST_CASE("the CUDA model fills its share of device memory with KV, after the graphs and the staging (host emulation)",
+          "[cuda-host]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const SchedulerConfig c = test::model_scheduler_config(m, 64);
   const int64_t device_bytes = int64_t(64) << 20, graph_bytes = int64_t(1) << 20, staging = int64_t(2) << 20;
@@ -337,7 +352,7 @@ TEST_CASE("the CUDA model fills its share of device memory with KV, after the gr
   const int64_t per_block = eager.model->bytes_per_block();
   for (const Sized* s : {&eager, &graphs}) {
     INFO(s->model->num_blocks() << " blocks, " << *s->in_use << " bytes in use");
-    REQUIRE(double(*s->in_use + staging) <= share);  // the graphs' memory is in use by now, and it fits
+    REQUIRE(double(*s->in_use + staging) <= share);             // the graphs' memory is in use by now, and it fits
     REQUIRE(double(*s->in_use + staging + per_block) > share);  // one more block would not
   }
   const int fewer = eager.model->num_blocks() - graphs.model->num_blocks();
@@ -346,7 +361,8 @@ TEST_CASE("the CUDA model fills its share of device memory with KV, after the gr
 
   // The graphs were captured again over the cache sized last: a one-sequence decode replays one.
   ForwardBatch b;
-  b.token_ids = {7}, b.positions = {0}, b.token_seq = {0}, b.slot_mapping = {int64_t(graphs.model->num_blocks() - 1) * c.block_size};
+  b.token_ids = {7}, b.positions = {0}, b.token_seq = {0},
+  b.slot_mapping = {int64_t(graphs.model->num_blocks() - 1) * c.block_size};
   b.block_tables = {graphs.model->num_blocks() - 1}, b.max_blocks_per_seq = 1, b.logits_indices = {0};
   std::vector<float> replayed, ran;
   REQUIRE(graphs.model->forward(b, replayed));

@@ -33,7 +33,8 @@ ForwardBatch prefill(const std::vector<int>& tokens, int block_size, int num_kv_
   b.num_kv_groups = num_kv_groups;
   for (int g = 0; g < num_kv_groups; ++g)
     for (int i = 0; i < nb; ++i) b.block_tables.push_back(g * nb + nb - 1 - i);
-  for (int p = 0; p < int(tokens.size()); ++p) b.positions.push_back(p), b.token_seq.push_back(0), b.logits_indices.push_back(p);
+  for (int p = 0; p < int(tokens.size()); ++p)
+    b.positions.push_back(p), b.token_seq.push_back(0), b.logits_indices.push_back(p);
   for (int g = 0; g < num_kv_groups; ++g)
     for (int p = 0; p < int(tokens.size()); ++p)
       b.slot_mapping.push_back(int64_t(b.block_tables[size_t(g * nb + p / block_size)]) * block_size + p % block_size);
@@ -66,7 +67,8 @@ TEST_CASE("CUDA kernel bodies of the architectures equal the CPU reference bit f
       REQUIRE(got == want);
       REQUIRE(got != x);
       if (rot)  // dimensions past the rotary ones pass through
-        for (int r = 0; r < M * heads; ++r) REQUIRE(std::equal(got.begin() + r * hd + rot, got.begin() + (r + 1) * hd, x.begin() + r * hd + rot));
+        for (int r = 0; r < M * heads; ++r)
+          REQUIRE(std::equal(got.begin() + r * hd + rot, got.begin() + (r + 1) * hd, x.begin() + r * hd + rot));
     }
 
   const auto up = test::random_floats(x.size(), 3, 4.0f);
@@ -100,7 +102,8 @@ TEST_CASE("CUDA paged attention honours windows, soft-capping and the query scal
   const std::vector<int> tables{7, 2, 0, 3, 0, 0, 0, 0, 9, 1, 4, 8, 11, 5, 10, 6};  // 2 seqs x 8
   const cpu::AttentionMetadata meta{int(positions.size()), positions.data(), token_seq.data(), tables.data(), 8};
   const int T = meta.num_tokens;
-  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7, 3.0f), values = test::random_floats(keys.size(), 8);
+  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7, 3.0f),
+       values = test::random_floats(keys.size(), 8);
   const cpu::KvLayerView kv{keys.data(), values.data(), block_size, kv_dim};
   const auto q = test::random_floats(size_t(T) * n_heads * head_dim, 9, 3.0f);
   const HostOps ops;
@@ -133,7 +136,7 @@ TEST_CASE("the CUDA model path (host emulation) of every architecture equals the
     const SchedulerConfig c = m.config(64, true);
     auto device = [&](int graphs) {
       return std::make_unique<cuda::DeviceLlama<HostOps>>(std::make_unique<HostOps>(), m.file.config, m.file.weights,
-                                                           test::device_options(c, graphs));
+                                                          test::device_options(c, graphs));
     };
     const std::vector<int> tokens = long_prompt(60);
     const ForwardBatch b = prefill(tokens, c.block_size, KvCacheLayout::for_model(m.file.config).num_groups());
@@ -145,8 +148,10 @@ TEST_CASE("the CUDA model path (host emulation) of every architecture equals the
 
     // Through the engine: graphs replay what eager runs compute, and greedy ids are the CPU backend's.
     const Tokenizer tok(*m.file.vocab);
-    const std::string shared = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog ";
-    const auto reqs = test::mixed_requests(tok, {shared + "and her friend Tom.", shared + "every day.", "The sun was hot."});
+    const std::string shared =
+        "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog ";
+    const auto reqs =
+        test::mixed_requests(tok, {shared + "and her friend Tom.", shared + "every day.", "The sun was hot."});
     const test::CoreRun eager = test::run_core(device(0), reqs, c, false);
     const test::CoreRun graphs = test::run_core(device(8), reqs, c, true);
     test::require_same_outputs(graphs, eager);

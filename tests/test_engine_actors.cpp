@@ -10,7 +10,8 @@
 
 namespace parley {
 
-TEST_CASE("actor engine: concurrent requests give the tokens each gives alone and the offline engine gives", "[actors]") {
+TEST_CASE("actor engine: concurrent requests give the tokens each gives alone and the offline engine gives",
+          "[actors]") {
   auto engine = EngineClient::start(stories_config());
   const auto specs = specs_for(engine->tokenizer(), 16, "r");
   const auto together = run(*engine, specs);
@@ -60,7 +61,8 @@ TEST_CASE("actor engine: aborts mid-generation finish with abort and free every 
   require_idle(*engine);
   std::smatch m;
   const std::string text = metrics_of(*engine);
-  REQUIRE(std::regex_search(text, m, std::regex("parley:request_success_total\\{[^}]*finished_reason=\"abort\"\\} ([0-9.]+)")));
+  REQUIRE(std::regex_search(text, m,
+                            std::regex("parley:request_success_total\\{[^}]*finished_reason=\"abort\"\\} ([0-9.]+)")));
   REQUIRE(std::stod(m[1]) == 3);  // a0, a2, a4; "unknown" was no request
 }
 
@@ -110,7 +112,8 @@ TEST_CASE("actor engine: a prefix-cache hit gives the tokens a full prefill give
   EngineRequestSpec s = specs_for(engine->tokenizer(), 2, "c")[1];  // seeded, temperature 0.8
   s.prompt_token_ids = engine->tokenizer().encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
-      "friends and her big red ball.", true);
+      "friends and her big red ball.",
+      true);
   REQUIRE(s.prompt_token_ids.size() > 32);
   const auto first = run(*engine, {s}).at("c1");
   const double computed = metric(metrics_of(*engine), "parley:prefill_tokens_computed_total");
@@ -165,7 +168,6 @@ TEST_CASE("actor engine: async scheduling on and off give the same outputs", "[a
 
 namespace parley {
 
-
 TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors][async]") {
   for (bool async_scheduling : {false, true}) {
     CAPTURE(async_scheduling);
@@ -185,8 +187,10 @@ TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors
     // more step before the stop was checked (its token is dropped), never two: planning waits for the check.
     const auto steps = idle_admin_view(*engine).at("steps");
     const int total = steps.at("total").get<int>();
-    if (async_scheduling) REQUIRE((total == tokens + 1 || total == tokens + 2));
-    else REQUIRE(total == tokens + 1);
+    if (async_scheduling)
+      REQUIRE((total == tokens + 1 || total == tokens + 2));
+    else
+      REQUIRE(total == tokens + 1);
     // EOS: the scheduler sees it at once; async has at most the step in flight to discard.
     s.req_id = "e0";
     s.params.stop.clear();
@@ -197,7 +201,8 @@ TEST_CASE("actor engine: a stop string or EOS wastes at most one step", "[actors
     REQUIRE(eos_run.size() < 400);  // the greedy story ends with EOS
     const auto after = idle_admin_view(*engine).at("steps");
     REQUIRE(after.at("total").get<int>() - before == int(eos_run.size()) + (async_scheduling ? 2 : 1));
-    REQUIRE(after.at("discarded_tokens").get<int>() - steps.at("discarded_tokens").get<int>() == (async_scheduling ? 1 : 0));
+    REQUIRE(after.at("discarded_tokens").get<int>() - steps.at("discarded_tokens").get<int>() ==
+            (async_scheduling ? 1 : 0));
     require_idle(*engine);
   }
 }
@@ -219,14 +224,16 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
     require_idle(*engine);
     return std::make_pair(ids, metrics_of(*engine));
   };
-  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto spec =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
   const auto [off, off_metrics] = outputs(std::nullopt, false);
   const auto [on, on_metrics] = outputs(spec, false);
   REQUIRE(on.size() == 13);
   REQUIRE(on == off);
   const auto [async_on, async_metrics] = outputs(spec, true);  // async scheduling with padded speculation
   REQUIRE(async_on == off);
-  REQUIRE(metric(async_metrics, "parley:uniform_decode_steps_total") == metric(async_metrics, "parley:decode_steps_total"));
+  REQUIRE(metric(async_metrics, "parley:uniform_decode_steps_total") ==
+          metric(async_metrics, "parley:decode_steps_total"));
   REQUIRE(metric(on_metrics, "parley:spec_decode_num_draft_tokens_total") > 0);
   REQUIRE(metric(on_metrics, "parley:spec_decode_num_accepted_tokens_total") > 0);
   REQUIRE(metric(on_metrics, "parley:spec_decode_mean_acceptance_length") > 1);
@@ -235,14 +242,16 @@ TEST_CASE("actor engine: n-gram speculation gives the tokens it gives off", "[ac
   REQUIRE(metric(on_metrics, "parley:engine_steps_total") < metric(off_metrics, "parley:engine_steps_total"));
   REQUIRE(metric(off_metrics, "parley:spec_decode_num_drafts_total") == 0);
   // Drafting models through the actors: the target's own first layers, and a draft GGUF with its own KV.
-  for (const std::string& json : {std::string(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 3})"),
-                                  R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
-                                      test::shared_model("stories260K.gguf") + "\"}"}) {
+  for (const std::string& json :
+       {std::string(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 3})"),
+        R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")" +
+            test::shared_model("stories260K.gguf") + "\"}"}) {
     CAPTURE(json);
     const auto [drafted, drafted_metrics] = outputs(SpeculativeConfig::parse(json), true);
     REQUIRE(drafted == off);
     REQUIRE(metric(drafted_metrics, "parley:spec_decode_num_accepted_tokens_total") > 0);
-    REQUIRE(metric(drafted_metrics, "parley:uniform_decode_steps_total") == metric(drafted_metrics, "parley:decode_steps_total"));
+    REQUIRE(metric(drafted_metrics, "parley:uniform_decode_steps_total") ==
+            metric(drafted_metrics, "parley:decode_steps_total"));
   }
 }
 
@@ -275,7 +284,8 @@ TEST_CASE("actor engine: a draft model with another vocabulary is refused at sta
   test::TempDir dir;
   write_model_gguf(make_random_model(builtin_model_config(), 3), dir / "other.gguf", GgmlType::F32);
   EngineConfig c = stories_config();
-  c.speculative = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 2, "model": ")" + dir / "other.gguf" + "\"}");
+  c.speculative = SpeculativeConfig::parse(R"({"method": "draft_model", "num_speculative_tokens": 2, "model": ")" +
+                                           dir / "other.gguf" + "\"}");
   REQUIRE_THROWS_WITH(EngineClient::start(c), Catch::Contains("has another vocabulary: token "));
 }
 
@@ -300,20 +310,32 @@ std::string refusal(const std::function<void(EngineConfig&)>& change) {
 
 TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
   const auto refused = refusal;
-  REQUIRE_THROWS_WITH(parse_choice<Role>("both"), "--role must be colocated, prefill or decode, got 'both'");  // on the command line and in files
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode; }), Catch::Contains("--role decode needs --prefill-peers"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_peers = {"127.0.0.1:9"}; }), Catch::Contains("--prefill-peers applies only to --role decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"nohost"}; }), Catch::Contains("is not host:port"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_port = 7000; }), Catch::Contains("--kv-port applies only to --role prefill"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_port = 70000; }), Catch::Contains("--kv-port must be in 0..65535"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = "least_loaded"; }), Catch::Contains("apply only to --role decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_recompute_on_failure = false; }), Catch::Contains("apply only to --role decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }), Catch::Contains("--kv-transfer-timeout applies only to"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
-               Catch::Contains("--kv-transfer-timeout must be positive"));
+  REQUIRE_THROWS_WITH(parse_choice<Role>("both"),
+                      "--role must be colocated, prefill or decode, got 'both'");  // on the command line and in files
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode; }),
+               Catch::Contains("--role decode needs --prefill-peers"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_peers = {"127.0.0.1:9"}; }),
+               Catch::Contains("--prefill-peers applies only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"nohost"}; }),
+               Catch::Contains("is not host:port"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_port = 7000; }),
+               Catch::Contains("--kv-port applies only to --role prefill"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_port = 70000; }),
+               Catch::Contains("--kv-port must be in 0..65535"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = "least_loaded"; }),
+               Catch::Contains("apply only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_recompute_on_failure = false; }),
+               Catch::Contains("apply only to --role decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transfer_timeout_s = 5; }),
+               Catch::Contains("--kv-transfer-timeout applies only to"));
+  REQUIRE_THAT(
+      refused([](EngineConfig& c) { c.role = Role::Decode, c.prefill_peers = {"a:1"}, c.kv_transfer_timeout_s = 0; }),
+      Catch::Contains("--kv-transfer-timeout must be positive"));
   REQUIRE_THROWS_WITH(parse_choice<KvTransport>("udp"), "--kv-transport must be tcp or nccl, got 'udp'");
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transport = KvTransport::Nccl; }), Catch::Contains("--kv-transport applies only to --role prefill or decode"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_transport = KvTransport::Nccl; }), Catch::Contains("it needs --device cuda"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.kv_transport = KvTransport::Nccl; }),
+               Catch::Contains("--kv-transport applies only to --role prefill or decode"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_transport = KvTransport::Nccl; }),
+               Catch::Contains("it needs --device cuda"));
 }
 
 TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host]") {
@@ -330,25 +352,40 @@ TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host
   REQUIRE_THAT(refused([](EngineConfig& c) { c.devices = {0}; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.max_cudagraph_capture_size = 8; }), Catch::Contains(cpu_only));
   REQUIRE_THROWS_WITH(parse_choice<DeviceKind>("tpu"), "--device must be cpu or cuda, got 'tpu'");
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.isa = "avx2"; }), Catch::Contains("--isa and --threads apply only to --device cpu"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.devices = {1, 1}; }), Catch::Contains("each GPU id once"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.devices = {0, 1}, c.data_parallel_size = 3; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.isa = "avx2"; }),
+               Catch::Contains("--isa and --threads apply only to --device cpu"));
+  REQUIRE_THAT(refused([](EngineConfig& c) {
+                 c.device = DeviceKind::Cuda, c.devices = {1, 1};
+               }),
+               Catch::Contains("each GPU id once"));
+  REQUIRE_THAT(refused([](EngineConfig& c) {
+                 c.device = DeviceKind::Cuda, c.devices = {0, 1}, c.data_parallel_size = 3;
+               }),
                Catch::Contains("must equal the number of --devices"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 0; }), Catch::Contains("at least 1"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = Role::Prefill; }), Catch::Contains("--role colocated only"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 1.5; }), Catch::Contains("must be in (0, 1]"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 0.5, c.scheduler.num_kv_blocks = 64; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.data_parallel_size = 2, c.role = Role::Prefill; }),
+               Catch::Contains("--role colocated only"));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 1.5; }),
+               Catch::Contains("must be in (0, 1]"));
+  REQUIRE_THAT(refused([](EngineConfig& c) {
+                 c.device = DeviceKind::Cuda, c.gpu_memory_utilization = 0.5, c.scheduler.num_kv_blocks = 64;
+               }),
                Catch::Contains("not both"));
   REQUIRE_THAT(refused([](EngineConfig& c) {
-                 c.device = DeviceKind::Cuda, c.speculative = SpeculativeConfig::parse(R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
-               }), Catch::Contains("with --device cuda use ngram"));
+                 c.device = DeviceKind::Cuda,
+                 c.speculative = SpeculativeConfig::parse(
+                     R"({"method": "layer_skip", "num_speculative_tokens": 2, "draft_layers": 2})");
+               }),
+               Catch::Contains("with --device cuda use ngram"));
   // Here (no GPU, or no CUDA in the build) --device cuda itself is refused with the reason.
   std::string why;
-  if (cuda::device_count(&why) == 0) REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda; }), Catch::Contains(why));
+  if (cuda::device_count(&why) == 0)
+    REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda; }), Catch::Contains(why));
   REQUIRE(refused([](EngineConfig& c) { c.dtype = "float32"; }) == "accepted");
 }
 
-TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gives and label their metrics", "[actors]") {
+TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gives and label their metrics",
+          "[actors]") {
   EngineConfig dp = stories_config();
   dp.threads = 1, dp.data_parallel_size = 2;
   auto one = EngineClient::start(stories_config());
@@ -368,7 +405,9 @@ TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gi
   const std::string m = metrics_of(*two);
   for (const char* engine : {"0", "1"}) {
     std::smatch got;
-    REQUIRE(std::regex_search(m, got, std::regex(std::string(R"(\nparley:prompt_tokens_total\{engine=")") + engine + R"("[^}]*\} ([0-9.e+]+))")));
+    REQUIRE(std::regex_search(
+        m, got,
+        std::regex(std::string(R"(\nparley:prompt_tokens_total\{engine=")") + engine + R"("[^}]*\} ([0-9.e+]+))")));
     REQUIRE(std::stod(got[1]) > 0);  // each engine prefilled some of them
   }
   REQUIRE(m.find("# HELP parley:prompt_tokens_total") == m.rfind("# HELP parley:prompt_tokens_total"));

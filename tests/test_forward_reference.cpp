@@ -71,7 +71,12 @@ std::vector<float> naive_forward(const LlamaConfig& c, const LlamaWeights& w, co
 }  // namespace
 
 TEST_CASE("the forward pass equals a naive llama2.c-style forward across the config table", "[forward]") {
-  struct Row { const char* name; bool tied; RopeLayout rope; int n_kv_heads; };
+  struct Row {
+    const char* name;
+    bool tied;
+    RopeLayout rope;
+    int n_kv_heads;
+  };
   const Row rows[] = {{"tied, adjacent, GQA", true, RopeLayout::Adjacent, 2},
                       {"untied, NeoX, GQA", false, RopeLayout::NeoX, 2},
                       {"untied, adjacent, MHA", false, RopeLayout::Adjacent, 4}};
@@ -106,7 +111,7 @@ TEST_CASE("the forward pass equals a naive llama2.c-style forward across the con
       max_mag = std::max(max_mag, double(std::fabs(want[i])));
     }
     INFO("max |error| " << max_err << " of max |logit| " << max_mag);
-    REQUIRE(max_mag > 0.1);               // the model produces real signal
+    REQUIRE(max_mag > 0.1);                    // the model produces real signal
     REQUIRE(max_err < 2e-5 * max_mag + 1e-5);  // only summation order differs
   }
 }

@@ -103,8 +103,8 @@ TEST_CASE("parley gen-model writes the built-in model exactly, and convert honou
   REQUIRE(g.get_int("general.file_type") == 1);
   REQUIRE(g.tensor("blk.0.attn_q.weight").type == GgmlType::F16);
   REQUIRE(g.tensor("blk.0.attn_norm.weight").type == GgmlType::F32);  // norms stay F32, as llama.cpp writes them
-  REQUIRE_THAT(run_cli("convert --checkpoint " + shared_model("stories260K.bin") + " --tokenizer " + shared_model("tok512.bin") +
-                       " --out " + (dir / "x.gguf") + " --dtype f8"),
+  REQUIRE_THAT(run_cli("convert --checkpoint " + shared_model("stories260K.bin") + " --tokenizer " +
+                       shared_model("tok512.bin") + " --out " + (dir / "x.gguf") + " --dtype f8"),
                Catch::Contains("--dtype: unknown type 'f8' (expected one of q4_0, q4_1,"));
 }
 
@@ -118,7 +118,8 @@ TEST_CASE("the offline engine refuses bad options and bad requests with clear er
   REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.block_size = 0; })), Catch::Contains("block_size"));
   REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.max_num_batched_tokens = 0; })),
                       Catch::Contains("max_num_batched_tokens"));
-  REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.num_kv_blocks = -1; })), Catch::Contains("num_kv_blocks"));
+  REQUIRE_THROWS_WITH(OfflineEngine(m.model, with([](auto& o) { o.num_kv_blocks = -1; })),
+                      Catch::Contains("num_kv_blocks"));
   OfflineEngine engine(m.model, m.engine_options());
   GenerationRequest ok{{1, 5, 6}, {}};
   ok.params.seed = 3, ok.params.ignore_eos = true;  // exactly max_tokens (16) tokens, every run
@@ -127,8 +128,11 @@ TEST_CASE("the offline engine refuses bad options and bad requests with clear er
     mutate(r);
     return std::vector<GenerationRequest>{ok, r};
   };
-  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.prompt_token_ids.clear(); })), Catch::Contains("request 1: empty prompt"));
-  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.prompt_token_ids = {1, 512}; })),
+  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) { r.prompt_token_ids.clear(); })),
+                      Catch::Contains("request 1: empty prompt"));
+  REQUIRE_THROWS_WITH(engine.generate(bad([](auto& r) {
+    r.prompt_token_ids = {1, 512};
+  })),
                       Catch::Contains("request 1: token id 512 outside the vocabulary"));
   REQUIRE_THROWS_WITH(engine.generate(bad([&](auto& r) { r.prompt_token_ids.assign(m.file.config.max_seq_len, 5); })),
                       Catch::Contains("leaves no room in the context"));

@@ -201,8 +201,7 @@ TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "
     const std::string path = tmp / ("m_" + name + ".gguf");
     write_model_gguf(src, path, dtype);
     GgufFile f(path);
-    CHECK(f.get_int("general.file_type") ==
-          (dtype == GgmlType::F16 ? 1 : dtype == GgmlType::BF16 ? 32 : 7));
+    CHECK(f.get_int("general.file_type") == (dtype == GgmlType::F16 ? 1 : dtype == GgmlType::BF16 ? 32 : 7));
     const ModelFile back = load_model_file(path);
     require_same_config(back.config, src.config);
 
@@ -221,7 +220,8 @@ TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "
       for (size_t j = 0; j < x.size(); ++j) {
         double bound = 0.0;  // the format's worst-case rounding error for this element
         if (t.type == GgmlType::F16) {
-          bound = std::fabs(x[j]) >= std::ldexp(1.0, -14) ? std::fabs(x[j]) * std::ldexp(1.0, -11) : std::ldexp(1.0, -25);
+          bound =
+              std::fabs(x[j]) >= std::ldexp(1.0, -14) ? std::fabs(x[j]) * std::ldexp(1.0, -11) : std::ldexp(1.0, -25);
         } else if (t.type == GgmlType::BF16) {
           bound = std::fabs(x[j]) * std::ldexp(1.0, -8);
         } else if (t.type == GgmlType::Q8_0) {
@@ -232,8 +232,10 @@ TEST_CASE("F16, BF16 and Q8_0 files round-trip within the format's precision", "
           bound = amax / 127.0 * (0.5 + 127.0 * std::ldexp(1.0, -11)) + 1e-9;
         }
         const double err = std::fabs(double(x[j]) - double(y[j]));
-        if (bound == 0.0) REQUIRE(err == 0.0);
-        else REQUIRE(err <= bound);
+        if (bound == 0.0)
+          REQUIRE(err == 0.0);
+        else
+          REQUIRE(err <= bound);
         if (bound > 0.0) worst = std::max(worst, err / bound);
       }
     }
@@ -306,4 +308,3 @@ TEST_CASE("GgufWriter writes metadata of every type and aligned tensors", "[gguf
   std::vector<float> d = f.dequantize(f.tensor("d"));
   for (int i = 0; i < 64; ++i) CHECK(d[i] == Approx(ramp[i]).margin(ramp[i < 32 ? 31 : 63] / 127 * 0.57));
 }
-

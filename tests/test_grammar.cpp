@@ -9,9 +9,9 @@
 #include "engine/structured_output/pushdown.hpp"
 #include "engine/structured_output/utf8_ranges.hpp"
 
+using Catch::Contains;
 using parley::structured::Grammar;
 using parley::structured::GrammarError;
-using Catch::Contains;
 
 namespace {
 
@@ -28,9 +28,12 @@ std::string error_of(const char* gbnf) {
 
 std::string utf8(uint32_t cp) {
   std::string s;
-  if (cp < 0x80) s += char(cp);
-  else if (cp < 0x800) s += char(0xC0 | cp >> 6), s += char(0x80 | (cp & 0x3F));
-  else if (cp < 0x10000) s += char(0xE0 | cp >> 12), s += char(0x80 | ((cp >> 6) & 0x3F)), s += char(0x80 | (cp & 0x3F));
+  if (cp < 0x80)
+    s += char(cp);
+  else if (cp < 0x800)
+    s += char(0xC0 | cp >> 6), s += char(0x80 | (cp & 0x3F));
+  else if (cp < 0x10000)
+    s += char(0xE0 | cp >> 12), s += char(0x80 | ((cp >> 6) & 0x3F)), s += char(0x80 | (cp & 0x3F));
   else
     s += char(0xF0 | cp >> 18), s += char(0x80 | ((cp >> 12) & 0x3F)), s += char(0x80 | ((cp >> 6) & 0x3F)),
         s += char(0x80 | (cp & 0x3F));
@@ -60,7 +63,8 @@ TEST_CASE("Bounded repetitions count exactly", "[grammar]") {
   for (int a = 0; a <= 6; ++a)
     for (int b = 0; b <= 4; ++b)
       for (int c = 0; c <= 2; ++c) {
-        const std::string text = std::string(size_t(a), 'a') + std::string(size_t(b), 'b') + std::string(size_t(c), 'c');
+        const std::string text =
+            std::string(size_t(a), 'a') + std::string(size_t(b), 'b') + std::string(size_t(c), 'c');
         CHECK(matches(g, text) == (a >= 2 && a <= 4 && b == 3 && c >= 1));
       }
 }
@@ -68,8 +72,8 @@ TEST_CASE("Bounded repetitions count exactly", "[grammar]") {
 TEST_CASE("Character classes match the UTF-8 encoding of exactly their code points", "[grammar]") {
   const auto g = Grammar::parse(R"(root ::= [a-c\u00e9\u4e00-\u4e05\U0001F600] [^"\\\x00-\x1f])");
   std::mt19937 rng(7);
-  std::vector<uint32_t> probes = {'a', 'c', 'd', 0xe9, 0xe8, 0x4e00, 0x4e05, 0x4e06, 0x1F600, 0x1F601, 0x7F, 0x80, 0x7FF,
-                                  0x800, 0xFFFF, 0x10000, 0x10FFFF};
+  std::vector<uint32_t> probes = {'a',     'c',  'd',  0xe9,  0xe8,  0x4e00, 0x4e05,  0x4e06,  0x1F600,
+                                  0x1F601, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF};
   for (int i = 0; i < 300; ++i) probes.push_back(rng() % 0x110000);
   for (uint32_t cp : probes) {
     if (cp >= 0xD800 && cp <= 0xDFFF) continue;
@@ -78,7 +82,7 @@ TEST_CASE("Character classes match the UTF-8 encoding of exactly their code poin
     CHECK(g.matches(utf8(cp) + "x") == in_first);
     CHECK(g.matches("a" + utf8(cp)) == in_second);
   }
-  CHECK_FALSE(g.matches("a\xC3"));        // a truncated sequence
+  CHECK_FALSE(g.matches("a\xC3"));          // a truncated sequence
   CHECK_FALSE(g.matches("a\xED\xA0\x80"));  // a surrogate's encoding
   CHECK_FALSE(g.matches("a\xC0\xAF"));      // an overlong encoding
 }

@@ -1,5 +1,6 @@
 // The Jinja engine's exact error messages (the construct and the line), its step, depth and size limits, and a
-// fuzz run over mangled chat templates. The agreement with Python's Jinja2 is in test_jinja.cpp and test_jinja_builtins.cpp.
+// fuzz run over mangled chat templates. The agreement with Python's Jinja2 is in test_jinja.cpp and
+// test_jinja_builtins.cpp.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -92,11 +93,12 @@ TEST_CASE("Nested range(100000) loops stop at the step limit, quickly", "[jinja]
 }
 
 TEST_CASE("Huge strings and lists stop at the step limit before they are allocated", "[jinja]") {
-  for (const char* source : {"{% set big = 'b' * 1000000 %}{{ ('a' * 1000).replace('a', big) }}",
-                             "{% set big = 'b' * 1000000 %}{{ ('a' * 1000) | replace('a', big) }}",
-                             "{{ 'x' | indent(10 ** 12) }}", "{{ 'x'.center(10 ** 12) }}", "{{ 'x' | center(10 ** 12) }}",
-                             "{{ [1] | tojson(indent=10 ** 12) }}", "{{ [1] | batch(10 ** 12, 0) | list }}",
-                             "{{ [1] | slice(10 ** 12) | list }}", "{{ 'ab' * 10 ** 12 }}", "{{ [1, 2] * 10 ** 12 }}"}) {
+  for (const char* source :
+       {"{% set big = 'b' * 1000000 %}{{ ('a' * 1000).replace('a', big) }}",
+        "{% set big = 'b' * 1000000 %}{{ ('a' * 1000) | replace('a', big) }}", "{{ 'x' | indent(10 ** 12) }}",
+        "{{ 'x'.center(10 ** 12) }}", "{{ 'x' | center(10 ** 12) }}", "{{ [1] | tojson(indent=10 ** 12) }}",
+        "{{ [1] | batch(10 ** 12, 0) | list }}", "{{ [1] | slice(10 ** 12) | list }}", "{{ 'ab' * 10 ** 12 }}",
+        "{{ [1, 2] * 10 ** 12 }}"}) {
     INFO(source);
     CHECK_THROWS_WITH(jinja::Template(source).render(Json::object()), Catch::Contains("step limit"));
   }
@@ -121,7 +123,8 @@ TEST_CASE("Values nested 100,000 deep fail to print or compare as Python fails, 
   const std::string build =
       "{% set ns = namespace(a=[], b=[], n=none) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}"
       "{% set ns.b = [ns.b] %}{% set ns.n = namespace(next=ns.n) %}{% endfor %}";
-  CHECK(jinja::Template(build + "{{ ns.a | length }}{{ ns.n.next.next is defined }}").render(Json::object()) == "1True");
+  CHECK(jinja::Template(build + "{{ ns.a | length }}{{ ns.n.next.next is defined }}").render(Json::object()) ==
+        "1True");
   CHECK_THROWS_WITH(jinja::Template(build + "{{ ns.a }}").render(Json::object()),
                     "line 1: maximum recursion depth exceeded while getting the repr of an object");
   CHECK_THROWS_WITH(jinja::Template(build + "{{ ns.a == ns.b }}").render(Json::object()),
@@ -194,11 +197,21 @@ std::string mangle(std::string s, std::mt19937& rng) {
   for (int e = 0; e < edits && !s.empty(); ++e) {
     const std::size_t at = position(s.size() - 1);
     switch (rng() % 5) {
-      case 0: s.erase(at, 1 + rng() % 8); break;
-      case 1: s.insert(at, kPieces[rng() % kPieces.size()]); break;
-      case 2: s.insert(at, 1, static_cast<char>(rng() % 256)); break;
-      case 3: s.insert(position(s.size()), s.substr(at, 1 + rng() % 64)); break;
-      case 4: s.resize(at); break;
+      case 0:
+        s.erase(at, 1 + rng() % 8);
+        break;
+      case 1:
+        s.insert(at, kPieces[rng() % kPieces.size()]);
+        break;
+      case 2:
+        s.insert(at, 1, static_cast<char>(rng() % 256));
+        break;
+      case 3:
+        s.insert(position(s.size()), s.substr(at, 1 + rng() % 64));
+        break;
+      case 4:
+        s.resize(at);
+        break;
     }
   }
   return s;
@@ -239,8 +252,7 @@ TEST_CASE("10,000 mangled chat templates either parse or fail with ParseError, a
       t.render(context);
       ++rendered;
     } catch (const jinja::ParseError&) {
-    } catch (const jinja::RenderError&) {
-    }
+    } catch (const jinja::RenderError&) {}
   }
   // Anything else thrown fails the test above; these say the fuzzer reaches rendering.
   std::printf("fuzz: 10000 mangled templates, %d parsed, %d rendered\n", parsed, rendered);

@@ -45,7 +45,8 @@ TEST_CASE("matmul matches the scalar reference on awkward sizes", "[kernels]") {
           reference::matmul(x.data(), w.data(), want.data(), M, N, K);
           for (int m = 0; m < M; ++m)
             for (int n = 0; n < N; ++n)
-              for (int k = 0; k < K; ++k) mag[size_t(m) * N + n] += std::fabs(x[size_t(m) * K + k] * w[size_t(n) * K + k]);
+              for (int k = 0; k < K; ++k)
+                mag[size_t(m) * N + n] += std::fabs(x[size_t(m) * K + k] * w[size_t(n) * K + k]);
           INFO("isa " << isa_name(isa) << " M " << M << " N " << N << " K " << K);
           require_close(got, want, mag);
         }
@@ -223,7 +224,8 @@ TEST_CASE("paged attention matches the reference over scattered blocks with GQA"
         reference::paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, want.data(), spec);
         for (Isa isa : supported_isas()) {
           CpuBackend(2, isa).paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, got.data(), spec);
-          INFO("isa " << isa_name(isa) << " head_dim " << head_dim << " block " << block_size << " window " << spec.window);
+          INFO("isa " << isa_name(isa) << " head_dim " << head_dim << " block " << block_size << " window "
+                      << spec.window);
           for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-5));
         }
       }
@@ -233,11 +235,13 @@ TEST_CASE("paged attention matches the reference over scattered blocks with GQA"
 // The tiled attention groups a prefill's queries and stages their keys in chunks of up to 256; a query's bits
 // must still be its own: each token of a 300-token prefill beside a second sequence's decode token equals that
 // token alone, on 1 and 2 threads, per ISA and KV dtype, with and without a window and soft-capping.
-TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill and beside another sequence", "[kernels][invariance]") {
+TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill and beside another sequence",
+          "[kernels][invariance]") {
   const int n_heads = 8, n_kv_heads = 2, head_dim = 64, kv_dim = n_kv_heads * head_dim, block_size = 16;
   const int prefill = 300, max_blocks = 20, num_blocks = 2 * max_blocks;
   for (KvDtype dtype : {KvDtype::F32, KvDtype::F16, KvDtype::Bf16}) {
-    const auto wide_k = random_vec(size_t(num_blocks) * block_size * kv_dim, 21), wide_v = random_vec(wide_k.size(), 22);
+    const auto wide_k = random_vec(size_t(num_blocks) * block_size * kv_dim, 21),
+               wide_v = random_vec(wide_k.size(), 22);
     std::vector<float> keys = wide_k, values = wide_v;  // 16-bit KV: the first half read as 16-bit elements
     if (dtype != KvDtype::F32)
       for (size_t i = 0; i < wide_k.size(); ++i) {
@@ -260,15 +264,17 @@ TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill
     for (const AttentionSpec spec : {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 37}})
       for (Isa isa : supported_isas()) {
         std::vector<float> batch(q.size());
-        CpuBackend(2, isa).paged_attention(q.data(), kv, {n, positions.data(), token_seq.data(), tables.data(), max_blocks},
-                                           n_heads, n_kv_heads, head_dim, batch.data(), spec);
+        CpuBackend(2, isa).paged_attention(q.data(), kv,
+                                           {n, positions.data(), token_seq.data(), tables.data(), max_blocks}, n_heads,
+                                           n_kv_heads, head_dim, batch.data(), spec);
         const CpuBackend one(1, isa);
         for (int tt = 0; tt < n; ++tt) {
           std::vector<float> alone(size_t(n_heads) * head_dim);
           one.paged_attention(q.data() + size_t(tt) * n_heads * head_dim, kv,
                               {1, &positions[size_t(tt)], &token_seq[size_t(tt)], tables.data(), max_blocks}, n_heads,
                               n_kv_heads, head_dim, alone.data(), spec);
-          INFO("isa " << isa_name(isa) << " kv " << kv_dtype_name(dtype) << " token " << tt << " window " << spec.window);
+          INFO("isa " << isa_name(isa) << " kv " << kv_dtype_name(dtype) << " token " << tt << " window "
+                      << spec.window);
           REQUIRE(std::memcmp(alone.data(), batch.data() + size_t(tt) * n_heads * head_dim, alone.size() * 4) == 0);
         }
       }
@@ -296,7 +302,8 @@ TEST_CASE("KvCache::copy_block copies one block's keys and values in every layer
   const int block = 2 * c.kv_dim();
   for (int l = 0; l < 3; ++l) {
     KvLayerView v = kv.layer(l);
-    for (int i = 0; i < 4 * block; ++i) v.keys_as<float>()[i] = float(l * 1000 + i), v.values_as<float>()[i] = -float(l * 1000 + i);
+    for (int i = 0; i < 4 * block; ++i)
+      v.keys_as<float>()[i] = float(l * 1000 + i), v.values_as<float>()[i] = -float(l * 1000 + i);
   }
   kv.copy_block(1, 3);
   for (int l = 0; l < 3; ++l) {

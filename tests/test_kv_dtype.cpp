@@ -26,7 +26,9 @@ float from_bits(uint32_t x) { return bits_float(x); }
 __attribute__((target("f16c"))) uint16_t f16c_round(float f) {
   return uint16_t(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
 }
-__attribute__((target("f16c"))) float f16c_widen(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
+__attribute__((target("f16c"))) float f16c_widen(uint16_t h) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
 
 using test::random_vec;
 using test::supported_isas;
@@ -35,7 +37,8 @@ using test::supported_isas;
 std::vector<float> float_sweep() {
   std::vector<float> out;
   for (uint64_t x = 0; x < (uint64_t(1) << 32); x += 251) out.push_back(from_bits(uint32_t(x)));
-  for (uint32_t x : {0x477fe000u, 0x477fefffu, 0x477ff000u, 0x33000000u, 0x33000001u, 0x387fe000u, 0x387ff000u, 0x7f800000u})
+  for (uint32_t x :
+       {0x477fe000u, 0x477fefffu, 0x477ff000u, 0x33000000u, 0x33000001u, 0x387fe000u, 0x387ff000u, 0x7f800000u})
     out.push_back(from_bits(x)), out.push_back(-from_bits(x));
   return out;
 }
@@ -45,14 +48,14 @@ std::vector<float> float_sweep() {
 TEST_CASE("f32 to f16 rounds to nearest even: known values", "[kv_dtype]") {
   REQUIRE(f32_to_f16(1.0f) == 0x3c00);
   REQUIRE(f32_to_f16(-2.0f) == 0xc000);
-  REQUIRE(f32_to_f16(65504.0f) == 0x7bff);                   // the largest half
-  REQUIRE(f32_to_f16(65519.99f) == 0x7bff);                  // just under the midpoint to 65536
-  REQUIRE(f32_to_f16(65520.0f) == 0x7c00);                   // the midpoint rounds to even: infinity
-  REQUIRE(f32_to_f16(1.0f + 0x1p-11f) == 0x3c00);            // a tie rounds down to the even mantissa
-  REQUIRE(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3c02);        // a tie rounds up to the even mantissa
+  REQUIRE(f32_to_f16(65504.0f) == 0x7bff);                    // the largest half
+  REQUIRE(f32_to_f16(65519.99f) == 0x7bff);                   // just under the midpoint to 65536
+  REQUIRE(f32_to_f16(65520.0f) == 0x7c00);                    // the midpoint rounds to even: infinity
+  REQUIRE(f32_to_f16(1.0f + 0x1p-11f) == 0x3c00);             // a tie rounds down to the even mantissa
+  REQUIRE(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3c02);         // a tie rounds up to the even mantissa
   REQUIRE(f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f) == 0x3c01);  // past the tie: up (truncation gives 0x3c00)
-  REQUIRE(f32_to_f16(0x1p-24f) == 0x0001);                   // the smallest subnormal
-  REQUIRE(f32_to_f16(0x1p-25f) == 0x0000);                   // half of it: a tie, to zero
+  REQUIRE(f32_to_f16(0x1p-24f) == 0x0001);                    // the smallest subnormal
+  REQUIRE(f32_to_f16(0x1p-25f) == 0x0000);                    // half of it: a tie, to zero
   REQUIRE(f32_to_f16(0x1.8p-25f) == 0x0001);
   REQUIRE(f32_to_f16(-0.0f) == 0x8000);
   REQUIRE(f32_to_f16(INFINITY) == 0x7c00);
@@ -64,8 +67,8 @@ TEST_CASE("f32 to f16 rounds to nearest even: known values", "[kv_dtype]") {
 
 TEST_CASE("f32 to bf16 rounds to nearest even: known values", "[kv_dtype]") {
   REQUIRE(f32_to_bf16(1.0f) == 0x3f80);
-  REQUIRE(f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);      // a tie, to even
-  REQUIRE(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);  // a tie, to even (up)
+  REQUIRE(f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);         // a tie, to even
+  REQUIRE(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);     // a tie, to even (up)
   REQUIRE(f32_to_bf16(from_bits(0x3f808001)) == 0x3f81);  // past the tie (truncation gives 0x3f80)
   REQUIRE(f32_to_bf16(from_bits(0x7f7fffff)) == 0x7f80);  // the largest float rounds to infinity
   REQUIRE(f32_to_bf16(-0.0f) == 0x8000);
@@ -104,7 +107,8 @@ TEST_CASE("kv_write stores each dtype's rounding, on the CPU and in the CUDA bod
     std::vector<uint16_t> keys(8 * kv_dim), values(8 * kv_dim), ck(8 * kv_dim), cv(8 * kv_dim);
     CpuBackend(1).kv_write({keys.data(), values.data(), 4, kv_dim, d}, k.data(), v.data(), slots.data(), M);
     with_kv_dtype(d, [&](auto dt) {
-      for (int64_t i = 0; i < M * kv_dim; ++i) cuda::body::kv_write_at<decltype(dt)::value>(ck.data(), cv.data(), kv_dim, k.data(), v.data(), slots.data(), i);
+      for (int64_t i = 0; i < M * kv_dim; ++i)
+        cuda::body::kv_write_at<decltype(dt)::value>(ck.data(), cv.data(), kv_dim, k.data(), v.data(), slots.data(), i);
     });
     for (int m = 0; m < M; ++m)
       for (int j = 0; j < kv_dim; ++j) {
@@ -132,7 +136,8 @@ TEST_CASE("attention over f16 and bf16 KV equals the scalar reference per ISA an
         wide_k[i] = d == KvDtype::F16 ? f16_to_f32(keys[i]) : bf16_to_f32(keys[i]);
         wide_v[i] = d == KvDtype::F16 ? f16_to_f32(values[i]) : bf16_to_f32(values[i]);
       }
-      const KvLayerView kv{keys.data(), values.data(), block_size, kv_dim, d}, wide{wide_k.data(), wide_v.data(), block_size, kv_dim};
+      const KvLayerView kv{keys.data(), values.data(), block_size, kv_dim, d},
+          wide{wide_k.data(), wide_v.data(), block_size, kv_dim};
       std::vector<int> tables{7, 2, 5, 0, 3, 6, 1, 4}, positions{0, 15, 16, 100, 127}, token_seq(5, 0);
       AttentionMetadata meta{5, positions.data(), token_seq.data(), tables.data(), num_blocks};
       const auto q = random_vec(positions.size() * n_heads * head_dim, 13);
@@ -155,13 +160,15 @@ TEST_CASE("attention over f16 and bf16 KV equals the scalar reference per ISA an
       const int splits = 2;
       std::vector<float> acc(5 * n_heads * splits * head_dim), mx(5 * n_heads * splits), sm(mx.size());
       std::vector<float> acc2 = acc, mx2 = mx, sm2 = sm;
-      const body::AttentionPartials p1{acc.data(), mx.data(), sm.data(), 64, splits}, p2{acc2.data(), mx2.data(), sm2.data(), 64, splits};
+      const body::AttentionPartials p1{acc.data(), mx.data(), sm.data(), 64, splits},
+          p2{acc2.data(), mx2.data(), sm2.data(), 64, splits};
       with_kv_dtype(d, [&](auto dt) {
         using T = typename KvElem<decltype(dt)::value>::T;
         const body::PagedKv<decltype(dt)::value> pk{kv.keys_as<const T>(), kv.values_as<const T>(), block_size, kv_dim};
         const body::PagedKv<KvDtype::F32> pw{wide_k.data(), wide_v.data(), block_size, kv_dim};
         for (int64_t i = 0; i < int64_t(mx.size()); ++i) {
-          body::attention_split_at<64, decltype(dt)::value>(q.data(), pk, rows, n_heads, n_kv_heads, head_dim, p1, 0, i, {});
+          body::attention_split_at<64, decltype(dt)::value>(q.data(), pk, rows, n_heads, n_kv_heads, head_dim, p1, 0, i,
+                                                            {});
           body::attention_split_at<64, KvDtype::F32>(q.data(), pw, rows, n_heads, n_kv_heads, head_dim, p2, 0, i, {});
         }
       });

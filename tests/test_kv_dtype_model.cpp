@@ -25,7 +25,8 @@ std::vector<int> prompt_of(const LlamaConfig& c, int seq, int n) {
 }
 
 // One pass over whole prompts of the given sequences (each with its own 32 blocks); the logits of every position.
-std::vector<float> run(LlamaModel& model, KvCache& kv, const std::vector<std::vector<int>>& prompts, const std::vector<int>& seqs) {
+std::vector<float> run(LlamaModel& model, KvCache& kv, const std::vector<std::vector<int>>& prompts,
+                       const std::vector<int>& seqs) {
   ForwardBatch b;
   b.max_blocks_per_seq = kBlocksPerSeq;
   for (size_t r = 0; r < seqs.size(); ++r) {
@@ -89,12 +90,14 @@ TEST_CASE("f16 and bf16 KV move stories260K's logprobs by a small bounded amount
     for (int p = 0; p < n; ++p) {
       const float* a = base.data() + size_t(p) * c.vocab_size;
       const float* b = got.data() + size_t(p) * c.vocab_size;
-      const double delta = std::abs(log_softmax_at(a, c.vocab_size, seq[0][p + 1]) - log_softmax_at(b, c.vocab_size, seq[0][p + 1]));
+      const double delta =
+          std::abs(log_softmax_at(a, c.vocab_size, seq[0][p + 1]) - log_softmax_at(b, c.vocab_size, seq[0][p + 1]));
       total += delta, worst = std::max(worst, delta);
       same_top += std::max_element(a, a + c.vocab_size) - a == std::max_element(b, b + c.vocab_size) - b;
     }
     const double mean = total / n;
-    INFO("dtype " << kv_dtype_name(d) << ": mean |dlogprob| " << mean << ", max " << worst << ", top-1 kept " << same_top << "/" << n);
+    INFO("dtype " << kv_dtype_name(d) << ": mean |dlogprob| " << mean << ", max " << worst << ", top-1 kept "
+                  << same_top << "/" << n);
     CHECK(mean > 0);  // 16-bit KV is not F32 KV: a test that saw no difference would be reading F32
     // Measured on stories260K (500 positions): mean f16 5.6e-4, bf16 4.3e-3; the bounds are about twice that.
     REQUIRE(mean < (d == KvDtype::F16 ? 1.2e-3 : 9e-3));
@@ -146,8 +149,10 @@ TEST_CASE("a PD transfer carries 16-bit KV as its bytes, and a dtype mismatch is
 }
 
 TEST_CASE("the KV cache dtype flag refuses a type it does not know, naming the choices", "[kv_dtype]") {
-  const std::string out = run_cli("generate --model " + shared_model("stories260K.gguf") + " --kv-cache-dtype fp8 --prompt hi");
-  REQUIRE_THAT(out, Catch::Contains("--kv-cache-dtype: unknown KV cache dtype 'fp8' (expected auto, f32, f16 or bf16)"));
+  const std::string out =
+      run_cli("generate --model " + shared_model("stories260K.gguf") + " --kv-cache-dtype fp8 --prompt hi");
+  REQUIRE_THAT(out,
+               Catch::Contains("--kv-cache-dtype: unknown KV cache dtype 'fp8' (expected auto, f32, f16 or bf16)"));
   const std::string ok = run_cli("generate --model " + shared_model("stories260K.gguf") +
                                  " --kv-cache-dtype f16 --prompt 'Once upon a time' --max-tokens 8 --temperature 0");
   REQUIRE_THAT(ok, !Catch::Contains("error"));

@@ -21,7 +21,8 @@ constexpr double kTimeout = 5;
 void fill_random(DeviceModel& d, uint32_t seed) {
   std::vector<int> all(size_t(d.num_blocks()));
   for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
-  d.import_blocks(all, test::kv_bytes_of(test::random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
+  d.import_blocks(
+      all, test::kv_bytes_of(test::random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
 }
 
 std::vector<uint64_t> tags_of(const std::vector<KvLinkEvent>& events, Kind kind) {
@@ -80,8 +81,10 @@ TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posti
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   for (const bool device_staging : {false, true}) {
     CAPTURE(device_staging);
-    std::unique_ptr<DeviceModel> prefill = device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
-    std::unique_ptr<DeviceModel> decode = device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
+    std::unique_ptr<DeviceModel> prefill =
+        device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
+    std::unique_ptr<DeviceModel> decode =
+        device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
     fill_random(*prefill, 1), fill_random(*decode, 2);
     LinkedPair link(*prefill, *decode);
     const std::vector<std::vector<int>> sent = {{3, 1, 4}, {7}, {0, 11}};
@@ -150,7 +153,8 @@ TEST_CASE("kv links: closing or reopening a link fails what is in flight on it",
   REQUIRE(link.hub.transfers() == 0);
 }
 
-TEST_CASE("kv links: a device error while polling breaks that link and fails what is on it (nothing escapes)", "[pd][links]") {
+TEST_CASE("kv links: a device error while polling breaks that link and fails what is on it (nothing escapes)",
+          "[pd][links]") {
   CpuLinkedPair cpu;
   LinkedPair& link = cpu.link;
   const int64_t per_block = cpu.per_block;
@@ -187,7 +191,8 @@ TEST_CASE("kv links: a peer that never joins, or sizes posted out of order, brea
   REQUIRE_THROWS_AS(link.a.send("to-b", 5, std::vector<int>{0}, 0), KvLinkError);
 }
 
-TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device memory waits for the device)", "[pd][links]") {
+TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device memory waits for the device)",
+          "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12);
   fill_random(*d, 4);
@@ -207,10 +212,14 @@ TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device m
   REQUIRE(std::vector<uint8_t>(staged, staged + again->size() * 4) == d->export_blocks(std::vector<int>{6, 7}));
 }
 
-TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), and a receive waits for staging memory in posting order", "[pd][links]") {
+TEST_CASE(
+    "kv links: KV that cannot be staged is not sent (the link stays), and a receive waits for staging memory in "
+    "posting order",
+    "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   test::HostOps *prefill_ops = nullptr, *decode_ops = nullptr;
-  std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops), decode = host_cuda_model(m, 12, &decode_ops);
+  std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops),
+                               decode = host_cuda_model(m, 12, &decode_ops);
   fill_random(*prefill, 5), fill_random(*decode, 6);
   LinkedPair link(*prefill, *decode);
   const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size()) / 4;
@@ -250,7 +259,8 @@ TEST_CASE("kv links: KV that cannot be staged is not sent (the link stays), and 
   REQUIRE(tags_of(link.b.poll(2), Kind::Done) == std::vector<uint64_t>{12, 13});
   link.b.land(12, std::vector<int>{1, 2, 3});
   link.b.land(13, std::vector<int>{4});
-  REQUIRE(decode->export_blocks(std::vector<int>{0, 1, 2, 3, 4}) == prefill->export_blocks(std::vector<int>{7, 8, 9, 10, 11}));
+  REQUIRE(decode->export_blocks(std::vector<int>{0, 1, 2, 3, 4}) ==
+          prefill->export_blocks(std::vector<int>{7, 8, 9, 10, 11}));
   REQUIRE(tags_of(link.a.poll(2), Kind::Done) == std::vector<uint64_t>{4, 5});
   REQUIRE(link.hub.transfers() == 4);
 
@@ -271,7 +281,8 @@ TEST_CASE("kv links: on a full device the staging pool frees the buffers it keep
   std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12, &ops);
   const int64_t per_block = int64_t(d->export_blocks(std::vector<int>{0}).size()) / 4;  // its staging is kept
   {
-    std::unique_ptr<KvStaging> a = d->new_staging(per_block), b = d->new_staging(per_block);  // a second one-block buffer
+    std::unique_ptr<KvStaging> a = d->new_staging(per_block),
+                               b = d->new_staging(per_block);  // a second one-block buffer
   }
   ops->leave_free(0);
   std::unique_ptr<KvStaging> two = d->new_staging(per_block * 2);  // neither kept buffer holds it: freed, then it fits

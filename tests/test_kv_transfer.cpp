@@ -20,9 +20,16 @@ std::string wire(const Json& header, const std::string& kv) {
   return out + std::string(head.begin(), head.end()) + kv;
 }
 
-const Json kHeader = {{"version", 2},       {"req_id", "r"},           {"num_prompt_tokens", 2},
-                      {"first_token_ids", {5}}, {"first_logprobs", Json::array()}, {"prompt_logprobs", Json::array()},
-                      {"layout", {1, 2, 2, "f32"}}, {"num_blocks", 1},  {"kv_link", ""}, {"kv_bytes", 32}};
+const Json kHeader = {{"version", 2},
+                      {"req_id", "r"},
+                      {"num_prompt_tokens", 2},
+                      {"first_token_ids", {5}},
+                      {"first_logprobs", Json::array()},
+                      {"prompt_logprobs", Json::array()},
+                      {"layout", {1, 2, 2, "f32"}},
+                      {"num_blocks", 1},
+                      {"kv_link", ""},
+                      {"kv_bytes", 32}};
 
 std::string with(const char* key, const Json& value) {
   Json h = kHeader;

@@ -28,15 +28,17 @@ TEST_CASE("sample values are written as Prometheus' Python client writes them", 
 TEST_CASE("a counter renders HELP, TYPE and its value", "[metrics]") {
   prom::Registry r;
   auto& c = r.counter("parley:requests_total", "Requests seen.\nBackslash \\ too.");
-  CHECK(r.render() == "# HELP parley:requests_total Requests seen.\\nBackslash \\\\ too.\n"
-                      "# TYPE parley:requests_total counter\n"
-                      "parley:requests_total 0.0\n");
+  CHECK(r.render() ==
+        "# HELP parley:requests_total Requests seen.\\nBackslash \\\\ too.\n"
+        "# TYPE parley:requests_total counter\n"
+        "parley:requests_total 0.0\n");
   c.get().inc();
   c.get().inc(2.5);
   CHECK(c.get().value() == 3.5);
-  CHECK(r.render() == "# HELP parley:requests_total Requests seen.\\nBackslash \\\\ too.\n"
-                      "# TYPE parley:requests_total counter\n"
-                      "parley:requests_total 3.5\n");
+  CHECK(r.render() ==
+        "# HELP parley:requests_total Requests seen.\\nBackslash \\\\ too.\n"
+        "# TYPE parley:requests_total counter\n"
+        "parley:requests_total 3.5\n");
   CHECK_THROWS_AS(c.get().inc(-1), std::invalid_argument);
   c.get().set(7);  // mirrored from a cumulative total
   CHECK(c.get().value() == 7);
@@ -49,10 +51,11 @@ TEST_CASE("a labelled counter renders one sorted line per child with escaped val
   c.labels({"m\"1\\\n", "stop"}).inc(2);
   c.labels({"a", "length"}).inc();
   c.labels({"a", "length"}).inc();
-  CHECK(r.render() == "# HELP x_total X.\n"
-                      "# TYPE x_total counter\n"
-                      "x_total{model_name=\"a\",finished_reason=\"length\"} 2.0\n"
-                      "x_total{model_name=\"m\\\"1\\\\\\n\",finished_reason=\"stop\"} 2.0\n");
+  CHECK(r.render() ==
+        "# HELP x_total X.\n"
+        "# TYPE x_total counter\n"
+        "x_total{model_name=\"a\",finished_reason=\"length\"} 2.0\n"
+        "x_total{model_name=\"m\\\"1\\\\\\n\",finished_reason=\"stop\"} 2.0\n");
   CHECK_THROWS_WITH(c.labels({"a"}), "x_total takes 2 label values, got 1");
 }
 
@@ -62,9 +65,10 @@ TEST_CASE("a gauge goes up and down", "[metrics]") {
   g.set(4);
   g.inc();
   g.dec(2);
-  CHECK(r.render() == "# HELP parley:num_requests_running Running.\n"
-                      "# TYPE parley:num_requests_running gauge\n"
-                      "parley:num_requests_running{model_name=\"m\"} 3.0\n");
+  CHECK(r.render() ==
+        "# HELP parley:num_requests_running Running.\n"
+        "# TYPE parley:num_requests_running gauge\n"
+        "parley:num_requests_running{model_name=\"m\"} 3.0\n");
 }
 
 TEST_CASE("a histogram renders cumulative buckets, +Inf, _count and _sum", "[metrics]") {
@@ -72,19 +76,21 @@ TEST_CASE("a histogram renders cumulative buckets, +Inf, _count and _sum", "[met
   auto& h = r.histogram("lat_seconds", "Latency.", {0.125, 0.5, 1.0}, {"model_name"}).labels({"m"});
   for (double v : {0.0625, 0.125, 0.25, 2.0}) h.observe(v);  // 0.125 lands in le="0.125": le is inclusive
   CHECK(h.bucket_counts() == std::vector<uint64_t>{2, 1, 0, 1});
-  CHECK(r.render() == "# HELP lat_seconds Latency.\n"
-                      "# TYPE lat_seconds histogram\n"
-                      "lat_seconds_bucket{model_name=\"m\",le=\"0.125\"} 2.0\n"
-                      "lat_seconds_bucket{model_name=\"m\",le=\"0.5\"} 3.0\n"
-                      "lat_seconds_bucket{model_name=\"m\",le=\"1.0\"} 3.0\n"
-                      "lat_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 4.0\n"
-                      "lat_seconds_count{model_name=\"m\"} 4.0\n"
-                      "lat_seconds_sum{model_name=\"m\"} 2.4375\n");
+  CHECK(r.render() ==
+        "# HELP lat_seconds Latency.\n"
+        "# TYPE lat_seconds histogram\n"
+        "lat_seconds_bucket{model_name=\"m\",le=\"0.125\"} 2.0\n"
+        "lat_seconds_bucket{model_name=\"m\",le=\"0.5\"} 3.0\n"
+        "lat_seconds_bucket{model_name=\"m\",le=\"1.0\"} 3.0\n"
+        "lat_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 4.0\n"
+        "lat_seconds_count{model_name=\"m\"} 4.0\n"
+        "lat_seconds_sum{model_name=\"m\"} 2.4375\n");
 
   prom::Registry plain;
   plain.histogram("h", "H.", {1.0}).get().observe(0.5);
-  CHECK(plain.render() == "# HELP h H.\n# TYPE h histogram\n"
-                          "h_bucket{le=\"1.0\"} 1.0\nh_bucket{le=\"+Inf\"} 1.0\nh_count 1.0\nh_sum 0.5\n");
+  CHECK(plain.render() ==
+        "# HELP h H.\n# TYPE h histogram\n"
+        "h_bucket{le=\"1.0\"} 1.0\nh_bucket{le=\"+Inf\"} 1.0\nh_count 1.0\nh_sum 0.5\n");
 }
 
 TEST_CASE("the registry refuses bad names, duplicates and bad buckets", "[metrics]") {
@@ -142,9 +148,10 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:structured_output_mask_computations_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
-  CHECK_THAT(text, Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"
-                                   "parley:request_success_total{model_name=\"stories\",finished_reason=\"length\"} 0.0\n"
-                                   "parley:request_success_total{model_name=\"stories\",finished_reason=\"stop\"} 0.0\n"));
+  CHECK_THAT(text,
+             Catch::Contains("parley:request_success_total{model_name=\"stories\",finished_reason=\"abort\"} 0.0\n"
+                             "parley:request_success_total{model_name=\"stories\",finished_reason=\"length\"} 0.0\n"
+                             "parley:request_success_total{model_name=\"stories\",finished_reason=\"stop\"} 0.0\n"));
   // vLLM's bucket bounds: 22 for TTFT, 19 for ITL, 21 for e2e, each plus +Inf.
   auto count = [&](const std::string& s) {
     std::size_t n = 0;
@@ -164,12 +171,15 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
   m.on_request(constrained);
   m.on_request(SamplingParams{});
   const std::string after = m.render();
-  CHECK_THAT(after, Catch::Contains("parley:structured_output_requests_total{model_name=\"stories\",kind=\"regex\"} 2.0\n"));
+  CHECK_THAT(after,
+             Catch::Contains("parley:structured_output_requests_total{model_name=\"stories\",kind=\"regex\"} 2.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_blocks_transferred_total{model_name=\"stories\"} 17.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_transfer_bytes_total{model_name=\"stories\"} 327819.0\n"));
   CHECK_THAT(after, Catch::Contains("parley:kv_transfer_failures_total{model_name=\"stories\"} 2.0\n"));
-  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.04\"} 1.0\n"));
-  CHECK_THAT(after, Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.02\"} 0.0\n"));
+  CHECK_THAT(after,
+             Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.04\"} 1.0\n"));
+  CHECK_THAT(after,
+             Catch::Contains("parley:kv_transfer_latency_seconds_bucket{model_name=\"stories\",le=\"0.02\"} 0.0\n"));
 }
 
 TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[metrics]") {
@@ -221,10 +231,12 @@ TEST_CASE("ServingMetrics records the scheduler snapshot and request events", "[
 }
 
 TEST_CASE("data-parallel engines' metrics merge into one family each with an engine label", "[metrics]") {
-  const std::string a = "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 1.0\n"
-                        "# HELP g Level.\n# TYPE g gauge\ng 0.5\n";
-  const std::string b = "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 2.0\n"
-                        "# HELP g Level.\n# TYPE g gauge\ng 0.25\n";
+  const std::string a =
+      "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 1.0\n"
+      "# HELP g Level.\n# TYPE g gauge\ng 0.5\n";
+  const std::string b =
+      "# HELP x_total Things.\n# TYPE x_total counter\nx_total{model_name=\"m\"} 2.0\n"
+      "# HELP g Level.\n# TYPE g gauge\ng 0.25\n";
   REQUIRE(prom::merge_engine_metrics({a, b}) ==
           "# HELP x_total Things.\n# TYPE x_total counter\nx_total{engine=\"0\",model_name=\"m\"} 1.0\n"
           "x_total{engine=\"1\",model_name=\"m\"} 2.0\n"

@@ -46,9 +46,8 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
   }
   SECTION("truncated tensor data") {
     write_bytes(path, ref.substr(0, ref.size() - 100));
-    REQUIRE_THROWS_WITH(load_model_file(path),
-                        Catch::Contains("truncated: data of tensor 'output_norm.weight'") &&
-                            Catch::Contains("extends past the end of the file"));
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("truncated: data of tensor 'output_norm.weight'") &&
+                                                   Catch::Contains("extends past the end of the file"));
   }
   SECTION("absurd counts") {
     std::string b = ref;
@@ -69,10 +68,12 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
     w.write(path);
     const std::string ref = read_bytes(path);
     const size_t type_at = 24 + 8 + 1 + 4 + 8;  // header, name, n_dims, ne[0], then the type
-    for (auto [id, what] : {std::pair<uint32_t, const char*>{10, "tensor 'w' has ggml type q2_K (id 10), which Parley does not load"},
-                            {16, "tensor 'w' has ggml type iq2_xxs (id 16)"}, {15, "tensor 'w' has ggml type q8_K (id 15)"},
-                            {999, "tensor 'w' has ggml type unknown ggml type 999 (id 999)"},
-                            {12, "tensor 'w' (q4_K): row length 1 is not a multiple of the block size 256"}}) {
+    for (auto [id, what] :
+         {std::pair<uint32_t, const char*>{10, "tensor 'w' has ggml type q2_K (id 10), which Parley does not load"},
+          {16, "tensor 'w' has ggml type iq2_xxs (id 16)"},
+          {15, "tensor 'w' has ggml type q8_K (id 15)"},
+          {999, "tensor 'w' has ggml type unknown ggml type 999 (id 999)"},
+          {12, "tensor 'w' (q4_K): row length 1 is not a multiple of the block size 256"}}) {
       std::string b = ref;
       patch<uint32_t>(b, type_at, id);
       write_bytes(path, b);
@@ -91,12 +92,12 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
   }
   SECTION("shape mismatch") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.feed_forward_length", 171); });
-    REQUIRE_THROWS_WITH(load_model_file(path),
-                        Catch::Contains("shape mismatch for tensor 'blk.0.ffn_gate.weight': "
-                                        "expected [64, 171], found [64, 172]"));
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("shape mismatch for tensor 'blk.0.ffn_gate.weight': "
+                                                               "expected [64, 171], found [64, 172]"));
   }
   SECTION("missing tensor") {
-    rewrite(kGguf, path, [](GgufWriter&) {}, [](const GgufTensorInfo& t) { return t.name != "blk.4.ffn_up.weight"; });
+    rewrite(
+        kGguf, path, [](GgufWriter&) {}, [](const GgufTensorInfo& t) { return t.name != "blk.4.ffn_up.weight"; });
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("missing tensor 'blk.4.ffn_up.weight'"));
   }
   SECTION("unexpected tensor") {
@@ -116,18 +117,22 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
   }
   SECTION("math-changing keys we do not implement are refused, not ignored") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("RoPE scaling 'yarn' (key 'llama.rope.scaling.type') is not supported"));
+    REQUIRE_THROWS_WITH(load_model_file(path),
+                        Catch::Contains("RoPE scaling 'yarn' (key 'llama.rope.scaling.type') is not supported"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("mixture-of-experts"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.value_length", 16); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("attention.value_length' differs from attention.key_length 8"));
+    REQUIRE_THROWS_WITH(load_model_file(path),
+                        Catch::Contains("attention.value_length' differs from attention.key_length 8"));
     rewrite(kGguf, path, [](GgufWriter& w) {  // Q is then [64, 128]
       w.set_u32("llama.attention.key_length", 16);
       w.set_u32("llama.rope.dimension_count", 16);
     });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("shape mismatch for tensor 'blk.0.attn_q.weight': expected [64, 128]"));
+    REQUIRE_THROWS_WITH(load_model_file(path),
+                        Catch::Contains("shape mismatch for tensor 'blk.0.attn_q.weight': expected [64, 128]"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.rope.dimension_count", 4); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("rope.dimension_count' must equal the head size for llama"));
+    REQUIRE_THROWS_WITH(load_model_file(path),
+                        Catch::Contains("rope.dimension_count' must equal the head size for llama"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "none"); });
     REQUIRE(load_model_file(path).config.dim == 64);
   }

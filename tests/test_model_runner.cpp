@@ -109,7 +109,8 @@ TEST_CASE("seeded runner tokens equal the offline engine's", "[model_runner]") {
   for (size_t i = 0; i < reqs.size(); ++i) REQUIRE(d.output("g" + std::to_string(i)) == offline[i].output_token_ids);
 }
 
-TEST_CASE("batch company, chunked prefill, late arrivals, aborts and condensing leave tokens unchanged", "[model_runner]") {
+TEST_CASE("batch company, chunked prefill, late arrivals, aborts and condensing leave tokens unchanged",
+          "[model_runner]") {
   const auto alone = run_alone();
   // Each processing step changes its request's tokens: the runner really applies them.
   auto plain = varied_params();
@@ -217,6 +218,11 @@ TEST_CASE("the runner refuses a SchedulerOutput it cannot follow", "[model_runne
   fails([](SchedulerOutput& so) { so.num_scheduled_tokens[0].second = 2, so.total_num_scheduled_tokens = 2; },
         "scheduled up to token 5 of 4");
   fails([](SchedulerOutput& so) { so.total_num_scheduled_tokens = 5; }, "total_num_scheduled_tokens is 5");
-  fails([](SchedulerOutput& so) { so.scheduled_cached_reqs[0].new_block_ids = GroupBlockIds{{kNumBlocks}}; }, "names block 256");
-  fails([](SchedulerOutput& so) { so.scheduled_new_reqs.push_back({"a", {1}, {}, {}, 0, GroupBlockIds{{1}}, 0, {}}); }, "already in the batch");
+  fails([](SchedulerOutput& so) { so.scheduled_cached_reqs[0].new_block_ids = GroupBlockIds{{kNumBlocks}}; },
+        "names block 256");
+  fails(
+      [](SchedulerOutput& so) {
+        so.scheduled_new_reqs.push_back({"a", {1}, {}, {}, 0, GroupBlockIds{{1}}, 0, {}});
+      },
+      "already in the batch");
 }

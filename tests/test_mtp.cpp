@@ -42,7 +42,8 @@ struct Target {
   LlamaModel model;
   KvCache kv;
   std::vector<int> blocks;
-  explicit Target(Head head) : file(mtp_model(head)), model(file.config, file.weights, backend), kv(file.config, 16, 16) {
+  explicit Target(Head head)
+      : file(mtp_model(head)), model(file.config, file.weights, backend), kv(file.config, 16, 16) {
     for (int b = 0; b < 16; ++b) blocks.push_back(15 - b);
   }
   // The target's pass over tokens [0, n): its hidden states, and the greedy token after them.
@@ -60,7 +61,8 @@ struct Target {
     std::vector<float> logits;
     model.forward(f, kv, logits);
     const auto h = model.hidden_states();
-    return {std::vector<float>(h.begin(), h.end()), int(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+    return {std::vector<float>(h.begin(), h.end()),
+            int(std::max_element(logits.begin(), logits.end()) - logits.begin())};
   }
 };
 
@@ -139,7 +141,8 @@ TEST_CASE("mtp: drafts after catching up equal drafts from scratch", "[spec][mtp
   // Steps compute 9, then 3, 1, 4, 2, ... positions; verification reveals the next token each time.
   for (int L : {10, 13, 14, 18, 20, 21, 25, 30, 31, 40}) {
     CAPTURE(L);
-    kept.observe_hidden("r", computed, std::span<const float>(hidden).subspan(size_t(computed) * dim, size_t(L - 1 - computed) * dim));
+    kept.observe_hidden("r", computed,
+                        std::span<const float>(hidden).subspan(size_t(computed) * dim, size_t(L - 1 - computed) * dim));
     computed = L - 1;
     const std::vector<int> prefix(context.begin(), context.begin() + L);
     const DraftInput input{"r", prefix, t.blocks};
@@ -157,7 +160,7 @@ TEST_CASE("mtp: exact verification changes no token", "[spec][mtp][model]") {
   LlamaModel model(file.config, file.weights, backend);
   const Tokenizer tok(*file.vocab);
   const auto reqs = test::mixed_requests(tok, {"the cat sat on the mat and the dog", "one two three one two three one",
-                                                "a b c d e f g h i j k l m n o p", "hello"});
+                                               "a b c d e f g h i j k l m n o p", "hello"});
   SchedulerConfig big;
   big.max_model_len = file.config.max_seq_len;
   big.num_kv_blocks = 256;
@@ -172,7 +175,8 @@ TEST_CASE("mtp: exact verification changes no token", "[spec][mtp][model]") {
     for (const int k : {1, 3})
       for (const bool async_scheduling : {false, true}) {
         CAPTURE(c.num_kv_blocks, c.long_prefill_token_threshold, k, async_scheduling);
-        const auto spec = SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": )" + std::to_string(k) + "}");
+        const auto spec =
+            SpeculativeConfig::parse(R"({"method": "mtp", "num_speculative_tokens": )" + std::to_string(k) + "}");
         const test::CoreRun on = test::run_core(model, reqs, c, async_scheduling, spec);
         test::require_same_outputs(on, off);
         REQUIRE(on.stats.spec_num_accepted_tokens > 0);

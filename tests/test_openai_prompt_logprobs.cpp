@@ -21,7 +21,8 @@ const std::vector<TokenLogprobs> kPromptScores = {{291, -0.5f, 2, {{265, -0.25f}
                                                   {286, -INFINITY, 1, {{286, -INFINITY}, {265, -3.0f}}}};
 
 const json kPromptLogprobsTop1 = R"([null,
-    {"291": {"logprob": -0.5, "rank": 2, "decoded_token": "The"}, "265": {"logprob": -0.25, "rank": 1, "decoded_token": "the"}},
+    {"291": {"logprob": -0.5, "rank": 2, "decoded_token": "The"},
+     "265": {"logprob": -0.25, "rank": 1, "decoded_token": "the"}},
     {"286": {"logprob": -9999.0, "rank": 1, "decoded_token": " was"}}])"_json;
 
 }  // namespace
@@ -117,7 +118,8 @@ TEST_CASE("echo with logprobs: the prompt's tokens lead, the first with nulls, o
   const Choice c{0, "The was the", {265}, {{265, -0.75f, 1, {{265, -0.75f}}}}, FinishReason::Length, {}, kPromptScores};
   const json got = json::parse(completion_response(req, "cmpl-1", kCreated, {c}, {3, 1}, tok512()));
   const json expected = R"({"tokens": ["", "The", " was", " the"], "token_logprobs": [null, -0.5, -9999.0, -0.75],
-      "top_logprobs": [null, {"The": -0.5, "the": -0.25}, {" was": -9999.0}, {" the": -0.75}], "text_offset": [0, 0, 3, 7]})"_json;
+      "top_logprobs": [null, {"The": -0.5, "the": -0.25}, {" was": -9999.0}, {" the": -0.75}],
+      "text_offset": [0, 0, 3, 7]})"_json;
   CHECK(got["choices"][0]["logprobs"] == expected);
   CHECK(got["choices"][0]["text"] == "The was the");
   CHECK_FALSE(got["choices"][0].contains("prompt_logprobs"));  // not asked for by name

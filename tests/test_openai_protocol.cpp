@@ -40,53 +40,64 @@ std::string ids_prompt(int n) {  // a token-id prompt of n tokens
 
 TEST_CASE("completions: out-of-range sampling params give vLLM's messages", "[openai]") {
   const std::string p = R"("prompt": "Hi", )";
-  check_all(Endpoint::Completions, {
-      {"{" + p + R"("max_tokens": 0})", "max_tokens", "max_tokens must be at least 1, got 0."},
-      {"{" + p + R"("max_tokens": -5})", "max_tokens", "max_tokens must be at least 1, got -5."},
-      {"{" + p + R"("temperature": -0.5})", "temperature", "temperature must be non-negative, got -0.5."},
-      {"{" + p + R"("top_p": 0})", "top_p", "top_p must be in (0, 1], got 0.0."},
-      {"{" + p + R"("top_p": 1.5})", "top_p", "top_p must be in (0, 1], got 1.5."},
-      {"{" + p + R"("top_k": -2})", "top_k", "top_k must be -1 (disable), or at least 1, got -2."},
-      {"{" + p + R"("min_p": 2})", "min_p", "min_p must be in [0, 1], got 2.0."},
-      {"{" + p + R"("presence_penalty": 2.5})", "presence_penalty", "presence_penalty must be in [-2, 2], got 2.5."},
-      {"{" + p + R"("frequency_penalty": -3})", "frequency_penalty", "frequency_penalty must be in [-2, 2], got -3.0."},
-      {"{" + p + R"("repetition_penalty": 0})", "repetition_penalty", "repetition_penalty must be in (0, 2], got 0.0."},
-      {"{" + p + R"("repetition_penalty": 2.5})", "repetition_penalty", "repetition_penalty must be in (0, 2], got 2.5."},
-      {"{" + p + R"("logprobs": 21})", "logprobs", "Requested sample logprobs of 21, which is greater than max allowed: 20"},
-      {"{" + p + R"("logprobs": -1})", "logprobs", "`logprobs` must be a positive value."},
-      {"{" + p + R"("n": 0})", "n", "n must be at least 1, got 0."},
-      {"{" + p + R"("n": 65})", "n", "n must be at most 64 (--max-n), got 65."},
-      {"{" + p + R"("min_tokens": -1})", "min_tokens", "min_tokens must be greater than or equal to 0, got -1."},
-      {"{" + p + R"("min_tokens": 5, "max_tokens": 3})", "min_tokens", "min_tokens must be less than or equal to max_tokens=3, got 5."},
-      {"{" + p + R"("temperature": 0, "n": 2})", "n", "n must be 1 when using greedy sampling, got 2."},
-      {"{" + p + R"("stop": ["a", ""]})", "stop", "stop cannot contain an empty string."},
-      {"{" + p + R"("stop_token_ids": [2, 999]})", "stop_token_ids", "Token id 999 is out of vocabulary"},
-      {"{" + p + R"("logit_bias": {"600": 1}})", "logit_bias",
-       "token_id(s) [600] in logit_bias contain out-of-vocab token ids. Vocabulary size: 512"},
-      {"{" + p + R"("logit_bias": {"x1": 1}})", "logit_bias",
-       "Found token_id `x1` in logit_bias but token_id must be an integer or string representing an integer"},
-      {"{" + p + R"("max_tokens": 10000000000})", "max_tokens", "Invalid value for 'max_tokens': 10000000000 is out of range."},
-  });
+  check_all(
+      Endpoint::Completions,
+      {
+          {"{" + p + R"("max_tokens": 0})", "max_tokens", "max_tokens must be at least 1, got 0."},
+          {"{" + p + R"("max_tokens": -5})", "max_tokens", "max_tokens must be at least 1, got -5."},
+          {"{" + p + R"("temperature": -0.5})", "temperature", "temperature must be non-negative, got -0.5."},
+          {"{" + p + R"("top_p": 0})", "top_p", "top_p must be in (0, 1], got 0.0."},
+          {"{" + p + R"("top_p": 1.5})", "top_p", "top_p must be in (0, 1], got 1.5."},
+          {"{" + p + R"("top_k": -2})", "top_k", "top_k must be -1 (disable), or at least 1, got -2."},
+          {"{" + p + R"("min_p": 2})", "min_p", "min_p must be in [0, 1], got 2.0."},
+          {"{" + p + R"("presence_penalty": 2.5})", "presence_penalty",
+           "presence_penalty must be in [-2, 2], got 2.5."},
+          {"{" + p + R"("frequency_penalty": -3})", "frequency_penalty",
+           "frequency_penalty must be in [-2, 2], got -3.0."},
+          {"{" + p + R"("repetition_penalty": 0})", "repetition_penalty",
+           "repetition_penalty must be in (0, 2], got 0.0."},
+          {"{" + p + R"("repetition_penalty": 2.5})", "repetition_penalty",
+           "repetition_penalty must be in (0, 2], got 2.5."},
+          {"{" + p + R"("logprobs": 21})", "logprobs",
+           "Requested sample logprobs of 21, which is greater than max allowed: 20"},
+          {"{" + p + R"("logprobs": -1})", "logprobs", "`logprobs` must be a positive value."},
+          {"{" + p + R"("n": 0})", "n", "n must be at least 1, got 0."},
+          {"{" + p + R"("n": 65})", "n", "n must be at most 64 (--max-n), got 65."},
+          {"{" + p + R"("min_tokens": -1})", "min_tokens", "min_tokens must be greater than or equal to 0, got -1."},
+          {"{" + p + R"("min_tokens": 5, "max_tokens": 3})", "min_tokens",
+           "min_tokens must be less than or equal to max_tokens=3, got 5."},
+          {"{" + p + R"("temperature": 0, "n": 2})", "n", "n must be 1 when using greedy sampling, got 2."},
+          {"{" + p + R"("stop": ["a", ""]})", "stop", "stop cannot contain an empty string."},
+          {"{" + p + R"("stop_token_ids": [2, 999]})", "stop_token_ids", "Token id 999 is out of vocabulary"},
+          {"{" + p + R"("logit_bias": {"600": 1}})", "logit_bias",
+           "token_id(s) [600] in logit_bias contain out-of-vocab token ids. Vocabulary size: 512"},
+          {"{" + p + R"("logit_bias": {"x1": 1}})", "logit_bias",
+           "Found token_id `x1` in logit_bias but token_id must be an integer or string representing an integer"},
+          {"{" + p + R"("max_tokens": 10000000000})", "max_tokens",
+           "Invalid value for 'max_tokens': 10000000000 is out of range."},
+      });
 }
 
 TEST_CASE("completions: prompts that are empty, unknown or over the context are refused", "[openai]") {
   const std::string empty = "The prompt cannot be empty.";
-  check_all(Endpoint::Completions, {
-      {R"({"prompt": ""})", "prompt", empty},
-      {R"({"prompt": []})", "prompt", empty},
-      {R"({"prompt": ["a", ""]})", "prompt", empty},
-      {R"({"prompt": [[5], []]})", "prompt", empty},
-      {R"({"max_tokens": 3})", "prompt", empty},
-      {R"({"prompt": null})", "prompt", empty},
-      {R"({"prompt": [1, 2, 600]})", "prompt", "Token id 600 is out of vocabulary"},
-      {R"({"prompt": [[5], [-1]]})", "prompt", "Token id -1 is out of vocabulary"},
-      {R"({"prompt": )" + ids_prompt(60) + R"(, "max_tokens": 10})", "max_tokens",
-       "This model's maximum context length is 64 tokens. However, you requested 70 tokens (60 in the messages, "
-       "10 in the completion). Please reduce the length of the messages or completion."},
-      {R"({"prompt": )" + ids_prompt(64) + "}", "prompt",
-       "This model's maximum context length is 64 tokens. However, you requested 64 tokens in the messages. "
-       "Please reduce the length of the messages."},
-  });
+  check_all(
+      Endpoint::Completions,
+      {
+          {R"({"prompt": ""})", "prompt", empty},
+          {R"({"prompt": []})", "prompt", empty},
+          {R"({"prompt": ["a", ""]})", "prompt", empty},
+          {R"({"prompt": [[5], []]})", "prompt", empty},
+          {R"({"max_tokens": 3})", "prompt", empty},
+          {R"({"prompt": null})", "prompt", empty},
+          {R"({"prompt": [1, 2, 600]})", "prompt", "Token id 600 is out of vocabulary"},
+          {R"({"prompt": [[5], [-1]]})", "prompt", "Token id -1 is out of vocabulary"},
+          {R"({"prompt": )" + ids_prompt(60) + R"(, "max_tokens": 10})", "max_tokens",
+           "This model's maximum context length is 64 tokens. However, you requested 70 tokens (60 in the messages, "
+           "10 in the completion). Please reduce the length of the messages or completion."},
+          {R"({"prompt": )" + ids_prompt(64) + "}", "prompt",
+           "This model's maximum context length is 64 tokens. However, you requested 64 tokens in the messages. "
+           "Please reduce the length of the messages."},
+      });
 }
 
 TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what is wrong", "[openai]") {
@@ -98,36 +109,44 @@ TEST_CASE("completions: malformed JSON, wrong types and unknown fields name what
     CHECK_THAT(e.message, Catch::StartsWith("Invalid JSON body: "));
     CHECK(json::parse(error_body(e))["error"]["code"] == nullptr);  // OpenAI: a string or null, never the status
   }
-  check_all(Endpoint::Completions, {
-      {"[1, 2]", "", "The request body must be a JSON object, got an array."},
-      {std::string(100, '[') + std::string(100, ']'), "", "Invalid JSON body: nesting deeper than 64 levels."},
-      {R"({"prompt": "Hi", "temperature": "hot"})", "temperature",
-       "Invalid type for 'temperature': expected a number, but got a string instead."},
-      {R"({"prompt": "Hi", "max_tokens": 1.5})", "max_tokens",
-       "Invalid type for 'max_tokens': expected an integer, but got a decimal instead."},
-      {R"({"prompt": "Hi", "n": true})", "n", "Invalid type for 'n': expected an integer, but got a boolean instead."},
-      {R"({"prompt": "Hi", "stream": "yes"})", "stream", "Invalid type for 'stream': expected a boolean, but got a string instead."},
-      {R"({"prompt": "Hi", "stop": 5})", "stop",
-       "Invalid type for 'stop': expected a string or an array of strings, but got an integer instead."},
-      {R"({"prompt": "Hi", "seed": "abc"})", "seed", "Invalid type for 'seed': expected an integer, but got a string instead."},
-      {R"({"prompt": "Hi", "user": 5})", "user", "Invalid type for 'user': expected a string, but got an integer instead."},
-      {R"({"prompt": "Hi", "logit_bias": {"5": "up"}})", "logit_bias.5",
-       "Invalid type for 'logit_bias.5': expected a number, but got a string instead."},
-      {R"({"prompt": {"text": "Hi"}})", "prompt",
-       "Invalid type for 'prompt': expected a string or an array, but got an object instead."},
-      {R"({"prompt": [1, "a"]})", "prompt",
-       "Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of arrays "
-       "of token ids."},
-      {R"({"prompt": [1.5]})", "prompt", "Invalid type for 'prompt': expected an integer token id, but got a decimal instead."},
-      {R"({"prompt": "Hi", "foo": 1})", "foo", "Unrecognized request argument supplied: foo"},
-      {R"({"prompt": "Hi", "messages": []})", "messages", "Unrecognized request argument supplied: messages"},
-      {R"({"prompt": "Hi", "suffix": "end"})", "suffix", "`suffix` is not supported."},
-      {R"({"prompt": "Hi", "best_of": 3})", "best_of", "`best_of` is not supported unless it equals `n`."},
-      {R"({"prompt": "Hi", "stream_options": {"include_usage": true}})", "stream_options",
-       "Stream options can only be defined when `stream=True`."},
-      {R"({"prompt": "Hi", "stream": true, "stream_options": {"extra": 1}})", "stream_options.extra",
-       "Unrecognized request argument supplied: stream_options.extra"},
-  });
+  check_all(
+      Endpoint::Completions,
+      {
+          {"[1, 2]", "", "The request body must be a JSON object, got an array."},
+          {std::string(100, '[') + std::string(100, ']'), "", "Invalid JSON body: nesting deeper than 64 levels."},
+          {R"({"prompt": "Hi", "temperature": "hot"})", "temperature",
+           "Invalid type for 'temperature': expected a number, but got a string instead."},
+          {R"({"prompt": "Hi", "max_tokens": 1.5})", "max_tokens",
+           "Invalid type for 'max_tokens': expected an integer, but got a decimal instead."},
+          {R"({"prompt": "Hi", "n": true})", "n",
+           "Invalid type for 'n': expected an integer, but got a boolean instead."},
+          {R"({"prompt": "Hi", "stream": "yes"})", "stream",
+           "Invalid type for 'stream': expected a boolean, but got a string instead."},
+          {R"({"prompt": "Hi", "stop": 5})", "stop",
+           "Invalid type for 'stop': expected a string or an array of strings, but got an integer instead."},
+          {R"({"prompt": "Hi", "seed": "abc"})", "seed",
+           "Invalid type for 'seed': expected an integer, but got a string instead."},
+          {R"({"prompt": "Hi", "user": 5})", "user",
+           "Invalid type for 'user': expected a string, but got an integer instead."},
+          {R"({"prompt": "Hi", "logit_bias": {"5": "up"}})", "logit_bias.5",
+           "Invalid type for 'logit_bias.5': expected a number, but got a string instead."},
+          {R"({"prompt": {"text": "Hi"}})", "prompt",
+           "Invalid type for 'prompt': expected a string or an array, but got an object instead."},
+          {R"({"prompt": [1, "a"]})", "prompt",
+           "Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of "
+           "arrays "
+           "of token ids."},
+          {R"({"prompt": [1.5]})", "prompt",
+           "Invalid type for 'prompt': expected an integer token id, but got a decimal instead."},
+          {R"({"prompt": "Hi", "foo": 1})", "foo", "Unrecognized request argument supplied: foo"},
+          {R"({"prompt": "Hi", "messages": []})", "messages", "Unrecognized request argument supplied: messages"},
+          {R"({"prompt": "Hi", "suffix": "end"})", "suffix", "`suffix` is not supported."},
+          {R"({"prompt": "Hi", "best_of": 3})", "best_of", "`best_of` is not supported unless it equals `n`."},
+          {R"({"prompt": "Hi", "stream_options": {"include_usage": true}})", "stream_options",
+           "Stream options can only be defined when `stream=True`."},
+          {R"({"prompt": "Hi", "stream": true, "stream_options": {"extra": 1}})", "stream_options.extra",
+           "Unrecognized request argument supplied: stream_options.extra"},
+      });
 }
 
 TEST_CASE("an unknown model is a 404 NotFoundError and a missing one is the served model", "[openai]") {
@@ -215,15 +234,18 @@ TEST_CASE("completions: defaults as vLLM's CompletionRequest", "[openai]") {
   CHECK(nulls.params.stop.empty());
   // The default max_tokens shrinks to what the context leaves (64 - 60).
   CHECK(parse_ok(Endpoint::Completions, R"({"prompt": )" + ids_prompt(60) + "}").params.max_tokens == 4);
-  CHECK(parse_ok(Endpoint::Completions, R"({"prompt": )" + ids_prompt(60) + R"(, "max_tokens": 4})").params.max_tokens == 4);
+  CHECK(
+      parse_ok(Endpoint::Completions, R"({"prompt": )" + ids_prompt(60) + R"(, "max_tokens": 4})").params.max_tokens ==
+      4);
 }
 
 TEST_CASE("chat: messages are rendered by the template and tokenized with the BOS it writes", "[openai]") {
   const Tokenizer& tok = tok512();
   const GenerateRequest r = parse_ok(Endpoint::ChatCompletions,
                                      R"({"messages": [{"role": "developer", "content": "Be kind."},
-                                                      {"role": "user", "content": [{"type": "text", "text": "Lily"},
-                                                                                   {"type": "text", "text": "was"}]}]})");
+                                                      {"role": "user", "content": [
+                                                          {"type": "text", "text": "Lily"},
+                                                          {"type": "text", "text": "was"}]}]})");
   // No template: the fallback transcript, after BOS's text (the tokenizer turns it into the BOS token).
   const std::string text = "<s>System: Be kind.\nUser: Lily\nwas\nAssistant:";
   CHECK(r.prompt_texts == std::vector<std::string>{text});
@@ -232,7 +254,8 @@ TEST_CASE("chat: messages are rendered by the template and tokenized with the BO
   CHECK(r.params.max_tokens == 64 - int(r.prompts[0].size()));  // chat default: what the context leaves
   CHECK(r.top_logprobs == -1);
   // add_special_tokens adds BOS again, as vLLM does.
-  CHECK(parse_ok(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}], "add_special_tokens": true})")
+  CHECK(parse_ok(Endpoint::ChatCompletions,
+                 R"({"messages": [{"role": "user", "content": "Hi"}], "add_special_tokens": true})")
             .prompts[0][1] == tok.bos_id());
 
   ServingContext chatml = context();
@@ -241,77 +264,97 @@ TEST_CASE("chat: messages are rendered by the template and tokenized with the BO
       "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
       tok);
   const auto c = parse_generate_request(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": "Hi"}],
-                                        "add_generation_prompt": false})", chatml);
+                                        "add_generation_prompt": false})",
+                                        chatml);
   REQUIRE(std::holds_alternative<GenerateRequest>(c));
   CHECK(std::get<GenerateRequest>(c).prompt_texts[0] == "<|im_start|>user\nHi<|im_end|>\n");
 }
 
 TEST_CASE("chat: max_completion_tokens wins over max_tokens and logprobs take top_logprobs", "[openai]") {
   const std::string msgs = R"("messages": [{"role": "user", "content": "Hi"}])";
-  CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_tokens": 7, "max_completion_tokens": 5})").params.max_tokens == 5);
+  CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_tokens": 7, "max_completion_tokens": 5})")
+            .params.max_tokens == 5);
   CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_tokens": 7})").params.max_tokens == 7);
-  const GenerateRequest lp = parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "logprobs": true, "top_logprobs": 2})");
+  const GenerateRequest lp =
+      parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "logprobs": true, "top_logprobs": 2})");
   CHECK(lp.params.logprobs == std::optional<int>(2));
   CHECK(lp.top_logprobs == 2);
   CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "logprobs": true})").top_logprobs == 0);
   CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "top_logprobs": 0})").top_logprobs == -1);
-  CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "stream": true, "stream_options": {"include_usage": true}})").include_usage);
+  CHECK(parse_ok(Endpoint::ChatCompletions,
+                 "{" + msgs + R"(, "stream": true, "stream_options": {"include_usage": true}})")
+            .include_usage);
 }
 
 TEST_CASE("chat: invalid messages and chat-only fields give their errors", "[openai]") {
   const std::string msgs = R"("messages": [{"role": "user", "content": "Hi"}])";
-  check_all(Endpoint::ChatCompletions, {
-      {"{}", "messages", "Missing required parameter: 'messages'."},
-      {R"({"messages": "Hi"})", "messages", "Invalid type for 'messages': expected an array, but got a string instead."},
-      {R"({"messages": []})", "messages",
-       "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."},
-      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role",
-       "Invalid value for 'messages[0].role': 'robot' is not supported; expected 'system', 'developer', 'user', "
-       "'assistant' or 'tool'."},
-      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
-       "Missing required parameter: 'messages[0].tool_call_id'."},
-      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "messages[0].tool_calls",
-       "'messages[0].tool_calls' is only allowed on assistant messages."},
-      {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}]})",
-       "messages[0].tool_calls[0].function.arguments",
-       "Missing required parameter: 'messages[0].tool_calls[0].function.arguments'."},
-      {R"({"messages": [{"content": "x"}]})", "messages[0].role", "Missing required parameter: 'messages[0].role'."},
-      {R"({"messages": [{"role": "user"}]})", "messages[0].content", "Missing required parameter: 'messages[0].content'."},
-      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
-       "Invalid type for 'messages[0].content': expected a string or an array of content parts, but got an integer instead."},
-      {R"({"messages": [{"role": "user", "content": "a", "nick": "bob"}]})", "messages[0].nick",
-       "Unrecognized request argument supplied: messages[0].nick"},
-      {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": 1})", "chat_template_kwargs",
-       "Invalid type for 'chat_template_kwargs': expected an object, but got an integer instead."},
-      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})",
-       "messages[0].content[0].image_url", "Unrecognized request argument supplied: messages[0].content[0].image_url"},
-      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0].type",
-       "Invalid value for 'messages[0].content[0].type': content parts of type \"image_url\" are not supported; only "
-       "\"text\" is."},
-      {"{" + msgs + R"(, "top_logprobs": 3})", "top_logprobs", "when using `top_logprobs`, `logprobs` must be set to true."},
-      {"{" + msgs + R"(, "logprobs": true, "top_logprobs": 21})", "top_logprobs",
-       "Requested sample logprobs of 21, which is greater than max allowed: 20"},
-      {"{" + msgs + R"(, "logprobs": true, "top_logprobs": -2})", "top_logprobs", "`top_logprobs` must be a positive value or -1."},
-      {"{" + msgs + R"(, "logprobs": 1})", "logprobs", "Invalid type for 'logprobs': expected a boolean, but got an integer instead."},
-      {"{" + msgs + R"(, "max_completion_tokens": 0})", "max_completion_tokens", "max_completion_tokens must be at least 1, got 0."},
-      {"{" + msgs + R"(, "echo": true})", "echo", "Unrecognized request argument supplied: echo"},
-      {"{" + msgs + R"(, "prompt": "x"})", "prompt", "Unrecognized request argument supplied: prompt"},
-      {"{" + msgs + R"(, "tool_choice": "required"})", "tool_choice", "When using `tool_choice`, `tools` must be set."},
-      {"{" + msgs + R"(, "temperature": -1})", "temperature", "temperature must be non-negative, got -1.0."},
-  });
+  check_all(
+      Endpoint::ChatCompletions,
+      {
+          {"{}", "messages", "Missing required parameter: 'messages'."},
+          {R"({"messages": "Hi"})", "messages",
+           "Invalid type for 'messages': expected an array, but got a string instead."},
+          {R"({"messages": []})", "messages",
+           "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."},
+          {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role",
+           "Invalid value for 'messages[0].role': 'robot' is not supported; expected 'system', 'developer', 'user', "
+           "'assistant' or 'tool'."},
+          {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+           "Missing required parameter: 'messages[0].tool_call_id'."},
+          {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "messages[0].tool_calls",
+           "'messages[0].tool_calls' is only allowed on assistant messages."},
+          {R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}]})",
+           "messages[0].tool_calls[0].function.arguments",
+           "Missing required parameter: 'messages[0].tool_calls[0].function.arguments'."},
+          {R"({"messages": [{"content": "x"}]})", "messages[0].role",
+           "Missing required parameter: 'messages[0].role'."},
+          {R"({"messages": [{"role": "user"}]})", "messages[0].content",
+           "Missing required parameter: 'messages[0].content'."},
+          {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
+           "Invalid type for 'messages[0].content': expected a string or an array of content parts, but got an integer "
+           "instead."},
+          {R"({"messages": [{"role": "user", "content": "a", "nick": "bob"}]})", "messages[0].nick",
+           "Unrecognized request argument supplied: messages[0].nick"},
+          {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": 1})", "chat_template_kwargs",
+           "Invalid type for 'chat_template_kwargs': expected an object, but got an integer instead."},
+          {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})",
+           "messages[0].content[0].image_url",
+           "Unrecognized request argument supplied: messages[0].content[0].image_url"},
+          {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0].type",
+           "Invalid value for 'messages[0].content[0].type': content parts of type \"image_url\" are not supported; "
+           "only "
+           "\"text\" is."},
+          {"{" + msgs + R"(, "top_logprobs": 3})", "top_logprobs",
+           "when using `top_logprobs`, `logprobs` must be set to true."},
+          {"{" + msgs + R"(, "logprobs": true, "top_logprobs": 21})", "top_logprobs",
+           "Requested sample logprobs of 21, which is greater than max allowed: 20"},
+          {"{" + msgs + R"(, "logprobs": true, "top_logprobs": -2})", "top_logprobs",
+           "`top_logprobs` must be a positive value or -1."},
+          {"{" + msgs + R"(, "logprobs": 1})", "logprobs",
+           "Invalid type for 'logprobs': expected a boolean, but got an integer instead."},
+          {"{" + msgs + R"(, "max_completion_tokens": 0})", "max_completion_tokens",
+           "max_completion_tokens must be at least 1, got 0."},
+          {"{" + msgs + R"(, "echo": true})", "echo", "Unrecognized request argument supplied: echo"},
+          {"{" + msgs + R"(, "prompt": "x"})", "prompt", "Unrecognized request argument supplied: prompt"},
+          {"{" + msgs + R"(, "tool_choice": "required"})", "tool_choice",
+           "When using `tool_choice`, `tools` must be set."},
+          {"{" + msgs + R"(, "temperature": -1})", "temperature", "temperature must be non-negative, got -1.0."},
+      });
   // Over the context: with max_completion_tokens it is named, without it the messages are.
   const std::string hi = std::to_string(tok512().encode("User: Hi\nAssistant:", true).size());
   check_error(parse_error(Endpoint::ChatCompletions, "{" + msgs + R"(, "max_completion_tokens": 100})"), 400,
               "BadRequestError", "max_completion_tokens",
-              "This model's maximum context length is 64 tokens. However, you requested " + std::to_string(std::stoi(hi) + 100) +
-                  " tokens (" + hi + " in the messages, 100 in the completion). Please reduce the length of the messages or "
+              "This model's maximum context length is 64 tokens. However, you requested " +
+                  std::to_string(std::stoi(hi) + 100) + " tokens (" + hi +
+                  " in the messages, 100 in the completion). Please reduce the length of the messages or "
                   "completion.");
   const std::string long_text(200, 'x');
   const std::string n = std::to_string(tok512().encode("User: " + long_text + "\nAssistant:", true).size());
-  check_error(parse_error(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": ")" + long_text + "\"}]}"),
-              400, "BadRequestError", "messages",
-              "This model's maximum context length is 64 tokens. However, you requested " + n +
-                  " tokens in the messages. Please reduce the length of the messages.");
+  check_error(
+      parse_error(Endpoint::ChatCompletions, R"({"messages": [{"role": "user", "content": ")" + long_text + "\"}]}"),
+      400, "BadRequestError", "messages",
+      "This model's maximum context length is 64 tokens. However, you requested " + n +
+          " tokens in the messages. Please reduce the length of the messages.");
 }
 
 TEST_CASE("the parsers return an error, never throw, on mangled bodies", "[openai]") {
@@ -330,9 +373,14 @@ TEST_CASE("the parsers return an error, never throw, on mangled bodies", "[opena
     for (int edits = 1 + int(rng() % 4); edits > 0; --edits) {
       const size_t at = rng() % body.size();
       switch (rng() % 3) {
-        case 0: body.erase(at, 1 + rng() % 8); break;
-        case 1: body[at] = alphabet[rng() % alphabet.size()]; break;
-        default: body.insert(at, 1, alphabet[rng() % alphabet.size()]);
+        case 0:
+          body.erase(at, 1 + rng() % 8);
+          break;
+        case 1:
+          body[at] = alphabet[rng() % alphabet.size()];
+          break;
+        default:
+          body.insert(at, 1, alphabet[rng() % alphabet.size()]);
       }
       if (body.empty()) body = "{";
     }

@@ -42,9 +42,12 @@ TEST_CASE("text_completion: choices, finish and stop reasons, usage", "[openai]"
 TEST_CASE("text_completion logprobs: token strings after BOS, top alternatives, offsets, -9999 floor", "[openai]") {
   // Prompt [BOS]: the first token's leading space is dropped, as the detokenizer does.
   const GenerateRequest req = parse_ok(Endpoint::Completions, R"({"prompt": [1], "logprobs": 1})");
-  const Choice c{0, "The was", {291, 286, 2},
+  const Choice c{0,
+                 "The was",
+                 {291, 286, 2},
                  {lp(291, -0.25f, {{291, -0.25f}}), lp(286, -1.5f, {{265, -0.5f}}), lp(2, -INFINITY, {{2, -INFINITY}})},
-                 FinishReason::Stop, {}};
+                 FinishReason::Stop,
+                 {}};
   const json got = json::parse(completion_response(req, "cmpl-2", kCreated, {c}, {1, 3}, tok512()));
   const json expected = R"({"tokens": ["The", " was", ""], "token_logprobs": [-0.25, -1.5, -9999.0],
       "top_logprobs": [{"The": -0.25}, {" was": -1.5, " the": -0.5}, {"": -9999.0}], "text_offset": [0, 3, 7]})"_json;
@@ -53,12 +56,18 @@ TEST_CASE("text_completion logprobs: token strings after BOS, top alternatives, 
 }
 
 TEST_CASE("chat.completion: message, logprobs content with bytes and top_logprobs", "[openai]") {
-  const GenerateRequest req = parse_ok(Endpoint::ChatCompletions,
-                                       R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 1})");
-  const Choice c{0, " was the", {286, 265}, {lp(286, -0.5f, {{286, -0.5f}}), lp(265, -1.0f, {{328, -0.75f}})},
-                 FinishReason::Stop, StopReason(std::string("xy"))};
+  const GenerateRequest req =
+      parse_ok(Endpoint::ChatCompletions,
+               R"({"messages": [{"role": "user", "content": "Hi"}], "logprobs": true, "top_logprobs": 1})");
+  const Choice c{0,
+                 " was the",
+                 {286, 265},
+                 {lp(286, -0.5f, {{286, -0.5f}}), lp(265, -1.0f, {{328, -0.75f}})},
+                 FinishReason::Stop,
+                 StopReason(std::string("xy"))};
   const json got = json::parse(completion_response(req, "chatcmpl-1", kCreated, {c}, {8, 2}, tok512()));
-  const json expected = R"({"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "stories260K",
+  const json expected =
+      R"({"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "stories260K",
       "choices": [{"index": 0, "message": {"role": "assistant", "content": " was the", "refusal": null},
         "logprobs": {"content": [
           {"token": " was", "logprob": -0.5, "bytes": [32, 119, 97, 115],
@@ -71,8 +80,9 @@ TEST_CASE("chat.completion: message, logprobs content with bytes and top_logprob
 }
 
 TEST_CASE("completion stream: echo on the first chunk, no usage until the usage chunk", "[openai]") {
-  const GenerateRequest req = parse_ok(Endpoint::Completions,
-                                       R"({"prompt": "Lily", "echo": true, "stream": true, "stream_options": {"include_usage": true}})");
+  const GenerateRequest req =
+      parse_ok(Endpoint::Completions,
+               R"({"prompt": "Lily", "echo": true, "stream": true, "stream_options": {"include_usage": true}})");
   RequestOutput d1;
   d1.token_ids = {286};
   d1.text = " was";
@@ -87,10 +97,13 @@ TEST_CASE("completion stream: echo on the first chunk, no usage until the usage 
   d2.text = " the";
   d2.finish_reason = FinishReason::Length;
   const json last = events(stream_chunk(req, "cmpl-3", kCreated, 0, d2, tok512(), false)).at(0);
-  CHECK(last["choices"][0] == R"({"index": 0, "text": " the", "logprobs": null, "finish_reason": "length", "stop_reason": null})"_json);
+  CHECK(last["choices"][0] ==
+        R"({"index": 0, "text": " the", "logprobs": null, "finish_reason": "length", "stop_reason": null})"_json);
 
-  CHECK(events(stream_usage_chunk(req, "cmpl-3", kCreated, {2, 2})) == std::vector<json>{
-      R"({"id": "cmpl-3", "object": "text_completion", "created": 1700000000, "model": "stories260K", "choices": [],
+  CHECK(
+      events(stream_usage_chunk(req, "cmpl-3", kCreated, {2, 2})) ==
+      std::vector<json>{
+          R"({"id": "cmpl-3", "object": "text_completion", "created": 1700000000, "model": "stories260K", "choices": [],
           "usage": {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}})"_json});
   CHECK(kStreamDone == "data: [DONE]\n\n");
 }
@@ -117,16 +130,19 @@ TEST_CASE("completion stream: the cursor carries text offsets and the previous t
 }
 
 TEST_CASE("chat stream: a role chunk first, raw bytes of split UTF-8, finish and abort", "[openai]") {
-  const GenerateRequest req = parse_ok(Endpoint::ChatCompletions,
-                                       R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true, "logprobs": true})");
+  const GenerateRequest req =
+      parse_ok(Endpoint::ChatCompletions,
+               R"({"messages": [{"role": "user", "content": "Hi"}], "stream": true, "logprobs": true})");
   RequestOutput d;
   d.token_ids = {3 + 0xC3, 3 + 0xA9};  // the byte tokens of "é"
   d.text = "\xC3\xA9";
   d.logprobs = {lp(3 + 0xC3, -0.125f), lp(3 + 0xA9, -0.25f)};
   const std::vector<json> first = events(stream_chunk(req, "chatcmpl-2", kCreated, 0, d, tok512(), true));
   REQUIRE(first.size() == 2);
-  CHECK(first[0] == R"({"id": "chatcmpl-2", "object": "chat.completion.chunk", "created": 1700000000, "model": "stories260K",
-      "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]})"_json);
+  CHECK(first[0] ==
+        R"({"id": "chatcmpl-2", "object": "chat.completion.chunk", "created": 1700000000, "model": "stories260K",
+      "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
+                   "finish_reason": null}]})"_json);
   CHECK(first[1]["choices"][0] == R"({"index": 0, "delta": {"content": "é"}, "finish_reason": null,
       "logprobs": {"content": [{"token": "\ufffd", "logprob": -0.125, "bytes": [195], "top_logprobs": []},
                                {"token": "\ufffd", "logprob": -0.25, "bytes": [169], "top_logprobs": []}],
@@ -145,7 +161,8 @@ TEST_CASE("chat stream: a role chunk first, raw bytes of split UTF-8, finish and
   RequestOutput aborted;
   aborted.finish_reason = FinishReason::Abort;
   const json a = events(stream_chunk(req, "chatcmpl-2", kCreated, 1, aborted, tok512(), false)).at(0)["choices"][0];
-  CHECK(a == R"({"index": 1, "delta": {"content": ""}, "logprobs": null, "finish_reason": "abort", "stop_reason": null})"_json);
+  CHECK(a == R"({"index": 1, "delta": {"content": ""}, "logprobs": null, "finish_reason": "abort",
+                 "stop_reason": null})"_json);
 }
 
 TEST_CASE("errors: body and in-band stream event in OpenAI's shape, code a string or null", "[openai]") {
@@ -174,8 +191,8 @@ TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[
   const std::vector<int> lily = tok512().encode("Lily was", true);
   CHECK(body_of(tokenize_response(R"({"prompt": "Lily was"})", ctx)) ==
         json{{"count", lily.size()}, {"max_model_len", 64}, {"tokens", lily}});
-  CHECK(body_of(tokenize_response(R"({"prompt": "Lily", "add_special_tokens": false, "model": "stories260K"})", ctx))["tokens"] ==
-        json(tok512().encode("Lily", false)));
+  CHECK(body_of(tokenize_response(R"({"prompt": "Lily", "add_special_tokens": false, "model": "stories260K"})",
+                                  ctx))["tokens"] == json(tok512().encode("Lily", false)));
   CHECK(body_of(tokenize_response(R"({"prompt": "Lily", "return_token_strs": true})", ctx))["token_strs"] ==
         json{"", "Lily"});
   // Messages tokenize to exactly the prompt /v1/chat/completions runs.

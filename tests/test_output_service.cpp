@@ -50,8 +50,9 @@ TEST_CASE("output service routes deltas to their sinks and reports stop strings 
   std::vector<std::string> stopped;
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool last = i + 1 == ids.size();
-    auto s = service.on_outputs({step("a", {ids[i]}, last ? FinishReason::Length : FinishReason::None),
-                                 step("b", {ids[i]})}, 10.5 + 0.1 * double(i));
+    auto s =
+        service.on_outputs({step("a", {ids[i]}, last ? FinishReason::Length : FinishReason::None), step("b", {ids[i]})},
+                           10.5 + 0.1 * double(i));
     stopped.insert(stopped.end(), s.begin(), s.end());
   }
   REQUIRE(stopped == std::vector<std::string>{"b"});  // the scheduler must drop b
@@ -85,7 +86,8 @@ TEST_CASE("output service routes deltas to their sinks and reports stop strings 
   size_t b_tokens = 0;
   for (const auto& o : b_outs) b_tokens += o.token_ids.size();
   REQUIRE(b_tokens < ids.size());
-  REQUIRE_THAT(m, Catch::Contains("parley:generation_tokens_total{model_name=\"m\"} " + std::to_string(ids.size() + b_tokens) + ".0"));
+  REQUIRE_THAT(m, Catch::Contains("parley:generation_tokens_total{model_name=\"m\"} " +
+                                  std::to_string(ids.size() + b_tokens) + ".0"));
 }
 
 }  // namespace parley

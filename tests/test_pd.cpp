@@ -18,8 +18,9 @@ using test::PdPair;
 TEST_CASE("pd: 1 prefill + 1 decode equals colocated serving", "[pd][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat.",
-                                               "Tom had a red ball and a big blue kite that he loved very much.", "One day"});
+  const auto reqs =
+      test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat.",
+                                 "Tom had a red ball and a big blue kite that he loved very much.", "One day"});
   for (const auto& [blocks, async_scheduling] : {std::pair{256, false}, std::pair{24, false}, std::pair{256, true}}) {
     CAPTURE(blocks, async_scheduling);
     const SchedulerConfig c = test::model_scheduler_config(m, blocks);
@@ -58,8 +59,9 @@ TEST_CASE("pd: every architecture's tiny model equals colocated serving", "[pd][
     CAPTURE(arch);
     test::TinyArch m(arch);
     const Tokenizer tok(*m.file.vocab);
-    const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily. She liked to play.",
-                                                 "The cat sat on the mat.", "One day"});
+    const auto reqs =
+        test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily. She liked to play.",
+                                   "The cat sat on the mat.", "One day"});
     const SchedulerConfig c = m.config(256, true);
     PdPair pd(m.model, c);
     test::require_same_outputs(pd.run(reqs), test::run_core(m.model, reqs, c, false));
@@ -70,9 +72,11 @@ TEST_CASE("pd: every architecture's tiny model equals colocated serving", "[pd][
 TEST_CASE("pd: arrivals on a speculating decode side are padded, every decode step uniform", "[pd][spec][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  const auto reqs = test::mixed_requests(tok, {"The cat sat on the mat. The dog sat on the mat. The bird sat on the", "One day"});
+  const auto reqs =
+      test::mixed_requests(tok, {"The cat sat on the mat. The dog sat on the mat. The bird sat on the", "One day"});
   const SchedulerConfig c = test::model_scheduler_config(m, 256);
-  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
+  const auto spec =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2})");
   PdPair pd(m.model, c, spec);
   const test::CoreRun run = pd.run(reqs);
   test::require_same_outputs(run, test::run_core(m.model, reqs, c, false));
@@ -91,7 +95,8 @@ TEST_CASE("pd: n = 4 prefills and transfers once, the decode side splits", "[pd]
   p.n = 4;
   p.logprobs = 1;
   Request parent("q", tok.encode("Lily and Ben went to the park to play with their new red ball.", true), p, 500);
-  for (int i = 0; i < 4; ++i) parent.child_req_ids.push_back(i ? "q." + std::to_string(i) : "q"), parent.child_seeds.push_back(500 + uint64_t(i));
+  for (int i = 0; i < 4; ++i)
+    parent.child_req_ids.push_back(i ? "q." + std::to_string(i) : "q"), parent.child_seeds.push_back(500 + uint64_t(i));
   PdPair pd(m.model, c);
   const test::CoreRun split = pd.run({parent});
   REQUIRE(pd.transfers == 1);
@@ -136,7 +141,8 @@ TEST_CASE("pd: prompt logprobs are scored on the prefill side and travel with th
 TEST_CASE("pd: a lost transfer recomputes locally or fails, leaking nothing", "[pd][model]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   const Tokenizer tok(*m.file.vocab);
-  const auto reqs = test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
+  const auto reqs =
+      test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily.", "The cat sat on the mat."});
   const SchedulerConfig c = test::model_scheduler_config(m, 256);
   const test::CoreRun colocated = test::run_core(m.model, reqs, c, false);
   for (const bool recompute : {true, false}) {
@@ -157,8 +163,10 @@ TEST_CASE("pd: a lost transfer recomputes locally or fails, leaking nothing", "[
     } else {
       REQUIRE(failed == std::vector<std::string>{"m1", "n.0", "n.1", "n.2"});
       for (const auto& [id, tokens] : colocated.tokens)
-        if (std::find(failed.begin(), failed.end(), id) == failed.end()) REQUIRE(run.tokens.at(id) == tokens);
-        else REQUIRE_FALSE(run.tokens.count(id));
+        if (std::find(failed.begin(), failed.end(), id) == failed.end())
+          REQUIRE(run.tokens.at(id) == tokens);
+        else
+          REQUIRE_FALSE(run.tokens.count(id));
     }
   }
 }
@@ -170,7 +178,8 @@ TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late
   PdPair pd(m.model, c);
   SamplingParams p;
   p.max_tokens = 5;
-  pd.add(Request("a", tok.encode("Once upon a time, there was a little girl named Lily who loved to play.", true), p, 1));
+  pd.add(
+      Request("a", tok.encode("Once upon a time, there was a little girl named Lily who loved to play.", true), p, 1));
   REQUIRE(pd.decode.step().empty());  // admitted: blocks for the prompt, nothing computed
   REQUIRE(pd.decode.scheduler().num_waiting_for_remote_kv() == 1);
   const int held = pd.decode.scheduler().kv_cache_manager().block_pool().num_used();
@@ -184,7 +193,14 @@ TEST_CASE("pd: an abort while the KV is on its way frees the blocks and the late
 }
 
 TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit", "[pd]") {
-  KvTransferPayload p{"req-1", 20, {5, 9}, {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}}, {2, 4, 16}, 2, "", {},
+  KvTransferPayload p{"req-1",
+                      20,
+                      {5, 9},
+                      {{5, -0.25f, 1, {{5, -0.25f}}}, {9, -1.5f, 3, {{2, -0.5f}}}},
+                      {2, 4, 16},
+                      2,
+                      "",
+                      {},
                       {{7, -2.5f, 4, {{3, -0.125f}}}}};
   p.kv.resize(size_t(2 * 2 * 4 * 16 * 2) * 4);  // an F32 layout's bytes
   for (size_t i = 0; i < p.kv.size(); ++i) p.kv[i] = uint8_t(i * 7 + 3);
@@ -199,9 +215,11 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   REQUIRE(back.prompt_logprobs == p.prompt_logprobs);
   REQUIRE(back.layout == KvLayout{2, 4, 16});
   REQUIRE(back.kv == p.kv);
-  REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, wire.size() - 4)), Catch::Contains("bytes of KV, the header says"));
+  REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, wire.size() - 4)),
+                      Catch::Contains("bytes of KV, the header says"));
   REQUIRE_THROWS_WITH(decode_kv_transfer(wire.substr(0, 3)), Catch::Contains("only 3 bytes"));
-  REQUIRE_THROWS_WITH(decode_kv_transfer(std::string("\x40\0\0\0abc", 7)), Catch::Contains("the header needs 64 bytes"));
+  REQUIRE_THROWS_WITH(decode_kv_transfer(std::string("\x40\0\0\0abc", 7)),
+                      Catch::Contains("the header needs 64 bytes"));
   KvTransferPayload short_blocks = p;
   short_blocks.num_blocks = 1;  // 16 slots cannot hold 20 prompt tokens
   REQUIRE_THROWS_WITH(decode_kv_transfer(encode_kv_transfer(short_blocks)), Catch::Contains("inconsistent header"));
@@ -220,7 +238,8 @@ TEST_CASE("pd: the KV transfer payload round-trips and refuses what does not fit
   REQUIRE(linked_back.kv_link == "link 00c0ffee to h:1");
   REQUIRE(linked_back.kv.empty());
   REQUIRE(linked_back.layout.bytes(linked_back.num_blocks) == int64_t(p.kv.size()));
-  REQUIRE_THROWS_WITH(decode_kv_transfer(head + std::string(8, '\0')), Catch::Contains("bytes of KV, the header says 0"));
+  REQUIRE_THROWS_WITH(decode_kv_transfer(head + std::string(8, '\0')),
+                      Catch::Contains("bytes of KV, the header says 0"));
 }
 
 }  // namespace parley
@@ -268,8 +287,10 @@ TEST_CASE("pd: a prefill request keeps every field that changes its tokens", "[p
   REQUIRE_FALSE(unseeded.sampling_params.seed.has_value());
   REQUIRE_FALSE(unseeded.sampling_params.logprobs.has_value());
   REQUIRE_FALSE(unseeded.sampling_params.prompt_logprobs.has_value());
-  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"), Catch::Contains("request version 1"));  // an older build
-  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 2})"), Catch::Contains("bad prefill request"));  // fields missing
+  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 1})"),
+                      Catch::Contains("request version 1"));  // an older build
+  REQUIRE_THROWS_WITH(decode_prefill_request(R"({"version": 2})"),
+                      Catch::Contains("bad prefill request"));  // fields missing
   REQUIRE_THROWS_WITH(decode_prefill_request("not json"), Catch::Contains("bad prefill request"));
 }
 
@@ -282,7 +303,8 @@ TEST_CASE("pd: the prefill router picks among peers that are up and tracks trans
   REQUIRE(PeerAddress::parse("host.example:80").host == "host.example");
   for (const char* bad : {"nohost", ":80", "h:", "h:0", "h:70000", "h:8x"})
     REQUIRE_THROWS_AS(PeerAddress::parse(bad), std::invalid_argument);
-  PrefillRouter rr({PeerAddress::parse("a:1"), PeerAddress::parse("b:2"), PeerAddress::parse("c:3")}, RoutingPolicy::RoundRobin);
+  PrefillRouter rr({PeerAddress::parse("a:1"), PeerAddress::parse("b:2"), PeerAddress::parse("c:3")},
+                   RoutingPolicy::RoundRobin);
   REQUIRE_FALSE(rr.pick().has_value());  // nobody is up yet
   rr.set_up(0, true), rr.set_up(2, true);
   REQUIRE(*rr.pick() == 0);

@@ -65,9 +65,11 @@ struct PdEngines {
 
 }  // namespace
 
-TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, and a broken link recomputes", "[actors][pd][links]") {
+TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, and a broken link recomputes",
+          "[actors][pd][links]") {
   auto colocated = EngineClient::start(stories_config(64));
-  // Eight requests named `prefix`0..7; the second asks for n = 3 (one prefill, one transfer, the split on the decode side).
+  // Eight requests named `prefix`0..7; the second asks for n = 3 (one prefill, one transfer, the split on the decode
+  // side).
   const auto specs = [&](const std::string& prefix) {
     std::vector<EngineRequestSpec> s = specs_for(colocated->tokenizer(), 8, prefix);
     s[1].child_req_ids = {prefix + "1", prefix + "1.1", prefix + "1.2"};
@@ -102,7 +104,8 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(hub->transfers() == 16);
   const std::string dw = metrics_of(*pd.decode);
   REQUIRE(metric(dw, "parley:kv_transfer_latency_seconds_count") == 16);
-  REQUIRE(metric(dw, "parley:kv_transfer_latency_seconds_sum") - metric(d, "parley:kv_transfer_latency_seconds_sum") >= 8 * 0.3);
+  REQUIRE(metric(dw, "parley:kv_transfer_latency_seconds_sum") - metric(d, "parley:kv_transfer_latency_seconds_sum") >=
+          8 * 0.3);
 
   // Aborts while the KV is on its way: the decode side still receives every KV the prefill side sends (the
   // link pairs transfers in order), drops the unwanted ones, and the others land where they belong.
@@ -145,7 +148,8 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   const double computed = metric(d_after_break, "parley:prefill_tokens_computed_total");
   REQUIRE(computed > 0);
   REQUIRE(run(*pd.decode, specs("t")) == renamed(expected, "t"));
-  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") == computed);  // all prefilled remotely
+  REQUIRE(metric(metrics_of(*pd.decode), "parley:prefill_tokens_computed_total") ==
+          computed);  // all prefilled remotely
   REQUIRE(hub->transfers() == 48);
   for (EngineClient* e : {pd.prefill.get(), pd.decode.get()}) require_idle(*e);
 
@@ -166,7 +170,8 @@ TEST_CASE("pd actors: KV over a device link gives colocated serving's tokens, an
   REQUIRE(hub->transfers() == 56);
   const std::string dv = metrics_of(*pd.decode);
   REQUIRE(metric(dv, "parley:prefill_tokens_computed_total") == computed);
-  REQUIRE(metric(dv, "parley:kv_transfer_failures_total") == metric(d_after_break, "parley:kv_transfer_failures_total"));
+  REQUIRE(metric(dv, "parley:kv_transfer_failures_total") ==
+          metric(d_after_break, "parley:kv_transfer_failures_total"));
   REQUIRE(metric(dv, "parley:kv_blocks_transferred_total") > blocks_before);
   for (int i = 0; i < 100 && hub->open_ends() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(hub->open_ends() == 0);  // the decode end too: the prefill instance told it

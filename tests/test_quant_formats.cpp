@@ -94,11 +94,11 @@ TEST_CASE("Rows of partial blocks, and q8_1, which ggml cannot decode, are refus
 TEST_CASE("fp16 rounds to nearest even at the overflow, subnormal and underflow edges", "[quant]") {
   CHECK(float_to_half(65504.0f) == 0x7bff);
   CHECK(float_to_half(65519.996f) == 0x7bff);
-  CHECK(float_to_half(65520.0f) == 0x7c00);        // the tie goes to the even "65536": infinity
+  CHECK(float_to_half(65520.0f) == 0x7c00);         // the tie goes to the even "65536": infinity
   CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3c00);  // tie to the even mantissa 0
   CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3c02);
   CHECK(float_to_half(0x1p-24f) == 0x0001);
-  CHECK(float_to_half(0x1p-25f) == 0x0000);         // the tie between 0 and the least subnormal
+  CHECK(float_to_half(0x1p-25f) == 0x0000);  // the tie between 0 and the least subnormal
   CHECK(float_to_half(0x1.000002p-25f) == 0x0001);
   CHECK(float_to_half(-0.0f) == 0x8000);
   CHECK(float_to_half(std::bit_cast<float>(0xffc00001u)) == 0xfe00);  // every NaN is ggml's quiet 0x7e00

@@ -122,29 +122,31 @@ std::vector<Pattern> patterns() {
       {"normal", normal(1.0f)},
       {"tiny", normal(1e-20f)},
       {"large", normal(3e4f)},  // beyond fp16's range: scales and mins overflow to infinity, as in ggml
-      {"mixed magnitudes", [](std::mt19937& rng, int64_t) {
+      {"mixed magnitudes",
+       [](std::mt19937& rng, int64_t) {
          const float scale = std::pow(10.0f, std::uniform_int_distribution<int>(-6, 4)(rng));
          return std::normal_distribution<float>(0, scale)(rng);
        }},
-      {"mostly zeros", [](std::mt19937& rng, int64_t) {
+      {"mostly zeros",
+       [](std::mt19937& rng, int64_t) {
          const bool nonzero = std::uniform_int_distribution<int>(0, 9)(rng) == 0;
          return nonzero ? std::normal_distribution<float>(0, 2)(rng) : 0.0f;
        }},
       {"all zero", [](std::mt19937&, int64_t) { return 0.0f; }},
       {"all equal", [](std::mt19937&, int64_t) { return 0.37f; }},
       {"all equal negative", [](std::mt19937&, int64_t) { return -2.5f; }},
-      {"negative only", [](std::mt19937& rng, int64_t) {
-         return -std::fabs(std::normal_distribution<float>(0, 1)(rng)) - 0.1f;
-       }},
-      {"positive only", [](std::mt19937& rng, int64_t) {
-         return std::uniform_real_distribution<float>(3.0f, 3.5f)(rng);
-       }},
-      {"outliers", [](std::mt19937& rng, int64_t) {
+      {"negative only",
+       [](std::mt19937& rng, int64_t) { return -std::fabs(std::normal_distribution<float>(0, 1)(rng)) - 0.1f; }},
+      {"positive only",
+       [](std::mt19937& rng, int64_t) { return std::uniform_real_distribution<float>(3.0f, 3.5f)(rng); }},
+      {"outliers",
+       [](std::mt19937& rng, int64_t) {
          const float x = std::normal_distribution<float>(0, 0.02f)(rng);
          return std::uniform_int_distribution<int>(0, 63)(rng) == 0 ? x * 500.0f : x;
        }},
       // Halves of integers with 127 (or -127) in every block: q8 scales of exactly 1 and rounding ties.
-      {"half integers", [](std::mt19937& rng, int64_t j) {
+      {"half integers",
+       [](std::mt19937& rng, int64_t j) {
          if (j % 32 == 5) return j % 64 == 5 ? 127.0f : -127.0f;
          return static_cast<float>(std::uniform_int_distribution<int>(-254, 254)(rng)) / 2.0f;
        }},

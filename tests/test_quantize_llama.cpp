@@ -81,9 +81,10 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (dir / name).string(); }
 };
 
-constexpr FileType kAllTypes[] = {FileType::Q4_0,   FileType::Q4_1,   FileType::Q5_0, FileType::Q5_1,
+constexpr FileType kAllTypes[] = {FileType::Q4_0,   FileType::Q4_1,   FileType::Q5_0,   FileType::Q5_1,
                                   FileType::Q8_0,   FileType::Q4_K_S, FileType::Q4_K_M, FileType::Q5_K_S,
-                                  FileType::Q5_K_M, FileType::Q6_K,   FileType::F16,  FileType::BF16, FileType::F32};
+                                  FileType::Q5_K_M, FileType::Q6_K,   FileType::F16,    FileType::BF16,
+                                  FileType::F32};
 
 // Every tensor of ours against llama.cpp's, by name (llama.cpp orders them by block, then name).
 void require_same_tensors(const std::string& ours_path, const std::string& theirs_path) {

@@ -40,7 +40,6 @@ std::string per_layer(FileType target, const RecipeModel& m, const std::string& 
   return out;
 }
 
-
 std::vector<uint8_t> tensor_bytes(const GgufFile& f, const std::string& name) {
   const GgufTensorInfo& t = f.tensor(name);
   return {t.data, t.data + t.nbytes};
@@ -49,10 +48,14 @@ std::vector<uint8_t> tensor_bytes(const GgufFile& f, const std::string& name) {
 }  // namespace
 
 TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor types", "[quantize]") {
-  struct Row { const char* name; uint32_t ftype; GgmlType type; };
-  const Row rows[] = {{"f32", 0, GgmlType::F32},     {"f16", 1, GgmlType::F16},       {"q4_0", 2, GgmlType::Q4_0},
-                      {"q4_1", 3, GgmlType::Q4_1},   {"q8_0", 7, GgmlType::Q8_0},     {"q5_0", 8, GgmlType::Q5_0},
-                      {"q5_1", 9, GgmlType::Q5_1},   {"q4_k_s", 14, GgmlType::Q4_K},  {"q4_k_m", 15, GgmlType::Q4_K},
+  struct Row {
+    const char* name;
+    uint32_t ftype;
+    GgmlType type;
+  };
+  const Row rows[] = {{"f32", 0, GgmlType::F32},      {"f16", 1, GgmlType::F16},      {"q4_0", 2, GgmlType::Q4_0},
+                      {"q4_1", 3, GgmlType::Q4_1},    {"q8_0", 7, GgmlType::Q8_0},    {"q5_0", 8, GgmlType::Q5_0},
+                      {"q5_1", 9, GgmlType::Q5_1},    {"q4_k_s", 14, GgmlType::Q4_K}, {"q4_k_m", 15, GgmlType::Q4_K},
                       {"q5_k_s", 16, GgmlType::Q5_K}, {"q5_k_m", 17, GgmlType::Q5_K}, {"q6_k", 18, GgmlType::Q6_K},
                       {"bf16", 32, GgmlType::BF16}};
   for (const Row& r : rows) {
@@ -67,8 +70,9 @@ TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor t
 }
 
 TEST_CASE("an unknown type name is refused with the list of valid names", "[quantize]") {
-  REQUIRE_THROWS_WITH(parse_file_type("q3_k_m"), "unknown type 'q3_k_m' (expected one of q4_0, q4_1, q5_0, q5_1, q8_0, "
-                                                 "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32)");
+  REQUIRE_THROWS_WITH(parse_file_type("q3_k_m"),
+                      "unknown type 'q3_k_m' (expected one of q4_0, q4_1, q5_0, q5_1, q8_0, "
+                      "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32)");
   REQUIRE_THROWS_WITH(write_model_gguf(make_random_model(builtin_model_config(), 1), "/dev/null", GgmlType::Q4_K),
                       Catch::Contains("unsupported dtype q4_K"));
   const std::string out = run_cli("quantize --type q2_k /dev/null /tmp/never.gguf");
@@ -87,8 +91,9 @@ TEST_CASE("q4_k_m and q5_k_m give attn_v and ffn_down six bits in the first, las
     CHECK(per_layer(FileType::Q4_K_M, m, other, {256, 256}) == "q4_K q4_K q4_K q4_K q4_K q4_K q4_K q4_K");
   // 32 layers: 0-3, 28-31, and 6, 9, ..., 27
   const std::string l32 = per_layer(FileType::Q4_K_M, dense("qwen3", 32), "attn_v.weight", {256, 256});
-  CHECK(l32 == "q6_K q6_K q6_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K "
-               "q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q6_K q6_K q6_K q6_K");
+  CHECK(l32 ==
+        "q6_K q6_K q6_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K "
+        "q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q4_K q4_K q6_K q6_K q6_K q6_K q6_K");
 }
 
 TEST_CASE("q4_k_s gives the first four attn_v and the first eighth of ffn_down five bits", "[quantize]") {

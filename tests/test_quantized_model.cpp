@@ -1,7 +1,7 @@
 // Models in ggml's weight types through the engine: the quantized matmuls are batch-invariant, so every
-// differential suite (PD's prefill and decode instances too) gives the ids of a plain run; the logits stay close to those of the same weights decoded
-// and run in F32; the weights stay resident in their types; stories260K runs at Q8_0 end to end; the CUDA path
-// (host emulation) decodes them at load.
+// differential suite (PD's prefill and decode instances too) gives the ids of a plain run; the logits stay close to
+// those of the same weights decoded and run in F32; the weights stay resident in their types; stories260K runs at Q8_0
+// end to end; the CUDA path (host emulation) decodes them at load.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -68,7 +68,8 @@ std::vector<float> all_logits(LlamaModel& model, int n) {
   ForwardBatch b;
   b.token_ids = tokens, b.max_blocks_per_seq = 8;
   for (int i = 0; i < 8; ++i) b.block_tables.push_back(i);
-  for (int p = 0; p < n; ++p) b.positions.push_back(p), b.token_seq.push_back(0), b.slot_mapping.push_back(p), b.logits_indices.push_back(p);
+  for (int p = 0; p < n; ++p)
+    b.positions.push_back(p), b.token_seq.push_back(0), b.slot_mapping.push_back(p), b.logits_indices.push_back(p);
   std::vector<float> logits;
   model.forward(b, kv, logits);
   return logits;
@@ -76,7 +77,7 @@ std::vector<float> all_logits(LlamaModel& model, int n) {
 
 struct Case {
   GgmlType type, more;
-  bool k_rows;     // the 256-row config
+  bool k_rows;  // the 256-row config
 };
 // Measured max |d logprob| over every vocabulary entry of 100 positions: 0.033 (q8_0), 0.050 (q4_0), 0.037 (q5_1),
 // 0.034 (q4_K), 0.033 (q5_K): the activations' 8-bit rounding; f16/bf16 weights: exactly 0.
@@ -87,11 +88,13 @@ const Case kCases[] = {{GgmlType::Q8_0, GgmlType::Q8_0, false}, {GgmlType::Q4_0,
 
 }  // namespace
 
-TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, speculation, async and PD change no token", "[quant-model]") {
+TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, speculation, async and PD change no token",
+          "[quant-model]") {
   const cpu::CpuBackend backend(2);
   for (const Case& k : kCases) {
     CAPTURE(quant::traits(k.type).name, quant::traits(k.more).name);
-    const ModelFile file = quantized_model(k.k_rows ? kquant_config() : tiny_arch_shape("llama").config, k.type, k.more);
+    const ModelFile file =
+        quantized_model(k.k_rows ? kquant_config() : tiny_arch_shape("llama").config, k.type, k.more);
     LlamaModel model(file.config, file.weights, backend);
     test::require_differential_suite(model, file);
     // Prefill on one instance, decode on another: the quantized KV producer and consumer agree with colocated.
@@ -104,7 +107,8 @@ TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, specul
   }
 }
 
-TEST_CASE("quantized models stay close to their weights decoded to F32, and stay resident in their types", "[quant-model]") {
+TEST_CASE("quantized models stay close to their weights decoded to F32, and stay resident in their types",
+          "[quant-model]") {
   const cpu::CpuBackend backend(2);
   for (const Case& k : kCases) {
     CAPTURE(quant::traits(k.type).name, quant::traits(k.more).name);
@@ -169,12 +173,13 @@ TEST_CASE("the CUDA model path (host emulation) decodes quantized weights at loa
     const LlamaConfig cfg = k.k_rows ? kquant_config() : tiny_arch_shape("llama").config;
     const ModelFile file = quantized_model(cfg, k.type, k.more);
     const SchedulerConfig c = test::suite_config(file, 16, false);
-    cuda::DeviceLlama<test::HostOps> device(std::make_unique<test::HostOps>(), file.config, file.weights, test::device_options(c, 0));
+    cuda::DeviceLlama<test::HostOps> device(std::make_unique<test::HostOps>(), file.config, file.weights,
+                                            test::device_options(c, 0));
     LlamaModel f(cfg, decoded(file).weights, backend);
     ForwardBatch b;
     for (int p = 0; p < 40; ++p)
-      b.token_ids.push_back(3 + p * 11 % 500), b.positions.push_back(p), b.token_seq.push_back(0), b.slot_mapping.push_back(p),
-          b.logits_indices.push_back(p);
+      b.token_ids.push_back(3 + p * 11 % 500), b.positions.push_back(p), b.token_seq.push_back(0),
+          b.slot_mapping.push_back(p), b.logits_indices.push_back(p);
     b.max_blocks_per_seq = 3, b.block_tables = {0, 1, 2};
     std::vector<float> got, want;
     device.forward(b, got);

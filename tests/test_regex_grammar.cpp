@@ -165,7 +165,7 @@ TEST_CASE("regex grammars accept exactly what std::regex matches on random strin
       CHECK(grammar.matches(s) == expected);
       accepted += expected;
     }
-    CHECK(accepted > 1);  // the strings exercise both answers
+    CHECK(accepted > 1);             // the strings exercise both answers
     for (int i = 0; i < 200; ++i) {  // and everything the grammar produces is a match
       std::string sentence;
       random_sentence(grammar, rng, sentence);

@@ -12,7 +12,8 @@ using parley::http::RequestReader;
 namespace {
 
 std::string post(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         body;
 }
 
 // Everything the reader makes of `bytes` fed in pieces of `piece` bytes: "METHOD target body" or "refused N".
@@ -21,9 +22,11 @@ std::vector<std::string> read_all(const std::string& bytes, size_t piece, Reques
   std::vector<std::string> out;
   for (size_t at = 0; at < bytes.size(); at += piece) reader.feed(std::string_view(bytes).substr(at, piece));
   while (auto in = reader.pop()) {
-    if (in->kind == Incoming::Kind::Refusal) out.push_back("refused " + std::to_string(in->status));
-    else out.push_back(std::string(in->request.method_string()) + " " + std::string(in->request.target()) + " " +
-                       in->request.body());
+    if (in->kind == Incoming::Kind::Refusal)
+      out.push_back("refused " + std::to_string(in->status));
+    else
+      out.push_back(std::string(in->request.method_string()) + " " + std::string(in->request.target()) + " " +
+                    in->request.body());
   }
   return out;
 }
@@ -31,7 +34,8 @@ std::vector<std::string> read_all(const std::string& bytes, size_t piece, Reques
 }  // namespace
 
 TEST_CASE("pipelined requests come out whole and in order however the bytes are split") {
-  const std::string bytes = post("/v1/completions", R"({"prompt":"a"})") + "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n" +
+  const std::string bytes = post("/v1/completions", R"({"prompt":"a"})") +
+                            "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n" +
                             "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                             "4\r\n{\"m\"\r\n3\r\n:1}\r\n0\r\n\r\n";
   const std::vector<std::string> want = {R"(POST /v1/completions {"prompt":"a"})", "GET /v1/models ",
@@ -61,7 +65,8 @@ TEST_CASE("malformed requests are refused with the status owed and reading ends"
     INFO(c.what);
     // A good request before it is still answered; nothing after it is read.
     const std::string bytes = "GET /health HTTP/1.1\r\n\r\n" + c.bytes + "GET /after HTTP/1.1\r\n\r\n";
-    CHECK(read_all(bytes, bytes.size()) == std::vector<std::string>{"GET /health ", "refused " + std::to_string(c.status)});
+    CHECK(read_all(bytes, bytes.size()) ==
+          std::vector<std::string>{"GET /health ", "refused " + std::to_string(c.status)});
     CHECK(read_all(bytes, 3) == std::vector<std::string>{"GET /health ", "refused " + std::to_string(c.status)});
   }
 }
@@ -86,13 +91,15 @@ TEST_CASE("the request past the pipelining limit is refused with 503") {
   for (int i = 0; i < 6; ++i) bytes += "GET /" + std::to_string(i) + " HTTP/1.1\r\n\r\n";
   RequestReader::Limits limits;
   limits.max_queued = 4;
-  CHECK(read_all(bytes, bytes.size(), limits) == std::vector<std::string>{"GET /0 ", "GET /1 ", "GET /2 ", "GET /3 ", "refused 503"});
+  CHECK(read_all(bytes, bytes.size(), limits) ==
+        std::vector<std::string>{"GET /0 ", "GET /1 ", "GET /2 ", "GET /3 ", "refused 503"});
 }
 
 TEST_CASE("a websocket upgrade ends reading and a partial request is reported as in progress") {
   RequestReader reader({});
-  reader.feed("GET /v1/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-              "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n\x81\x82");
+  reader.feed(
+      "GET /v1/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n\x81\x82");
   CHECK(reader.state() == RequestReader::State::Upgrade);
   CHECK(reader.queued() == 1);
   CHECK_FALSE(reader.mid_request());

@@ -15,8 +15,12 @@ TEST_CASE("Philox4x32-10 matches Random123's known-answer vectors", "[sampler]")
   };
   const Kat kats[] = {
       {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
   };
   for (const Kat& k : kats) {
     uint32_t c[4] = {k.ctr[0], k.ctr[1], k.ctr[2], k.ctr[3]};
@@ -57,7 +61,8 @@ TEST_CASE("draws follow softmax(logits / T) and depend only on (seed, position)"
   }
   // Different seeds give different streams.
   int differ = 0;
-  for (int pos = 0; pos < 200; ++pos) differ += s.sample(logits.data(), 5, p, 1, pos) != s.sample(logits.data(), 5, p, 2, pos);
+  for (int pos = 0; pos < 200; ++pos)
+    differ += s.sample(logits.data(), 5, p, 1, pos) != s.sample(logits.data(), 5, p, 2, pos);
   REQUIRE(differ > 50);
 }
 
@@ -90,13 +95,16 @@ TEST_CASE("invalid sampling parameters are rejected with vLLM's wording", "[samp
     mutate(p);
     return p;
   };
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.temperature = -0.1f; }).validate(), Catch::Contains("temperature must be non-negative"));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.temperature = -0.1f; }).validate(),
+                      Catch::Contains("temperature must be non-negative"));
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.top_p = 0.0f; }).validate(), Catch::Contains("top_p must be in (0, 1]"));
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.top_k = -2; }).validate(), Catch::Contains("top_k must be -1"));
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.min_p = 1.5f; }).validate(), Catch::Contains("min_p must be in [0, 1]"));
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.max_tokens = 0; }).validate(), Catch::Contains("max_tokens must be at least 1"));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.max_tokens = 0; }).validate(),
+                      Catch::Contains("max_tokens must be at least 1"));
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.n = 0; }).validate(), Catch::Contains("n must be at least 1"));
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.n = 2, p.temperature = 0; }).validate(), Catch::Contains("n must be 1 when using greedy"));
+  REQUIRE_THROWS_WITH(bad([](auto& p) { p.n = 2, p.temperature = 0; }).validate(),
+                      Catch::Contains("n must be 1 when using greedy"));
   REQUIRE_NOTHROW(SamplingParams{}.validate());
 }
 
@@ -121,13 +129,19 @@ TEST_CASE("penalties, min_tokens, logprobs, logit_bias and token ids are checked
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.logprobs = -1; }).validate(), "logprobs must be non-negative, got -1.");
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.logprobs = 21; }).validate(),
                       "Requested sample logprobs of 21, which is greater than max allowed: 20");
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logit_bias = {{3, 100.5f}}; }).validate(),
+  REQUIRE_THROWS_WITH(bad([](auto& p) {
+                        p.logit_bias = {{3, 100.5f}};
+                      }).validate(),
                       "logit_bias must be in [-100, 100], got 100.5 for token 3.");
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.logit_bias = {{3, 1.0f}, {512, 1.0f}, {600, 2.0f}}; }).validate(512),
+  REQUIRE_THROWS_WITH(bad([](auto& p) {
+                        p.logit_bias = {{3, 1.0f}, {512, 1.0f}, {600, 2.0f}};
+                      }).validate(512),
                       "token_id(s) [512, 600] in logit_bias contain out-of-vocab token ids. Vocabulary size: 512");
   REQUIRE_THROWS_WITH(bad([](auto& p) { p.stop_token_ids = {-1}; }).validate(),
                       Catch::StartsWith("token_id(s) [-1] in stop_token_ids contain out-of-vocab token ids"));
-  REQUIRE_THROWS_WITH(bad([](auto& p) { p.stop_token_ids = {2, 512}; }).validate(512),
+  REQUIRE_THROWS_WITH(bad([](auto& p) {
+                        p.stop_token_ids = {2, 512};
+                      }).validate(512),
                       Catch::StartsWith("token_id(s) [512] in stop_token_ids"));
   // Boundaries are allowed; ids are only checked against a known vocabulary.
   SamplingParams ok;

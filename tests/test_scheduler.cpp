@@ -26,7 +26,8 @@ TEST_CASE("scheduler runs requests to max_tokens within the token budget and fre
   REQUIRE(s.stats().num_preemptions == 0);
 }
 
-TEST_CASE("a decode step inside the request's last block carries no block ids and one that opens a block carries it", "[scheduler]") {
+TEST_CASE("a decode step inside the request's last block carries no block ids and one that opens a block carries it",
+          "[scheduler]") {
   Scheduler s(config(64, 64));
   FakeWorker w;
   s.add_request(make_request("r", prompt_of(20, 1), 20));  // 20 prompt tokens: blocks of 16 positions
@@ -149,7 +150,6 @@ TEST_CASE("admission limits: queue bound, max_num_seqs, impossible requests", "[
   run_all(s, w);
 }
 
-
 TEST_CASE("delayed split: one prefill, children equal n = 1 requests seeded seed + i", "[scheduler][split]") {
   const auto prompt = prompt_of(300, 5);  // 18 full blocks and 12 tokens
   SchedulerConfig c = config(256, 512);
@@ -178,7 +178,8 @@ TEST_CASE("delayed split: one prefill, children equal n = 1 requests seeded seed
   REQUIRE(got.outputs.at("p.0") != got.outputs.at("p.1"));  // the seeds differ
 }
 
-TEST_CASE("delayed split: preempted children, a prompt on a block boundary, and the split turned off", "[scheduler][split]") {
+TEST_CASE("delayed split: preempted children, a prompt on a block boundary, and the split turned off",
+          "[scheduler][split]") {
   auto outputs = [](SchedulerConfig c, std::vector<int> prompt) {
     Scheduler s(c);
     FakeWorker w;
@@ -206,7 +207,8 @@ TEST_CASE("delayed split: preempted children, a prompt on a block boundary, and 
   }
 }
 
-TEST_CASE("delayed split: with no block free for a child's partial copy, the child waits and recomputes", "[scheduler][split]") {
+TEST_CASE("delayed split: with no block free for a child's partial copy, the child waits and recomputes",
+          "[scheduler][split]") {
   auto run_with = [](int num_blocks) {
     Scheduler s(config(num_blocks, 64));
     FakeWorker w;
@@ -218,7 +220,8 @@ TEST_CASE("delayed split: with no block free for a child's partial copy, the chi
   const auto [got, prefill_tight] = run_with(2);  // the parent holds both blocks when it splits
   REQUIRE(got == want);
   REQUIRE(prefill_big == 20);
-  REQUIRE(prefill_tight == 20 + 2 * 4);  // each waiting child recomputes its partial block (the full one is a cache hit)
+  REQUIRE(prefill_tight ==
+          20 + 2 * 4);  // each waiting child recomputes its partial block (the full one is a cache hit)
 }
 
 TEST_CASE("delayed split: aborting the parent before its split reports every child", "[scheduler][split]") {

@@ -97,7 +97,8 @@ TEST_CASE("a sliding-window group keeps exactly the blocks its next query can se
   kv.block_pool().check_invariants();
 }
 
-TEST_CASE("a prefix hit with a window needs the window's blocks cached before the hit's end", "[kv_cache_manager][window]") {
+TEST_CASE("a prefix hit with a window needs the window's blocks cached before the hit's end",
+          "[kv_cache_manager][window]") {
   const int bs = 4, window = 10;
   KVCacheManager kv(80, bs, true, {0, window});
   Request a = prompt_request("a", tokens(64, 2));
@@ -119,7 +120,8 @@ TEST_CASE("a prefix hit with a window needs the window's blocks cached before th
   REQUIRE(hit == 64);
   REQUIRE(hits[0].size() == 16);
   REQUIRE(hits[1].size() == 16);
-  for (int i = 0; i < 16; ++i) REQUIRE((hits[1][size_t(i)] == kv.block_pool().null_block()) == (i < 13));  // 9 earlier tokens: 3 blocks
+  for (int i = 0; i < 16; ++i)
+    REQUIRE((hits[1][size_t(i)] == kv.block_pool().null_block()) == (i < 13));  // 9 earlier tokens: 3 blocks
 
   // Blocks that left the window sit at the front of the free queue: new blocks evict them first. Once the
   // window's blocks before position 48 are gone, a prompt sharing 48 tokens hits nothing at all, though full
@@ -138,7 +140,8 @@ TEST_CASE("a prefix hit with a window needs the window's blocks cached before th
   kv.block_pool().check_invariants();
 }
 
-TEST_CASE("the delayed split shares a window's blocks and copies each group's partial block", "[kv_cache_manager][window]") {
+TEST_CASE("the delayed split shares a window's blocks and copies each group's partial block",
+          "[kv_cache_manager][window]") {
   KVCacheManager kv(40, 4, true, {0, 6});
   Request parent = prompt_request("p", tokens(30, 3));
   REQUIRE(kv.allocate_slots(parent, 30));
@@ -156,12 +159,14 @@ TEST_CASE("the delayed split shares a window's blocks and copies each group's pa
   REQUIRE(kv.block_pool().num_used() == 0);
 }
 
-TEST_CASE("scheduling with a sliding-window group: the same tokens, every read its own, fewer blocks", "[scheduler][window]") {
+TEST_CASE("scheduling with a sliding-window group: the same tokens, every read its own, fewer blocks",
+          "[scheduler][window]") {
   // The fake worker checks that each query's window holds the tokens it computed there: a block given back
   // too early and reused by another request fails it. Prefix hits, preemption, the n-split and two steps in
   // flight all run over the windowed group.
   std::vector<Request> reqs;
-  for (int i = 0; i < 10; ++i) reqs.push_back(fakes::make_request("r" + std::to_string(i), fakes::prompt_of(30 + 9 * i, i % 3), 40 + 5 * i));
+  for (int i = 0; i < 10; ++i)
+    reqs.push_back(fakes::make_request("r" + std::to_string(i), fakes::prompt_of(30 + 9 * i, i % 3), 40 + 5 * i));
   reqs.push_back(fakes::parallel_request("n", fakes::prompt_of(50, 1), 3, 30, 7));
   auto run = [&](std::vector<int> windows, int num_blocks, size_t in_flight) {
     CAPTURE(windows, num_blocks, in_flight);
@@ -197,7 +202,7 @@ TEST_CASE("a window keeps the blocks of drafts a verification may still reject",
   GroupBlockIds ids = kv.block_ids("a");
   REQUIRE(ids[1][4] != null_id(kv));
   REQUIRE(ids[1][3] == null_id(kv));  // 12..15: before 17 either way
-  REQUIRE(kv.allocate_slots(r, 1));    // the drafts stood: now block 4 is out of the window of 30
+  REQUIRE(kv.allocate_slots(r, 1));   // the drafts stood: now block 4 is out of the window of 30
   ids = kv.block_ids("a");
   REQUIRE(ids[1][4] == null_id(kv));
   kv.free(r);

@@ -20,7 +20,8 @@ TEST_CASE("speculative config: vLLM's fields, defaults and errors", "[spec]") {
   REQUIRE(c.pad_uniform);
   c = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4})");
   REQUIRE((c.prompt_lookup_min == 4 && c.prompt_lookup_max == 4));
-  c = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4,
+  c = SpeculativeConfig::parse(
+      R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_min": 2, "prompt_lookup_max": 4,
                                    "verify": "rejection", "pad_uniform": false})");
   REQUIRE((c.prompt_lookup_min == 2 && c.prompt_lookup_max == 4));
   REQUIRE(c.verify == SpecVerify::Rejection);
@@ -39,17 +40,20 @@ TEST_CASE("speculative config: vLLM's fields, defaults and errors", "[spec]") {
       {R"({"method": "ngram", "num_speculative_tokens": 0})", "num_speculative_tokens must be a positive integer"},
       {R"({"method": "ngram", "num_speculative_tokens": 2.5})", "num_speculative_tokens must be a positive integer"},
       {R"({"method": "ngram", "num_speculative_tokens": 17})", "at most 16"},
-      {R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 4, "prompt_lookup_max": 2})", "must not exceed"},
+      {R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 4, "prompt_lookup_max": 2})",
+       "must not exceed"},
       {R"({"method": "ngram", "num_speculative_tokens": 3, "model": "x"})", "model applies only to method draft_model"},
       {R"({"method": "draft_model", "num_speculative_tokens": 3})", "needs \"model\""},
       {R"({"method": "layer_skip", "num_speculative_tokens": 3})", "needs \"draft_layers\""},
       {R"({"method": "ngram", "num_speculative_tokens": 3, "verify": "greedy"})", "verify must be"},
       {R"({"method": "ngram", "num_speculative_tokens": 3, "pad_uniform": 1})", "pad_uniform must be true or false"},
-      {R"({"method": "ngram", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1})", "unknown field \"draft_tensor_parallel_size\""},
+      {R"({"method": "ngram", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1})",
+       "unknown field \"draft_tensor_parallel_size\""},
   };
   for (const auto& [json, message] : bad) {
     CAPTURE(json);
-    REQUIRE_THROWS_WITH(SpeculativeConfig::parse(json), Catch::Contains(message) && Catch::StartsWith("--speculative-config: "));
+    REQUIRE_THROWS_WITH(SpeculativeConfig::parse(json),
+                        Catch::Contains(message) && Catch::StartsWith("--speculative-config: "));
   }
 }
 
@@ -108,7 +112,8 @@ double chi_square(const std::vector<int>& counts, const std::vector<float>& p, i
 }  // namespace
 
 TEST_CASE("rejection sampler: emitted tokens follow the target distribution", "[spec]") {
-  const std::vector<float> p0 = {0.1f, 0.2f, 0.3f, 0.4f}, p1 = {0.4f, 0.1f, 0.25f, 0.25f}, p2 = {0.25f, 0.25f, 0.25f, 0.25f};
+  const std::vector<float> p0 = {0.1f, 0.2f, 0.3f, 0.4f}, p1 = {0.4f, 0.1f, 0.25f, 0.25f},
+                           p2 = {0.25f, 0.25f, 0.25f, 0.25f};
   const std::vector<float> q0 = {0.4f, 0.3f, 0.2f, 0.1f}, q1 = {0.1f, 0.1f, 0.1f, 0.7f};
   const int trials = 100000;
   const double critical = 16.27;  // chi-square, 3 degrees of freedom, p = 0.001
@@ -122,8 +127,9 @@ TEST_CASE("rejection sampler: emitted tokens follow the target distribution", "[
       const std::vector<int> drafts = one_hot ? std::vector<int>{2, 0}
                                               : std::vector<int>{sample_inverse_cdf(q0, philox_uniform(seed, 0, 7)),
                                                                  sample_inverse_cdf(q1, philox_uniform(seed, 1, 7))};
-      const auto r = verify_rejection(drafts, {p0, p1, p2}, one_hot ? std::vector<std::vector<float>>{} : std::vector<std::vector<float>>{q0, q1},
-                                      seed, 0);
+      const auto r = verify_rejection(
+          drafts, {p0, p1, p2}, one_hot ? std::vector<std::vector<float>>{} : std::vector<std::vector<float>>{q0, q1},
+          seed, 0);
       REQUIRE(r.tokens.size() == size_t(r.num_accepted) + 1);
       ++first[size_t(r.tokens[0])];
       if (r.tokens.size() >= 2) ++second[size_t(r.tokens[1])], ++num_second;
@@ -132,8 +138,8 @@ TEST_CASE("rejection sampler: emitted tokens follow the target distribution", "[
     }
     REQUIRE(chi_square(first, p0, trials) < critical);
     REQUIRE(chi_square(second, p1, num_second) < critical);  // given position 0 accepted, position 1 follows p1
-    REQUIRE(recovered > trials / 10);  // the residual path ran
-    REQUIRE(bonus > trials / 20);      // and the bonus path
+    REQUIRE(recovered > trials / 10);                        // the residual path ran
+    REQUIRE(bonus > trials / 20);                            // and the bonus path
   }
   // A placeholder is always rejected; the token then follows p itself.
   std::vector<int> counts(4, 0);

@@ -14,14 +14,16 @@ namespace {
 
 // Prompts that repeat themselves, so the n-gram proposer finds matches, besides stories260K's own loops.
 std::vector<Request> spec_requests(const Tokenizer& tok) {
-  return test::mixed_requests(tok, {"Once upon a time, there was a little girl named Lily. Once upon a time, there was a little",
-                                    "The cat sat on the mat. The dog sat on the mat. The bird sat on the",
-                                    "Tom had a red ball. Tom had a red ball. Tom had a", "One day, a big dog went to the park."});
+  return test::mixed_requests(
+      tok, {"Once upon a time, there was a little girl named Lily. Once upon a time, there was a little",
+            "The cat sat on the mat. The dog sat on the mat. The bird sat on the",
+            "Tom had a red ball. Tom had a red ball. Tom had a", "One day, a big dog went to the park."});
 }
 
 SpeculativeConfig ngram(int k, bool pad = true) {
   return SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": )" + std::to_string(k) +
-                                  R"(, "prompt_lookup_min": 2, "prompt_lookup_max": 4, "pad_uniform": )" + (pad ? "true" : "false") + "}");
+                                  R"(, "prompt_lookup_min": 2, "prompt_lookup_max": 4, "pad_uniform": )" +
+                                  (pad ? "true" : "false") + "}");
 }
 
 }  // namespace
@@ -34,7 +36,8 @@ TEST_CASE("speculative decoding: exact n-gram verification changes no token", "[
     CAPTURE(c.num_kv_blocks);
     const test::CoreRun off = test::run_core(m.model, reqs, c, false);
     REQUIRE(off.tokens.size() == 11);
-    for (const auto& [k, async_scheduling] : {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
+    for (const auto& [k, async_scheduling] :
+         {std::pair{3, false}, std::pair{5, false}, std::pair{3, true}, std::pair{5, true}}) {
       CAPTURE(k, async_scheduling);
       const test::CoreRun on = test::run_core(m.model, reqs, c, async_scheduling, ngram(k));
       test::require_same_outputs(on, off);
@@ -82,7 +85,8 @@ TEST_CASE("speculative decoding: drafting models change no token", "[spec][model
   write_model_gguf(noise, dir / "noise.gguf", GgmlType::F32);
   const std::vector<std::string> configs = {
       R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 3})",
-      R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" + test::shared_model("stories260K.gguf") + "\"}",
+      R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" + test::shared_model("stories260K.gguf") +
+          "\"}",
       R"({"method": "draft_model", "num_speculative_tokens": 2, "model": ")" + dir / "noise.gguf" + "\"}"};
   for (const SchedulerConfig& c : {test::model_scheduler_config(m, 256), test::model_scheduler_config(m, 12)}) {
     const test::CoreRun off = test::run_core(m.model, reqs, c, false);
@@ -150,7 +154,8 @@ TEST_CASE("speculative decoding: configurations that cannot run are refused", "[
   write_model_gguf(make_random_model(wide, 3), dir / "wide.gguf", GgmlType::F32);
   const std::string draft = R"({"method": "draft_model", "num_speculative_tokens": 3, "model": ")";
   REQUIRE_THAT(refused(draft + dir / "missing.gguf\"}"), Catch::Contains("draft model: cannot open model file"));
-  REQUIRE_THAT(refused(draft + dir / "wide.gguf\"}"), Catch::Contains("has a vocabulary of 600 tokens, the target's has 512"));
+  REQUIRE_THAT(refused(draft + dir / "wide.gguf\"}"),
+               Catch::Contains("has a vocabulary of 600 tokens, the target's has 512"));
   REQUIRE_THAT(refused(draft + dir / "other.gguf\"}"), Catch::Contains("has another vocabulary: token "));
   REQUIRE_THAT(refused(R"({"method": "layer_skip", "num_speculative_tokens": 3, "draft_layers": 5})"),
                Catch::Contains("draft_layers must be below the target's 5 layers, got 5"));
@@ -178,11 +183,14 @@ TEST_CASE("speculative decoding: rejection verification on stories260K", "[spec]
     for (const std::string& id : r.child_req_ids.empty() ? std::vector<std::string>{r.request_id} : r.child_req_ids) {
       CAPTURE(id);
       // A greedy row's target is one-hot: rejection sampling emits exactly what speculation off does.
-      if (greedy) REQUIRE(a.tokens.at(id) == off.tokens.at(id));
-      else sampled_rows_differ += a.tokens.at(id) != off.tokens.at(id);
+      if (greedy)
+        REQUIRE(a.tokens.at(id) == off.tokens.at(id));
+      else
+        sampled_rows_differ += a.tokens.at(id) != off.tokens.at(id);
       REQUIRE(a.finish.count(id));
       const auto lp = a.logprobs.find(id);
-      REQUIRE((lp == a.logprobs.end() ? 0 : lp->second.size()) == (r.sampling_params.logprobs ? a.tokens.at(id).size() : 0));
+      REQUIRE((lp == a.logprobs.end() ? 0 : lp->second.size()) ==
+              (r.sampling_params.logprobs ? a.tokens.at(id).size() : 0));
     }
   }
   // Sampled rows follow the same distribution with other draws (the unit test checks the distribution).

@@ -83,7 +83,8 @@ TEST_CASE("step pipeline admits a submission whole or not at all", "[pipeline]")
 
 TEST_CASE("step pipeline seeds: given seed plus i for children and drawn ones otherwise", "[pipeline]") {
   StepPipeline p(config(64), false, counter());
-  std::vector<Request> rs{parallel_request("seeded", prompt_of(20, 1), 3, 4, 0), parallel_request("drawn", prompt_of(20, 2), 3, 4, 0),
+  std::vector<Request> rs{parallel_request("seeded", prompt_of(20, 1), 3, 4, 0),
+                          parallel_request("drawn", prompt_of(20, 2), 3, 4, 0),
                           make_request("plain", prompt_of(20, 3), 4)};
   rs[0].sampling_params.seed = 7;
   rs[1].sampling_params.seed.reset();

@@ -43,16 +43,20 @@ std::vector<Request> structured_requests(const Tokenizer& tok) {
     p.temperature = i == 4 ? 0.0f : 1.0f;
     p.max_tokens = 120;
     p.structured_outputs = grammar_params(i % 3 == 0 ? kListGrammar : kPersonGrammar);
-    if (i == 2) p.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Choice, R"(["yes", "no", "It was a dog"])"};
+    if (i == 2)
+      p.structured_outputs =
+          StructuredOutputsParams{StructuredOutputsParams::Kind::Choice, R"(["yes", "no", "It was a dog"])"};
     if (i == 5) p.min_tokens = 100;  // the grammar ends first: its end outranks min_tokens
     if (i == 7) p.logit_bias = {{tok.encode("}", false).back(), 50.0f}};  // cannot force a forbidden token
-    reqs.emplace_back("s" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p, 500 + uint64_t(i));
+    reqs.emplace_back("s" + std::to_string(i), tok.encode(prompts[size_t(i) % prompts.size()], true), p,
+                      500 + uint64_t(i));
   }
   Request parent = reqs[1];  // n = 3: each child constrained from the shared prefill
   parent.seed = 40;
   parent.request_id = "n.0";
   parent.sampling_params.n = 3;
-  for (int i = 0; i < 3; ++i) parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(40 + uint64_t(i));
+  for (int i = 0; i < 3; ++i)
+    parent.child_req_ids.push_back("n." + std::to_string(i)), parent.child_seeds.push_back(40 + uint64_t(i));
   reqs.push_back(parent);
   return reqs;
 }
@@ -138,7 +142,8 @@ TEST_CASE("Sampled at temperature 1 every constrained output matches its grammar
   CHECK(distinct >= 8);  // seeds still choose: the mask narrows the draw, it does not fix it
 }
 
-TEST_CASE("Constrained outputs are the same alone batched chunked preempted async and speculative", "[structured][model]") {
+TEST_CASE("Constrained outputs are the same alone batched chunked preempted async and speculative",
+          "[structured][model]") {
   const Tokenizer tok(*stories().file.vocab);
   const auto reqs = structured_requests(tok);
   const CoreRun off = run_structured(reqs, config(), false);
@@ -154,7 +159,8 @@ TEST_CASE("Constrained outputs are the same alone batched chunked preempted asyn
   require_same_outputs(preempted, off);
   CHECK(preempted.stats.num_preemptions > 0);
   require_same_outputs(run_structured(reqs, config(256, true), true), off);
-  const auto ngram = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1})");
+  const auto ngram =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1})");
   const CoreRun spec = run_structured(reqs, config(256, true), false, ngram);
   require_same_outputs(spec, off);
   CHECK(spec.stats.spec_num_accepted_tokens > 0);
@@ -200,5 +206,6 @@ TEST_CASE("The prefill request carries its structured output across processes", 
   SamplingParams plain;
   const Request r("y", {1}, plain, 5);
   KvLayout layout;
-  CHECK_FALSE(decode_prefill_request(encode_prefill_request(r, KvLayout{}), &layout).sampling_params.structured_outputs);
+  CHECK_FALSE(
+      decode_prefill_request(encode_prefill_request(r, KvLayout{}), &layout).sampling_params.structured_outputs);
 }

@@ -44,7 +44,6 @@ inline std::string error_of(auto&& f) {
   return "no error";
 }
 
-
 // ../shared/models/NAME; the environment's PARLEY_SHARED_DIR overrides the configured folder (a GPU machine's copy).
 inline std::string shared_model(const std::string& name) {
   const char* dir = std::getenv("PARLEY_SHARED_DIR");

@@ -231,10 +231,36 @@ TEST_CASE("merges pick the highest score, the leftmost pair on ties", "[tokenize
 
 TEST_CASE("encode matches a literal run.c transcription on random text", "[tokenizer]") {
   const Tokenizer tok = tok512();
-  const std::vector<std::string> alphabet = {
-      " ", " ", " ", "e", "t", "a", "o", "h", "n", "L", "T", ".", ",", "\"", "'", "\n",
-      "the", "and", "Lily", "was", "\xC3\xA9", "\xE2\x80\x9C", "\xE4\xB8\xAD", "\x01", "\xFF",
-      "\x80", "\xF0\x9F\x98\x80", "ing", "day", "  "};
+  const std::vector<std::string> alphabet = {" ",
+                                             " ",
+                                             " ",
+                                             "e",
+                                             "t",
+                                             "a",
+                                             "o",
+                                             "h",
+                                             "n",
+                                             "L",
+                                             "T",
+                                             ".",
+                                             ",",
+                                             "\"",
+                                             "'",
+                                             "\n",
+                                             "the",
+                                             "and",
+                                             "Lily",
+                                             "was",
+                                             "\xC3\xA9",
+                                             "\xE2\x80\x9C",
+                                             "\xE4\xB8\xAD",
+                                             "\x01",
+                                             "\xFF",
+                                             "\x80",
+                                             "\xF0\x9F\x98\x80",
+                                             "ing",
+                                             "day",
+                                             "  "};
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 300; ++trial) {
     std::string s;
@@ -248,8 +274,8 @@ TEST_CASE("encode matches a literal run.c transcription on random text", "[token
 
 TEST_CASE("round trip of ASCII text follows the dummy prefix", "[tokenizer]") {
   const Tokenizer tok = tok512();
-  for (const std::string s : {"Once upon a time", "hello world", "  two leading spaces",
-                              "Tabs\tand\nnewlines!", "x", "Zebra {quux} ~`|"}) {
+  for (const std::string s :
+       {"Once upon a time", "hello world", "  two leading spaces", "Tabs\tand\nnewlines!", "x", "Zebra {quux} ~`|"}) {
     INFO("text: '" << s << "'");
     CHECK(tok.decode(tok.encode(s, false)) == " " + s);
     CHECK(tok.decode(tok.encode(s, true)) == s);  // the space after BOS is dropped
@@ -310,14 +336,14 @@ TEST_CASE("incremental detokenizer replaces invalid bytes with U+FFFD", "[tokeni
     return outs;
   };
   using V = std::vector<std::string>;
-  CHECK(run({0xFF, 0x41}) == V{kFffd, "A", ""});               // bad lead byte, at once
-  CHECK(run({0x80}) == V{kFffd, ""});                          // stray continuation
-  CHECK(run({0xE4, 0x41}) == V{"", kFffd + "A", ""});          // bad continuation
-  CHECK(run({0xC0, 0xAF}) == V{kFffd, kFffd, ""});             // overlong
-  CHECK(run({0xE0, 0x80}) == V{"", kFffd + kFffd, ""});        // overlong 3-byte
+  CHECK(run({0xFF, 0x41}) == V{kFffd, "A", ""});                      // bad lead byte, at once
+  CHECK(run({0x80}) == V{kFffd, ""});                                 // stray continuation
+  CHECK(run({0xE4, 0x41}) == V{"", kFffd + "A", ""});                 // bad continuation
+  CHECK(run({0xC0, 0xAF}) == V{kFffd, kFffd, ""});                    // overlong
+  CHECK(run({0xE0, 0x80}) == V{"", kFffd + kFffd, ""});               // overlong 3-byte
   CHECK(run({0xED, 0xA0, 0x80}) == V{"", kFffd + kFffd, kFffd, ""});  // surrogate
-  CHECK(run({0xF4, 0x90}) == V{"", kFffd + kFffd, ""});        // above U+10FFFF
-  CHECK(run({0xF0, 0x9F, 0x98}) == V{"", "", "", kFffd});       // incomplete at flush
+  CHECK(run({0xF4, 0x90}) == V{"", kFffd + kFffd, ""});               // above U+10FFFF
+  CHECK(run({0xF0, 0x9F, 0x98}) == V{"", "", "", kFffd});             // incomplete at flush
   CHECK(run({0xF0, 0x9F, 0x98, 0x80}) == V{"", "", "", "\xF0\x9F\x98\x80", ""});
 }
 
@@ -368,8 +394,7 @@ TEST_CASE("the GGUF vocab of stories260K tokenizes like tok512.bin", "[tokenizer
     CHECK(from_gguf.encode(t, true) == from_bin.encode(t, true));
   }
   for (const auto& r : ref["references"]) {
-    CHECK(from_gguf.encode(r["prompt"].get<std::string>(), true) ==
-          r["prompt_token_ids"].get<std::vector<int>>());
+    CHECK(from_gguf.encode(r["prompt"].get<std::string>(), true) == r["prompt_token_ids"].get<std::vector<int>>());
     const auto out = r["output_token_ids"].get<std::vector<int>>();
     CHECK(from_gguf.decode(out, 1) == from_bin.decode(out, 1));
   }

@@ -11,10 +11,9 @@ using namespace parley::openai_test;
 
 namespace {
 
-const std::string kTools =
-    R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
-    R"("properties":{"city":{"type":"string"}},"required":["city"]}}},)"
-    R"({"type":"function","function":{"name":"get_time"}}])";
+const std::string kTools = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+                           R"("properties":{"city":{"type":"string"}},"required":["city"]}}},)"
+                           R"({"type":"function","function":{"name":"get_time"}}])";
 const std::string kUsage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
 
 ServingContext tool_context(std::optional<ToolCallParser> parser = ToolCallParser::Hermes, bool allow_auto = true) {
@@ -232,7 +231,8 @@ TEST_CASE("the tool-call grammar of each format takes its calls and nothing else
        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
        "\"get_weather\", \"arguments\": {\"city\": \"Lima\"}}\n</tool_call>"},
       {ToolCallParser::Llama3Json, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
-       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}"},
+       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": "
+       "\"Lima\"}}"},
       {ToolCallParser::Mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
        "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": "
        "{\"city\": \"Lima\"}}]"},
@@ -275,7 +275,8 @@ TEST_CASE("a response's assistant message with its tool calls goes back as the c
   const std::string history = R"({"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":null,)"
                               R"("refusal":null,"tool_calls":[{"id":"chatcmpl-tool-1","type":"function","function":)"
                               R"({"name":"get_time","arguments":"{}"}}]},{"role":"tool","tool_call_id":)"
-                              R"("chatcmpl-tool-1","content":"12:00"}],"tools":)" + kTools + R"(,"tool_choice":"none"})";
+                              R"("chatcmpl-tool-1","content":"12:00"}],"tools":)" +
+                              kTools + R"(,"tool_choice":"none"})";
   auto r = parse_generate_request(Endpoint::ChatCompletions, history, tool_context());
   CHECK(std::holds_alternative<GenerateRequest>(r));
 }

@@ -42,7 +42,8 @@ TEST_CASE("Websocket messages are checked in the session's order and the first f
   CHECK(error_of(parse(R"({"id": "b", "type": "request", "body": []})")) ==
         "400 b: \"body\" must be an OpenAI request object.");
   const auto start = std::get<WsStart>(parse(
-      R"({"id": "c", "type": "request", "endpoint": "chat.completions", "body": {"messages": [{"role": "user", "content": "Hi"}]}})"));
+      R"({"id": "c", "type": "request", "endpoint": "chat.completions",
+          "body": {"messages": [{"role": "user", "content": "Hi"}]}})"));
   CHECK(start.id == "c");
   CHECK(start.request.endpoint == Endpoint::ChatCompletions);
 }

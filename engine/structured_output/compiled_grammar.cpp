@@ -16,7 +16,8 @@ StructuredOutputStats& structured_output_stats() {
   return stats;
 }
 
-CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GrammarVocabulary> vocabulary)
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const GrammarVocabulary> vocabulary)
     : vocabulary_(std::move(vocabulary)), automaton_(std::move(grammar)) {}
 
 int CompiledGrammar::initial_state() {
@@ -72,7 +73,8 @@ std::shared_ptr<const TokenBitmask> CompiledGrammar::compute_mask(int state) {
       continue;
     }
     walk_states_[size_t(node.depth)] = next;
-    for (int k = node.tokens_begin; k < node.tokens_end; ++k) (*mask)[size_t(tokens[size_t(k)]) >> 6] |= uint64_t(1) << (tokens[size_t(k)] & 63);
+    for (int k = node.tokens_begin; k < node.tokens_end; ++k)
+      (*mask)[size_t(tokens[size_t(k)]) >> 6] |= uint64_t(1) << (tokens[size_t(k)] & 63);
     ++i;
   }
   return mask;

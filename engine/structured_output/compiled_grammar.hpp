@@ -19,13 +19,15 @@ namespace parley::structured {
 
 using TokenBitmask = std::vector<uint64_t>;  // bit t set: token t allowed
 
-inline bool token_allowed(const TokenBitmask& mask, int token) { return (mask[size_t(token) >> 6] >> (token & 63)) & 1; }
+inline bool token_allowed(const TokenBitmask& mask, int token) {
+  return (mask[size_t(token) >> 6] >> (token & 63)) & 1;
+}
 
 // Process-wide counters for the metrics endpoint.
 struct StructuredOutputStats {
-  std::atomic<int64_t> masks_applied{0};       // sampled positions that had a grammar
-  std::atomic<int64_t> mask_nanoseconds{0};    // time spent computing and applying those masks
-  std::atomic<int64_t> masks_computed{0};      // trie walks (cache misses)
+  std::atomic<int64_t> masks_applied{0};     // sampled positions that had a grammar
+  std::atomic<int64_t> mask_nanoseconds{0};  // time spent computing and applying those masks
+  std::atomic<int64_t> masks_computed{0};    // trie walks (cache misses)
 };
 StructuredOutputStats& structured_output_stats();
 
@@ -38,8 +40,8 @@ class CompiledGrammar {
   int initial_state();
   int accept_token(int state, int token);  // kDead when the grammar refuses the token's bytes
   int accept_bytes(int state, std::string_view bytes);
-  bool accepting(int state);               // the text so far is complete
-  bool can_continue(int state);            // more text may follow
+  bool accepting(int state);     // the text so far is complete
+  bool can_continue(int state);  // more text may follow
   // The tokens whose bytes the grammar accepts next in `state` (end tokens are the matcher's business).
   std::shared_ptr<const TokenBitmask> allowed_tokens(int state);
   const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
@@ -73,7 +75,7 @@ class StructuredOutputGrammar {
 
   std::shared_ptr<CompiledGrammar> grammar_;
   std::vector<int> end_tokens_;
-  std::vector<int> states_;  // states_[k]: after k output tokens
+  std::vector<int> states_;                       // states_[k]: after k output tokens
   std::vector<std::pair<int, float>> kept_ends_;  // apply_mask's scratch, reused every token
 };
 

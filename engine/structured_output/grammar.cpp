@@ -52,18 +52,23 @@ class GbnfParser {
   void skip_space(bool newlines) {
     while (!at_end()) {
       const char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) ++pos_;
-      else if (c == '#') while (!at_end() && text_[pos_] != '\n') ++pos_;
-      else break;
+      if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n'))
+        ++pos_;
+      else if (c == '#')
+        while (!at_end() && text_[pos_] != '\n') ++pos_;
+      else
+        break;
     }
   }
   // A rule goes on past a line break when the next line starts with '|'.
   bool continues_on_next_line() {
     size_t p = pos_;
-    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n' ||
-                                text_[p] == '#')) {
-      if (text_[p] == '#') while (p < text_.size() && text_[p] != '\n') ++p;
-      else ++p;
+    while (p < text_.size() &&
+           (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n' || text_[p] == '#')) {
+      if (text_[p] == '#')
+        while (p < text_.size() && text_[p] != '\n') ++p;
+      else
+        ++p;
     }
     if (p < text_.size() && text_[p] == '|') return pos_ = p, true;
     return false;
@@ -151,7 +156,8 @@ class GbnfParser {
     }
     if (peek() != '}') fail("expected '}' to close a repetition");
     ++pos_;
-    if (max != -1 && max < min) fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "} has max < min");
+    if (max != -1 && max < min)
+      fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "} has max < min");
     return {min, max};
   }
   int parse_int() {
@@ -174,14 +180,28 @@ class GbnfParser {
       if (at_end()) fail("unfinished escape");
       const char e = text_[pos_++];
       switch (e) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': return uint32_t(e);
-        case 'x': return parse_hex(2);
-        case 'u': return parse_hex(4);
-        case 'U': return parse_hex(8);
-        default: fail_at(pos_ - 2, std::string("unknown escape '\\") + e + "'");
+        case 'n':
+          return '\n';
+        case 'r':
+          return '\r';
+        case 't':
+          return '\t';
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+          return uint32_t(e);
+        case 'x':
+          return parse_hex(2);
+        case 'u':
+          return parse_hex(4);
+        case 'U':
+          return parse_hex(8);
+        default:
+          fail_at(pos_ - 2, std::string("unknown escape '\\") + e + "'");
       }
     }
     const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
@@ -195,7 +215,10 @@ class GbnfParser {
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i) {
       const char h = peek();
-      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
       if (d < 0) fail("expected " + std::to_string(digits) + " hex digits");
       value = value * 16 + uint32_t(d);
       ++pos_;

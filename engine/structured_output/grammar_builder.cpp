@@ -72,8 +72,10 @@ void GrammarBuilder::append_class(Sequence& seq, const CodepointSet& set, const 
 }
 
 void GrammarBuilder::append_group(Sequence& seq, Alternatives alternatives, const std::string& base) {
-  if (alternatives.size() == 1) seq.insert(seq.end(), alternatives[0].begin(), alternatives[0].end());
-  else seq.push_back({Kind::Rule, anonymous_rule(base, alternatives)});
+  if (alternatives.size() == 1)
+    seq.insert(seq.end(), alternatives[0].begin(), alternatives[0].end());
+  else
+    seq.push_back({Kind::Rule, anonymous_rule(base, alternatives)});
 }
 
 GrammarElement GrammarBuilder::as_one_element(const Sequence& item, const std::string& base) {
@@ -129,7 +131,8 @@ void GrammarBuilder::check_left_recursion(const std::vector<bool>& nullable) con
         const int at = queue[q];
         if (at == int(r)) {  // the path callee -> ... -> r, read back through the parents
           std::string cycle = rules[r].name;
-          for (int back = parent[size_t(at)]; back != -1; back = parent[size_t(back)]) cycle = rules[size_t(back)].name + " -> " + cycle;
+          for (int back = parent[size_t(at)]; back != -1; back = parent[size_t(back)])
+            cycle = rules[size_t(back)].name + " -> " + cycle;
           throw GrammarError("grammar: left recursion (" + rules[r].name + " -> " + cycle +
                              "): a rule reaches itself before matching any character");
         }
@@ -168,8 +171,8 @@ Grammar GrammarBuilder::finish(const std::string& root_name) {
     }
     return ok;
   };
-  const std::vector<bool> nullable =
-      fixed_point([](const GrammarElement& e, const std::vector<bool>& ok) { return e.kind == Kind::Rule && ok[size_t(e.index)]; });
+  const std::vector<bool> nullable = fixed_point(
+      [](const GrammarElement& e, const std::vector<bool>& ok) { return e.kind == Kind::Rule && ok[size_t(e.index)]; });
   const std::vector<bool> productive = fixed_point([&](const GrammarElement& e, const std::vector<bool>& ok) {
     return e.kind == Kind::Rule ? ok[size_t(e.index)] : grammar_.byte_sets_[size_t(e.index)].any();
   });

@@ -36,7 +36,8 @@ void GrammarVocabulary::build_trie() {
   for (int t : order) {
     const std::string& s = *bytes_[size_t(t)];
     size_t common = 0;
-    if (prev) while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
+    if (prev)
+      while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
     if (prev && common == s.size() && s.size() == prev->size()) {  // the same bytes as the previous token
       trie_tokens_.push_back(t);
       ++trie_[size_t(path.back())].tokens_end;

@@ -53,7 +53,8 @@ void PushdownAutomaton::closure(int stack, std::vector<int>& out) {
       continue;
     }
     const int ret = pop_ends(node.pos + 1, node.parent);  // a call in tail position returns straight to the caller's
-    for (int start : rules[size_t(elements[size_t(node.pos)].index)].alternatives) work_.push_back(pop_ends(start, ret));
+    for (int start : rules[size_t(elements[size_t(node.pos)].index)].alternatives)
+      work_.push_back(pop_ends(start, ret));
   }
 }
 

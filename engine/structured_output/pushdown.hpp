@@ -22,8 +22,8 @@ class PushdownAutomaton {
 
   int initial_state() const { return 0; }
   int advance(int state, uint8_t byte);
-  int advance(int state, std::string_view bytes);  // kDead as soon as a byte is refused
-  bool accepting(int state) const { return states_[size_t(state)].accepting; }        // the text is a sentence
+  int advance(int state, std::string_view bytes);                               // kDead as soon as a byte is refused
+  bool accepting(int state) const { return states_[size_t(state)].accepting; }  // the text is a sentence
   bool can_continue(int state) const { return states_[size_t(state)].can_continue; }  // more bytes may follow
   size_t num_states() const { return states_.size(); }
   size_t num_stacks() const { return nodes_.size(); }
@@ -50,8 +50,8 @@ class PushdownAutomaton {
   std::unordered_map<uint64_t, int> node_ids_;
   std::vector<State> states_;
   std::unordered_map<std::string, int> state_ids_;  // a state's stacks as bytes
-  std::vector<int> work_;                            // closure's scratch
-  std::vector<uint32_t> seen_;                       // per node: the closure pass that saw it
+  std::vector<int> work_;                           // closure's scratch
+  std::vector<uint32_t> seen_;                      // per node: the closure pass that saw it
   uint32_t pass_ = 0;
 };
 

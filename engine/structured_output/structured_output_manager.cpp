@@ -11,8 +11,7 @@ namespace {
 
 std::string choice_grammar(const std::string& spec) {
   const nlohmann::json choices = nlohmann::json::parse(spec, nullptr, false);
-  if (!choices.is_array() || choices.empty())
-    throw GrammarError("choice must be a non-empty array of strings");
+  if (!choices.is_array() || choices.empty()) throw GrammarError("choice must be a non-empty array of strings");
   std::string root = "root ::= ";
   for (size_t i = 0; i < choices.size(); ++i) {
     if (!choices[i].is_string()) throw GrammarError("choice[" + std::to_string(i) + "] is not a string");
@@ -32,10 +31,14 @@ std::string grammar_text(const StructuredOutputsParams& params) {
       if (schema.is_discarded()) throw GrammarError("the JSON schema is not valid JSON");
       return json_schema_to_gbnf(schema);
     }
-    case Kind::JsonObject: return json_object_gbnf();
-    case Kind::Regex: return regex_to_gbnf(params.spec);
-    case Kind::Choice: return choice_grammar(params.spec);
-    case Kind::Grammar: return params.spec;
+    case Kind::JsonObject:
+      return json_object_gbnf();
+    case Kind::Regex:
+      return regex_to_gbnf(params.spec);
+    case Kind::Choice:
+      return choice_grammar(params.spec);
+    case Kind::Grammar:
+      return params.spec;
   }
   throw GrammarError("unknown structured output kind");
 }

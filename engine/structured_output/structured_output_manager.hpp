@@ -25,7 +25,8 @@ class StructuredOutputManager {
 
   // A matcher at the start of the constraint; end_tokens end the output where the text is complete.
   // Throws GrammarError (a request that skipped validation).
-  std::unique_ptr<StructuredOutputGrammar> grammar_for(const StructuredOutputsParams& params, std::vector<int> end_tokens);
+  std::unique_ptr<StructuredOutputGrammar> grammar_for(const StructuredOutputsParams& params,
+                                                       std::vector<int> end_tokens);
   const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:

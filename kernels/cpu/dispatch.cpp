@@ -15,10 +15,14 @@ namespace parley::cpu {
 
 std::string isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Auto: return "auto";
-    case Isa::Generic: return "generic";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
+    case Isa::Auto:
+      return "auto";
+    case Isa::Generic:
+      return "generic";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -40,9 +44,12 @@ bool cpu_has_f16c() {
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::Auto:
-    case Isa::Generic: return true;
-    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-    case Isa::Avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case Isa::Generic:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case Isa::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   }
   return false;
 }
@@ -59,9 +66,12 @@ SimdKernels kernels_for(Isa isa) {
   if (isa == Isa::Auto) isa = best_isa();
   if (!isa_supported(isa)) throw std::invalid_argument("this CPU does not support ISA " + isa_name(isa));
   switch (isa) {
-    case Isa::Avx512: return avx512_kernels();
-    case Isa::Avx2: return avx2_kernels();
-    default: return generic_kernels();
+    case Isa::Avx512:
+      return avx512_kernels();
+    case Isa::Avx2:
+      return avx2_kernels();
+    default:
+      return generic_kernels();
   }
 }
 
@@ -78,7 +88,8 @@ PackedMatrix pack_matrix(const float* w, int N, int K) {
   p.N = N, p.K = K;
   p.data.assign(size_t(p.panels()) * K * PackedMatrix::kPanel, 0.0f);
   for (int n = 0; n < N; ++n) {
-    float* panel = p.data.data() + size_t(n / PackedMatrix::kPanel) * K * PackedMatrix::kPanel + n % PackedMatrix::kPanel;
+    float* panel =
+        p.data.data() + size_t(n / PackedMatrix::kPanel) * K * PackedMatrix::kPanel + n % PackedMatrix::kPanel;
     for (int k = 0; k < K; ++k) panel[size_t(k) * PackedMatrix::kPanel] = w[size_t(n) * K + k];
   }
   return p;
@@ -116,7 +127,8 @@ template <class Op>
 void gated_rows(int threads, const float* gate_up, float* out, int M, int hidden, Op op) {
   split_rows(threads, M, 8 * int64_t(hidden), [&](int begin, int end) {
     for (int m = begin; m < end; ++m)
-      op(gate_up + int64_t(m) * 2 * hidden, gate_up + int64_t(m) * 2 * hidden + hidden, out + int64_t(m) * hidden, hidden);
+      op(gate_up + int64_t(m) * 2 * hidden, gate_up + int64_t(m) * 2 * hidden + hidden, out + int64_t(m) * hidden,
+         hidden);
   });
 }
 }  // namespace
@@ -146,8 +158,7 @@ void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim
   reference::embedding(table, tokens, M, dim, out);
 }
 
-void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots,
-                          int M) const {
+void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
   if (kv.dtype != KvDtype::F16) return reference::kv_write(kv, k, v, slots, M);
   for (int m = 0; m < M; ++m) {  // F16C's rounding: the reference's bits (tested)
     simd_.to_f16(k + int64_t(m) * kv.kv_dim, kv.keys_as<uint16_t>() + slots[m] * kv.kv_dim, kv.kv_dim);
@@ -155,8 +166,8 @@ void CpuBackend::kv_write(const KvLayerView& kv, const float* k, const float* v,
   }
 }
 
-void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
-                                 int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
+void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
+                                 int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
   int64_t work = 0;
   for (int t = 0; t < meta.num_tokens; ++t)
     work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
@@ -166,10 +177,14 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
   // at several kv heads (each slot read in one stretch). A tile's bits are each query's own, so the split is free.
   constexpr int kTileQueries = 32;
   const int group = n_heads / n_kv_heads;
-  struct Tile { int token_begin, token_end, kv_begin, kv_end; };
+  struct Tile {
+    int token_begin, token_end, kv_begin, kv_end;
+  };
   std::vector<Tile> tiles;
   for (int t = 0, end; t < meta.num_tokens; t = end) {
-    for (end = t + 1; end < meta.num_tokens && end - t < kTileQueries / group && meta.token_seq[end] == meta.token_seq[t];) ++end;
+    for (end = t + 1;
+         end < meta.num_tokens && end - t < kTileQueries / group && meta.token_seq[end] == meta.token_seq[t];)
+      ++end;
     const int heads = std::clamp(kTileQueries / ((end - t) * group), 1, n_kv_heads);
     for (int h = 0; h < n_kv_heads; h += heads) tiles.push_back({t, end, h, std::min(n_kv_heads, h + heads)});
   }

@@ -29,17 +29,21 @@ struct KvLayerView {
   int kv_dim;
   KvDtype dtype = KvDtype::F32;
   template <class T>
-  T* keys_as() const { return static_cast<T*>(keys); }
+  T* keys_as() const {
+    return static_cast<T*>(keys);
+  }
   template <class T>
-  T* values_as() const { return static_cast<T*>(values); }
+  T* values_as() const {
+    return static_cast<T*>(values);
+  }
 };
 
 // Where each token of a flattened batch reads and writes the KV cache (vLLM's attention metadata).
 struct AttentionMetadata {
   int num_tokens = 0;
-  const int* positions = nullptr;       // [num_tokens] position of each token in its sequence
-  const int* token_seq = nullptr;       // [num_tokens] index of the token's sequence
-  const int* block_tables = nullptr;    // [num_seqs][max_blocks_per_seq] physical block ids
+  const int* positions = nullptr;     // [num_tokens] position of each token in its sequence
+  const int* token_seq = nullptr;     // [num_tokens] index of the token's sequence
+  const int* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq] physical block ids
   int max_blocks_per_seq = 0;
 };
 
@@ -48,7 +52,7 @@ struct AttentionMetadata {
 struct RopeSpec {
   float theta = 10000.0f;
   RopeLayout layout = RopeLayout::Adjacent;
-  int rot_dims = 0;                      // 0: the whole head
+  int rot_dims = 0;  // 0: the whole head
   float freq_scale = 1.0f;
   float attn_factor = 1.0f;
   const float* freq_factors = nullptr;  // [rot_dims / 2], or none
@@ -61,7 +65,9 @@ struct AttentionSpec {
   float softcap = 0.0f;  // > 0: cap * tanh(score / cap)
   int window = 0;
   PARLEY_HD int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
-  PARLEY_HD float score_scale(int head_dim) const { return scale > 0.0f ? scale : 1.0f / sqrtf(static_cast<float>(head_dim)); }
+  PARLEY_HD float score_scale(int head_dim) const {
+    return scale > 0.0f ? scale : 1.0f / sqrtf(static_cast<float>(head_dim));
+  }
 };
 
 // A weight matrix [N][K] repacked for the matmul: panels of 16 columns, [N/16 rounded up][K][16],
@@ -135,8 +141,8 @@ class CpuBackend {
   void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
   // Causal attention of each token over its own sequence's positions that spec lets it see.
   // q, out: [num_tokens][n_heads * head_dim]; grouped-query heads share kv head h / (n_heads/n_kv_heads).
-  void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta,
-                       int n_heads, int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec = {}) const;
+  void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
+                       int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec = {}) const;
 
  private:
   SimdKernels simd_;

@@ -15,9 +15,9 @@
 namespace parley::cpu::qmm {
 namespace {
 
-constexpr int kRows = 16;            // activation rows per tile
-constexpr int kBlock = 32;           // q8_0's block: the k of one TDPBSSD
-constexpr int kTileBytes = 8 * 64;   // a weight tile: 8 rows of 4 k x 16 columns
+constexpr int kRows = 16;                                   // activation rows per tile
+constexpr int kBlock = 32;                                  // q8_0's block: the k of one TDPBSSD
+constexpr int kTileBytes = 8 * 64;                          // a weight tile: 8 rows of 4 k x 16 columns
 constexpr int kPanelBlockBytes = 256, kPanelAuxBytes = 16;  // a q8_0 panel's block: 8 columns x 32, and 8 fp16 d
 
 // Tile registers (GCC's intrinsics want them as literals): sums 0 and 1, activations 2 and 3, weights 4 and 5,
@@ -51,13 +51,13 @@ void weight_tile(const uint8_t* left, const uint8_t* right, uint8_t* tile) {
 }
 
 // The exact integer sums of block b for a row tile, left in `sums` ([16 rows][16 columns]), on tile set 0 or 1.
-#define PARLEY_AMX_BLOCK_SUMS(name, sum_tile, act_tile, weight_tile)                                   \
-  inline void name(const int8_t* acts, int K, const uint8_t* weights, int b, int32_t* sums) {           \
-    _tile_zero(sum_tile);                                                                               \
-    _tile_loadd(act_tile, acts + kBlock * b, K);                                                        \
-    _tile_loadd(weight_tile, weights + int64_t(kTileBytes) * b, 64);                                    \
-    _tile_dpbssd(sum_tile, act_tile, weight_tile);                                                      \
-    _tile_stored(sum_tile, sums, 64);                                                                   \
+#define PARLEY_AMX_BLOCK_SUMS(name, sum_tile, act_tile, weight_tile)                          \
+  inline void name(const int8_t* acts, int K, const uint8_t* weights, int b, int32_t* sums) { \
+    _tile_zero(sum_tile);                                                                     \
+    _tile_loadd(act_tile, acts + kBlock * b, K);                                              \
+    _tile_loadd(weight_tile, weights + int64_t(kTileBytes) * b, 64);                          \
+    _tile_dpbssd(sum_tile, act_tile, weight_tile);                                            \
+    _tile_stored(sum_tile, sums, 64);                                                         \
   }
 PARLEY_AMX_BLOCK_SUMS(block_sums_0, 0, 2, 4)
 PARLEY_AMX_BLOCK_SUMS(block_sums_1, 1, 3, 5)
@@ -72,7 +72,8 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
   tiles.resize(size_t(blocks) * kTileBytes + 64);
   uint8_t* weights = tiles.data() + (-reinterpret_cast<uintptr_t>(tiles.data()) & 63);
   for (int b = 0; b < blocks; ++b)
-    weight_tile(left + int64_t(kPanelBlockBytes) * b, right + int64_t(kPanelBlockBytes) * b, weights + int64_t(kTileBytes) * b);
+    weight_tile(left + int64_t(kPanelBlockBytes) * b, right + int64_t(kPanelBlockBytes) * b,
+                weights + int64_t(kTileBytes) * b);
   const uint8_t* d_left = left + w.aux_offset;
   const uint8_t* d_right = right + w.aux_offset;
   const int n0 = p * QuantMatrix::kPanel, cols = std::min(2 * QuantMatrix::kPanel, w.N - n0);
@@ -85,7 +86,8 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
     for (__m512& a : acc) a = _mm512_setzero_ps();
     auto epilogue = [&](int b, const int32_t* s) {
       const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_left + kPanelAuxBytes * b)));
-      const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_right + kPanelAuxBytes * b)));
+      const __m256 hi =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_right + kPanelAuxBytes * b)));
       const __m512 dw = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {

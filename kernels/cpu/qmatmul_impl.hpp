@@ -208,8 +208,7 @@ inline void store_rows(const typename V::F* acc, float* out, int N, int m0, int 
 constexpr int kPrefetchDistance = 4096;
 
 inline void prefetch_ahead(const uint8_t* p, int bytes) {
-  for (int offset = 0; offset < bytes; offset += 64)
-    __builtin_prefetch(p + kPrefetchDistance + offset, 0, 3);
+  for (int offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + kPrefetchDistance + offset, 0, 3);
 }
 
 template <class V, class T, int R>
@@ -270,20 +269,25 @@ inline void row_tiles(int m_begin, int m_end, Run run) {
 }
 
 template <class V, class T>
-void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin, int p_end) {
+void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                  int p_end) {
   const PanelLayout layout = panel_layout(w.type);
   for (int p = p_begin; p < p_end; ++p)
-    row_tiles<V::MR>(m_begin, m_end, [&](auto r, int m0) { quant_tile<V, T, decltype(r)::value>(x, w, layout, out, m0, p); });
+    row_tiles<V::MR>(m_begin, m_end,
+                     [&](auto r, int m0) { quant_tile<V, T, decltype(r)::value>(x, w, layout, out, m0, p); });
 }
 
 template <class V, bool Bf16>
-void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin, int p_end) {
+void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
+                 int p_end) {
   int p = p_begin;
   if (m_end - m_begin < 4)
     for (; p + 4 <= p_end; p += 4)
-      row_tiles<3>(m_begin, m_end, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 4>(x, w, out, m0, p); });
+      row_tiles<3>(m_begin, m_end,
+                   [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 4>(x, w, out, m0, p); });
   for (; p < p_end; ++p)
-    row_tiles<V::MR_HALF>(m_begin, m_end, [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 1>(x, w, out, m0, p); });
+    row_tiles<V::MR_HALF>(m_begin, m_end,
+                          [&](auto r, int m0) { half_tile<V, Bf16, decltype(r)::value, 1>(x, w, out, m0, p); });
 }
 
 template <class V>

@@ -10,14 +10,17 @@
 namespace parley::cpu::qmm {
 namespace {
 
-__m512 magnitude(__m512 v) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))); }
+__m512 magnitude(__m512 v) {
+  return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
+}
 
 // std::round: truncate, then step away from zero where the dropped fraction is at least one half (exact: |v| < 2^23).
 __m512i round_away(__m512 v) {
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __mmask16 up = _mm512_cmp_ps_mask(magnitude(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)),
-                                                          _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+  const __m512 step =
+      _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)),
+                                          _mm512_castps_si512(_mm512_set1_ps(1.0f))));
   return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
 }
 
@@ -56,8 +59,9 @@ void quantize_row_q8_K_avx512(const float* x, int K, int8_t* qs, float* d, int32
     const __m512 is = _mm512_set1_ps(iscale);
     for (int j = 0; j < 16; ++j) {
       const __m512 p = _mm512_mul_ps(is, _mm512_loadu_ps(x + 16 * j));
-      const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
-                                         _mm512_set1_epi32(127));
+      const __m512i q =
+          _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                           _mm512_set1_epi32(127));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * j), _mm512_cvtepi32_epi8(q));
       bsums[j] = _mm512_reduce_add_epi32(q);
     }

@@ -95,9 +95,12 @@ void kv_write_as(const KvLayerView& kv, const float* k, const float* v, const in
 // Element i of a layer's keys or values, widened to F32.
 float kv_load(const void* base, KvDtype dtype, int64_t i) {
   switch (dtype) {
-    case KvDtype::F16: return KvElem<KvDtype::F16>::load(static_cast<const uint16_t*>(base), i);
-    case KvDtype::Bf16: return KvElem<KvDtype::Bf16>::load(static_cast<const uint16_t*>(base), i);
-    default: return static_cast<const float*>(base)[i];
+    case KvDtype::F16:
+      return KvElem<KvDtype::F16>::load(static_cast<const uint16_t*>(base), i);
+    case KvDtype::Bf16:
+      return KvElem<KvDtype::Bf16>::load(static_cast<const uint16_t*>(base), i);
+    default:
+      return static_cast<const float*>(base)[i];
   }
 }
 
@@ -105,15 +108,17 @@ float kv_load(const void* base, KvDtype dtype, int64_t i) {
 
 void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) {
   switch (kv.dtype) {
-    case KvDtype::F16: return kv_write_as<KvDtype::F16>(kv, k, v, slots, M);
-    case KvDtype::Bf16: return kv_write_as<KvDtype::Bf16>(kv, k, v, slots, M);
-    default: return kv_write_as<KvDtype::F32>(kv, k, v, slots, M);
+    case KvDtype::F16:
+      return kv_write_as<KvDtype::F16>(kv, k, v, slots, M);
+    case KvDtype::Bf16:
+      return kv_write_as<KvDtype::Bf16>(kv, k, v, slots, M);
+    default:
+      return kv_write_as<KvDtype::F32>(kv, k, v, slots, M);
   }
 }
 
-void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token,
-                    int head, int n_heads, int n_kv_heads, int head_dim, float* scores, float* out,
-                    const AttentionSpec& spec) {
+void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token, int head,
+                    int n_heads, int n_kv_heads, int head_dim, float* scores, float* out, const AttentionSpec& spec) {
   const int pos = meta.positions[token];
   const int* table = meta.block_tables + int64_t(meta.token_seq[token]) * meta.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
@@ -144,8 +149,8 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
   }
 }
 
-void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
-                     int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) {
+void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads, int n_kv_heads,
+                     int head_dim, float* out, const AttentionSpec& spec) {
   std::vector<float> scores;
   for (int t = 0; t < meta.num_tokens; ++t) {
     scores.resize(meta.positions[t] + 1);

@@ -19,10 +19,10 @@ float softcap(float score, float cap);  // cap * tanh(score / cap), or score whe
 void embedding(const float* table, const int* tokens, int M, int dim, float* out);
 void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M);
 // One (token, head) of paged attention; scores is scratch of at least position + 1 floats.
-void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token,
-                    int head, int n_heads, int n_kv_heads, int head_dim, float* scores, float* out,
+void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token, int head,
+                    int n_heads, int n_kv_heads, int head_dim, float* scores, float* out,
                     const AttentionSpec& spec = {});
-void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
-                     int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec = {});
+void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads, int n_kv_heads,
+                     int head_dim, float* out, const AttentionSpec& spec = {});
 
 }  // namespace parley::cpu::reference

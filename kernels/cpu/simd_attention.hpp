@@ -14,9 +14,12 @@ namespace parley::cpu::simd {
 // A KV row's vector of W values at b + i, widened to F32.
 template <class V, KvDtype D>
 typename V::T load_kv(const void* b, int i) {
-  if constexpr (D == KvDtype::F32) return V::load(static_cast<const float*>(b) + i);
-  else if constexpr (D == KvDtype::F16) return V::load_f16(static_cast<const uint16_t*>(b) + i);
-  else return V::load_bf16(static_cast<const uint16_t*>(b) + i);
+  if constexpr (D == KvDtype::F32)
+    return V::load(static_cast<const float*>(b) + i);
+  else if constexpr (D == KvDtype::F16)
+    return V::load_f16(static_cast<const uint16_t*>(b) + i);
+  else
+    return V::load_bf16(static_cast<const uint16_t*>(b) + i);
 }
 
 template <KvDtype D>
@@ -70,7 +73,9 @@ struct StageSource {
 // Floats between two staged groups of W keys: a cache line more than they hold, for strides of 4 KiB
 // multiples would map every head's and every group's row to the same L1 set.
 template <class V>
-int64_t group_stride(int hd_pad) { return int64_t(hd_pad) * V::W + 16; }
+int64_t group_stride(int hd_pad) {
+  return int64_t(hd_pad) * V::W + 16;
+}
 
 // Keys [k0, k1) of each head widened to F32 and zero-padded to hd_pad, head h's from out + h * head_stride.
 // For score_group W keys make a group, laid out [group][slice][key in group][W] so that a group's scores read
@@ -110,9 +115,12 @@ using StageFn = void (*)(const StageSource&, int, int, bool, float*);
 template <class V>
 StageFn stage_for(KvDtype d) {
   switch (d) {
-    case KvDtype::F16: return &stage<V, KvDtype::F16>;
-    case KvDtype::Bf16: return &stage<V, KvDtype::Bf16>;
-    default: return &stage<V, KvDtype::F32>;
+    case KvDtype::F16:
+      return &stage<V, KvDtype::F16>;
+    case KvDtype::Bf16:
+      return &stage<V, KvDtype::Bf16>;
+    default:
+      return &stage<V, KvDtype::F32>;
   }
 }
 
@@ -210,7 +218,8 @@ void sum_slices(const SumQuery* qs, const float* staged, int hd_pad, int k0, int
 }
 
 template <class V, int QG, int NB>
-void sum_tail(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int nb, int from, int lo, int hi, int to) {
+void sum_tail(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int nb, int from, int lo, int hi,
+              int to) {
   if constexpr (NB > 0) {
     if (nb == NB) return sum_slices<V, QG, NB>(qs, staged, hd_pad, k0, s, from, lo, hi, to);
     sum_tail<V, QG, NB - 1>(qs, staged, hd_pad, k0, s, nb, from, lo, hi, to);
@@ -235,7 +244,8 @@ void weighted_sum(const SumQuery* qs, const float* staged, int hd_pad, int k0, i
 
 // Queries are numbered head-major: kv head kv_begin + q / per_head, token token_begin + q % per_head / group.
 template <class V>
-void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end, std::vector<float>& scratch) {
+void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end,
+          std::vector<float>& scratch) {
   using T = typename V::T;
   constexpr int W = V::W;
   const AttentionMetadata& meta = *c.meta;
@@ -246,13 +256,15 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   auto last_key = [&](int q) { return meta.positions[token(q)]; };
   auto q_row = [&](int q) { return int64_t(token(q)) * c.n_heads + (kv_begin + q / per_head) * group + q % group; };
   int key_begin = first_key(0), key_end = last_key(0) + 1;  // every key a query of the tile sees
-  for (int q = group; q < per_head; q += group) key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
+  for (int q = group; q < per_head; q += group)
+    key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
   const int row = round_up(key_end - key_begin, W);
   const int chunk = std::clamp(8192 / (heads * hd_pad) / W * W, W, 256);  // keys staged at once: ~32 KiB
   const int64_t groups = group_stride<V>(hd_pad), head_stride = chunk / W * groups + 16;  // see group_stride
 
   scratch.resize(size_t(nq) * (2 * hd_pad + row) + size_t(heads) * head_stride + nq + 16);
-  float* queries = scratch.data() + (-reinterpret_cast<uintptr_t>(scratch.data()) / 4 & 15);  // [nq][hd_pad], zero-padded
+  float* queries =
+      scratch.data() + (-reinterpret_cast<uintptr_t>(scratch.data()) / 4 & 15);  // [nq][hd_pad], zero-padded
   // (64-byte aligned, as every part below then is: their sizes are whole vectors)
   float* acc = queries + size_t(nq) * hd_pad;  // [nq][hd_pad]
   float* scores = acc + size_t(nq) * hd_pad;   // [nq][row]: key j at j - key_begin
@@ -282,7 +294,8 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
     }
   }
   for (int q = 0; q < nq; ++q)
-    sums[q] = softmax_row<V>(scores + int64_t(q) * row + first_key(q) - key_begin, last_key(q) + 1 - first_key(q), c.spec.softcap);
+    sums[q] = softmax_row<V>(scores + int64_t(q) * row + first_key(q) - key_begin, last_key(q) + 1 - first_key(q),
+                             c.spec.softcap);
 
   // The weighted sum of values, a chunk of keys at a time, kQueries queries of one head sharing each row.
   SumQuery qs[kQueries];
@@ -293,9 +306,12 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
       for (int q0 = h * per_head; q0 < (h + 1) * per_head;) {
         const int n = (h + 1) * per_head - q0 >= kQueries ? kQueries : 1;
         for (int g = 0; g < n; ++g)
-          qs[g] = {scores + int64_t(q0 + g) * row, key_begin, acc + int64_t(q0 + g) * hd_pad, first_key(q0 + g), last_key(q0 + g)};
-        if (n == kQueries) weighted_sum<V, kQueries>(qs, staged + h * head_stride, hd_pad, k0, k1);
-        else weighted_sum<V, 1>(qs, staged + h * head_stride, hd_pad, k0, k1);
+          qs[g] = {scores + int64_t(q0 + g) * row, key_begin, acc + int64_t(q0 + g) * hd_pad, first_key(q0 + g),
+                   last_key(q0 + g)};
+        if (n == kQueries)
+          weighted_sum<V, kQueries>(qs, staged + h * head_stride, hd_pad, k0, k1);
+        else
+          weighted_sum<V, 1>(qs, staged + h * head_stride, hd_pad, k0, k1);
         q0 += n;
       }
   }

@@ -10,7 +10,7 @@ namespace {
 struct Avx2 {
   using T = __m256;
   static constexpr int W = 8;
-  static constexpr int MR = 6;  // 6 rows x 2 vectors: 12 accumulators + 2 w + 1 broadcast of the 16 ymm
+  static constexpr int MR = 6;                // 6 rows x 2 vectors: 12 accumulators + 2 w + 1 broadcast of the 16 ymm
   static constexpr int kSumAccumulators = 8;  // value accumulators the weighted sum keeps in registers
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float a) { return _mm256_set1_ps(a); }
@@ -49,7 +49,8 @@ struct Avx2 {
                            _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(x), _mm256_castps_pd(y))));
     };
     auto singles = [](T x, T y) {  // per 128 bits: lanes l + l^1
-      return _mm256_add_ps(_mm256_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+      return _mm256_add_ps(_mm256_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm256_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
     };
     // The operand order that leaves key k in lane k.
     return singles(pairs(halves(a[0], a[4]), halves(a[1], a[5])), pairs(halves(a[2], a[6]), halves(a[3], a[7])));
@@ -59,7 +60,8 @@ struct Avx2 {
 void to_f16(const float* x, uint16_t* out, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   simd::to_f16_scalar(x + i, out + i, n - i);
 }
 

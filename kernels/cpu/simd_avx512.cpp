@@ -10,7 +10,7 @@ namespace {
 struct Avx512 {
   using T = __m512;
   static constexpr int W = 16;
-  static constexpr int MR = 12;  // 12 rows x 1 vector: 12 accumulators + 1 w + 1 broadcast of the 32 zmm
+  static constexpr int MR = 12;                // 12 rows x 1 vector: 12 accumulators + 1 w + 1 broadcast of the 32 zmm
   static constexpr int kSumAccumulators = 16;  // value accumulators the weighted sum keeps in registers
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float a) { return _mm512_set1_ps(a); }
@@ -28,15 +28,17 @@ struct Avx512 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
   static T zero_below(T x, T lo, T v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), v); }
-  static T load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static T load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static T load_bf16(const uint16_t* p) {
     const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
   }
   // A fixed tree: halves, then quarters, then the AVX2-style 128-bit reduction.
   static float hsum(T v) {
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m256 h =
+        _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -45,21 +47,26 @@ struct Avx512 {
   // Lane k = hsum(a[k]) by hsum's tree (lane l + l^8, then l^4, l^2, l^1), 16 sums at once.
   static T hsum_each(const T* a) {
     auto halves = [](T x, T y) {  // [x_l + x_l+8 | y_l + y_l+8]
-      return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+      return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
     };
     auto quarters = [](T x, T y) {  // four 8-lane partials to four 4-lane ones
-      return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+      return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
     };
     auto pairs = [](T x, T y) {  // per 128 bits: lanes l + l^2 of x's then y's
       return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y))),
                            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y))));
     };
     auto singles = [](T x, T y) {  // per 128 bits: lanes l + l^1
-      return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+      return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
     };
     // The operand order that leaves key k in lane k.
-    const T even = pairs(quarters(halves(a[0], a[4]), halves(a[8], a[12])), quarters(halves(a[1], a[5]), halves(a[9], a[13])));
-    const T odd = pairs(quarters(halves(a[2], a[6]), halves(a[10], a[14])), quarters(halves(a[3], a[7]), halves(a[11], a[15])));
+    const T even =
+        pairs(quarters(halves(a[0], a[4]), halves(a[8], a[12])), quarters(halves(a[1], a[5]), halves(a[9], a[13])));
+    const T odd =
+        pairs(quarters(halves(a[2], a[6]), halves(a[10], a[14])), quarters(halves(a[3], a[7]), halves(a[11], a[15])));
     return singles(even, odd);
   }
 };
@@ -67,7 +74,8 @@ struct Avx512 {
 void to_f16(const float* x, uint16_t* out, int n) {
   int i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   simd::to_f16_scalar(x + i, out + i, n - i);
 }
 

@@ -17,7 +17,7 @@
 namespace parley::cpu::simd {
 
 constexpr int kPanel = PackedMatrix::kPanel;  // one AVX-512 or two AVX2 vectors
-constexpr int kPrefetchFloats = 512;  // 2 KiB ahead in the panel stream
+constexpr int kPrefetchFloats = 512;          // 2 KiB ahead in the panel stream
 
 // MR rows of x times one panel: MR x kPanel/W vector accumulators held in registers.
 // "#pragma GCC unroll" keeps them in registers; without it GCC -O2 leaves them on the stack.
@@ -64,7 +64,8 @@ inline void panels_tile(const float* x, const float* packed, float* out, int N, 
 }
 
 template <class V, int R>
-inline void remainder_rows(const float* x, const float* packed, float* out, int N, int K, int m, int rows, int pb, int pe) {
+inline void remainder_rows(const float* x, const float* packed, float* out, int N, int K, int m, int rows, int pb,
+                           int pe) {
   if constexpr (R > 0) {
     if (rows == R) return panels_tile<V, R>(x, packed, out, N, K, m, pb, pe);
     remainder_rows<V, R - 1>(x, packed, out, N, K, m, rows, pb, pe);
@@ -113,21 +114,13 @@ float fma_probe(int64_t iters) {
     c0 = V::fma(c0, a, b), c1 = V::fma(c1, a, b), c2 = V::fma(c2, a, b), c3 = V::fma(c3, a, b), c4 = V::fma(c4, a, b);
     c5 = V::fma(c5, a, b), c6 = V::fma(c6, a, b), c7 = V::fma(c7, a, b), c8 = V::fma(c8, a, b), c9 = V::fma(c9, a, b);
   }
-  return V::hsum(c0) + V::hsum(c1) + V::hsum(c2) + V::hsum(c3) + V::hsum(c4) + V::hsum(c5) + V::hsum(c6) +
-         V::hsum(c7) + V::hsum(c8) + V::hsum(c9);
+  return V::hsum(c0) + V::hsum(c1) + V::hsum(c2) + V::hsum(c3) + V::hsum(c4) + V::hsum(c5) + V::hsum(c6) + V::hsum(c7) +
+         V::hsum(c8) + V::hsum(c9);
 }
-
 
 template <class V>
 SimdKernels make_kernels(Isa isa, void (*to_f16)(const float*, uint16_t*, int)) {
-  return {isa,
-          &matmul<V>,
-          &dot<V>,
-          &axpy<V>,
-          &attention::tile<V>,
-          to_f16,
-          &fma_probe<V>,
-          V::W};
+  return {isa, &matmul<V>, &dot<V>, &axpy<V>, &attention::tile<V>, to_f16, &fma_probe<V>, V::W};
 }
 
 inline void to_f16_scalar(const float* x, uint16_t* out, int n) {

@@ -28,7 +28,9 @@ struct HugePageAllocator {
   }
   void deallocate(T* p, size_t) { std::free(p); }
   template <class U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
 };
 
 using WeightBuffer = std::vector<float, HugePageAllocator<float>>;

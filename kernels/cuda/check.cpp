@@ -18,7 +18,8 @@ void check(cudaError_t status, const char* what, const char* file, int line) {
 
 void check(cublasStatus_t status, const char* what, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  const cudaError_t launch = cudaGetLastError();  // a kernel cuBLAS failed to launch: reported here, not at the next check
+  const cudaError_t launch =
+      cudaGetLastError();  // a kernel cuBLAS failed to launch: reported here, not at the next check
   fail(std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")" +
            (launch == cudaSuccess ? "" : std::string(", ") + cudaGetErrorName(launch)),
        what, file, line);

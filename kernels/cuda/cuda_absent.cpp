@@ -13,7 +13,8 @@ int device_count(std::string* why) {
 }
 
 std::unique_ptr<DeviceModel> make_model(const LlamaConfig&, const LlamaWeights&, const CudaModelOptions&) {
-  throw std::invalid_argument("--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
+  throw std::invalid_argument(
+      "--device cuda: this build has no CUDA backend (nvcc was not found when it was configured)");
 }
 
 }  // namespace parley::cuda

@@ -99,14 +99,16 @@ int device_count(std::string* why) {
   int n = 0;
   const cudaError_t status = cudaGetDeviceCount(&n);
   if (status != cudaSuccess) {
-    if (why) *why = std::string("no CUDA device: ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+    if (why)
+      *why = std::string("no CUDA device: ") + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
     return 0;
   }
   if (n == 0 && why) *why = "no CUDA device present";
   return n;
 }
 
-std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWeights& weights, const CudaModelOptions& o) {
+std::unique_ptr<DeviceModel> make_model(const LlamaConfig& config, const LlamaWeights& weights,
+                                        const CudaModelOptions& o) {
   std::string why;
   const int n = device_count(&why);
   if (o.device < 0 || o.device >= n)

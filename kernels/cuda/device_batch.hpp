@@ -22,16 +22,20 @@ struct DeviceLimits {
 // Throws std::invalid_argument (too large) or std::out_of_range (an id, position, slot or row outside).
 inline void check_batch(const ForwardBatch& b, const DeviceSampling* sampling, const DeviceLimits& l) {
   const int M = b.num_tokens();
-  if (M < 1 || M > l.max_tokens) throw std::invalid_argument("forward: " + std::to_string(M) + " tokens, the device holds " + std::to_string(l.max_tokens));
+  if (M < 1 || M > l.max_tokens)
+    throw std::invalid_argument("forward: " + std::to_string(M) + " tokens, the device holds " +
+                                std::to_string(l.max_tokens));
   if (b.num_kv_groups != l.num_kv_groups)
-    throw std::invalid_argument("forward: block tables for " + std::to_string(b.num_kv_groups) + " KV groups, the cache has " +
-                                std::to_string(l.num_kv_groups));
+    throw std::invalid_argument("forward: block tables for " + std::to_string(b.num_kv_groups) +
+                                " KV groups, the cache has " + std::to_string(l.num_kv_groups));
   const size_t G = size_t(l.num_kv_groups);
   if (b.positions.size() != size_t(M) || b.token_seq.size() != size_t(M) || b.slot_mapping.size() != G * M)
     throw std::invalid_argument("forward: positions, sequences and (per KV group) slots must have one entry per token");
-  if (int(b.logits_indices.size()) > l.max_logits) throw std::invalid_argument("forward: more logits rows than the device holds");
+  if (int(b.logits_indices.size()) > l.max_logits)
+    throw std::invalid_argument("forward: more logits rows than the device holds");
   if (b.max_blocks_per_seq < 1 || b.max_blocks_per_seq > l.max_blocks_per_seq ||
-      b.block_tables.size() > G * l.max_seqs * b.max_blocks_per_seq || b.block_tables.size() % (G * b.max_blocks_per_seq) != 0)
+      b.block_tables.size() > G * l.max_seqs * b.max_blocks_per_seq ||
+      b.block_tables.size() % (G * b.max_blocks_per_seq) != 0)
     throw std::invalid_argument("forward: block tables larger than the device holds");
   const int seqs = b.num_seqs();
   for (int i = 0; i < M; ++i) {
@@ -49,9 +53,11 @@ inline void check_batch(const ForwardBatch& b, const DeviceSampling* sampling, c
     if (r < 0 || r >= M) throw std::out_of_range("logits index outside the batch");
   if (!sampling) return;
   std::vector<bool> seen(b.logits_indices.size(), false);
-  if (sampling->params.size() != sampling->logits_rows.size()) throw std::invalid_argument("device sampling: one parameter set per row");
+  if (sampling->params.size() != sampling->logits_rows.size())
+    throw std::invalid_argument("device sampling: one parameter set per row");
   for (int r : sampling->logits_rows) {
-    if (r < 0 || r >= int(seen.size()) || seen[size_t(r)]) throw std::out_of_range("device sampling: a bad or repeated logits row");
+    if (r < 0 || r >= int(seen.size()) || seen[size_t(r)])
+      throw std::out_of_range("device sampling: a bad or repeated logits row");
     seen[size_t(r)] = true;
   }
 }
@@ -70,7 +76,8 @@ inline int graph_size(const ForwardBatch& b, int seqs, int query_len, const std:
 // `b` as the graph of `padded` sequences reads it, into `out` (reused between steps): block tables widened
 // to max_blocks, and filler sequences whose tokens sit at position 0 with a table naming block 0, writing
 // no KV (slot -1).
-inline void pad_for_graph(const ForwardBatch& b, int seqs, int padded, int query_len, int max_blocks, ForwardBatch& out) {
+inline void pad_for_graph(const ForwardBatch& b, int seqs, int padded, int query_len, int max_blocks,
+                          ForwardBatch& out) {
   const int Mp = padded * query_len, M = b.num_tokens(), G = b.num_kv_groups;
   out.num_kv_groups = G;
   out.token_ids.assign(size_t(Mp), 0), out.positions.assign(size_t(Mp), 0), out.token_seq.assign(size_t(Mp), 0);

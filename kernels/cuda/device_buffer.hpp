@@ -27,7 +27,9 @@ class DeviceBuffer {
     return b;
   }
   DeviceBuffer(DeviceBuffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), stream_(std::exchange(o.stream_, nullptr)) {}
+      : data_(std::exchange(o.data_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)),
+        stream_(std::exchange(o.stream_, nullptr)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(bytes_, o.bytes_);
@@ -38,13 +40,17 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
     if (!data_) return;  // no throw from a destructor; a failure here means the context is gone
-    if (stream_) cudaFreeAsync(data_, stream_);
-    else cudaFree(data_);
+    if (stream_)
+      cudaFreeAsync(data_, stream_);
+    else
+      cudaFree(data_);
   }
 
   size_t bytes() const { return bytes_; }
   template <class T = void>
-  T* get() const { return static_cast<T*>(data_); }
+  T* get() const {
+    return static_cast<T*>(data_);
+  }
 
  private:
   void* data_ = nullptr;

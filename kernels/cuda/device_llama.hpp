@@ -6,10 +6,9 @@
 // Ops provides: Buffer (get<T>(), bytes()), Matrix, Graph; alloc(bytes), upload(dst, src, bytes), download(dst, src,
 // bytes) (synchronous), copy(dst, src, bytes) on the device, upload_matrix(w, N, K), reserve_matmul(rows, k, n),
 // reserve_attention(tokens, heads, head_dim, positions),
-// zero(dst, bytes), activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) -> Graph,
-// replay(Graph&), name(), and the kernels of
-// CudaBackend (matmul, rmsnorm, rope, swiglu, geglu, add_bias, scale, softcap, embedding, kv_write, paged_attention,
-// add, gather_rows, sample).
+// zero(dst, bytes), activate() (bind the calling thread), synchronize(), memory() -> DeviceMemory, capture(fn) ->
+// Graph, replay(Graph&), name(), and the kernels of CudaBackend (matmul, rmsnorm, rope, swiglu, geglu, add_bias, scale,
+// softcap, embedding, kv_write, paged_attention, add, gather_rows, sample).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -41,8 +40,10 @@ class DeviceLlama final : public DeviceModel {
   DeviceLlama(std::unique_ptr<Ops> ops, const LlamaConfig& config, const LlamaWeights& w, const DeviceLlamaOptions& o)
       : ops_(std::move(ops)), c_(config), o_(o), layout_(KvCacheLayout::for_model(config)) {
     c_.validate();
-    if (o_.num_blocks < 0 || o_.block_size < 1) throw std::invalid_argument("the device KV cache needs a positive block size");
-    if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1) throw std::invalid_argument("DeviceLlama: bad batch limits");
+    if (o_.num_blocks < 0 || o_.block_size < 1)
+      throw std::invalid_argument("the device KV cache needs a positive block size");
+    if (o_.max_model_len < 1 || o_.max_num_seqs < 1 || o_.graph_query_len < 1)
+      throw std::invalid_argument("DeviceLlama: bad batch limits");
     if (!(o_.gpu_memory_utilization > 0 && o_.gpu_memory_utilization <= 1))
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
@@ -70,12 +71,15 @@ class DeviceLlama final : public DeviceModel {
     for (Buffer* b : {&k_, &v_}) *b = ops_->alloc(T * kv * 4);
     for (Buffer* b : {&gate_, &up_, &hid_}) *b = ops_->alloc(T * hidden * 4);
     selected_ = ops_->alloc(size_t(max_logits_) * dim * 4);
-    logits_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
+    logits_ =
+        ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
     compact_ = ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);
     token_ids_ = ops_->alloc(T * 4), positions_ = ops_->alloc(T * 4), token_seq_ = ops_->alloc(T * 4);
     const size_t G = size_t(layout_.num_groups());  // each KV group has its own slots and tables
-    slots_ = ops_->alloc(G * T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4), pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
-    sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)), sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
+    slots_ = ops_->alloc(G * T * 8), logits_rows_ = ops_->alloc(size_t(max_logits_) * 4),
+    pick_rows_ = ops_->alloc(size_t(max_logits_) * 4);
+    sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)),
+    sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(G * max_seqs_ * max_blocks_ * 4);
     ops_->reserve_matmul(max_tokens_, std::max({dim, qd, hidden}), std::max({c_.vocab_size, dim, qd, hidden, kv}));
     ops_->reserve_attention(max_tokens_, c_.n_heads, c_.head_dim(), max_blocks_ * o.block_size);
@@ -103,8 +107,9 @@ class DeviceLlama final : public DeviceModel {
 
   bool forward(const ForwardBatch& batch, std::vector<float>& logits, DeviceSampling* sampling = nullptr) override {
     ops_->activate();
-    check_batch(batch, sampling, {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size,
-                                  c_.max_seq_len, layout_.num_groups()});
+    check_batch(batch, sampling,
+                {max_tokens_, max_logits_, max_seqs_, max_blocks_, o_.num_blocks, o_.block_size, c_.vocab_size,
+                 c_.max_seq_len, layout_.num_groups()});
     const int M = batch.num_tokens(), S = int(batch.logits_indices.size()), V = c_.vocab_size;
     const int seqs = batch.num_seqs();
     const int padded = graph_size(batch, seqs, o_.graph_query_len, o_.graph_batch_sizes);
@@ -112,13 +117,15 @@ class DeviceLlama final : public DeviceModel {
     if (padded > 0) {  // the graph's head covers every token: pick the logits rows out of it
       upload_inputs(batch, seqs, padded);
       ops_->replay(graphs_.at(padded));
-      ops_->gather_rows(logits_.template get<float>(), logits_rows_.template get<int>(), S, V, compact_.template get<float>());
+      ops_->gather_rows(logits_.template get<float>(), logits_rows_.template get<int>(), S, V,
+                        compact_.template get<float>());
       deliver(compact_.template get<float>(), logits_.template get<float>(), S, sampling, logits);
       return true;
     }
     upload_inputs(batch, seqs, 0);
     run_layers(M, batch.max_blocks_per_seq, seqs);
-    ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim, selected_.template get<float>());
+    ops_->gather_rows(x_.template get<float>(), logits_rows_.template get<int>(), S, c_.dim,
+                      selected_.template get<float>());
     head(selected_.template get<float>(), S);
     deliver(logits_.template get<float>(), compact_.template get<float>(), S, sampling, logits);
     return false;
@@ -143,8 +150,9 @@ class DeviceLlama final : public DeviceModel {
 
   void import_blocks(std::span<const int> ids, std::span<const uint8_t> data) override {
     if (int64_t(data.size()) != bytes_per_block() * int64_t(ids.size()))
-      throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " + std::to_string(ids.size()) +
-                                  " blocks of " + std::to_string(bytes_per_block()) + " (" + kv_dtype_name(o_.kv_dtype) + ")");
+      throw std::invalid_argument("KV data of " + std::to_string(data.size()) + " bytes for " +
+                                  std::to_string(ids.size()) + " blocks of " + std::to_string(bytes_per_block()) +
+                                  " (" + kv_dtype_name(o_.kv_dtype) + ")");
     std::unique_ptr<KvStaging> staged = new_staging(int64_t(data.size()) / 4);
     ops_->upload(staged->data(), data.data(), data.size());
     unstage_blocks(*staged, ids);
@@ -168,8 +176,8 @@ class DeviceLlama final : public DeviceModel {
     ops_->activate();
     check_ids(ids);
     if (staged.size() * 4 != bytes_per_block() * int64_t(ids.size()))
-      throw std::invalid_argument("KV data of " + std::to_string(staged.size() * 4) + " bytes for " + std::to_string(ids.size()) +
-                                  " blocks of " + std::to_string(bytes_per_block()));
+      throw std::invalid_argument("KV data of " + std::to_string(staged.size() * 4) + " bytes for " +
+                                  std::to_string(ids.size()) + " blocks of " + std::to_string(bytes_per_block()));
     move_blocks(ids, staged.data(), false);
     ops_->synchronize();  // the caller frees the staging next
   }
@@ -188,24 +196,28 @@ class DeviceLlama final : public DeviceModel {
   struct Layer {
     Buffer attn_norm, ffn_norm;
     Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
-    Buffer bq, bk, bv;                      // qkv_bias
-    Buffer q_norm, k_norm;                  // qk_norm: per head
+    Buffer bq, bk, bv;                     // qkv_bias
+    Buffer q_norm, k_norm;                 // qk_norm: per head
     Buffer post_attn_norm, post_ffn_norm;  // post_norms
-    bool sliding = false;                   // a local layer: its window and its own RoPE
+    bool sliding = false;                  // a local layer: its window and its own RoPE
   };
 
   // The layer's weights on the device; the optional ones as the config asks, checked as the CPU model checks them.
   Layer upload_layer(const LayerWeights& w, bool sliding) {
     const int dim = c_.dim, qd = c_.q_dim(), kv = c_.kv_dim(), hidden = c_.hidden_dim, hd = c_.head_dim();
     auto need = [&](const std::vector<float>& v, int n, const char* what) {
-      if (v.size() != size_t(n)) throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
+      if (v.size() != size_t(n))
+        throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
       return upload(v);
     };
-    Layer L{upload(w.attn_norm), upload(w.ffn_norm), matrix(w.wq, qd, dim), matrix(w.wk, kv, dim), matrix(w.wv, kv, dim),
-            matrix(w.wo, dim, qd), matrix(w.w_gate, hidden, dim), matrix(w.w_up, hidden, dim), matrix(w.w_down, dim, hidden)};
+    Layer L{upload(w.attn_norm),           upload(w.ffn_norm),          matrix(w.wq, qd, dim),
+            matrix(w.wk, kv, dim),         matrix(w.wv, kv, dim),       matrix(w.wo, dim, qd),
+            matrix(w.w_gate, hidden, dim), matrix(w.w_up, hidden, dim), matrix(w.w_down, dim, hidden)};
     if (c_.qkv_bias) L.bq = need(w.bq, qd, "bq"), L.bk = need(w.bk, kv, "bk"), L.bv = need(w.bv, kv, "bv");
     if (c_.qk_norm) L.q_norm = need(w.q_norm, hd, "q_norm"), L.k_norm = need(w.k_norm, hd, "k_norm");
-    if (c_.post_norms) L.post_attn_norm = need(w.post_attn_norm, dim, "post_attn_norm"), L.post_ffn_norm = need(w.post_ffn_norm, dim, "post_ffn_norm");
+    if (c_.post_norms)
+      L.post_attn_norm = need(w.post_attn_norm, dim, "post_attn_norm"),
+      L.post_ffn_norm = need(w.post_ffn_norm, dim, "post_ffn_norm");
     L.sliding = sliding;
     return L;
   }
@@ -240,9 +252,11 @@ class DeviceLlama final : public DeviceModel {
   }
 
   void allocate_kv() {
-    const size_t layer_words = size_t(o_.num_blocks) * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype) / 4 + 1;
+    const size_t layer_words =
+        size_t(o_.num_blocks) * o_.block_size * c_.kv_dim() * kv_dtype_bytes(o_.kv_dtype) / 4 + 1;
     keys_.clear(), values_.clear();  // zero bits are 0.0 in every KV dtype
-    for (int s = 0; s < layout_.slots_per_block; ++s) keys_.push_back(zeros(layer_words)), values_.push_back(zeros(layer_words));
+    for (int s = 0; s < layout_.slots_per_block; ++s)
+      keys_.push_back(zeros(layer_words)), values_.push_back(zeros(layer_words));
   }
 
   // The KV blocks of num_blocks 0: the instance's share of the device's memory, less what is in use after
@@ -266,10 +280,11 @@ class DeviceLlama final : public DeviceModel {
     const double budget = o_.gpu_memory_utilization * double(m.total) - double(m.total - m.free) - double(graph_bytes) -
                           double(o_.staging_bytes);
     if (budget < double(per_block))
-      throw std::invalid_argument("--gpu-memory-utilization " + std::to_string(o_.gpu_memory_utilization) + " leaves no room for KV blocks on " +
-                                  ops_->name() + " (" + std::to_string((m.total - m.free) >> 20) + " MiB in use, graphs " +
-                                  std::to_string(graph_bytes >> 20) + " MiB, staging " + std::to_string(o_.staging_bytes >> 20) +
-                                  " MiB, of " + std::to_string(m.total >> 20) + " MiB)");
+      throw std::invalid_argument(
+          "--gpu-memory-utilization " + std::to_string(o_.gpu_memory_utilization) +
+          " leaves no room for KV blocks on " + ops_->name() + " (" + std::to_string((m.total - m.free) >> 20) +
+          " MiB in use, graphs " + std::to_string(graph_bytes >> 20) + " MiB, staging " +
+          std::to_string(o_.staging_bytes >> 20) + " MiB, of " + std::to_string(m.total >> 20) + " MiB)");
     return int(std::min<double>(budget / double(per_block), double(1 << 24)));
   }
   int64_t in_use() const {
@@ -280,7 +295,8 @@ class DeviceLlama final : public DeviceModel {
   void check_ids(std::span<const int> ids) const {
     for (int b : ids)
       if (b < 0 || b >= o_.num_blocks)
-        throw std::out_of_range("KV block " + std::to_string(b) + " outside the cache's " + std::to_string(o_.num_blocks));
+        throw std::out_of_range("KV block " + std::to_string(b) + " outside the cache's " +
+                                std::to_string(o_.num_blocks));
   }
 
   // The S logits rows (on the device, in `all`) to the host, except those `sampling` names: sampled here,
@@ -331,7 +347,8 @@ class DeviceLlama final : public DeviceModel {
     const int G = layout_.num_groups();
     ForwardBatch filler;
     filler.num_kv_groups = G;
-    filler.token_ids.assign(size_t(M), 0), filler.positions.assign(size_t(M), 0), filler.slot_mapping.assign(size_t(G) * M, -1);
+    filler.token_ids.assign(size_t(M), 0), filler.positions.assign(size_t(M), 0),
+        filler.slot_mapping.assign(size_t(G) * M, -1);
     for (int i = 0; i < M; ++i) filler.token_seq.push_back(i / o_.graph_query_len);
     filler.max_blocks_per_seq = 1, filler.block_tables.assign(size_t(G) * seqs, 0);
     upload_inputs(filler, seqs, seqs);
@@ -356,7 +373,8 @@ class DeviceLlama final : public DeviceModel {
     float *k = k_.template get<float>(), *v = v_.template get<float>(), *attn = attn_.template get<float>();
     float *gate = gate_.template get<float>(), *up = up_.template get<float>(), *hid = hid_.template get<float>();
     const int* positions = positions_.template get<int>();
-    cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(), max_blocks_per_seq};
+    cpu::AttentionMetadata meta{M, positions, token_seq_.template get<int>(), block_tables_.template get<int>(),
+                                max_blocks_per_seq};
     ops_->embedding(embedding_.template get<float>(), token_ids_.template get<int>(), M, dim, x);
     if (c_.scale_embeddings) ops_->scale(x, std::sqrt(float(dim)), int64_t(M) * dim);
     for (int l = 0; l < c_.n_layers; ++l) {
@@ -389,8 +407,10 @@ class DeviceLlama final : public DeviceModel {
       ops_->rmsnorm(x, L.ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->matmul(xb, L.w_gate, gate, M);
       ops_->matmul(xb, L.w_up, up, M);
-      if (c_.activation == FfnActivation::GeluTanh) ops_->geglu(gate, up, hid, int64_t(M) * hidden);
-      else ops_->swiglu(gate, up, hid, int64_t(M) * hidden);
+      if (c_.activation == FfnActivation::GeluTanh)
+        ops_->geglu(gate, up, hid, int64_t(M) * hidden);
+      else
+        ops_->swiglu(gate, up, hid, int64_t(M) * hidden);
       ops_->matmul(hid, L.w_down, xb, M);
       if (c_.post_norms) ops_->rmsnorm(xb, L.post_ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->add(x, xb, int64_t(M) * dim);
@@ -400,8 +420,9 @@ class DeviceLlama final : public DeviceModel {
   // The layer's rotation, as the CPU forward picks it: local layers have their own base and scaling.
   cpu::RopeSpec rope_spec(const Layer& L) const {
     const RopeConfig rope = L.sliding ? c_.local_rope : RopeConfig{c_.rope_theta, c_.rope_freq_scale};
-    return {rope.theta, c_.rope_layout, c_.rope_dims, rope.freq_scale, c_.rope_attn_factor,
-            rope_freq_factors_.bytes() ? rope_freq_factors_.template get<float>() : nullptr};
+    return {rope.theta,          c_.rope_layout,
+            c_.rope_dims,        rope.freq_scale,
+            c_.rope_attn_factor, rope_freq_factors_.bytes() ? rope_freq_factors_.template get<float>() : nullptr};
   }
 
   // The final norm and the head over `rows` hidden states into logits_.
@@ -409,7 +430,8 @@ class DeviceLlama final : public DeviceModel {
     float* normed = xb_.template get<float>();  // free once the layers ran
     ops_->rmsnorm(rows_in, output_norm_.template get<float>(), normed, rows, c_.dim, c_.norm_eps);
     ops_->matmul(normed, output_, logits_.template get<float>(), rows);
-    if (c_.final_softcap > 0.0f) ops_->softcap(logits_.template get<float>(), c_.final_softcap, int64_t(rows) * c_.vocab_size);
+    if (c_.final_softcap > 0.0f)
+      ops_->softcap(logits_.template get<float>(), c_.final_softcap, int64_t(rows) * c_.vocab_size);
   }
 
   std::unique_ptr<Ops> ops_;  // first: every buffer below is freed before it
@@ -428,7 +450,7 @@ class DeviceLlama final : public DeviceModel {
   Buffer pick_rows_, sample_params_, sample_tokens_;  // device sampling
   std::vector<int> host_rows_;
   std::vector<float> staged_logits_;
-  ForwardBatch padded_;  // a graph's inputs, reused
+  ForwardBatch padded_;                        // a graph's inputs, reused
   std::map<int, typename Ops::Graph> graphs_;  // by padded sequence count
   DeviceStats stats_;
   mutable StagingPool<Buffer> staging_{size_t(o_.staging_bytes)};  // KV transfers' buffers, reused

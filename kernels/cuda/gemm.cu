@@ -14,9 +14,12 @@ namespace {
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::BF16: return CUDA_R_16BF;
-    case DType::F16: return CUDA_R_16F;
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
   }
   return CUDA_R_32F;
 }
@@ -71,10 +74,14 @@ void CudaBackend::matmul(const float* x, const DeviceMatrix& w, float* out, int 
   if (w.dtype != DType::F32 || padded != M) {
     char* staged = staged_x_.get<char>();
     const int64_t n = int64_t(M) * w.K;
-    if (w.dtype == DType::F32) PARLEY_CUDA_CHECK(cudaMemcpyAsync(staged, x, size_t(n) * 4, cudaMemcpyDeviceToDevice, stream_));
-    else if (w.dtype == DType::BF16) convert_on_device<__nv_bfloat16>(x, staged, n, stream_);
-    else convert_on_device<__half>(x, staged, n, stream_);
-    if (padded > M) PARLEY_CUDA_CHECK(cudaMemsetAsync(staged + size_t(n) * elem, 0, size_t(padded - M) * w.K * elem, stream_));
+    if (w.dtype == DType::F32)
+      PARLEY_CUDA_CHECK(cudaMemcpyAsync(staged, x, size_t(n) * 4, cudaMemcpyDeviceToDevice, stream_));
+    else if (w.dtype == DType::BF16)
+      convert_on_device<__nv_bfloat16>(x, staged, n, stream_);
+    else
+      convert_on_device<__half>(x, staged, n, stream_);
+    if (padded > M)
+      PARLEY_CUDA_CHECK(cudaMemsetAsync(staged + size_t(n) * elem, 0, size_t(padded - M) * w.K * elem, stream_));
     b = staged;
   }
   const float alpha = 1.0f, beta = 0.0f;
@@ -87,7 +94,8 @@ void CudaBackend::matmul(const float* x, const DeviceMatrix& w, float* out, int 
                                    b + size_t(c) * kGemmRows * w.K * elem, t, w.K, &beta, dst, CUDA_R_32F, w.N,
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (rows != kGemmRows)
-      PARLEY_CUDA_CHECK(cudaMemcpyAsync(out + size_t(c) * kGemmRows * w.N, dst, size_t(rows) * w.N * 4, cudaMemcpyDeviceToDevice, stream_));
+      PARLEY_CUDA_CHECK(cudaMemcpyAsync(out + size_t(c) * kGemmRows * w.N, dst, size_t(rows) * w.N * 4,
+                                        cudaMemcpyDeviceToDevice, stream_));
   }
 }
 

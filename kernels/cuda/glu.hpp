@@ -20,6 +20,8 @@ PARLEY_HD inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
-PARLEY_HD inline void geglu_at(const float* gate, const float* up, float* out, int64_t i) { out[i] = gelu_tanh(gate[i]) * up[i]; }
+PARLEY_HD inline void geglu_at(const float* gate, const float* up, float* out, int64_t i) {
+  out[i] = gelu_tanh(gate[i]) * up[i];
+}
 
 }  // namespace parley::cuda::body

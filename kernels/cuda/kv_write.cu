@@ -7,7 +7,8 @@ namespace parley::cuda {
 namespace detail {
 
 template <KvDtype D>
-void launch_kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M, cudaStream_t stream) {
+void launch_kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M,
+                     cudaStream_t stream) {
   void *keys = kv.keys, *values = kv.values;
   const int kv_dim = kv.kv_dim;
   launch_1d("kv_write", int64_t(M) * kv_dim, stream,
@@ -16,11 +17,15 @@ void launch_kv_write(const cpu::KvLayerView& kv, const float* k, const float* v,
 
 }  // namespace detail
 
-void CudaBackend::kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const {
+void CudaBackend::kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots,
+                           int M) const {
   switch (kv.dtype) {
-    case KvDtype::F16: return detail::launch_kv_write<KvDtype::F16>(kv, k, v, slots, M, stream_);
-    case KvDtype::Bf16: return detail::launch_kv_write<KvDtype::Bf16>(kv, k, v, slots, M, stream_);
-    default: return detail::launch_kv_write<KvDtype::F32>(kv, k, v, slots, M, stream_);
+    case KvDtype::F16:
+      return detail::launch_kv_write<KvDtype::F16>(kv, k, v, slots, M, stream_);
+    case KvDtype::Bf16:
+      return detail::launch_kv_write<KvDtype::Bf16>(kv, k, v, slots, M, stream_);
+    default:
+      return detail::launch_kv_write<KvDtype::F32>(kv, k, v, slots, M, stream_);
   }
 }
 

@@ -10,8 +10,8 @@ namespace parley::cuda::body {
 
 // i indexes [M][kv_dim]; keys and values are [num_blocks * block_size][kv_dim] of D's element type.
 template <KvDtype D>
-PARLEY_HD inline void kv_write_at(void* keys, void* values, int kv_dim, const float* k, const float* v, const int64_t* slots,
-                                  int64_t i) {
+PARLEY_HD inline void kv_write_at(void* keys, void* values, int kv_dim, const float* k, const float* v,
+                                  const int64_t* slots, int64_t i) {
   using E = KvElem<D>;
   const int64_t m = i / kv_dim, d = i % kv_dim;
   const int64_t slot = slots[m];

@@ -6,7 +6,8 @@
 namespace parley::cuda {
 
 std::shared_ptr<KvLinkFactory> nccl_link_factory(int) {
-  throw std::invalid_argument("--kv-transport nccl: this build has no NCCL (it was not found when the build was configured)");
+  throw std::invalid_argument(
+      "--kv-transport nccl: this build has no NCCL (it was not found when the build was configured)");
 }
 
 }  // namespace parley::cuda

@@ -43,7 +43,9 @@ class NcclLink final : public KvLink {
     cudaStreamDestroy(stream_);
   }
 
-  uint64_t post_send(const float* data, int64_t count) override { return post({next_++, const_cast<float*>(data), count, true}); }
+  uint64_t post_send(const float* data, int64_t count) override {
+    return post({next_++, const_cast<float*>(data), count, true});
+  }
   uint64_t post_recv(float* data, int64_t count) override { return post({next_++, data, count, false}); }
 
   KvLinkPoll poll() override {
@@ -121,9 +123,12 @@ class NcclLink final : public KvLink {
       const int peer = 1 - rank_;
       const ncclResult_t r = op.send ? ncclSend(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_)
                                      : ncclRecv(op.data, size_t(op.count), ncclFloat, peer, comm_, stream_);
-      if (r == ncclInProgress) enqueuing_ = op;
-      else if (r != ncclSuccess) fail(std::string(op.send ? "ncclSend: " : "ncclRecv: ") + nccl_error(r, comm_));
-      else enqueued(op);
+      if (r == ncclInProgress)
+        enqueuing_ = op;
+      else if (r != ncclSuccess)
+        fail(std::string(op.send ? "ncclSend: " : "ncclRecv: ") + nccl_error(r, comm_));
+      else
+        enqueued(op);
     }
   }
   // The op is on the stream: an event after it tells when it is done. Without one the op cannot be tracked,
@@ -160,13 +165,15 @@ class NcclLinkFactory final : public KvLinkFactory {
   std::string transport() const override { return "nccl"; }
   std::string new_id() override {
     ncclUniqueId id;
-    if (const ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) throw KvLinkError("ncclGetUniqueId: " + nccl_error(r, nullptr));
+    if (const ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      throw KvLinkError("ncclGetUniqueId: " + nccl_error(r, nullptr));
     return std::string(id.internal, sizeof(id.internal));
   }
   std::unique_ptr<KvLink> open(const std::string& id, int rank) override {
     ncclUniqueId uid;
     if (id.size() != sizeof(uid.internal))
-      throw KvLinkError("an NCCL link id has " + std::to_string(sizeof(uid.internal)) + " bytes, got " + std::to_string(id.size()));
+      throw KvLinkError("an NCCL link id has " + std::to_string(sizeof(uid.internal)) + " bytes, got " +
+                        std::to_string(id.size()));
     if (rank != 0 && rank != 1) throw std::invalid_argument("a link has ranks 0 and 1");
     std::memcpy(uid.internal, id.data(), id.size());
     return std::make_unique<NcclLink>(device_, uid, rank);
@@ -181,7 +188,8 @@ class NcclLinkFactory final : public KvLinkFactory {
 std::shared_ptr<KvLinkFactory> nccl_link_factory(int device) {
   std::string why;
   if (device < 0 || device >= device_count(&why))
-    throw std::invalid_argument("--kv-transport nccl: no CUDA device " + std::to_string(device) + (why.empty() ? "" : " (" + why + ")"));
+    throw std::invalid_argument("--kv-transport nccl: no CUDA device " + std::to_string(device) +
+                                (why.empty() ? "" : " (" + why + ")"));
   return std::make_shared<NcclLinkFactory>(device);
 }
 

@@ -61,7 +61,9 @@ class CudaBackend {
   // x = cap * tanh(x / cap), cap > 0.
   void softcap(float* x, float cap, int64_t count) const;
   // out[m] = table[tokens[m]]: a row gather.
-  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const { gather_rows(table, tokens, M, dim, out); }
+  void embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
+    gather_rows(table, tokens, M, dim, out);
+  }
   // Slots < 0 (a padded batch's filler tokens) write nothing.
   void kv_write(const cpu::KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
   // The attention's scratch (the splits' partial softmaxes, kernels/cuda/paged_attention.hpp), sized before

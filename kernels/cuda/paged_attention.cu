@@ -18,9 +18,9 @@ namespace detail {
 
 // The split and combine launches over KV of dtype D (one instantiation per dtype).
 template <KvDtype D>
-void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads, int n_kv_heads,
-                  int head_dim, float* out, const cpu::AttentionSpec& at, const body::AttentionPartials& scratch,
-                  int64_t scratch_rows, cudaStream_t stream_) {
+void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
+                  int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& at,
+                  const body::AttentionPartials& scratch, int64_t scratch_rows, cudaStream_t stream_) {
   using T = typename KvElem<D>::T;
   const body::PagedKv<D> pkv{kv.keys_as<const T>(), kv.values_as<const T>(), kv.block_size, kv.kv_dim};
   const body::AttentionRows rows{meta.positions, meta.token_seq, meta.block_tables, meta.max_blocks_per_seq};
@@ -34,17 +34,27 @@ void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::Attenti
     // head keeps its accumulator in registers.
     const int64_t n = tokens * n_heads * plan.splits;
     if (head_dim <= 64)
-      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<64, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
-      }, 64);
+      launch_1d(
+          "attention_split", n, stream_,
+          [=] __device__(int64_t i) {
+            body::attention_split_at<64, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
+          },
+          64);
     else if (head_dim <= 128)
-      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<128, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
-      }, 64);
+      launch_1d(
+          "attention_split", n, stream_,
+          [=] __device__(int64_t i) {
+            body::attention_split_at<128, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
+          },
+          64);
     else
-      launch_1d("attention_split", n, stream_, [=] __device__(int64_t i) {
-        body::attention_split_at<body::kMaxHeadDim, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i, at);
-      }, 64);
+      launch_1d(
+          "attention_split", n, stream_,
+          [=] __device__(int64_t i) {
+            body::attention_split_at<body::kMaxHeadDim, D>(q, pkv, rows, n_heads, n_kv_heads, head_dim, parts, first, i,
+                                                           at);
+          },
+          64);
     launch_1d("attention_combine", tokens * n_heads * head_dim, stream_, [=] __device__(int64_t i) {
       body::attention_combine_at(rows, n_heads, head_dim, parts, first, out, i, at);
     });
@@ -53,18 +63,23 @@ void attention_as(const float* q, const cpu::KvLayerView& kv, const cpu::Attenti
 
 }  // namespace detail
 
-void CudaBackend::paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta, int n_heads,
-                                  int n_kv_heads, int head_dim, float* out, const cpu::AttentionSpec& spec) const {
-  if (head_dim > attn_head_dim_) throw std::logic_error("CudaBackend::paged_attention: reserve_attention was sized for a smaller head");
+void CudaBackend::paged_attention(const float* q, const cpu::KvLayerView& kv, const cpu::AttentionMetadata& meta,
+                                  int n_heads, int n_kv_heads, int head_dim, float* out,
+                                  const cpu::AttentionSpec& spec) const {
+  if (head_dim > attn_head_dim_)
+    throw std::logic_error("CudaBackend::paged_attention: reserve_attention was sized for a smaller head");
   const body::AttentionPartials scratch{attn_acc_.get<float>(), attn_max_.get<float>(), attn_sum_.get<float>(),
                                         body::kSplitPositions, 0};
   switch (kv.dtype) {
     case KvDtype::F16:
-      return detail::attention_as<KvDtype::F16>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch, attn_rows_, stream_);
+      return detail::attention_as<KvDtype::F16>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch,
+                                                attn_rows_, stream_);
     case KvDtype::Bf16:
-      return detail::attention_as<KvDtype::Bf16>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch, attn_rows_, stream_);
+      return detail::attention_as<KvDtype::Bf16>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch,
+                                                 attn_rows_, stream_);
     default:
-      return detail::attention_as<KvDtype::F32>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch, attn_rows_, stream_);
+      return detail::attention_as<KvDtype::F32>(q, kv, meta, n_heads, n_kv_heads, head_dim, out, spec, scratch,
+                                                attn_rows_, stream_);
   }
 }
 

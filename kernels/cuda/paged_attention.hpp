@@ -16,8 +16,8 @@
 
 namespace parley::cuda::body {
 
-constexpr int kMaxHeadDim = 256;        // the largest head the split kernel holds (its accumulator)
-constexpr int kSplitPositions = 64;     // positions per split
+constexpr int kMaxHeadDim = 256;           // the largest head the split kernel holds (its accumulator)
+constexpr int kSplitPositions = 64;        // positions per split
 constexpr int64_t kScratchRows = 1 << 17;  // (token, head, split) partials a pass keeps at once, at most
 
 // One layer's KV as attention reads it: elements of D (kernels/kv_dtype.hpp), widened to F32 as they are read.

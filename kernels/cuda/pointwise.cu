@@ -5,7 +5,8 @@
 namespace parley::cuda {
 
 void CudaBackend::add_bias(float* y, const float* bias, int rows, int width) const {
-  launch_1d("add_bias", int64_t(rows) * width, stream_, [=] __device__(int64_t i) { body::add_bias_at(y, bias, width, i); });
+  launch_1d("add_bias", int64_t(rows) * width, stream_,
+            [=] __device__(int64_t i) { body::add_bias_at(y, bias, width, i); });
 }
 
 void CudaBackend::scale(float* x, float s, int64_t count) const {

@@ -11,10 +11,13 @@
 
 namespace parley::cuda::body {
 
-PARLEY_HD inline int rotary_dims(const cpu::RopeSpec& spec, int head_dim) { return spec.rot_dims > 0 ? spec.rot_dims : head_dim; }
+PARLEY_HD inline int rotary_dims(const cpu::RopeSpec& spec, int head_dim) {
+  return spec.rot_dims > 0 ? spec.rot_dims : head_dim;
+}
 
 // i indexes [M][n_heads][rotary_dims / 2]; spec.freq_factors points into device memory.
-PARLEY_HD inline void rope_at(float* x, const int* positions, int n_heads, int head_dim, cpu::RopeSpec spec, int64_t i) {
+PARLEY_HD inline void rope_at(float* x, const int* positions, int n_heads, int head_dim, cpu::RopeSpec spec,
+                              int64_t i) {
   const int rot = rotary_dims(spec, head_dim), half = rot / 2;
   const int64_t pair = i % half, head = i / half;  // head counts (token, head) rows
   const int64_t m = head / n_heads;

@@ -15,7 +15,7 @@ struct SampleParams {
   float temperature;  // < 1e-5: greedy
   float min_p;        // 0: off
   uint64_t seed;
-  int64_t position;   // the index of the token being sampled
+  int64_t position;  // the index of the token being sampled
 };
 
 PARLEY_HD inline int argmax_row(const float* logits, int vocab) {

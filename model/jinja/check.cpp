@@ -46,9 +46,12 @@ void check_defaults(const Signature& signature) {
 void check_body(const Body& body, Frame frame) {
   for (const auto& stmt : body) {
     switch (stmt->kind) {
-      case StmtKind::Text: break;
+      case StmtKind::Text:
+        break;
       case StmtKind::Output:
-      case StmtKind::Set: check_expr(stmt->expr, frame.soft); break;
+      case StmtKind::Set:
+        check_expr(stmt->expr, frame.soft);
+        break;
       case StmtKind::If:
         for (const Branch& branch : stmt->branches) {
           check_expr(branch.test, true);
@@ -81,7 +84,9 @@ void check_body(const Body& body, Frame frame) {
         check_defaults(stmt->signature);
         check_body(stmt->body, {false, false});
         break;
-      case StmtKind::Generation: check_body(stmt->body, {false, false}); break;
+      case StmtKind::Generation:
+        check_body(stmt->body, {false, false});
+        break;
       case StmtKind::Break:
       case StmtKind::Continue:
         if (!frame.in_loop)

@@ -48,7 +48,8 @@ std::optional<Value> python_item(const Value& object, const Value& key) {
       utf8::append(one, chars[index]);
       return Value::string(std::move(one), object.markup);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -99,25 +100,38 @@ Value Renderer::eval(const ast::Expr& expr) {
   DepthGuard guard(*this);
   using ast::ExprKind;
   switch (expr.kind) {
-    case ExprKind::Constant: return expr.constant;
-    case ExprKind::Name: return eval_name(expr);
+    case ExprKind::Constant:
+      return expr.constant;
+    case ExprKind::Name:
+      return eval_name(expr);
     case ExprKind::List:
     case ExprKind::Tuple:
-    case ExprKind::Dict: return eval_collection(expr);
-    case ExprKind::GetAttr: return getattr(eval(*expr.operands[0]), expr.name);
-    case ExprKind::GetItem: return eval_getitem(expr);
-    case ExprKind::Slice: fail("a slice is only allowed as a subscript");
-    case ExprKind::Call: return eval_call(expr);
-    case ExprKind::Filter: return eval_filter(expr);
-    case ExprKind::Test: return eval_test(expr);
-    case ExprKind::Negate: return negate(eval(*expr.operands[0]));
-    case ExprKind::Plus: return unary_plus(eval(*expr.operands[0]));
-    case ExprKind::Not: return Value::boolean(!truthy(eval(*expr.operands[0])));
+    case ExprKind::Dict:
+      return eval_collection(expr);
+    case ExprKind::GetAttr:
+      return getattr(eval(*expr.operands[0]), expr.name);
+    case ExprKind::GetItem:
+      return eval_getitem(expr);
+    case ExprKind::Slice:
+      fail("a slice is only allowed as a subscript");
+    case ExprKind::Call:
+      return eval_call(expr);
+    case ExprKind::Filter:
+      return eval_filter(expr);
+    case ExprKind::Test:
+      return eval_test(expr);
+    case ExprKind::Negate:
+      return negate(eval(*expr.operands[0]));
+    case ExprKind::Plus:
+      return unary_plus(eval(*expr.operands[0]));
+    case ExprKind::Not:
+      return Value::boolean(!truthy(eval(*expr.operands[0])));
     case ExprKind::Binary: {
       const Value left = eval(*expr.operands[0]);
       return binary_op(*this, expr.op, left, eval(*expr.operands[1]));
     }
-    case ExprKind::Compare: return eval_compare(expr);
+    case ExprKind::Compare:
+      return eval_compare(expr);
     case ExprKind::And: {
       Value left = eval(*expr.operands[0]);
       return truthy(left) ? eval(*expr.operands[1]) : left;
@@ -126,8 +140,10 @@ Value Renderer::eval(const ast::Expr& expr) {
       Value left = eval(*expr.operands[0]);
       return truthy(left) ? left : eval(*expr.operands[1]);
     }
-    case ExprKind::Condition: return eval_condition(expr);
-    case ExprKind::Concat: return eval_concat(expr);
+    case ExprKind::Condition:
+      return eval_condition(expr);
+    case ExprKind::Concat:
+      return eval_concat(expr);
   }
   return Value();
 }

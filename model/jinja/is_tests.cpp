@@ -101,10 +101,14 @@ bool test_sameas(Renderer&, const Value& v, CallArgs& a) {
   const Value& other = argument(a, "sameas");
   if (v.kind != other.kind) return false;
   switch (v.kind) {
-    case Kind::List: return v.list == other.list;
-    case Kind::Dict: return v.dict == other.dict;
-    case Kind::Object: return v.object == other.object;
-    default: return equals(v, other);
+    case Kind::List:
+      return v.list == other.list;
+    case Kind::Dict:
+      return v.dict == other.dict;
+    case Kind::Object:
+      return v.object == other.object;
+    default:
+      return equals(v, other);
   }
 }
 

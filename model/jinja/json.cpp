@@ -22,13 +22,27 @@ void dump_string(std::string_view s, bool ensure_ascii, std::string& out) {
   out.push_back('"');
   const auto escape = [&](char32_t c) {
     switch (c) {
-      case '"': out += "\\\""; return true;
-      case '\\': out += "\\\\"; return true;
-      case '\n': out += "\\n"; return true;
-      case '\r': out += "\\r"; return true;
-      case '\t': out += "\\t"; return true;
-      case '\b': out += "\\b"; return true;
-      case '\f': out += "\\f"; return true;
+      case '"':
+        out += "\\\"";
+        return true;
+      case '\\':
+        out += "\\\\";
+        return true;
+      case '\n':
+        out += "\\n";
+        return true;
+      case '\r':
+        out += "\\r";
+        return true;
+      case '\t':
+        out += "\\t";
+        return true;
+      case '\b':
+        out += "\\b";
+        return true;
+      case '\f':
+        out += "\\f";
+        return true;
       default:
         if (c < 0x20) {
           append_hex4(out, c);
@@ -64,12 +78,18 @@ std::string float_json(double d) {
 
 std::string key_text(const Value& key) {
   switch (key.kind) {
-    case Kind::String: return key.text;
-    case Kind::Bool: return key.integer ? "true" : "false";
-    case Kind::None: return "null";
-    case Kind::Int: return std::to_string(key.integer);
-    case Kind::Float: return float_json(key.real);
-    default: fail("keys must be str, int, float, bool or None, not " + type_name(key));
+    case Kind::String:
+      return key.text;
+    case Kind::Bool:
+      return key.integer ? "true" : "false";
+    case Kind::None:
+      return "null";
+    case Kind::Int:
+      return std::to_string(key.integer);
+    case Kind::Float:
+      return float_json(key.real);
+    default:
+      fail("keys must be str, int, float, bool or None, not " + type_name(key));
   }
 }
 
@@ -81,17 +101,29 @@ void newline(const JsonStyle& style, int depth, std::string& out) {
 void dump(const Value& v, const JsonStyle& style, int depth, std::string& out) {
   if (depth > kMaxJsonDepth) fail("maximum recursion depth exceeded while encoding a JSON object");
   switch (v.kind) {
-    case Kind::None: out += "null"; return;
-    case Kind::Bool: out += v.integer ? "true" : "false"; return;
-    case Kind::Int: out += std::to_string(v.integer); return;
-    case Kind::Float: out += float_json(v.real); return;
-    case Kind::String: dump_string(v.text, style.ensure_ascii, out); return;
+    case Kind::None:
+      out += "null";
+      return;
+    case Kind::Bool:
+      out += v.integer ? "true" : "false";
+      return;
+    case Kind::Int:
+      out += std::to_string(v.integer);
+      return;
+    case Kind::Float:
+      out += float_json(v.real);
+      return;
+    case Kind::String:
+      dump_string(v.text, style.ensure_ascii, out);
+      return;
     case Kind::List:
       if (v.seq_kind() == SeqKind::List || v.seq_kind() == SeqKind::Tuple) break;
       [[fallthrough]];
     case Kind::Undefined:
-    case Kind::Object: fail("Object of type " + type_name(v) + " is not JSON serializable");
-    case Kind::Dict: break;
+    case Kind::Object:
+      fail("Object of type " + type_name(v) + " is not JSON serializable");
+    case Kind::Dict:
+      break;
   }
   const bool is_dict = v.is_dict();
   const std::size_t size = is_dict ? v.dict->items.size() : v.items().size();
@@ -136,16 +168,21 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
   if (depth > kMaxJsonDepth) fail("the context nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   using Type = nlohmann::ordered_json::value_t;
   switch (json.type()) {
-    case Type::null: return Value::none();
-    case Type::boolean: return Value::boolean(json.get<bool>());
-    case Type::number_integer: return Value::of_int(json.get<std::int64_t>());
+    case Type::null:
+      return Value::none();
+    case Type::boolean:
+      return Value::boolean(json.get<bool>());
+    case Type::number_integer:
+      return Value::of_int(json.get<std::int64_t>());
     case Type::number_unsigned: {
       const auto u = json.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX)) return Value::of_float(static_cast<double>(u));  // past int64
       return Value::of_int(static_cast<std::int64_t>(u));
     }
-    case Type::number_float: return Value::of_float(json.get<double>());
-    case Type::string: return Value::string(json.get<std::string>());
+    case Type::number_float:
+      return Value::of_float(json.get<double>());
+    case Type::string:
+      return Value::string(json.get<std::string>());
     case Type::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -159,7 +196,8 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
         items.emplace_back(Value::string(key), from_json_at(value, depth + 1));
       return Value::mapping(std::move(items));
     }
-    default: fail("the context holds a JSON value of a type templates cannot use");
+    default:
+      fail("the context holds a JSON value of a type templates cannot use");
   }
 }
 

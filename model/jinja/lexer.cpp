@@ -355,16 +355,25 @@ std::vector<Token> tokenize(std::string_view source, const Options& options) {
 
 std::string describe(const Token& token) {
   switch (token.type) {
-    case TokenType::Data: return "template data";
-    case TokenType::VariableBegin: return "'{{'";
-    case TokenType::VariableEnd: return "end of print statement";
-    case TokenType::BlockBegin: return "'{%'";
-    case TokenType::BlockEnd: return "end of statement block";
-    case TokenType::Eof: return "end of template";
-    case TokenType::String: return "string";
+    case TokenType::Data:
+      return "template data";
+    case TokenType::VariableBegin:
+      return "'{{'";
+    case TokenType::VariableEnd:
+      return "end of print statement";
+    case TokenType::BlockBegin:
+      return "'{%'";
+    case TokenType::BlockEnd:
+      return "end of statement block";
+    case TokenType::Eof:
+      return "end of template";
+    case TokenType::String:
+      return "string";
     case TokenType::Integer:
-    case TokenType::Float: return "number " + token.value;
-    default: return "'" + token.value + "'";
+    case TokenType::Float:
+      return "number " + token.value;
+    default:
+      return "'" + token.value + "'";
   }
 }
 

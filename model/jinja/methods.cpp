@@ -289,16 +289,21 @@ std::optional<Value> builtin_attribute(const Value& self, std::string_view name)
       if (self.seq_kind() == SeqKind::Tuple && has(kTupleMethods, name))
         return Value::of_object(std::make_shared<BoundMethod>(self, std::string(name)));
       return std::nullopt;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
 Value call_method(Renderer& renderer, const Value& self, std::string_view name, CallArgs& args) {
   switch (self.kind) {
-    case Kind::String: return call_str_method(renderer, self, name, args);
-    case Kind::Dict: return call_dict_method(self, name, args);
-    case Kind::List: return call_list_method(self, name, args);
-    default: fail(type_name(self) + "." + std::string(name) + "() is not supported");
+    case Kind::String:
+      return call_str_method(renderer, self, name, args);
+    case Kind::Dict:
+      return call_dict_method(self, name, args);
+    case Kind::List:
+      return call_list_method(self, name, args);
+    default:
+      fail(type_name(self) + "." + std::string(name) + "() is not supported");
   }
 }
 

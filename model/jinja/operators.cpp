@@ -14,13 +14,20 @@ namespace {
 
 const char* symbol(ast::BinaryOp op) {
   switch (op) {
-    case ast::BinaryOp::Add: return "+";
-    case ast::BinaryOp::Sub: return "-";
-    case ast::BinaryOp::Mul: return "*";
-    case ast::BinaryOp::Div: return "/";
-    case ast::BinaryOp::FloorDiv: return "//";
-    case ast::BinaryOp::Mod: return "%";
-    case ast::BinaryOp::Pow: return "** or pow()";
+    case ast::BinaryOp::Add:
+      return "+";
+    case ast::BinaryOp::Sub:
+      return "-";
+    case ast::BinaryOp::Mul:
+      return "*";
+    case ast::BinaryOp::Div:
+      return "/";
+    case ast::BinaryOp::FloorDiv:
+      return "//";
+    case ast::BinaryOp::Mod:
+      return "%";
+    case ast::BinaryOp::Pow:
+      return "** or pow()";
   }
   return "?";
 }
@@ -183,12 +190,23 @@ std::string escape_html(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;

@@ -169,9 +169,14 @@ ExprPtr Parser::parse_primary() {
       node->constant = Value::string(std::move(text));
       return finish(node);
     }
-    case TokenType::Integer: node->constant = Value::of_int(next().integer); return finish(node);
-    case TokenType::Float: node->constant = Value::of_float(next().real); return finish(node);
-    default: break;
+    case TokenType::Integer:
+      node->constant = Value::of_int(next().integer);
+      return finish(node);
+    case TokenType::Float:
+      node->constant = Value::of_float(next().real);
+      return finish(node);
+    default:
+      break;
   }
   if (skip_operator("(")) {
     ExprPtr inner = parse_tuple(false, true, {}, true);

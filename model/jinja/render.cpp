@@ -88,20 +88,30 @@ Renderer::Flow Renderer::exec(const ast::Stmt& stmt) {
 Renderer::Flow Renderer::exec_statement(const ast::Stmt& stmt) {
   DepthGuard guard(*this);
   switch (stmt.kind) {
-    case ast::StmtKind::Text: append_output(stmt.text); break;
-    case ast::StmtKind::Output: append_output(to_str(eval(*stmt.expr))); break;
+    case ast::StmtKind::Text:
+      append_output(stmt.text);
+      break;
+    case ast::StmtKind::Output:
+      append_output(to_str(eval(*stmt.expr)));
+      break;
     case ast::StmtKind::If:
       for (const ast::Branch& branch : stmt.branches)
         if (truthy(eval(*branch.test))) return exec(branch.body);
       return exec(stmt.else_body);
-    case ast::StmtKind::For: return exec_for(stmt);
+    case ast::StmtKind::For:
+      return exec_for(stmt);
     case ast::StmtKind::Set:
-    case ast::StmtKind::SetBlock: exec_set(stmt); break;
-    case ast::StmtKind::With: return exec_with(stmt);
+    case ast::StmtKind::SetBlock:
+      exec_set(stmt);
+      break;
+    case ast::StmtKind::With:
+      return exec_with(stmt);
     case ast::StmtKind::Macro:
       scope_->set(stmt.text, track(std::make_shared<Macro>(stmt.text, stmt.signature, stmt.body, scope_)));
       break;
-    case ast::StmtKind::CallBlock: exec_call_block(stmt); break;
+    case ast::StmtKind::CallBlock:
+      exec_call_block(stmt);
+      break;
     case ast::StmtKind::FilterBlock: {
       const Value body = Value::string(render_scoped(stmt.body));
       block_input_ = &body;
@@ -110,9 +120,13 @@ Renderer::Flow Renderer::exec_statement(const ast::Stmt& stmt) {
       append_output(to_str(filtered));
       break;
     }
-    case ast::StmtKind::Generation: append_output(render_scoped(stmt.body)); break;
-    case ast::StmtKind::Break: return Flow::Break;
-    case ast::StmtKind::Continue: return Flow::Continue;
+    case ast::StmtKind::Generation:
+      append_output(render_scoped(stmt.body));
+      break;
+    case ast::StmtKind::Break:
+      return Flow::Break;
+    case ast::StmtKind::Continue:
+      return Flow::Continue;
   }
   return Flow::Normal;
 }
@@ -159,7 +173,9 @@ Renderer::Flow Renderer::exec_for(const ast::Stmt& stmt) {
 
 void Renderer::assign(const ast::Target& target, Value value) {
   switch (target.kind) {
-    case ast::Target::Kind::Name: scope_->set(target.name, std::move(value)); return;
+    case ast::Target::Kind::Name:
+      scope_->set(target.name, std::move(value));
+      return;
     case ast::Target::Kind::Attribute: {
       const Value* object = scope_->find(target.name);
       auto* ns = object && object->kind == Kind::Object ? dynamic_cast<Namespace*>(object->object.get()) : nullptr;

@@ -36,12 +36,18 @@ std::string repr_of_items(const std::vector<Value>& items) {
 std::string list_repr(const ListData& list) {
   const std::string inner = repr_of_items(list.items);
   switch (list.seq_kind) {
-    case SeqKind::List: return "[" + inner + "]";
-    case SeqKind::Tuple: return "(" + inner + (list.items.size() == 1 ? ",)" : ")");
-    case SeqKind::Iterator: return "<generator object>";
-    case SeqKind::ItemsView: return "dict_items([" + inner + "])";
-    case SeqKind::KeysView: return "dict_keys([" + inner + "])";
-    case SeqKind::ValuesView: return "dict_values([" + inner + "])";
+    case SeqKind::List:
+      return "[" + inner + "]";
+    case SeqKind::Tuple:
+      return "(" + inner + (list.items.size() == 1 ? ",)" : ")");
+    case SeqKind::Iterator:
+      return "<generator object>";
+    case SeqKind::ItemsView:
+      return "dict_items([" + inner + "])";
+    case SeqKind::KeysView:
+      return "dict_keys([" + inner + "])";
+    case SeqKind::ValuesView:
+      return "dict_values([" + inner + "])";
   }
   return inner;
 }
@@ -202,27 +208,41 @@ void fail_undefined(const Value& v) { fail(v.text.empty() ? "undefined value" : 
 bool truthy(const Value& v) {
   switch (v.kind) {
     case Kind::Undefined:
-    case Kind::None: return false;
+    case Kind::None:
+      return false;
     case Kind::Bool:
-    case Kind::Int: return v.integer != 0;
-    case Kind::Float: return v.real != 0;
-    case Kind::String: return !v.text.empty();
-    case Kind::List: return v.list->seq_kind == SeqKind::Iterator || !v.list->items.empty();
-    case Kind::Dict: return !v.dict->items.empty();
-    case Kind::Object: return v.object->size().value_or(1) != 0;
+    case Kind::Int:
+      return v.integer != 0;
+    case Kind::Float:
+      return v.real != 0;
+    case Kind::String:
+      return !v.text.empty();
+    case Kind::List:
+      return v.list->seq_kind == SeqKind::Iterator || !v.list->items.empty();
+    case Kind::Dict:
+      return !v.dict->items.empty();
+    case Kind::Object:
+      return v.object->size().value_or(1) != 0;
   }
   return false;
 }
 
 std::string to_str(const Value& v) {
   switch (v.kind) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return v.integer ? "True" : "False";
-    case Kind::Int: return std::to_string(v.integer);
-    case Kind::Float: return format_float(v.real);
-    case Kind::String: return v.text;
-    default: break;
+    case Kind::Undefined:
+      return "";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return v.integer ? "True" : "False";
+    case Kind::Int:
+      return std::to_string(v.integer);
+    case Kind::Float:
+      return format_float(v.real);
+    case Kind::String:
+      return v.text;
+    default:
+      break;
   }
   RecursionGuard guard("while getting the repr of an object");
   if (v.kind == Kind::List) return list_repr(*v.list);
@@ -243,23 +263,38 @@ std::string repr(const Value& v) {
 
 std::string type_name(const Value& v) {
   switch (v.kind) {
-    case Kind::Undefined: return "Undefined";
-    case Kind::None: return "NoneType";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return v.markup ? "Markup" : "str";
-    case Kind::Dict: return "dict";
-    case Kind::Object: return v.object->type_name();
-    case Kind::List: break;
+    case Kind::Undefined:
+      return "Undefined";
+    case Kind::None:
+      return "NoneType";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return v.markup ? "Markup" : "str";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Object:
+      return v.object->type_name();
+    case Kind::List:
+      break;
   }
   switch (v.list->seq_kind) {
-    case SeqKind::List: return "list";
-    case SeqKind::Tuple: return "tuple";
-    case SeqKind::Iterator: return "generator";
-    case SeqKind::ItemsView: return "dict_items";
-    case SeqKind::KeysView: return "dict_keys";
-    case SeqKind::ValuesView: return "dict_values";
+    case SeqKind::List:
+      return "list";
+    case SeqKind::Tuple:
+      return "tuple";
+    case SeqKind::Iterator:
+      return "generator";
+    case SeqKind::ItemsView:
+      return "dict_items";
+    case SeqKind::KeysView:
+      return "dict_keys";
+    case SeqKind::ValuesView:
+      return "dict_values";
   }
   return "object";
 }
@@ -277,8 +312,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case Kind::Undefined:
-    case Kind::None: return true;
-    case Kind::String: return a.text == b.text;
+    case Kind::None:
+      return true;
+    case Kind::String:
+      return a.text == b.text;
     case Kind::List: {
       RecursionGuard guard("in comparison");
       return sequence_equals(*a.list, *b.list);
@@ -287,8 +324,10 @@ bool equals(const Value& a, const Value& b) {
       RecursionGuard guard("in comparison");
       return a.dict == b.dict || dict_equals(*a.dict, *b.dict);
     }
-    case Kind::Object: return a.object == b.object;
-    default: return false;
+    case Kind::Object:
+      return a.object == b.object;
+    default:
+      return false;
   }
 }
 
@@ -326,7 +365,8 @@ bool compare(const Value& a, const Value& b, std::string_view op) {
 
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind) {
-    case Kind::Undefined: return {};
+    case Kind::Undefined:
+      return {};
     case Kind::List:
       if (v.list->seq_kind == SeqKind::Iterator) {
         if (v.list->consumed) return {};
@@ -348,22 +388,27 @@ std::vector<Value> iterate(const Value& v) {
       }
       return chars;
     }
-    default: fail("'" + type_name(v) + "' object is not iterable");
+    default:
+      fail("'" + type_name(v) + "' object is not iterable");
   }
 }
 
 std::int64_t length(const Value& v) {
   switch (v.kind) {
-    case Kind::Undefined: return 0;
-    case Kind::String: return static_cast<std::int64_t>(utf8::length(v.text));
-    case Kind::Dict: return static_cast<std::int64_t>(v.dict->items.size());
+    case Kind::Undefined:
+      return 0;
+    case Kind::String:
+      return static_cast<std::int64_t>(utf8::length(v.text));
+    case Kind::Dict:
+      return static_cast<std::int64_t>(v.dict->items.size());
     case Kind::List:
       if (v.list->seq_kind != SeqKind::Iterator) return static_cast<std::int64_t>(v.list->items.size());
       break;
     case Kind::Object:
       if (auto n = v.object->size()) return *n;
       break;
-    default: break;
+    default:
+      break;
   }
   fail("object of type '" + type_name(v) + "' has no len()");
 }
@@ -381,7 +426,8 @@ bool contains(const Value& container, const Value& item) {
       for (const Value& element : iterate(container))
         if (equals(element, item)) return true;
       return false;
-    default: fail("argument of type '" + type_name(container) + "' is not iterable");
+    default:
+      fail("argument of type '" + type_name(container) + "' is not iterable");
   }
 }
 

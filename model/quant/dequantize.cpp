@@ -104,10 +104,8 @@ void decode(const BlockQ5_K& b, float* y) {
     const float d1 = d * static_cast<float>(scale), m1 = dmin * static_cast<float>(min);
     scale_min_k4(sub + 1, b.scales, scale, min);
     const float d2 = d * static_cast<float>(scale), m2 = dmin * static_cast<float>(min);
-    for (int l = 0; l < 32; ++l)
-      *y++ = d1 * static_cast<float>((ql[l] & 0x0f) + (b.qh[l] & bit_low ? 16 : 0)) - m1;
-    for (int l = 0; l < 32; ++l)
-      *y++ = d2 * static_cast<float>((ql[l] >> 4) + (b.qh[l] & bit_high ? 16 : 0)) - m2;
+    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0x0f) + (b.qh[l] & bit_low ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (b.qh[l] & bit_high ? 16 : 0)) - m2;
   }
 }
 
@@ -160,19 +158,33 @@ void decode_halves(const void* src, float* dst, int64_t n) {
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   row_bytes(type, n);  // refuses a partial block
   switch (type) {
-    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
-    case GgmlType::F16: return decode_halves<half_to_float>(src, dst, n);
-    case GgmlType::BF16: return decode_halves<bf16_to_float>(src, dst, n);
-    case GgmlType::Q4_0: return decode_blocks<BlockQ4_0>(src, dst, n);
-    case GgmlType::Q4_1: return decode_blocks<BlockQ4_1>(src, dst, n);
-    case GgmlType::Q5_0: return decode_blocks<BlockQ5_0>(src, dst, n);
-    case GgmlType::Q5_1: return decode_blocks<BlockQ5_1>(src, dst, n);
-    case GgmlType::Q8_0: return decode_blocks<BlockQ8_0>(src, dst, n);
-    case GgmlType::Q4_K: return decode_blocks<BlockQ4_K>(src, dst, n);
-    case GgmlType::Q5_K: return decode_blocks<BlockQ5_K>(src, dst, n);
-    case GgmlType::Q6_K: return decode_blocks<BlockQ6_K>(src, dst, n);
-    case GgmlType::Q8_K: return decode_blocks<BlockQ8_K>(src, dst, n);
-    case GgmlType::Q8_1: break;
+    case GgmlType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case GgmlType::F16:
+      return decode_halves<half_to_float>(src, dst, n);
+    case GgmlType::BF16:
+      return decode_halves<bf16_to_float>(src, dst, n);
+    case GgmlType::Q4_0:
+      return decode_blocks<BlockQ4_0>(src, dst, n);
+    case GgmlType::Q4_1:
+      return decode_blocks<BlockQ4_1>(src, dst, n);
+    case GgmlType::Q5_0:
+      return decode_blocks<BlockQ5_0>(src, dst, n);
+    case GgmlType::Q5_1:
+      return decode_blocks<BlockQ5_1>(src, dst, n);
+    case GgmlType::Q8_0:
+      return decode_blocks<BlockQ8_0>(src, dst, n);
+    case GgmlType::Q4_K:
+      return decode_blocks<BlockQ4_K>(src, dst, n);
+    case GgmlType::Q5_K:
+      return decode_blocks<BlockQ5_K>(src, dst, n);
+    case GgmlType::Q6_K:
+      return decode_blocks<BlockQ6_K>(src, dst, n);
+    case GgmlType::Q8_K:
+      return decode_blocks<BlockQ8_K>(src, dst, n);
+    case GgmlType::Q8_1:
+      break;
   }
   throw std::invalid_argument(std::string("dequantize_row: ggml has no decoder for ") + traits(type).name);
 }

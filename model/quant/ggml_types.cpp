@@ -28,10 +28,10 @@ constexpr std::array kTypes = {
 
 // ggml's type_name for every id of GGML_TYPE_COUNT (43); "" where ggml removed the type.
 constexpr std::array<std::string_view, 43> kGgmlNames = {
-    "f32",    "f16",     "q4_0",    "q4_1",  "",       "",      "q5_0",   "q5_1",   "q8_0",  "q8_1",  "q2_K",
-    "q3_K",   "q4_K",    "q5_K",    "q6_K",  "q8_K",   "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s",
-    "iq2_s",  "iq4_xs",  "i8",      "i16",   "i32",    "i64",   "f64",    "iq1_m",  "bf16",  "",      "",
-    "",       "tq1_0",   "tq2_0",   "",      "",       "",      "mxfp4",  "nvfp4",  "q1_0",  "q2_0",
+    "f32",   "f16",    "q4_0",  "q4_1", "",     "",        "q5_0",   "q5_1",    "q8_0",  "q8_1",   "q2_K",
+    "q3_K",  "q4_K",   "q5_K",  "q6_K", "q8_K", "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s",
+    "iq2_s", "iq4_xs", "i8",    "i16",  "i32",  "i64",     "f64",    "iq1_m",   "bf16",  "",       "",
+    "",      "tq1_0",  "tq2_0", "",     "",     "",        "mxfp4",  "nvfp4",   "q1_0",  "q2_0",
 };
 
 std::string weight_type_list() {
@@ -78,8 +78,8 @@ GgmlType checked_weight_type(uint32_t type_id, std::string_view tensor_name) {
   const TypeTraits* t = find_traits(type_id);
   if (!t || !t->is_weight)
     throw std::runtime_error("tensor '" + std::string(tensor_name) + "' has ggml type " + ggml_type_name(type_id) +
-                             " (id " + std::to_string(type_id) + "), which Parley does not load; supported: " +
-                             weight_type_list());
+                             " (id " + std::to_string(type_id) +
+                             "), which Parley does not load; supported: " + weight_type_list());
   return t->type;
 }
 

@@ -10,18 +10,29 @@ namespace parley::quant {
 
 // The ggml type ids Parley encodes and decodes (GGML_TYPE_* in ggml.h); the same numbers as parley::GgmlType.
 enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  BF16 = 30,
 };
 
 inline constexpr int64_t kSuperBlock = 256;  // QK_K: the K-quants' super-block
 
 struct TypeTraits {
   GgmlType type;
-  const char* name;        // ggml's type_name: "q4_K", "bf16"
-  int64_t block_size;      // elements per block
-  size_t block_bytes;      // bytes per block
-  bool is_weight;          // false for q8_1 and q8_K: activations for dot products, never stored in a model
+  const char* name;    // ggml's type_name: "q4_K", "bf16"
+  int64_t block_size;  // elements per block
+  size_t block_bytes;  // bytes per block
+  bool is_weight;      // false for q8_1 and q8_K: activations for dot products, never stored in a model
 };
 
 // Every type above, in id order.

@@ -175,19 +175,33 @@ void encode_halves(const float* x, void* dst, int64_t n) {
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
   const size_t bytes = row_bytes(type, n);  // refuses a partial block
   switch (type) {
-    case GgmlType::F32: std::memcpy(dst, src, bytes); return;
-    case GgmlType::F16: return encode_halves<float_to_half>(src, dst, n);
-    case GgmlType::BF16: return encode_halves<float_to_bf16>(src, dst, n);
-    case GgmlType::Q4_0: return detail::encode_q4_0(src, dst, n);
-    case GgmlType::Q4_1: return detail::encode_q4_1(src, dst, n);
-    case GgmlType::Q5_0: return detail::encode_q5_0(src, dst, n);
-    case GgmlType::Q5_1: return detail::encode_q5_1(src, dst, n);
-    case GgmlType::Q8_0: return detail::encode_q8_0(src, dst, n);
-    case GgmlType::Q8_1: return detail::encode_q8_1(src, dst, n);
-    case GgmlType::Q4_K: return detail::encode_q4_K(src, dst, n);
-    case GgmlType::Q5_K: return detail::encode_q5_K(src, dst, n);
-    case GgmlType::Q6_K: return detail::encode_q6_K(src, dst, n);
-    case GgmlType::Q8_K: return detail::encode_q8_K(src, dst, n);
+    case GgmlType::F32:
+      std::memcpy(dst, src, bytes);
+      return;
+    case GgmlType::F16:
+      return encode_halves<float_to_half>(src, dst, n);
+    case GgmlType::BF16:
+      return encode_halves<float_to_bf16>(src, dst, n);
+    case GgmlType::Q4_0:
+      return detail::encode_q4_0(src, dst, n);
+    case GgmlType::Q4_1:
+      return detail::encode_q4_1(src, dst, n);
+    case GgmlType::Q5_0:
+      return detail::encode_q5_0(src, dst, n);
+    case GgmlType::Q5_1:
+      return detail::encode_q5_1(src, dst, n);
+    case GgmlType::Q8_0:
+      return detail::encode_q8_0(src, dst, n);
+    case GgmlType::Q8_1:
+      return detail::encode_q8_1(src, dst, n);
+    case GgmlType::Q4_K:
+      return detail::encode_q4_K(src, dst, n);
+    case GgmlType::Q5_K:
+      return detail::encode_q5_K(src, dst, n);
+    case GgmlType::Q6_K:
+      return detail::encode_q6_K(src, dst, n);
+    case GgmlType::Q8_K:
+      return detail::encode_q8_K(src, dst, n);
   }
   throw std::invalid_argument("quantize_row: unsupported ggml type " + ggml_type_name(static_cast<uint32_t>(type)));
 }

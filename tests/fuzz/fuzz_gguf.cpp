@@ -18,17 +18,28 @@ namespace {
 void read_everything(const GgufFile& f) {
   for (const auto& [key, value] : f.metadata()) {
     switch (value.type()) {
-      case GgufType::String: f.get_string(key); break;
-      case GgufType::Bool: f.get_bool(key); break;
-      case GgufType::Float32: case GgufType::Float64: f.get_float(key); break;
+      case GgufType::String:
+        f.get_string(key);
+        break;
+      case GgufType::Bool:
+        f.get_bool(key);
+        break;
+      case GgufType::Float32:
+      case GgufType::Float64:
+        f.get_float(key);
+        break;
       case GgufType::Array: {
         const GgufType elem = f.get_array(key).elem_type;
-        if (elem == GgufType::String) f.get_string_array(key);
-        else if (elem == GgufType::Float32 || elem == GgufType::Float64) f.get_float_array(key);
-        else if (elem != GgufType::Bool && elem != GgufType::Array) f.get_int_array(key);
+        if (elem == GgufType::String)
+          f.get_string_array(key);
+        else if (elem == GgufType::Float32 || elem == GgufType::Float64)
+          f.get_float_array(key);
+        else if (elem != GgufType::Bool && elem != GgufType::Array)
+          f.get_int_array(key);
         break;
       }
-      default: f.get_int(key);
+      default:
+        f.get_int(key);
     }
   }
   for (const GgufTensorInfo& t : f.tensors())
@@ -43,7 +54,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const GgufFile f("fuzz input", std::vector<uint8_t>(data, data + size));
     read_everything(f);
   } catch (const std::runtime_error&) {
-  } catch (const std::invalid_argument&) {
-  }
+  } catch (const std::invalid_argument&) {}
   return 0;
 }

@@ -37,7 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const jinja::Template t(std::string_view(reinterpret_cast<const char*>(data), size), options);
     t.render(conversation());
   } catch (const jinja::ParseError&) {
-  } catch (const jinja::RenderError&) {
-  }
+  } catch (const jinja::RenderError&) {}
   return 0;
 }

@@ -36,9 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    if (data[0] & 1) prefill_request(bytes);
-    else kv_transfer(bytes);
-  } catch (const std::invalid_argument&) {
-  }
+    if (data[0] & 1)
+      prefill_request(bytes);
+    else
+      kv_transfer(bytes);
+  } catch (const std::invalid_argument&) {}
   return 0;
 }

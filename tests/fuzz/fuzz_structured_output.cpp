@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
   try {
     structured::compile_grammar(params)->matches(text);
-  } catch (const structured::GrammarError&) {
-  }
+  } catch (const structured::GrammarError&) {}
   return 0;
 }

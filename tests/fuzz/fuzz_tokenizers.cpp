@@ -19,10 +19,9 @@ const char* const kPres[] = {"gpt-2", "llama-bpe", "qwen2", "deepseek-v3", "gpt-
 
 // A few merges and special tokens on the 256 byte symbols, as test_byte_level_bpe.cpp builds them.
 Tokenizer byte_level(const std::string& pre) {
-  return Tokenizer(test::byte_level_vocab({"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "\xC4\xA0 x", "1 2", "12 3"}, pre,
-                                          {{"<|im_start|>", TokenType::Control},
-                                           {"<|im", TokenType::Control},
-                                           {"<think>", TokenType::UserDefined}}));
+  return Tokenizer(test::byte_level_vocab(
+      {"\xC4\xA0 t", "h e", "\xC4\xA0t he", "e r", "\xC4\xA0 x", "1 2", "12 3"}, pre,
+      {{"<|im_start|>", TokenType::Control}, {"<|im", TokenType::Control}, {"<think>", TokenType::UserDefined}}));
 }
 
 const std::vector<Tokenizer>& tokenizers() {

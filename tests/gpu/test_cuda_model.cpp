@@ -9,8 +9,8 @@ using namespace parley;
 
 namespace {
 
-std::unique_ptr<DeviceModel> gpu_model(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch, int query_len = 1,
-                                       const std::string& dtype = "float32") {
+std::unique_ptr<DeviceModel> gpu_model(const test::Loaded& m, const SchedulerConfig& c, int max_graph_batch,
+                                       int query_len = 1, const std::string& dtype = "float32") {
   cuda::CudaModelOptions o;
   o.dtype = dtype;
   o.model = test::device_options(c, max_graph_batch, query_len);
@@ -52,7 +52,8 @@ TEST_CASE("GPU graph replay equals eager, and a request alone equals it batched"
     }
   }
   SchedulerConfig c = test::model_scheduler_config(m, 64);
-  const auto spec = SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2})");
+  const auto spec =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 2})");
   const auto off = test::run_core(gpu_model(m, c, 0), reqs, c, false);
   const auto on = test::run_core(gpu_model(m, with_speculation(c, spec), 16, 3), reqs, c, false, spec);
   REQUIRE(on.tokens == off.tokens);

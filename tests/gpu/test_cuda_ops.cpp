@@ -36,12 +36,12 @@ struct SkipWithoutDevice : Catch::TestEventListenerBase {
 };
 CATCH_REGISTER_LISTENER(SkipWithoutDevice)
 
-
 template <class T>
 DeviceBuffer to_device(const std::vector<T>& v) {
   DeviceBuffer b(v.size() * sizeof(T));
   PARLEY_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  PARLEY_CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's copy may still be landing; the kernels run on another
+  PARLEY_CUDA_CHECK(
+      cudaDeviceSynchronize());  // the legacy stream's copy may still be landing; the kernels run on another
   return b;
 }
 
@@ -69,7 +69,8 @@ double max_rel_error(const std::vector<float>& got, const std::vector<float>& wa
 TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
   CudaBackend be;
   const int M = 37, dim = 768;
-  const auto x = test::random_floats(size_t(M) * dim, 1), w = test::random_floats(dim, 2), up = test::random_floats(x.size(), 3);
+  const auto x = test::random_floats(size_t(M) * dim, 1), w = test::random_floats(dim, 2),
+             up = test::random_floats(x.size(), 3);
   auto dx = to_device(x), dw = to_device(w), dup = to_device(up);
   DeviceBuffer dout(x.size() * 4);
   std::vector<float> want(x.size());
@@ -111,13 +112,16 @@ TEST_CASE("CUDA elementwise and row ops equal the CPU reference", "[gpu]") {
   DeviceBuffer dg(3 * size_t(dim) * 4);
   be.gather_rows(dx.get<float>(), drows.get<int>(), 3, dim, dg.get<float>());
   const auto g = to_host<float>(dg, 3 * size_t(dim));
-  for (int s = 0; s < 3; ++s) REQUIRE(std::equal(g.begin() + s * dim, g.begin() + (s + 1) * dim, x.begin() + rows[size_t(s)] * dim));
+  for (int s = 0; s < 3; ++s)
+    REQUIRE(std::equal(g.begin() + s * dim, g.begin() + (s + 1) * dim, x.begin() + rows[size_t(s)] * dim));
 }
 
-TEST_CASE("CUDA ops of the architectures (RoPE scaling, GeGLU, biases, scales, soft-capping) equal the CPU reference", "[gpu]") {
+TEST_CASE("CUDA ops of the architectures (RoPE scaling, GeGLU, biases, scales, soft-capping) equal the CPU reference",
+          "[gpu]") {
   CudaBackend be;
   const int M = 37, heads = 12, hd = 64, dim = heads * hd;
-  const auto x = test::random_floats(size_t(M) * dim, 1), up = test::random_floats(x.size(), 3, 4.0f), bias = test::random_floats(dim, 5);
+  const auto x = test::random_floats(size_t(M) * dim, 1), up = test::random_floats(x.size(), 3, 4.0f),
+             bias = test::random_floats(dim, 5);
   auto dx = to_device(x), dup = to_device(up), dbias = to_device(bias);
   DeviceBuffer dout(x.size() * 4);
   std::vector<float> want(x.size());
@@ -145,14 +149,17 @@ TEST_CASE("CUDA ops of the architectures (RoPE scaling, GeGLU, biases, scales, s
   auto dpos = to_device(positions), dfactors = to_device(factors);
   for (RopeLayout layout : {RopeLayout::Adjacent, RopeLayout::NeoX}) {
     auto dr = to_device(x);
-    be.rope(dr.get<float>(), dpos.get<int>(), M, heads, hd, cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, dfactors.get<float>()});
+    be.rope(dr.get<float>(), dpos.get<int>(), M, heads, hd,
+            cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, dfactors.get<float>()});
     want = x;
-    cpu::reference::rope(want.data(), positions.data(), M, heads, hd, cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, factors.data()});
+    cpu::reference::rope(want.data(), positions.data(), M, heads, hd,
+                         cpu::RopeSpec{500000.0f, layout, 32, 0.25f, 1.2f, factors.data()});
     CHECK(max_rel_error(to_host<float>(dr, x.size()), want) < 1e-4);  // device sinf/cosf/powf: a few ulp
   }
 }
 
-TEST_CASE("CUDA GEMM through cuBLAS is within its weight type's bounds of the CPU reference and batch-invariant", "[gpu]") {
+TEST_CASE("CUDA GEMM through cuBLAS is within its weight type's bounds of the CPU reference and batch-invariant",
+          "[gpu]") {
   CudaBackend be;
   const int N = 2048, K = 768, max_m = 130;
   const auto w = test::random_floats(size_t(N) * K, 5, 1.0f / std::sqrt(float(K)));
@@ -179,7 +186,8 @@ TEST_CASE("CUDA GEMM through cuBLAS is within its weight type's bounds of the CP
 
 TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed batch", "[gpu]") {
   CudaBackend be;
-  const int n_heads = 8, n_kv_heads = 2, head_dim = 64, block_size = 16, num_blocks = 40, kv_dim = n_kv_heads * head_dim;
+  const int n_heads = 8, n_kv_heads = 2, head_dim = 64, block_size = 16, num_blocks = 40,
+            kv_dim = n_kv_heads * head_dim;
   // Sequence 0 prefills 0..99, sequence 1 decodes at 300, sequence 2 verifies 3 tokens at 47..49.
   std::vector<int> positions, token_seq;
   for (int p = 0; p < 100; ++p) positions.push_back(p), token_seq.push_back(0);
@@ -194,7 +202,8 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   for (int i = 0; i < 7; ++i) tables[size_t(i)] = perm[size_t(i)];
   for (int i = 0; i < 19; ++i) tables[size_t(max_blocks + i)] = perm[size_t(7 + i)];
   for (int i = 0; i < 4; ++i) tables[size_t(2 * max_blocks + i)] = perm[size_t(26 + i)];
-  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7), values = test::random_floats(keys.size(), 8);
+  auto keys = test::random_floats(size_t(num_blocks) * block_size * kv_dim, 7),
+       values = test::random_floats(keys.size(), 8);
   // This step's own K/V rows go through kv_write on both sides.
   const auto k = test::random_floats(size_t(T) * kv_dim, 9), v = test::random_floats(size_t(T) * kv_dim, 10);
   std::vector<int64_t> slots;
@@ -202,7 +211,8 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
     const int* table = tables.data() + token_seq[size_t(t)] * max_blocks;
     slots.push_back(int64_t(table[positions[size_t(t)] / block_size]) * block_size + positions[size_t(t)] % block_size);
   }
-  auto dkeys = to_device(keys), dvalues = to_device(values), dk = to_device(k), dv = to_device(v), dslots = to_device(slots);
+  auto dkeys = to_device(keys), dvalues = to_device(values), dk = to_device(k), dv = to_device(v),
+       dslots = to_device(slots);
   const cpu::KvLayerView dkv{dkeys.get<float>(), dvalues.get<float>(), block_size, kv_dim};
   const cpu::KvLayerView hkv{keys.data(), values.data(), block_size, kv_dim};
   be.kv_write(dkv, dk.get<float>(), dv.get<float>(), dslots.get<int64_t>(), T);
@@ -227,7 +237,8 @@ TEST_CASE("CUDA KV write and paged attention equal the CPU reference on a mixed 
   auto dpos1 = to_device(pos), dseq1 = to_device(seq), dtable1 = to_device(table1);
   const cpu::AttentionMetadata alone{1, dpos1.get<int>(), dseq1.get<int>(), dtable1.get<int>(), max_blocks};
   DeviceBuffer dout1(size_t(n_heads) * head_dim * 4);
-  be.paged_attention(dq.get<float>() + size_t(100) * n_heads * head_dim, dkv, alone, n_heads, n_kv_heads, head_dim, dout1.get<float>());
+  be.paged_attention(dq.get<float>() + size_t(100) * n_heads * head_dim, dkv, alone, n_heads, n_kv_heads, head_dim,
+                     dout1.get<float>());
   const std::vector<float> one = to_host<float>(dout1, size_t(n_heads) * head_dim);
   REQUIRE(std::equal(one.begin(), one.end(), got.begin() + size_t(100) * n_heads * head_dim));
 
@@ -245,7 +256,8 @@ TEST_CASE("CUDA sampling draws the CPU sampler's tokens and exact verification c
   const int vocab = 32000, rows = 64;
   const auto logits = test::random_floats(size_t(rows) * vocab, 12, 3.0f);
   std::vector<cuda::body::SampleParams> params;
-  for (int r = 0; r < rows; ++r) params.push_back({r % 4 == 0 ? 0.0f : 0.8f, r % 3 == 0 ? 0.05f : 0.0f, 500 + uint64_t(r), r * 11});
+  for (int r = 0; r < rows; ++r)
+    params.push_back({r % 4 == 0 ? 0.0f : 0.8f, r % 3 == 0 ? 0.05f : 0.0f, 500 + uint64_t(r), r * 11});
   auto dlogits = to_device(logits), dparams = to_device(params);
   DeviceBuffer dtokens(rows * 4);
   be.sample(dlogits.get<float>(), vocab, dparams.get<cuda::body::SampleParams>(), rows, dtokens.get<int>());
@@ -255,7 +267,8 @@ TEST_CASE("CUDA sampling draws the CPU sampler's tokens and exact verification c
   for (int r = 0; r < rows; ++r) {
     SamplingParams p;
     p.temperature = params[size_t(r)].temperature, p.min_p = params[size_t(r)].min_p;
-    const int want = sampler.sample(logits.data() + size_t(r) * vocab, vocab, p, params[size_t(r)].seed, params[size_t(r)].position);
+    const int want =
+        sampler.sample(logits.data() + size_t(r) * vocab, vocab, p, params[size_t(r)].seed, params[size_t(r)].position);
     if (p.temperature == 0.0f) REQUIRE(got[size_t(r)] == want);  // argmax: exact
     equal += got[size_t(r)] == want;
   }
