@@ -241,9 +241,11 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
   plan_device_sampling();
+  if (mask_prefetch_on_) start_mask_prefetch();
   phase.emplace(profile_, StepPhase::Forward);
   out.ran_graph = device_->forward(forward_, logits_, &device_sampling_);
   phase.emplace(profile_, StepPhase::Sample);
+  mask_prefetch_.wait();
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
     const auto hidden = device_->hidden_states();
     const size_t dim = size_t(device_->config().dim);
@@ -326,6 +328,14 @@ void ModelRunner::plan_device_sampling() {
       d.params.push_back({m.temperature[v.row], m.min_p[v.row], m.seeds[v.row], v.position + int64_t(j)});
     }
   }
+}
+
+// The first mask of every constrained row, walked on another thread while the forward pass runs.
+void ModelRunner::start_mask_prefetch() {
+  mask_rows_.clear();
+  for (const SampledRow& s : sampled_) mask_rows_.push_back(s.row);
+  for (const Verification& v : verifications_) mask_rows_.push_back(v.row);
+  mask_prefetch_.start(mask_rows_, input_batch_.sampling_metadata());
 }
 
 // The batch-sampled rows' tokens: the device's where it sampled, the Sampler's for the rest.

@@ -12,6 +12,7 @@
 #include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
 #include "engine/step_profile.hpp"
+#include "engine/structured_output/mask_prefetch.hpp"
 #include "model/device_model.hpp"
 
 namespace parley {
@@ -45,6 +46,8 @@ class ModelRunner {
   void set_structured_output(std::shared_ptr<structured::StructuredOutputManager> manager) {
     input_batch_.set_structured_output_manager(std::move(manager));
   }
+  // Off: grammar masks are computed when sampled instead of during the forward pass (tests compare the two).
+  void set_mask_prefetch(bool on) { mask_prefetch_on_ = on; }
 
   // Times the batch update, the forward pass and sampling into `profile` (null: off); the caller keeps it alive.
   void set_profile(StepProfile* profile) { profile_ = profile; }
@@ -67,6 +70,7 @@ class ModelRunner {
   void check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const;
   void drop_request(const std::string& req_id);
   void plan_device_sampling();
+  void start_mask_prefetch();
   SamplerOutput sample_on_host();
   // Samples a verifying row position by position; returns the drafts accepted.
   int verify(int row, int entry, ModelRunnerOutput& out);
@@ -106,6 +110,9 @@ class ModelRunner {
   std::unique_ptr<Proposer> proposer_;
   SpecVerify verify_mode_ = SpecVerify::Exact;
   std::unordered_map<std::string, std::vector<int>> drafts_;  // per request: drafts for its next step
+  bool mask_prefetch_on_ = true;
+  structured::MaskPrefetch mask_prefetch_;
+  std::vector<int> mask_rows_;  // this step's sampled and verifying rows
 };
 
 }  // namespace parley

@@ -59,6 +59,8 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
                           "Time spent computing and applying grammar masks; divided by the masks: the cost per token.");
   masks_computed_ = counter("parley:structured_output_mask_computations_total",
                             "Grammar masks computed by a vocabulary walk (the rest came from the per-state cache).");
+  masks_prefetched_ = counter("parley:structured_output_mask_prefetches_total",
+                              "Of those walks, the ones done on another thread while the forward pass ran.");
   // Parley's own: work the prefix cache did not save, delayed splits, steps, speculation, PD.
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
@@ -147,6 +149,7 @@ void ServingMetrics::refresh_structured_output_totals() {
   masks_applied_->set(double(stats.masks_applied.load(std::memory_order_relaxed)));
   mask_seconds_->set(double(stats.mask_nanoseconds.load(std::memory_order_relaxed)) * 1e-9);
   masks_computed_->set(double(stats.masks_computed.load(std::memory_order_relaxed)));
+  masks_prefetched_->set(double(stats.masks_prefetched.load(std::memory_order_relaxed)));
 }
 
 void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {

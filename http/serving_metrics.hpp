@@ -58,7 +58,7 @@ class ServingMetrics {
   prom::Gauge* spec_mean_acceptance_;
   prom::Histogram* params_n_;
   prom::Family<prom::Counter>* structured_requests_;
-  prom::Counter *masks_applied_, *mask_seconds_, *masks_computed_;
+  prom::Counter *masks_applied_, *mask_seconds_, *masks_computed_, *masks_prefetched_;
   prom::Family<prom::Counter>* request_success_;
   prom::Histogram *ttft_, *itl_, *e2e_;
   prom::Counter *kv_blocks_, *kv_bytes_, *kv_failures_, *kv_auth_failures_;

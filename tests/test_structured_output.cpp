@@ -67,9 +67,10 @@ std::shared_ptr<StructuredOutputManager> manager() {
 }
 
 CoreRun run_structured(const std::vector<Request>& reqs, SchedulerConfig c, bool async_scheduling,
-                       const std::optional<SpeculativeConfig>& spec = std::nullopt) {
+                       const std::optional<SpeculativeConfig>& spec = std::nullopt, bool mask_prefetch = true) {
   EngineCore core(stories().model, c, async_scheduling, spec, &*stories().file.vocab);
   core.runner().set_structured_output(manager());
+  core.runner().set_mask_prefetch(mask_prefetch);
   return run_to_end(core, reqs, async_scheduling);
 }
 
@@ -164,6 +165,31 @@ TEST_CASE("Constrained outputs are the same alone batched chunked preempted asyn
   const CoreRun spec = run_structured(reqs, config(256, true), false, ngram);
   require_same_outputs(spec, off);
   CHECK(spec.stats.spec_num_accepted_tokens > 0);
+}
+
+TEST_CASE("Masks walked while the forward pass runs are the masks sampling would walk", "[structured][model]") {
+  const Tokenizer tok(*stories().file.vocab);
+  const auto reqs = structured_requests(tok);
+  auto& stats = structured::structured_output_stats();
+  const auto walks = [&] { return std::pair{stats.masks_computed.load(), stats.masks_prefetched.load()}; };
+  auto before = walks();
+  const CoreRun off = run_structured(reqs, config(), false, std::nullopt, false);
+  auto after = walks();
+  CHECK(after.second == before.second);  // off: nothing walked ahead
+  REQUIRE(after.first - before.first > 20);
+  before = after;
+  const CoreRun on = run_structured(reqs, config(), false);
+  after = walks();
+  require_same_outputs(on, off);
+  // Every walk was done ahead: only a row's first position is sampled without speculation.
+  CHECK(after.first - before.first > 20);
+  CHECK(after.second - before.second == after.first - before.first);
+  const auto ngram =
+      SpeculativeConfig::parse(R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1})");
+  before = walks();
+  require_same_outputs(run_structured(reqs, config(256, true), true, ngram), off);
+  after = walks();
+  CHECK(after.second - before.second > 0);  // verified positions after the first are walked when sampled
 }
 
 TEST_CASE("A structured request needs a manager and a bad grammar leaves the batch as it was", "[structured]") {

@@ -56,6 +56,11 @@ std::shared_ptr<const TokenBitmask> CompiledGrammar::allowed_tokens(int state) {
   return mask;
 }
 
+bool CompiledGrammar::has_mask(int state) {
+  std::lock_guard lock(mutex_);
+  return masks_.count(state) > 0;
+}
+
 // One preorder walk of the trie: walk_states_[d] is the state after the first d bytes of the current path.
 std::shared_ptr<const TokenBitmask> CompiledGrammar::compute_mask(int state) {
   structured_output_stats().masks_computed.fetch_add(1, std::memory_order_relaxed);
@@ -92,6 +97,12 @@ void StructuredOutputGrammar::sync(std::span<const int> output_token_ids) {
     const bool ends = std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
     states_.push_back(ends && grammar_->accepting(state()) ? state() : grammar_->accept_token(state(), token));
   }
+}
+
+void StructuredOutputGrammar::prefetch_mask() {
+  if (!mask_missing()) return;
+  grammar_->allowed_tokens(state());
+  structured_output_stats().masks_prefetched.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool StructuredOutputGrammar::is_terminated() {

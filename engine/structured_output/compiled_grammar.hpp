@@ -28,6 +28,7 @@ struct StructuredOutputStats {
   std::atomic<int64_t> masks_applied{0};     // sampled positions that had a grammar
   std::atomic<int64_t> mask_nanoseconds{0};  // time spent computing and applying those masks
   std::atomic<int64_t> masks_computed{0};    // trie walks (cache misses)
+  std::atomic<int64_t> masks_prefetched{0};  // of those, walked while the forward pass ran (MaskPrefetch)
 };
 StructuredOutputStats& structured_output_stats();
 
@@ -44,6 +45,7 @@ class CompiledGrammar {
   bool can_continue(int state);  // more text may follow
   // The tokens whose bytes the grammar accepts next in `state` (end tokens are the matcher's business).
   std::shared_ptr<const TokenBitmask> allowed_tokens(int state);
+  bool has_mask(int state);
   const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
@@ -69,6 +71,10 @@ class StructuredOutputGrammar {
   void apply_mask(float* logits, int vocab_size);
   // Complete and nothing more may follow (or a refused token): only an end token can come next.
   bool is_terminated();
+  // The current state's mask is not cached yet (after sync): prefetch_mask would walk the trie.
+  bool mask_missing() { return !grammar_->has_mask(state()); }
+  // Computes and caches the current state's mask, so that apply_mask finds it (MaskPrefetch's thread).
+  void prefetch_mask();
 
  private:
   int state() const { return states_.back(); }
