@@ -4,7 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "actors/protocol.hpp"
+#include "actors/protocol_pd.hpp"
 #include "engine/clock.hpp"
 #include "engine/model_runner.hpp"
 #include "engine/prefill_router.hpp"

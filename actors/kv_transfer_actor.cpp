@@ -107,7 +107,7 @@ void open_link(Self self, size_t peer) {
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
             to.link = PrefillPeer::Link::Opening;
             to.link_name = name;
-            self->send(to.actor, msg::link_atom::value, id, name, caf::actor_cast<caf::actor>(self));
+            self->send(to.actor, msg::link_open_atom::value, id, name, caf::actor_cast<caf::actor>(self));
             ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
@@ -374,7 +374,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.bytes(blocks) : 0);
         report(self);
       },
-      [self](msg::link_atom, const std::string& name) {  // that link broke (or a send on it failed)
+      [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         if (!from_peer(self, "link closed")) return;
         if (st.worker)
@@ -382,12 +382,13 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         for (const auto& [decode, link] :
              st.links_to)  // prefill side: the decode end closes too, and opens a new link later
           if (link == name)
-            if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_atom::value, name);
+            if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode))
+              self->send(to, msg::link_broken_atom::value, name);
         std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
         for (PrefillPeer& p : st.peers)
           if (p.link_name == name) link_failed(self, p);
       },
-      [self](msg::link_atom, const std::string& id, const std::string& name,
+      [self](msg::link_open_atom, const std::string& id, const std::string& name,
              const caf::actor& decode) {  // prefill side
         auto& st = self->state;
         if (!from_peer(self, "link")) return;
@@ -455,7 +456,7 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         report(self);
         self->send(st.scheduler, msg::kv_atom::value, std::move(p));
       },
-      [self](msg::kv_recv_atom, const std::string& id, bool received) {  // decode side
+      [self](msg::kv_received_atom, const std::string& id, bool received) {  // decode side
         auto& st = self->state;
         if (!local_only(self, "received")) return;
         const auto routed = st.routed_at.find(id);

@@ -37,7 +37,7 @@ msg::output_actor::behavior_type output_fun(Self self, std::shared_ptr<std::uniq
         self->state.service->on_stats(stats);
         self->state.service->on_aborted(ids, now_seconds(), error);
       },
-      [self](msg::stats_atom, const SchedulerStats& stats) { self->state.service->on_stats(stats); },
+      [self](msg::counters_atom, const SchedulerStats& stats) { self->state.service->on_stats(stats); },
       [self](msg::kv_stats_atom, const msg::KvTransferStats& kv) {
         self->state.service->on_kv_transfers(kv.blocks, kv.bytes, kv.failures, kv.auth_failures, kv.latencies);
       },

@@ -1,22 +1,15 @@
-// The message protocol between Parley's actors: every typed actor interface, one comment per message.
+// The message protocol between Parley's actors, its core: every typed actor interface a single instance
+// needs, one comment per message. Prefill/decode disaggregation adds its messages in protocol_pd.hpp.
 //
 //   HTTP sessions / generate --(EngineClient)--> ingress --submit/abort--> scheduler --execute--> worker
-//   scheduler --register/outputs/aborted/stats--> output (replies to outputs: ids a stop string ended);
+//   scheduler --register/outputs/aborted/counters--> output (replies to outputs: ids a stop string ended);
 //   output --> RequestSink
-//   admin --actor_stats--> every actor
-//   PD: decode scheduler --route--> kv transfer ==prefill==> prefill instance's kv transfer
-//   --prefill--> its scheduler (hand-off after the first token; export from its worker) --push--> kv
-//   transfer ==kvdata==> decode kv transfer --kvdata--> decode scheduler (import on its worker, then run)
-//   ==release==> back; "==" crosses processes over CAF's middleman (TCP), with only built-in types (strings,
-//   actor handles) in those messages. With a device link (--kv-transport nccl; decode kv transfer ==link==>
-//   the prefill side's, both workers open their ends), only the header crosses; the prefill worker sends the
-//   blocks on the link as it hands off, and the decode scheduler has its worker receive every header's KV in
-//   arrival order (the order they were sent), landing it in blocks only if the request still waits for it.
+//   admin --stats--> every actor
 //
 // A step is schedule -> execute on the worker -> update: the scheduler keeps one step in flight (two with
 // async scheduling: it plans step N+1 while the worker runs step N; steps carry their step_id both ways)
 // and handles submits and aborts while the worker computes. Message payloads are plain structs from engine/;
-// they stay in one process (CAF_ALLOW_UNSAFE_MESSAGE_TYPE); what crosses processes is serialized by engine/kv_transfer.
+// they stay in one process (CAF_ALLOW_UNSAFE_MESSAGE_TYPE). Every atom has one meaning in every interface.
 #pragma once
 #include <functional>
 #include <memory>
@@ -26,7 +19,6 @@
 #include <caf/all.hpp>
 
 #include "engine/engine_client.hpp"
-#include "engine/kv_transfer.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
@@ -40,34 +32,12 @@ using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using outputs_atom = caf::atom_constant<caf::atom("outputs")>;
 using aborted_atom = caf::atom_constant<caf::atom("aborted")>;
-using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using counters_atom = caf::atom_constant<caf::atom("counters")>;  // the scheduler's SchedulerStats
+using stats_atom = caf::atom_constant<caf::atom("stats")>;        // an actor's own ActorStats, for the admin view
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using actors_atom = caf::atom_constant<caf::atom("actors")>;
 using requests_atom = caf::atom_constant<caf::atom("requests")>;
-using prefill_atom = caf::atom_constant<caf::atom("prefill")>;
-using kv_atom = caf::atom_constant<caf::atom("kvdata")>;
-using kv_failed_atom = caf::atom_constant<caf::atom("kvfailed")>;
-using refuse_atom = caf::atom_constant<caf::atom("kvrefuse")>;
-using release_atom = caf::atom_constant<caf::atom("kvrelease")>;
-using route_atom = caf::atom_constant<caf::atom("kvroute")>;
-using push_atom = caf::atom_constant<caf::atom("kvpush")>;
-using tick_atom = caf::atom_constant<caf::atom("kvtick")>;
-using export_atom = caf::atom_constant<caf::atom("kvexport")>;
-using import_atom = caf::atom_constant<caf::atom("kvimport")>;
-using kv_stats_atom = caf::atom_constant<caf::atom("kvstats")>;
-using link_atom = caf::atom_constant<caf::atom("kvlink")>;
-using link_id_atom = caf::atom_constant<caf::atom("kvlinkid")>;
-using link_open_atom = caf::atom_constant<caf::atom("kvlinkopen")>;
-using link_close_atom = caf::atom_constant<caf::atom("kvlinkclos")>;
-using kv_send_atom = caf::atom_constant<caf::atom("kvsend")>;
-using kv_sent_atom = caf::atom_constant<caf::atom("kvsent")>;
-using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
-using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
-using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
-using poll_atom = caf::atom_constant<caf::atom("kvpoll")>;
 using reset_cache_atom = caf::atom_constant<caf::atom("resetcache")>;
-using auth_challenge_atom = caf::atom_constant<caf::atom("kvauthch")>;
-using auth_proof_atom = caf::atom_constant<caf::atom("kvauthpr")>;
 
 // A client request's engine requests, admitted together or not at all.
 struct Submission {
@@ -88,56 +58,11 @@ struct ActorStats {
   uint64_t handled = 0;  // messages handled so far
 };
 
-// The KV transfer actor's counters, for /metrics.
-struct KvTransferStats {
-  int64_t blocks = 0, bytes = 0, transfers = 0, failures = 0;
-  int64_t auth_failures = 0;      // peers that failed --kv-secret authentication, and messages refused from them
-  std::vector<double> latencies;  // seconds from routing to the KV's arrival, since the last report (histogram samples)
-};
-
 // A reply callback from outside the actor system (an HTTP session, a CLI command).
 using TextReply = std::function<void(std::string)>;
 
-// The KV transfer actor of a prefill or decode instance. The messages between instances carry
-// only built-in types; a prefill instance publishes this actor on --kv-port.
-using kv_transfer_actor = caf::typed_actor<
-    // Decode -> prefill instance, first of all with --kv-secret: the decode side's nonce; the answer is the
-    // prefill side's nonce and its proof (engine/kv_peer_auth.hpp; both empty without a secret).
-    caf::replies_to<auth_challenge_atom, std::string>::with<std::string, std::string>,
-    // Decode -> prefill instance: the decode side's proof; true when accepted (the peer is then trusted).
-    caf::replies_to<auth_proof_atom, std::string>::with<bool>,
-    // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to`.
-    caf::reacts_to<prefill_atom, std::string, caf::actor>,
-    // Prefill -> decode instance: a request's KV and first token(s) (encode_kv_transfer).
-    caf::reacts_to<kv_atom, std::string>,
-    // Prefill -> decode instance: the request could not be prefilled there (req id, why).
-    caf::reacts_to<kv_failed_atom, std::string, std::string>,
-    // Decode -> prefill instance: the request's KV arrived (or was given up on): free its blocks.
-    caf::reacts_to<release_atom, std::string>,
-    // Decode -> prefill instance: open your end (rank 0) of a device link to `decode` (id: ncclUniqueId bytes,
-    // name: one per link ever opened, which headers carry); it replaces an earlier link to that instance.
-    caf::reacts_to<link_atom, std::string, std::string, caf::actor>,
-    // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
-    caf::reacts_to<route_atom, std::string, std::string>,
-    // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
-    // the KV itself follows on the device link), to push.
-    caf::reacts_to<push_atom, std::string, std::string, int32_t, bool>,
-    // Local, decode side (scheduler): the request's KV came in on its device link (true) or did not: its
-    // transfer latency ends.
-    caf::reacts_to<kv_recv_atom, std::string, bool>,
-    // Local (scheduler), or prefill -> decode instance: this device link broke (or a send on it failed): it is
-    // closed at both ends, and KV between the two instances goes over TCP until a new link is up (the decode
-    // instance opens one a transfer timeout later).
-    caf::reacts_to<link_atom, std::string>,
-    // Local, prefill side (scheduler): the request cannot run here (req id, why).
-    caf::reacts_to<refuse_atom, std::string, std::string>,
-    // Local, once a second: transfer deadlines, lease expiry, reconnecting prefill instances that are down.
-    caf::reacts_to<tick_atom>,
-    // Admin: peers, transfers in flight and blocks held for transfers, as JSON.
-    caf::replies_to<requests_atom>::with<std::string>>;
-
 // Requests as the scheduler sees them; submit, abort and stop are fire-and-forget.
-using scheduler_actor = caf::typed_actor<
+using scheduler_core_actor = caf::typed_actor<
     // Admit a submission (all or nothing); refusal goes to its sink as 503 or 400.
     caf::reacts_to<submit_atom, Submission>,
     // Abort these requests (client cancel or disconnect); unknown ids are ignored.
@@ -148,56 +73,20 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<requests_atom, TextReply>,
     // Admin: forget every cached prefix; "true", or "false" while a request holds a block (as vLLM).
     caf::reacts_to<reset_cache_atom, TextReply>,
-    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s),
-    // its KV over this device link (empty: as bytes through the KV transfer actor).
-    caf::reacts_to<prefill_atom, Request, std::string>,
-    // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
-    caf::reacts_to<release_atom, std::string>,
-    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request. A
-    // header naming a device link came alone: the KV follows on that link (received even if nobody wants it).
-    caf::reacts_to<kv_atom, KvTransferPayload>,
-    // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
-    caf::reacts_to<kv_failed_atom, std::string, std::string>,
-    // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
-    caf::reacts_to<kv_transfer_actor>,
     // Admin: this actor's mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
 // The worker: one per device, detached so compute never blocks another actor's thread.
-using worker_actor = caf::typed_actor<
+using worker_core_actor = caf::typed_actor<
     // Run one step: update the persistent batch, forward, sample. Steps run in the order sent; the worker
     // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
     // Shared, not copied: the scheduler folds the output back against the same plan.
     caf::replies_to<execute_atom, std::shared_ptr<const SchedulerOutput>>::with<ModelRunnerOutput>,
-    // Prefill side: these blocks' KV, for a transfer (answered after every step sent before it).
-    caf::replies_to<export_atom, std::vector<int>>::with<std::vector<uint8_t>>,
-    // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
-    caf::replies_to<import_atom, std::vector<int>, std::vector<uint8_t>>::with<bool>,
-    // Device links (model/kv_link.hpp, engine/kv_links.hpp); a broken link answers each of these with an error.
-    // A fresh link id, for the other end.
-    caf::replies_to<link_id_atom>::with<std::string>,
-    // Open this end (link name, id, rank); answered once the other end has joined.
-    caf::replies_to<link_open_atom, std::string, std::string, int32_t>::with<bool>,
-    // Close a link (replaced, or its peer went down): whatever is in flight on it fails.
-    caf::reacts_to<link_close_atom, std::string>,
-    // Prefill side: post a send of these blocks' KV on the link (staged at once: the blocks are free on return);
-    // answered at once with its tag, 0 if the KV could not be staged (nothing posted, the link is fine).
-    caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<uint64_t>,
-    // Prefill side: answered once that send is done (an error if it failed).
-    caf::replies_to<kv_sent_atom, uint64_t>::with<bool>,
-    // Decode side: receive this many floats on the link; answered when they are in, with the tag to land or drop.
-    caf::replies_to<kv_recv_atom, std::string, int64_t>::with<uint64_t>,
-    // Decode side: write a received KV into these blocks, before any step sent after it reads them.
-    caf::replies_to<kv_land_atom, uint64_t, std::vector<int>>::with<bool>,
-    // Decode side: free a received KV nobody wants.
-    caf::reacts_to<kv_drop_atom, uint64_t>,
-    // Local: poll the links while anything is in flight on them.
-    caf::reacts_to<poll_atom>,
     // Admin: mailbox depth and messages handled (answered between steps).
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
 // Output aggregation: detokenizes, applies stop strings, times and counts, and feeds the sinks.
-using output_actor = caf::typed_actor<
+using output_core_actor = caf::typed_actor<
     // Requests admitted by the scheduler, before any of their outputs.
     caf::reacts_to<register_atom, Registration>,
     // One step's news, with the scheduler's counters after it; replies with the ids a stop string ended
@@ -207,10 +96,8 @@ using output_actor = caf::typed_actor<
     caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats>,
     // Requests the engine failed (why): each live one ends with that error (503 for its client).
     caf::reacts_to<aborted_atom, std::vector<std::string>, SchedulerStats, std::string>,
-    // The scheduler's counters changed without a step (a submit or an abort).
-    caf::reacts_to<stats_atom, SchedulerStats>,
-    // The KV transfer actor's counters (PD roles).
-    caf::reacts_to<kv_stats_atom, KvTransferStats>,
+    // The scheduler's counters changed without a step (a submit, an abort, a transfer).
+    caf::reacts_to<counters_atom, SchedulerStats>,
     // Render /metrics (Prometheus text) and pass it to the callback.
     caf::reacts_to<metrics_atom, TextReply>,
     // Admin: mailbox depth and messages handled.
@@ -254,5 +141,3 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ModelRunnerOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<parley::EngineCoreOutput>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::Request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::KvTransferPayload)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::KvTransferStats)

@@ -34,7 +34,7 @@ void deliver(Self self, StepPipeline::Folded folded) {
   if (!folded.outputs.empty()) send_outputs(self, std::move(folded.outputs));
   maybe_step(self);
   // Idle now: the counters after a step without news (a discarded token) still reach /metrics.
-  if (!st.pipeline->has_steps_in_flight()) self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  if (!st.pipeline->has_steps_in_flight()) report_counters(self);
 }
 
 void send_step(Self self, StepPipeline::Plan plan) {
@@ -49,6 +49,10 @@ void send_step(Self self, StepPipeline::Plan plan) {
             deliver(self, self->state.pipeline->fold(mro));
           },
           [self](const caf::error& err) { deliver(self, self->state.pipeline->fail(self->system().render(err))); });
+}
+
+void report_counters(Self self) {
+  self->send(self->state.output, msg::counters_atom::value, self->state.scheduler().stats());
 }
 
 // Hands a step's outputs to the output actor, which answers with the ids a stop string ended. When any of
@@ -89,7 +93,7 @@ void admit(Self self, msg::Submission& sub) {
                   r.sampling_params.max_tokens, r.seed);
   sub.sink->on_admitted();
   self->send(st.output, msg::register_atom::value, msg::Registration{std::move(sub.requests), std::move(sub.sink)});
-  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  report_counters(self);
   maybe_step(self);
 }
 
@@ -102,7 +106,7 @@ void finish(Self self, const std::vector<std::string>& ids, RequestStatus status
   if (status == RequestStatus::FinishedAborted)
     self->send(st.output, msg::aborted_atom::value, std::move(live), st.scheduler().stats());
   else
-    self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+    report_counters(self);
   maybe_step(self);  // tells the worker to drop their rows
 }
 
@@ -133,7 +137,7 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       [self](msg::prefill_atom, Request& r, const std::string& link) { admit_for_decode(self, r, link); },
       [self](msg::release_atom, const std::string& id) {
         self->state.scheduler().release_held(id);
-        self->send(self->state.output, msg::stats_atom::value, self->state.scheduler().stats());
+        report_counters(self);
         maybe_step(self);  // the blocks may admit a waiting request
       },
       [self](msg::kv_atom, KvTransferPayload& p) { kv_received(self, p); },

@@ -47,8 +47,8 @@ void link_send_failed(Self self, const std::string& id, const std::string& link,
   auto& st = self->state;
   spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link, why);
   st.scheduler().release_held(id);
-  self->send(st.kv, msg::link_atom::value, link);
-  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  self->send(st.kv, msg::link_broken_atom::value, link);
+  report_counters(self);
   maybe_step(self);  // the blocks may admit a waiting request
 }
 
@@ -87,7 +87,7 @@ void push_on_link(Self self, const EngineCoreOutput& handed, int num_prompt_toke
           [self, handed, num_prompt_tokens, blocks, link](const caf::error& err) {
             spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", handed.req_id, link,
                          self->system().render(err));
-            self->send(self->state.kv, msg::link_atom::value, link);
+            self->send(self->state.kv, msg::link_broken_atom::value, link);
             push_over_tcp(self, handed, num_prompt_tokens, blocks);
           });
 }
@@ -120,7 +120,7 @@ void admit_for_decode(Self self, Request& r, const std::string& link) {
     return;
   }
   st.handing_off[id] = {prompt, link};
-  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  report_counters(self);
   maybe_step(self);
 }
 
@@ -156,7 +156,7 @@ void kv_loaded(Self self, const KvTransferPayload& p) {
   if (!now || now->status != RequestStatus::WaitingForRemoteKv) return;
   auto outputs = st.scheduler().finish_remote_kv(p.req_id, p.first_token_ids, p.first_logprobs, p.prompt_logprobs);
   if (!outputs.empty()) send_outputs(self, std::move(outputs));
-  self->send(st.output, msg::stats_atom::value, st.scheduler().stats());
+  report_counters(self);
   maybe_step(self);
 }
 
@@ -193,7 +193,7 @@ void kv_on_link(Self self, KvTransferPayload p) {
       .then(
           [self, p, blocks](uint64_t tag) {
             auto& st = self->state;
-            self->send(st.kv, msg::kv_recv_atom::value, p.req_id, true);
+            self->send(st.kv, msg::kv_received_atom::value, p.req_id, true);
             const Request* now = st.scheduler().find(p.req_id);
             if (blocks.empty() || !now || now->status != RequestStatus::WaitingForRemoteKv)
               return self->send(st.worker, msg::kv_drop_atom::value, tag);
@@ -204,8 +204,8 @@ void kv_on_link(Self self, KvTransferPayload p) {
                       });
           },
           [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
-            self->send(self->state.kv, msg::kv_recv_atom::value, id, false);
-            self->send(self->state.kv, msg::link_atom::value, link);
+            self->send(self->state.kv, msg::kv_received_atom::value, id, false);
+            self->send(self->state.kv, msg::link_broken_atom::value, link);
             kv_failure(self, id, "receiving it on the device link failed: " + self->system().render(err));
           });
 }

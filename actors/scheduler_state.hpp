@@ -32,6 +32,8 @@ using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 void maybe_step(Self self);
 // Outputs of a step (or of an arrival) to the output actor, and the requests they finished.
 void send_outputs(Self self, std::vector<EngineCoreOutput> outputs);
+// The scheduler's counters to the output actor, after a change that no step's outputs carry.
+void report_counters(Self self);
 
 // Prefill/decode disaggregation (scheduler_pd.cpp).
 // Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).

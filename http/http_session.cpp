@@ -99,6 +99,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // Open: requests are read and answered. Closing: the last answer is queued, the rest is not read.
   // Lingering: it is written and our side shut; the client's bytes are dropped until it closes (bounded).
   enum class Conn { Open, Closing, Lingering, Closed, HandedOver };
+  // The client's sending side: no read pending, one read in flight (never more), or shut by the client.
+  enum class Input { Idle, Reading, Ended };
   // What the deadline timer guards: an idle keep-alive wait, a request arriving, the linger.
   enum class Deadline { None, Idle, Request, Linger };
 
@@ -118,15 +120,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   // --- Reading ----------------------------------------------------------------------------------
   void read_more() {
-    if (reading_ || peer_closed_ || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
+    if (input_ != Input::Idle || conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     if (reader_.state() == RequestReader::State::Upgrade) return;  // what follows belongs to the websocket
-    reading_ = true;
+    input_ = Input::Reading;
     stream_.socket().async_read_some(
         net::buffer(inbuf_), [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_bytes(ec, n); });
   }
 
   void on_bytes(beast::error_code ec, size_t n) {
-    reading_ = false;
+    input_ = Input::Idle;
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     if (ec) return on_peer_gone(ec == net::error::eof);
     if (conn_ == Conn::Lingering) {
@@ -143,7 +145,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // after a clean end of stream (a client may shut its sending side and wait for the answers).
   void on_peer_gone(bool end_of_stream) {
     if (conn_ == Conn::Lingering || !end_of_stream || gen_ || feed_timer_) return client_disconnected();
-    peer_closed_ = true;
+    input_ = Input::Ended;
     serve_next();
     update_deadline();
   }
@@ -162,7 +164,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (answering_ || conn_ != Conn::Open) return;
     std::optional<Incoming> in = reader_.pop();
     if (!in) {
-      if (peer_closed_ || reader_.state() == RequestReader::State::Refused) finish_connection();
+      if (input_ == Input::Ended || reader_.state() == RequestReader::State::Refused) finish_connection();
       return;
     }
     answering_ = true;
@@ -376,7 +378,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     conn_ = Conn::Lingering;
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (ec || peer_closed_) return close();
+    if (ec || input_ == Input::Ended) return close();
     update_deadline();
     read_more();
   }
@@ -399,8 +401,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Deadline wanted_deadline() const {
     if (conn_ == Conn::Lingering) return Deadline::Linger;
     if (conn_ != Conn::Open) return Deadline::None;
-    if (!peer_closed_ && reader_.mid_request()) return Deadline::Request;  // from the request's first byte
-    if (!answering_ && outbox_.empty() && reader_.queued() == 0 && !peer_closed_) return Deadline::Idle;
+    if (input_ != Input::Ended && reader_.mid_request()) return Deadline::Request;  // from the request's first byte
+    if (!answering_ && outbox_.empty() && reader_.queued() == 0 && input_ != Input::Ended) return Deadline::Idle;
     return Deadline::None;
   }
 
@@ -440,9 +442,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Conn conn_ = Conn::Open;
   Deadline deadline_ = Deadline::None;
   uint64_t deadline_epoch_ = 0;
-  bool reading_ = false;      // a read is in flight (never more than one)
-  bool peer_closed_ = false;  // the client shut its sending side
-  bool answering_ = false;    // a request is being answered (its bytes not all queued yet)
+  Input input_ = Input::Idle;
+  bool answering_ = false;  // a request is being answered (its bytes not all queued yet)
   std::optional<GenerationInFlight> gen_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
   std::deque<Piece> outbox_;                                   // the front is being written
