@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace parley {
 
@@ -23,7 +24,9 @@ ModelRunner::ModelRunner(std::unique_ptr<DeviceModel> device, int max_num_seqs, 
     : device_(std::move(device)),
       input_batch_(max_num_seqs, device_->config().max_seq_len,
                    ceil_div(device_->config().max_seq_len, device_->block_size()), std::move(eos_token_ids),
-                   device_->kv_layout().num_groups()) {}
+                   device_->kv_layout().num_groups()),
+      // Measured (bench_structured): with every core in the pass, a mask thread slows it more than it saves.
+      mask_prefetch_on_(device_->host_compute_threads() < int(std::thread::hardware_concurrency())) {}
 
 KvCache& ModelRunner::kv_cache() {
   KvCache* kv = device_->host_kv();

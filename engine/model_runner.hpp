@@ -46,7 +46,8 @@ class ModelRunner {
   void set_structured_output(std::shared_ptr<structured::StructuredOutputManager> manager) {
     input_batch_.set_structured_output_manager(std::move(manager));
   }
-  // Off: grammar masks are computed when sampled instead of during the forward pass (tests compare the two).
+  // On: each row's first grammar mask is walked on another thread during the forward pass; off: when sampled.
+  // By default on where the pass leaves a core free (a GPU device, or fewer CPU threads than cores).
   void set_mask_prefetch(bool on) { mask_prefetch_on_ = on; }
 
   // Times the batch update, the forward pass and sampling into `profile` (null: off); the caller keeps it alive.
@@ -110,7 +111,7 @@ class ModelRunner {
   std::unique_ptr<Proposer> proposer_;
   SpecVerify verify_mode_ = SpecVerify::Exact;
   std::unordered_map<std::string, std::vector<int>> drafts_;  // per request: drafts for its next step
-  bool mask_prefetch_on_ = true;
+  bool mask_prefetch_on_;
   structured::MaskPrefetch mask_prefetch_;
   std::vector<int> mask_rows_;  // this step's sampled and verifying rows
 };

@@ -92,6 +92,9 @@ class DeviceModel {
   virtual LlamaModel* host_model() { return nullptr; }
   virtual KvCache* host_kv() { return nullptr; }
   virtual DeviceStats stats() const { return {}; }
+  // Host threads the forward pass keeps computing (none while a GPU computes): work overlapped with the
+  // pass needs a core beyond these.
+  virtual int host_compute_threads() const { return 0; }
 };
 
 // The CPU: the model (shared, read-only weights) and this runner's own KV cache.
@@ -116,6 +119,7 @@ class CpuDeviceModel final : public DeviceModel {
   void import_blocks(std::span<const int> ids, std::span<const uint8_t> data) override { kv_.import_blocks(ids, data); }
   LlamaModel* host_model() override { return &model_; }
   KvCache* host_kv() override { return &kv_; }
+  int host_compute_threads() const override { return model_.backend().threads(); }
 
  private:
   LlamaModel& model_;
