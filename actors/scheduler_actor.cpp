@@ -26,11 +26,8 @@ void deliver(Self self, StepPipeline::Folded folded) {
     return;
   }
   // Prefill side: a hand-off's first token(s) travel with its KV, not to this instance's output actor.
-  std::erase_if(folded.outputs, [&](const EngineCoreOutput& o) {
-    if (!st.handing_off.count(o.req_id)) return false;
-    hand_off_kv(self, o);
-    return true;
-  });
+  for (KvConnectorScheduler::HandOff& handed : st.connector->take_hand_offs(folded.outputs))
+    hand_off_kv(self, std::move(handed));
   if (!folded.outputs.empty()) send_outputs(self, std::move(folded.outputs));
   maybe_step(self);
   // Idle now: the counters after a step without news (a discarded token) still reach /metrics.
@@ -81,8 +78,8 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
 
 void admit(Self self, msg::Submission& sub) {
   auto& st = self->state;
-  const auto refusal = st.pipeline->admit(sub.requests, now_seconds(),
-                                          st.pd.remote_prefill ? KvTransfer::FromPrefill : KvTransfer::None);
+  const auto refusal =
+      st.pipeline->admit(sub.requests, now_seconds(), st.remote_prefill ? KvTransfer::FromPrefill : KvTransfer::None);
   if (refusal) {
     if (refusal->status == 503) spdlog::warn("refusing {} request(s): {}", sub.requests.size(), refusal->message);
     sub.sink->on_rejected(refusal->status, refusal->message);
@@ -115,7 +112,9 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
                                                   StepProfile* profile) {
   self->state.pipeline = std::make_unique<StepPipeline>(std::move(config), async_scheduling);
   self->state.scheduler().set_profile(profile);
-  self->state.pd = pd;
+  self->state.remote_prefill = pd.remote_prefill;
+  self->state.connector =
+      std::make_unique<KvConnectorScheduler>(self->state.scheduler(), pd.layout, pd.recompute_on_kv_failure);
   self->state.worker = std::move(worker);
   self->state.output = std::move(output);
   return counted_behavior(

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "actors/actors.hpp"
+#include "engine/kv_connector_scheduler.hpp"
 #include "engine/step_pipeline.hpp"
 
 namespace parley::scheduling {
@@ -18,13 +19,9 @@ struct SchedulerState {
   uint64_t handled = 0;
   uint64_t outputs_sent = 0;  // outputs messages to the output actor (the profile's hop stamps)
   // PD roles.
-  SchedulerPd pd;
+  bool remote_prefill = false;                      // decode role: admitted requests are prefilled by prefill instances
+  std::unique_ptr<KvConnectorScheduler> connector;  // all of PD's policy: routes, hand-offs, landings, failures
   msg::kv_transfer_actor kv;
-  struct HandOff {
-    int num_prompt_tokens;
-    std::string link;  // the device link its KV goes on ("": as bytes through the KV transfer actor)
-  };
-  std::unordered_map<std::string, HandOff> handing_off;  // prefill side: ToDecode request id -> where its KV goes
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 
@@ -39,7 +36,7 @@ void report_counters(Self self);
 // Decode side: requests just given blocks for their KV go to a prefill instance (the KV transfer actor routes).
 void route_remote_prefills(Self self);
 // Prefill side: a handed-off request's KV goes to its decode instance (as bytes, or on a device link).
-void hand_off_kv(Self self, const EngineCoreOutput& handed);
+void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed);
 // Prefill side: a request routed here by a decode instance; its KV will go on `link` ("": as bytes).
 void admit_for_decode(Self self, Request& r, const std::string& link);
 // Decode side: a request's KV (or, on a device link, its header) arrived.

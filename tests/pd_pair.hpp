@@ -1,67 +1,63 @@
 // One prefill and one decode EngineCore in one process, with the KV transfer between them done by hand (the
-// encoded bytes cross as PD's wire would carry them): the engine side of disaggregation, without actors.
+// encoded bytes cross as PD's wire would carry them): the engine side of disaggregation, without actors,
+// decided by the same KvConnectorScheduler halves the scheduler actors use.
 #pragma once
 #include <catch2/catch.hpp>
 
 #include <functional>
 #include <map>
 
+#include "engine/kv_connector_scheduler.hpp"
 #include "engine/kv_transfer.hpp"
 #include "engine_core_runs.hpp"
 
 namespace parley::test {
 
-// One prefill and one decode instance, with the transfer between them done by hand.
+// One prefill and one decode instance, each with its KV connector's scheduler half (the policy the actors
+// use), and the bytes between them moved by hand.
 struct PdPair {
   EngineCore prefill, decode;
-  std::map<std::string, Request> sent;                   // decode side: requests awaiting their KV
-  std::map<std::string, std::vector<int>> receive_into;  // decode side: the blocks each KV goes into
+  KvConnectorScheduler prefill_connector, decode_connector;
   int64_t transfers = 0, bytes = 0, blocks = 0;
   std::function<bool(const std::string&)> drop;  // a transfer that never arrives (the peer died)
 
+  static KvLayout layout_of(EngineCore& core) {
+    const KvCache& kv = core.runner().kv_cache();
+    return {kv.num_slots(), kv.kv_dim(), kv.block_size(), kv.dtype()};
+  }
+
   PdPair(LlamaModel& model, const SchedulerConfig& c,
          const std::optional<SpeculativeConfig>& decode_spec = std::nullopt, bool async_scheduling = false)
-      : prefill(model, c, async_scheduling), decode(model, c, async_scheduling, decode_spec) {}
+      : prefill(model, c, async_scheduling),
+        decode(model, c, async_scheduling, decode_spec),
+        prefill_connector(prefill.scheduler(), layout_of(prefill), true),
+        decode_connector(decode.scheduler(), layout_of(decode), true) {}
 
   void add(Request r) {
     r.kv_transfer = KvTransfer::FromPrefill;
-    sent.emplace(r.request_id, r);
     decode.add_request(std::move(r));
   }
 
   std::vector<EngineCoreOutput> step() {
     std::vector<EngineCoreOutput> out = decode.step();
-    for (Scheduler::KvReceive& k : decode.scheduler().take_kv_receives()) {  // route the prompt to the prefill side
-      Request r = sent.at(k.req_id);
-      r.kv_transfer = KvTransfer::ToDecode;
-      prefill.add_request(std::move(r));
-      receive_into[k.req_id] = std::move(k.block_ids);
-    }
-    for (const EngineCoreOutput& o : prefill.step()) {
-      REQUIRE(o.finish_reason == FinishReason::Length);
-      const std::vector<int> held = prefill.scheduler().held_block_ids(o.req_id);
-      const KvCache& kv = prefill.runner().kv_cache();
-      KvTransferPayload p{o.req_id,
-                          sent.at(o.req_id).num_prompt_tokens(),
-                          o.new_token_ids,
-                          o.new_logprobs,
-                          {kv.num_slots(), kv.kv_dim(), kv.block_size()},
-                          int(held.size()),
-                          "",
-                          kv.export_blocks(held),
-                          o.prompt_logprobs};
-      const std::string wire = encode_kv_transfer(p);
-      prefill.scheduler().release_held(o.req_id);  // acknowledged
-      ++transfers, bytes += int64_t(wire.size()), blocks += int64_t(held.size());
-      if (drop && drop(o.req_id)) continue;
+    for (const KvConnectorScheduler::Route& route : decode_connector.take_routes())  // as PD's wire carries it
+      REQUIRE_FALSE(prefill_connector.admit(decode_prefill_request(route.prefill_request), "", 0.0));
+    std::vector<EngineCoreOutput> prefilled = prefill.step();
+    for (const KvConnectorScheduler::HandOff& h : prefill_connector.take_hand_offs(prefilled)) {
+      REQUIRE(h.first.finish_reason == FinishReason::Length);
+      const std::string wire =
+          encode_kv_transfer(prefill_connector.payload(h, prefill.runner().kv_cache().export_blocks(h.blocks), false));
+      prefill.scheduler().release_held(h.first.req_id);  // acknowledged
+      ++transfers, bytes += int64_t(wire.size()), blocks += int64_t(h.blocks.size());
+      if (drop && drop(h.first.req_id)) continue;
       const KvTransferPayload got = decode_kv_transfer(wire);
-      const std::vector<int>& into = receive_into.at(got.req_id);
-      REQUIRE(int(into.size()) == got.num_blocks);
-      decode.runner().kv_cache().import_blocks(into, got.kv);
-      for (EngineCoreOutput& d : decode.scheduler().finish_remote_kv(got.req_id, got.first_token_ids,
-                                                                     got.first_logprobs, got.prompt_logprobs))
-        out.push_back(std::move(d));
+      const KvConnectorScheduler::Landing landing = decode_connector.landing(got);
+      REQUIRE(landing.misfit.empty());
+      REQUIRE(int(landing.blocks.size()) == got.num_blocks);
+      decode.runner().kv_cache().import_blocks(landing.blocks, got.kv);
+      for (EngineCoreOutput& d : decode_connector.loaded(got)) out.push_back(std::move(d));
     }
+    REQUIRE(prefilled.empty());  // every output of a prefill instance is a hand-off
     return out;
   }
 

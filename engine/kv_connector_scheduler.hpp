@@ -1,0 +1,75 @@
+// The scheduler's half of prefill/decode disaggregation (vLLM's KV connector, scheduler side), over the
+// Scheduler: which requests go to a prefill instance, where arrived KV lands and whether it fits, what a failed
+// transfer becomes, and which outputs are hand-offs whose KV leaves with them. It decides; the actors (or a
+// test's hand) move the bytes. No peers, leases or sockets here: a device link is an opaque name it passes on.
+#pragma once
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_transfer.hpp"
+#include "engine/scheduler.hpp"
+
+namespace parley {
+
+class KvConnectorScheduler {
+ public:
+  // layout: this instance's KV layout (transfers in and out use it). recompute_on_failure: a decode request whose
+  // transfer failed is prefilled here (--kv-load-failure-policy recompute), else it fails.
+  KvConnectorScheduler(Scheduler& scheduler, KvLayout layout, bool recompute_on_failure);
+
+  // --- Decode side ---
+  // A request that now holds blocks for its KV, to send to a prefill instance (encode_prefill_request).
+  struct Route {
+    std::string req_id, prefill_request;
+  };
+  std::vector<Route> take_routes();
+  // Where a transfer's KV goes: the request's blocks, or none (it no longer waits, or the KV does not fit: why).
+  struct Landing {
+    std::vector<int> blocks;
+    std::string misfit;  // non-empty: fail the transfer with this
+  };
+  Landing landing(const KvTransferPayload& payload) const;
+  // The KV is in the blocks: the request runs, with its first tokens as outputs ({} if it no longer waits).
+  std::vector<EngineCoreOutput> loaded(const KvTransferPayload& payload);
+  // The transfer failed: the request is queued to prefill here, or it fails (the requests ended, and why).
+  struct Failed {
+    std::vector<std::string> req_ids;
+    std::string message;
+  };
+  std::optional<Failed> failed(const std::string& req_id, const std::string& why);
+  // The request waits for KV that has not arrived yet.
+  bool waits_for_kv(const std::string& req_id) const;
+
+  // --- Prefill side ---
+  // A request routed here by a decode instance; its KV will go on `link` ("": as bytes). Returns why it cannot
+  // run here, or nullopt.
+  std::optional<std::string> admit(Request request, const std::string& link, double now);
+  // A handed-off request: its first token(s), its prompt's held blocks and where its KV goes.
+  struct HandOff {
+    EngineCoreOutput first;
+    int num_prompt_tokens = 0;
+    std::vector<int> blocks;
+    std::string link;  // "": as bytes
+  };
+  // Takes the hand-offs out of a step's outputs (their tokens travel with the KV, not to this instance's clients).
+  std::vector<HandOff> take_hand_offs(std::vector<EngineCoreOutput>& outputs);
+  // The payload for a hand-off: with its KV's bytes, or (over_link) the header alone, naming the link.
+  KvTransferPayload payload(const HandOff& hand_off, std::vector<uint8_t> kv, bool over_link) const;
+
+  const KvLayout& layout() const { return layout_; }
+
+ private:
+  struct HandOffTo {
+    int num_prompt_tokens;
+    std::string link;
+  };
+
+  Scheduler& scheduler_;
+  KvLayout layout_;
+  bool recompute_on_failure_;
+  std::unordered_map<std::string, HandOffTo> handing_off_;  // prefill side: admitted, not handed off yet
+};
+
+}  // namespace parley
