@@ -14,29 +14,22 @@
 
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <unordered_map>
 
 #include "actors/actors.hpp"
 #include "engine/kv_peer_auth.hpp"
+#include "engine/kv_transfer_sides.hpp"
 
 namespace parley {
 namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(250);
 
-// Decode side: one prefill instance of the router's (same index): the connection to it and the device link.
+// Decode side: one prefill instance of the router's (same index): the connection to it (its device link is
+// PrefillLinks').
 struct PrefillPeer {
   msg::kv_transfer_actor actor;  // null while down
   bool connecting = false;       // a connection attempt is on its way
-  enum class Link {
-    None,     // no device links (--kv-transport tcp), or closed with the connection
-    Opening,  // both workers are opening their ends of link_name
-    Up,       // KV from this peer may come on link_name
-    Broken,   // failed to open or broke: KV comes over TCP, and a new link opens at retry_at
-  } link = Link::None;
-  std::string link_name;  // Opening or Up
-  double retry_at = 0;    // Broken
 };
 
 struct KvState {
@@ -50,11 +43,10 @@ struct KvState {
   // Decode side.
   std::unique_ptr<PrefillRouter> router;
   std::vector<PrefillPeer> peers;                     // per router peer
+  std::unique_ptr<PrefillLinks> links;                // per router peer
   std::unordered_map<std::string, double> routed_at;  // for the latency histogram
-  // Prefill side.
-  std::unordered_map<std::string, caf::actor> decode_of;  // request -> the decode instance awaiting its KV
-  std::unordered_map<std::string, double> leases;         // pushed: blocks held until release or this deadline
-  std::map<caf::actor_addr, std::string> links_to;        // decode instance -> the device link to it, once up
+  // Prefill side: the decode instances awaiting KV, the leases on pushed blocks, the links to them.
+  std::unique_ptr<DecodeClients<caf::actor>> clients;
   msg::KvTransferStats stats;
   KvPeerAuth auth;  // --kv-secret ("": every peer trusted, as before)
   uint64_t handled = 0;
@@ -73,19 +65,9 @@ void fail(Self self, const std::string& id, const std::string& why) {
   report(self);
 }
 
-// Decode side: the peer's device link (if any) is closed: transfers on it fail and recompute.
-void close_link(Self self, PrefillPeer& peer) {
-  if (!peer.link_name.empty()) self->send(self->state.worker, msg::link_close_atom::value, peer.link_name);
-  peer.link = PrefillPeer::Link::None;
-  peer.link_name.clear();
-}
-
-// Decode side: the peer's link failed to open or broke: its KV comes over TCP, and the tick opens a new
-// link once a transfer timeout has passed (one attempt per timeout: a dead NIC costs no more than that).
-void link_failed(Self self, PrefillPeer& peer) {
-  peer.link = PrefillPeer::Link::Broken;
-  peer.link_name.clear();
-  peer.retry_at = now_seconds() + self->state.timeout_s;
+// A device link ("" is none) is closed on this instance's worker: transfers on it fail (and recompute).
+void close_link(Self self, const std::string& name) {
+  if (!name.empty()) self->send(self->state.worker, msg::link_close_atom::value, name);
 }
 
 // Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
@@ -93,7 +75,7 @@ void link_failed(Self self, PrefillPeer& peer) {
 // can never be received on the new link (NCCL would pair it with another request's send).
 void open_link(Self self, size_t peer) {
   auto& st = self->state;
-  close_link(self, st.peers[peer]);
+  close_link(self, st.links->close(peer));
   ask(self, st.worker, caf::infinite, msg::link_id_atom::value)
       .then(
           [self, peer](const std::string& id) {
@@ -105,26 +87,23 @@ void open_link(Self self, size_t peer) {
             char hash[17];
             std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
-            to.link = PrefillPeer::Link::Opening;
-            to.link_name = name;
+            close_link(self, st.links->opening(peer, name));
             self->send(to.actor, msg::link_open_atom::value, id, name, caf::actor_cast<caf::actor>(self));
             ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
-                      PrefillPeer& to = self->state.peers[peer];
-                      if (to.link_name != name) return;  // replaced meanwhile
-                      to.link = PrefillPeer::Link::Up;
-                      spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+                      if (self->state.links->opened(peer, name))  // else replaced meanwhile
+                        spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
                     [self, peer, name](const caf::error& err) {
                       spdlog::warn("device link {} failed ({}); its KV comes over TCP", name,
                                    self->system().render(err));
-                      if (self->state.peers[peer].link_name == name) link_failed(self, self->state.peers[peer]);
+                      self->state.links->failed(peer, name, now_seconds());
                     });
           },
           [self, peer](const caf::error& err) {
             spdlog::warn("no device link id: {}", self->system().render(err));
-            link_failed(self, self->state.peers[peer]);
+            self->state.links->fail(peer, now_seconds());
           });
 }
 
@@ -235,14 +214,10 @@ void connect(Self self, size_t peer) {
 void tick(Self self) {
   auto& st = self->state;
   const double now = now_seconds();
-  for (auto it = st.leases.begin(); it != st.leases.end();)  // prefill side: the decode side never answered
-    if (it->second <= now) {
-      spdlog::warn("request {}: no acknowledgement of its KV within {} s; freeing its blocks", it->first, st.timeout_s);
-      self->send(st.scheduler, msg::release_atom::value, it->first);
-      it = st.leases.erase(it);
-    } else {
-      ++it;
-    }
+  for (const std::string& id : st.clients->expired(now)) {
+    spdlog::warn("request {}: no acknowledgement of its KV within {} s; freeing its blocks", id, st.timeout_s);
+    self->send(st.scheduler, msg::release_atom::value, id);
+  }
   if (st.router) {
     for (const std::string& id : st.router->expired(now)) {
       st.router->finished(id);
@@ -251,7 +226,7 @@ void tick(Self self) {
     for (size_t p = 0; p < st.router->num_peers(); ++p) {
       const PrefillPeer& peer = st.peers[p];
       if (!st.router->is_up(p) && !peer.connecting && !st.router->held_off(p, now)) connect(self, p);
-      if (peer.actor && peer.link == PrefillPeer::Link::Broken && now >= peer.retry_at) {
+      if (peer.actor && st.links->reopen_due(p, now)) {
         spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
         open_link(self, p);
       }
@@ -289,20 +264,23 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
   st.timeout_s = timeout_s;
   if (!peers.empty()) {
     st.peers.resize(peers.size());
+    // A link that failed is opened again a transfer timeout later.
+    st.links = std::make_unique<PrefillLinks>(peers.size(), timeout_s);
     st.router = std::make_unique<PrefillRouter>(std::move(peers), routing);
   }
+  st.clients = std::make_unique<DecodeClients<caf::actor>>(timeout_s);  // leases last a transfer timeout
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
-    if (const auto link = st.links_to.find(dm.source);
-        link != st.links_to.end()) {  // prefill side: its communicator goes
-      spdlog::info("decode instance of device link {} went down; closing the link", link->second);
-      self->send(st.worker, msg::link_close_atom::value, link->second);
-      st.links_to.erase(link);
+    {  // prefill side: its communicator goes
+      const std::string link =
+          st.clients->forget_link_where([&](const caf::actor& decode) { return decode.address() == dm.source; });
+      if (!link.empty()) spdlog::info("decode instance of device link {} went down; closing the link", link);
+      close_link(self, link);
     }
     for (size_t p = 0; st.router && p < st.peers.size(); ++p)
       if (st.peers[p].actor && dm.source == st.peers[p].actor.address()) {
         st.peers[p].actor = nullptr;
-        close_link(self, st.peers[p]);
+        close_link(self, st.links->close(p));
         spdlog::warn("prefill instance {} went down", st.router->address(p).str());
         for (const std::string& id : st.router->set_up(p, false))
           fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
@@ -353,10 +331,8 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
             return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id,
                               why);
           }
-          self->state.decode_of[r.request_id] = to;
-          const auto link = self->state.links_to.find(to.address());
-          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r),
-                     link == self->state.links_to.end() ? std::string() : link->second);
+          std::string link = self->state.clients->accept(r.request_id, to);
+          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r), std::move(link));
         } catch (const std::exception& e) {
           spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
         }
@@ -365,11 +341,9 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
              bool on_link) {  // prefill side
         auto& st = self->state;
         if (!local_only(self, "push")) return;
-        const auto to = st.decode_of.find(id);
-        if (to == st.decode_of.end()) return self->send(st.scheduler, msg::release_atom::value, id);
-        self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_atom::value, bytes);
-        st.decode_of.erase(to);
-        st.leases[id] = now_seconds() + st.timeout_s;
+        const std::optional<caf::actor> to = st.clients->pushed(id, now_seconds());
+        if (!to) return self->send(st.scheduler, msg::release_atom::value, id);
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_atom::value, bytes);
         ++st.stats.transfers, st.stats.blocks += blocks;
         st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.bytes(blocks) : 0);
         report(self);
@@ -379,14 +353,11 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         if (!from_peer(self, "link closed")) return;
         if (st.worker)
           self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
-        for (const auto& [decode, link] :
-             st.links_to)  // prefill side: the decode end closes too, and opens a new link later
-          if (link == name)
-            if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode))
-              self->send(to, msg::link_broken_atom::value, name);
-        std::erase_if(st.links_to, [&](const auto& kv) { return kv.second == name; });
-        for (PrefillPeer& p : st.peers)
-          if (p.link_name == name) link_failed(self, p);
+        // Prefill side: the decode end closes too, and opens a new link later.
+        for (const caf::actor& decode : st.clients->link_broken(name))
+          if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode))
+            self->send(to, msg::link_broken_atom::value, name);
+        if (st.links) st.links->broken(name, now_seconds());
       },
       [self](msg::link_open_atom, const std::string& id, const std::string& name,
              const caf::actor& decode) {  // prefill side
@@ -394,14 +365,11 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
         if (!from_peer(self, "link")) return;
         if (st.link_transport.empty())
           return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
-        if (const auto old = st.links_to.find(decode.address()); old != st.links_to.end()) {
-          self->send(st.worker, msg::link_close_atom::value, old->second);
-          st.links_to.erase(old);
-        }
+        close_link(self, st.clients->forget_link(decode));
         ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
             .then(
                 [self, name, decode](bool) {
-                  self->state.links_to[decode.address()] = name;
+                  close_link(self, self->state.clients->link_up(decode, name));
                   self->monitor(decode);  // a link to an instance that went away would idle, holding its communicator
                   spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                 },
@@ -412,14 +380,12 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
       [self](msg::refuse_atom, const std::string& id, const std::string& why) {  // prefill side
         auto& st = self->state;
         if (!local_only(self, "refuse")) return;
-        const auto to = st.decode_of.find(id);
-        if (to == st.decode_of.end()) return;
-        self->send(caf::actor_cast<msg::kv_transfer_actor>(to->second), msg::kv_failed_atom::value, id, why);
-        st.decode_of.erase(to);
+        if (const std::optional<caf::actor> to = st.clients->refused(id))
+          self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
       },
       [self](msg::release_atom, const std::string& id) {  // prefill side: acknowledged
         if (!from_peer(self, "release")) return;
-        if (self->state.leases.erase(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
+        if (self->state.clients->acknowledged(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
       },
       [self](msg::route_atom, const std::string& id, const std::string& json) {  // decode side
         auto& st = self->state;
@@ -481,13 +447,14 @@ msg::kv_transfer_actor::behavior_type kv_fun(Self self, msg::scheduler_actor sch
           peers.push_back({{"address", st.router->address(p).str()},
                            {"up", st.router->is_up(p)},
                            {"in_flight", st.router->in_flight(p)},
-                           {"device_link", st.peers[p].link == PrefillPeer::Link::Up}});
+                           {"device_link", st.links->state(p) == PrefillLinks::State::Up}});
+        const auto& clients = *st.clients;
         return nlohmann::json{{"peers", peers},
                               {"link_transport", st.link_transport},
-                              {"links_to_decode", st.links_to.size()},
+                              {"links_to_decode", clients.num_links()},
                               {"transfers_in_flight", st.router ? st.router->in_flight() : 0},
-                              {"awaiting_prefill", st.decode_of.size()},
-                              {"held_for_decode", st.leases.size()}}
+                              {"awaiting_prefill", clients.num_awaiting()},
+                              {"held_for_decode", clients.num_leased()}}
             .dump();
       });
 }
