@@ -1,0 +1,257 @@
+// The KV transfer actor of a decode instance: routes prompts to prefill instances (the PrefillRouter
+// decides), receives their KV and first tokens, turns deadlines and dead peers into failures, connects (and
+// with --kv-secret authenticates) to each prefill instance, and with a device link transport opens a link to
+// each one it reaches (PrefillLinks keeps their states): their KV then comes on it.
+#include <spdlog/spdlog.h>
+
+#include <caf/io/all.hpp>
+
+#include <cstdio>
+#include <functional>
+
+#include "actors/kv_transfer_state.hpp"
+
+namespace parley::kv_transfer {
+namespace {
+
+void fail(Self self, const std::string& id, const std::string& why) {
+  self->state.routed_at.erase(id);  // a timed-out or lost transfer takes its start time with it
+  ++self->state.stats.failures;
+  self->send(self->state.scheduler, msg::kv_failed_atom::value, id, why);
+  report(self);
+}
+
+// Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
+// Each link gets a name of its own, which the headers of KV sent on it carry: a header from before a reopen
+// can never be received on the new link (NCCL would pair it with another request's send).
+void open_link(Self self, size_t peer) {
+  auto& st = self->state;
+  close_link(self, st.links->close(peer));
+  ask(self, st.worker, caf::infinite, msg::link_id_atom::value)
+      .then(
+          [self, peer](const std::string& id) {
+            auto& st = self->state;
+            PrefillPeer& to = st.peers[peer];
+            if (!to.actor) return;
+            // Named after its id (random), so unique among every link of every decode instance a prefill instance
+            // serves.
+            char hash[17];
+            std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
+            const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
+            close_link(self, st.links->opening(peer, name));
+            self->send(to.actor, msg::link_open_atom::value, id, name, caf::actor_cast<caf::actor>(self));
+            ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
+                .then(
+                    [self, peer, name](bool) {
+                      if (self->state.links->opened(peer, name))  // else replaced meanwhile
+                        spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+                    },
+                    [self, peer, name](const caf::error& err) {
+                      spdlog::warn("device link {} failed ({}); its KV comes over TCP", name,
+                                   self->system().render(err));
+                      self->state.links->failed(peer, name, now_seconds());
+                    });
+          },
+          [self, peer](const caf::error& err) {
+            spdlog::warn("no device link id: {}", self->system().render(err));
+            self->state.links->fail(peer, now_seconds());
+          });
+}
+
+void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+  auto& st = self->state;
+  st.peers[peer].connecting = false;
+  st.peers[peer].actor = std::move(prefill);
+  self->monitor(st.peers[peer].actor);
+  st.router->set_up(peer, true);
+  spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(),
+               st.auth.enabled() ? " (authenticated)" : "");
+  if (!st.link_transport.empty()) open_link(self, peer);
+}
+
+// Decode side: the peer did not prove the secret (or refused ours); it is not used, and tried again a
+// transfer timeout later.
+void auth_failed(Self self, size_t peer, const std::string& why) {
+  auto& st = self->state;
+  st.peers[peer].connecting = false;
+  st.router->hold_off(peer, now_seconds() + st.timeout_s);
+  ++st.stats.auth_failures;
+  report(self);
+  spdlog::warn("prefill instance {} failed authentication ({}); not used, tried again in {} s",
+               st.router->address(peer).str(), why, st.timeout_s);
+}
+
+// Decode side, with --kv-secret: the exchange of engine/kv_peer_auth.hpp before the peer counts as up.
+void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+  const std::string nonce = KvPeerAuth::new_nonce();
+  const auto timeout = std::chrono::milliseconds(int64_t(self->state.timeout_s * 1000));
+  ask(self, prefill, timeout, msg::auth_challenge_atom::value, nonce)
+      .then(
+          [self, peer, prefill, nonce, timeout](const std::string& their_nonce, const std::string& proof) {
+            auto& auth = self->state.auth;
+            if (!auth.prefill_proof_ok(nonce, {their_nonce, proof}))
+              return auth_failed(
+                  self, peer, their_nonce.empty() ? "it has no --kv-secret" : "its answer does not prove the secret");
+            ask(self, prefill, timeout, msg::auth_proof_atom::value, auth.decode_proof(nonce, their_nonce))
+                .then(
+                    [self, peer, prefill](bool accepted) {
+                      if (!accepted) return auth_failed(self, peer, "it refused this instance's proof");
+                      peer_up(self, peer, prefill);
+                    },
+                    [self, peer](const caf::error& e) { auth_failed(self, peer, self->system().render(e)); });
+          },
+          [self, peer](const caf::error& e) { auth_failed(self, peer, self->system().render(e)); });
+}
+
+void connect(Self self, size_t peer) {
+  auto& st = self->state;
+  st.peers[peer].connecting = true;
+  const PeerAddress& a = st.router->address(peer);
+  ask(self, self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
+      .then(
+          [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
+            if (!serv) {
+              self->state.peers[peer].connecting = false;
+              return;
+            }
+            auto prefill = caf::actor_cast<msg::kv_transfer_actor>(serv);
+            if (self->state.auth.enabled())
+              authenticate(self, peer, std::move(prefill));
+            else
+              peer_up(self, peer, std::move(prefill));
+          },
+          [self, peer](const caf::error&) { self->state.peers[peer].connecting = false; });
+}
+
+// Once a tick: transfer deadlines, prefill instances to connect to, device links to open again.
+void tick(Self self) {
+  auto& st = self->state;
+  const double now = now_seconds();
+  if (st.router) {
+    for (const std::string& id : st.router->expired(now)) {
+      st.router->finished(id);
+      fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
+    }
+    for (size_t p = 0; p < st.router->num_peers(); ++p) {
+      const PrefillPeer& peer = st.peers[p];
+      if (!st.router->is_up(p) && !peer.connecting && !st.router->held_off(p, now)) connect(self, p);
+      if (peer.actor && st.links->reopen_due(p, now)) {
+        spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
+        open_link(self, p);
+      }
+    }
+  }
+  self->delayed_send(self, kTick, msg::tick_atom::value);
+}
+
+// Decode side: a header whose KV follows on the device link it names. The scheduler has the worker receive
+// it whatever became of the request (the link pairs receives with sends in order), so it goes there even
+// when the transfer was given up or does not fit (the scheduler drops the data then).
+void kv_header(Self self, KvTransferPayload p, size_t header_bytes) {
+  auto& st = self->state;
+  if (st.router && st.router->finished(p.req_id)) {
+    ++st.stats.transfers, st.stats.blocks += p.num_blocks;
+    st.stats.bytes += int64_t(header_bytes) + p.layout.bytes(p.num_blocks);
+    report(self);
+  } else {
+    spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
+  }
+  self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+}
+
+}  // namespace
+
+msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (size_t p = 0; p < st.peers.size(); ++p)
+      if (st.peers[p].actor && dm.source == st.peers[p].actor.address()) {
+        st.peers[p].actor = nullptr;
+        close_link(self, st.links->close(p));
+        spdlog::warn("prefill instance {} went down", st.router->address(p).str());
+        for (const std::string& id : st.router->set_up(p, false))
+          fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
+      }
+  });
+  self->send(self, msg::tick_atom::value);
+  return counted_behavior(
+      self,
+      [self](msg::auth_challenge_atom, const std::string&) -> caf::result<std::string, std::string> {
+        wrong_role(self, "authentication");  // decode instances authenticate to prefill instances, not back
+        return {std::string(), std::string()};
+      },
+      [self](msg::auth_proof_atom, const std::string&) {
+        refuse_sender(self, "proof", "this is a decode instance");
+        return false;
+      },
+      [self](msg::prefill_atom, const std::string&, const caf::actor&) {
+        refuse_sender(self, "prefill", "this is a decode instance");
+      },
+      [self](msg::push_atom, const std::string&, const std::string&, int32_t, bool) { wrong_role(self, "push"); },
+      [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
+        auto& st = self->state;
+        if (!from_peer(self, "link closed")) return;
+        self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
+        st.links->broken(name, now_seconds());                     // KV over TCP until it reopens
+      },
+      [self](msg::link_open_atom, const std::string&, const std::string&, const caf::actor&) {
+        wrong_role(self, "link");
+      },
+      [self](msg::refuse_atom, const std::string&, const std::string&) { wrong_role(self, "refuse"); },
+      [self](msg::release_atom, const std::string&) { wrong_role(self, "release"); },
+      [self](msg::route_atom, const std::string& id, const std::string& json) {
+        auto& st = self->state;
+        if (!local_only(self, "route")) return;
+        const std::optional<size_t> peer = st.router ? st.router->pick() : std::nullopt;
+        if (!peer) return fail(self, id, "no prefill instance is up");
+        st.router->started(id, *peer, now_seconds() + st.timeout_s);
+        st.routed_at[id] = now_seconds();
+        self->send(st.peers[*peer].actor, msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
+      },
+      [self](msg::kv_atom, const std::string& bytes) {
+        auto& st = self->state;
+        if (!from_peer(self, "KV")) return;
+        KvTransferPayload p;
+        try {
+          p = decode_kv_transfer(bytes);
+        } catch (const std::exception& e) {
+          spdlog::error("unreadable KV from a prefill instance: {}", e.what());
+          return;
+        }
+        // The sender frees its blocks whether or not the KV still has a taker here.
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
+        if (!p.kv_link.empty())
+          return kv_header(self, std::move(p), bytes.size());  // its latency ends when the KV is in
+        const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
+        st.routed_at.erase(p.req_id);
+        if (!st.router || !st.router->finished(p.req_id)) {
+          spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
+          return;
+        }
+        if (std::string why = kv_layout_mismatch(p.layout, st.layout); !why.empty()) return fail(self, p.req_id, why);
+        ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
+        st.stats.latencies.push_back(now_seconds() - routed);
+        report(self);
+        self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+      },
+      [self](msg::kv_received_atom, const std::string& id, bool received) {
+        auto& st = self->state;
+        if (!local_only(self, "received")) return;
+        const auto routed = st.routed_at.find(id);
+        if (routed == st.routed_at.end()) return;
+        if (received) st.stats.latencies.push_back(now_seconds() - routed->second), report(self);
+        st.routed_at.erase(routed);
+      },
+      [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
+        auto& st = self->state;
+        if (!from_peer(self, "failed")) return;
+        st.routed_at.erase(id);
+        if (st.router && st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
+      },
+      [self](msg::tick_atom) {
+        if (local_only(self, "tick")) tick(self);
+      },
+      [self](msg::requests_atom) { return local_only(self, "admin") ? admin_json(self) : std::string("{}"); });
+}
+
+}  // namespace parley::kv_transfer

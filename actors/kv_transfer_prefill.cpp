@@ -1,0 +1,134 @@
+// The KV transfer actor of a prefill instance: takes prompts from decode instances, pushes each handed-off
+// request's KV to the instance that sent it (on the device link to it, if there is one), and frees the blocks
+// when that instance acknowledges or the lease runs out (DecodeClients keeps the book).
+#include <spdlog/spdlog.h>
+
+#include "actors/kv_transfer_state.hpp"
+
+namespace parley::kv_transfer {
+namespace {
+
+// Once a tick: leases the decode side never acknowledged.
+void tick(Self self) {
+  auto& st = self->state;
+  for (const std::string& id : st.clients->expired(now_seconds())) {
+    spdlog::warn("request {}: no acknowledgement of its KV within {} s; freeing its blocks", id, st.timeout_s);
+    self->send(st.scheduler, msg::release_atom::value, id);
+  }
+  self->delayed_send(self, kTick, msg::tick_atom::value);
+}
+
+}  // namespace
+
+msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
+  self->set_down_handler([self](caf::down_msg& dm) {  // a decode instance with a device link went: its link goes
+    const std::string link =
+        self->state.clients->forget_link_where([&](const caf::actor& decode) { return decode.address() == dm.source; });
+    if (!link.empty()) spdlog::info("decode instance of device link {} went down; closing the link", link);
+    close_link(self, link);
+  });
+  self->send(self, msg::tick_atom::value);
+  return counted_behavior(
+      self,
+      [self](msg::auth_challenge_atom, const std::string& nonce) -> caf::result<std::string, std::string> {
+        auto& st = self->state;
+        const auto& sender = self->current_sender();
+        if (!st.auth.enabled() || !sender) {
+          spdlog::warn("a KV peer asked to authenticate; this instance has no --kv-secret");
+          return {std::string(), std::string()};
+        }
+        KvPeerAuth::Answer a = st.auth.answer(caf::to_string(sender->node()), nonce);
+        return {std::move(a.nonce), std::move(a.proof)};
+      },
+      [self](msg::auth_proof_atom, const std::string& proof) {
+        auto& st = self->state;
+        const auto& sender = self->current_sender();
+        if (sender && st.auth.accept(caf::to_string(sender->node()), proof)) {
+          spdlog::info("decode instance on node {} authenticated", caf::to_string(sender->node()));
+          return true;
+        }
+        refuse_sender(self, "proof", "it does not prove the secret");
+        return false;
+      },
+      [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {
+        if (!from_peer(self, "prefill")) {
+          // The refusal (no prompt computed, no KV) lets such a decode instance prefill locally at once.
+          const auto& sender = self->current_sender();
+          if (sender && to && to.node() == sender->node()) try {
+              const std::string id = decode_prefill_request(json, nullptr).request_id;
+              self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, id,
+                         std::string("this prefill instance requires --kv-secret authentication"));
+            } catch (const std::exception&) {}
+          return;
+        }
+        try {
+          KvLayout theirs;
+          Request r = decode_prefill_request(json, &theirs);
+          if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
+            spdlog::warn("request {} refused: {}", r.request_id,
+                         why);  // before computing KV the decode side cannot take
+            return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id,
+                              why);
+          }
+          std::string link = self->state.clients->accept(r.request_id, to);
+          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r), std::move(link));
+        } catch (const std::exception& e) {
+          spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
+        }
+      },
+      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {
+        auto& st = self->state;
+        if (!local_only(self, "push")) return;
+        const std::optional<caf::actor> to = st.clients->pushed(id, now_seconds());
+        if (!to) return self->send(st.scheduler, msg::release_atom::value, id);
+        self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_atom::value, bytes);
+        ++st.stats.transfers, st.stats.blocks += blocks;
+        st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.bytes(blocks) : 0);
+        report(self);
+      },
+      [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
+        auto& st = self->state;
+        if (!from_peer(self, "link closed")) return;
+        self->send(st.worker, msg::link_close_atom::value, name);       // a no-op where the worker dropped it already
+        for (const caf::actor& decode : st.clients->link_broken(name))  // its end closes too, and reopens later
+          if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode))
+            self->send(to, msg::link_broken_atom::value, name);
+      },
+      [self](msg::link_open_atom, const std::string& id, const std::string& name, const caf::actor& decode) {
+        auto& st = self->state;
+        if (!from_peer(self, "link")) return;
+        if (st.link_transport.empty())
+          return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
+        close_link(self, st.clients->forget_link(decode));
+        ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
+            .then(
+                [self, name, decode](bool) {
+                  close_link(self, self->state.clients->link_up(decode, name));
+                  self->monitor(decode);  // a link to an instance that went away would idle, holding its communicator
+                  spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+                },
+                [self, name](const caf::error& err) {
+                  spdlog::warn("device link {} failed ({}); KV to it goes over TCP", name, self->system().render(err));
+                });
+      },
+      [self](msg::refuse_atom, const std::string& id, const std::string& why) {
+        auto& st = self->state;
+        if (!local_only(self, "refuse")) return;
+        if (const std::optional<caf::actor> to = st.clients->refused(id))
+          self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
+      },
+      [self](msg::release_atom, const std::string& id) {  // acknowledged
+        if (!from_peer(self, "release")) return;
+        if (self->state.clients->acknowledged(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
+      },
+      [self](msg::route_atom, const std::string&, const std::string&) { wrong_role(self, "route"); },
+      [self](msg::kv_atom, const std::string&) { wrong_role(self, "KV"); },
+      [self](msg::kv_received_atom, const std::string&, bool) { wrong_role(self, "received"); },
+      [self](msg::kv_failed_atom, const std::string&, const std::string&) { wrong_role(self, "failed"); },
+      [self](msg::tick_atom) {
+        if (local_only(self, "tick")) tick(self);
+      },
+      [self](msg::requests_atom) { return local_only(self, "admin") ? admin_json(self) : std::string("{}"); });
+}
+
+}  // namespace parley::kv_transfer
