@@ -144,19 +144,39 @@ void tick(Self self) {
   self->delayed_send(self, kTick, msg::tick_atom::value);
 }
 
-// Decode side: a header whose KV follows on the device link it names. The scheduler has the worker receive
-// it whatever became of the request (the link pairs receives with sends in order), so it goes there even
-// when the transfer was given up or does not fit (the scheduler drops the data then).
-void kv_header(Self self, KvTransferPayload p, size_t header_bytes) {
+// A header whose KV follows on the device link it names. The worker receives it whatever became of the request
+// (the link pairs receives with sends in order, so receives are posted in the order headers arrive); once it is
+// in, the scheduler lands it in the request's blocks or drops it, unless the transfer was given up here (dropped
+// at once). A receive that fails breaks the link and fails the transfer (the scheduler prefills it itself).
+void kv_on_link(Self self, KvTransferPayload p, size_t header_bytes) {
   auto& st = self->state;
-  if (st.router && st.router->finished(p.req_id)) {
+  const bool wanted = st.router->finished(p.req_id).has_value();
+  if (wanted) {
     ++st.stats.transfers, st.stats.blocks += p.num_blocks;
     st.stats.bytes += int64_t(header_bytes) + p.layout.bytes(p.num_blocks);
     report(self);
   } else {
     spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
   }
-  self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+  const int64_t words = p.layout.bytes(p.num_blocks) / 4;  // the link's unit (KvStaging)
+  const std::string link = p.kv_link;
+  ask(self, st.worker, caf::infinite, msg::kv_recv_atom::value, link, words)
+      .then(
+          [self, p, wanted](uint64_t tag) {
+            auto& st = self->state;
+            if (const auto routed = st.routed_at.find(p.req_id); routed != st.routed_at.end()) {
+              st.stats.latencies.push_back(now_seconds() - routed->second);  // its latency ends with the KV in
+              st.routed_at.erase(routed);
+              report(self);
+            }
+            if (!wanted) return self->send(st.worker, msg::kv_drop_atom::value, tag);
+            self->send(st.scheduler, msg::kv_atom::value, p, tag);
+          },
+          [self, id = p.req_id, link](const caf::error& err) {
+            self->send(self->state.worker, msg::link_close_atom::value, link);
+            self->state.links->broken(link, now_seconds());
+            fail(self, id, "receiving it on the device link failed: " + self->system().render(err));
+          });
 }
 
 }  // namespace
@@ -187,7 +207,7 @@ msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
       [self](msg::prefill_atom, const std::string&, const caf::actor&) {
         refuse_sender(self, "prefill", "this is a decode instance");
       },
-      [self](msg::push_atom, const std::string&, const std::string&, int32_t, bool) { wrong_role(self, "push"); },
+      [self](msg::push_atom, const KvTransferPayload&, const std::vector<int>&) { wrong_role(self, "push"); },
       [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         if (!from_peer(self, "link closed")) return;
@@ -220,8 +240,7 @@ msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
         }
         // The sender frees its blocks whether or not the KV still has a taker here.
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
-        if (!p.kv_link.empty())
-          return kv_header(self, std::move(p), bytes.size());  // its latency ends when the KV is in
+        if (!p.kv_link.empty()) return kv_on_link(self, std::move(p), bytes.size());
         const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
         st.routed_at.erase(p.req_id);
         if (!st.router || !st.router->finished(p.req_id)) {
@@ -233,14 +252,6 @@ msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
         st.stats.latencies.push_back(now_seconds() - routed);
         report(self);
         self->send(st.scheduler, msg::kv_atom::value, std::move(p));
-      },
-      [self](msg::kv_received_atom, const std::string& id, bool received) {
-        auto& st = self->state;
-        if (!local_only(self, "received")) return;
-        const auto routed = st.routed_at.find(id);
-        if (routed == st.routed_at.end()) return;
-        if (received) st.stats.latencies.push_back(now_seconds() - routed->second), report(self);
-        st.routed_at.erase(routed);
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
         auto& st = self->state;

@@ -8,6 +8,84 @@
 namespace parley::kv_transfer {
 namespace {
 
+// A device link broke (or a send on it failed): this end closes, and the decode instances on it are told (their end
+// closes too, and they open a new link later).
+void link_broken(Self self, const std::string& name) {
+  self->send(self->state.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
+  for (const caf::actor& decode : self->state.clients->link_broken(name))
+    if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_broken_atom::value, name);
+}
+
+// The payload leaves for the decode instance awaiting it (the KV's bytes, or the header of KV sent on the link),
+// its blocks leased until acknowledged; nobody awaiting it any more frees them.
+void send_payload(Self self, const KvTransferPayload& p) {
+  auto& st = self->state;
+  const std::string bytes = encode_kv_transfer(p);
+  const std::optional<caf::actor> to = st.clients->pushed(p.req_id, now_seconds());
+  if (!to) return self->send(st.scheduler, msg::release_atom::value, p.req_id);
+  self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_atom::value, bytes);
+  ++st.stats.transfers, st.stats.blocks += p.num_blocks;
+  st.stats.bytes += int64_t(bytes.size()) + (p.kv_link.empty() ? 0 : st.layout.bytes(p.num_blocks));
+  report(self);
+}
+
+// The request's KV cannot be read: its blocks are freed and its decode instance told (it prefills it itself).
+void push_failed(Self self, const std::string& id, const std::string& why) {
+  auto& st = self->state;
+  self->send(st.scheduler, msg::release_atom::value, id);
+  if (const std::optional<caf::actor> to = st.clients->refused(id))
+    self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
+}
+
+// As bytes: the worker reads the blocks (after the step that wrote them: that step's output reached the scheduler
+// before it pushed).
+void push_bytes(Self self, KvTransferPayload p, std::vector<int> blocks) {
+  p.kv_link.clear();
+  ask(self, self->state.worker, caf::infinite, msg::export_atom::value, std::move(blocks))
+      .then(
+          [self, p](std::vector<uint8_t>& kv) {
+            KvTransferPayload with_kv = p;
+            with_kv.kv = std::move(kv);
+            send_payload(self, with_kv);
+          },
+          [self, id = p.req_id](const caf::error& err) {
+            push_failed(self, id, "reading its KV failed: " + self->system().render(err));
+          });
+}
+
+// On the device link the payload names: the worker stages the blocks and posts the send, then the header leaves
+// (headers leave in the order the sends were posted, and only for sends that were). KV the link cannot take (no
+// staging memory, or the link is gone) goes as bytes instead: nothing is lost. A send that fails after its header
+// left frees the blocks; the decode side's receive fails too, and it prefills the request itself.
+void push_on_link(Self self, KvTransferPayload p, std::vector<int> blocks) {
+  auto& st = self->state;
+  const std::string link = p.kv_link;
+  ask(self, st.worker, caf::infinite, msg::kv_send_atom::value, link, blocks)
+      .then(
+          [self, p, blocks](uint64_t tag) {
+            if (tag == 0) {
+              spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", p.req_id,
+                           p.kv_link);
+              return push_bytes(self, p, blocks);
+            }
+            send_payload(self, p);
+            ask(self, self->state.worker, caf::infinite, msg::kv_sent_atom::value, tag)
+                .then([](bool) {},
+                      [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
+                        spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link,
+                                     self->system().render(err));
+                        self->send(self->state.scheduler, msg::release_atom::value, id);
+                        link_broken(self, link);
+                      });
+          },
+          [self, p, blocks](const caf::error& err) {
+            spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", p.req_id, p.kv_link,
+                         self->system().render(err));
+            link_broken(self, p.kv_link);
+            push_bytes(self, p, blocks);
+          });
+}
+
 // Once a tick: leases the decode side never acknowledged.
 void tick(Self self) {
   auto& st = self->state;
@@ -76,23 +154,15 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
           spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
         }
       },
-      [self](msg::push_atom, const std::string& id, const std::string& bytes, int32_t blocks, bool on_link) {
-        auto& st = self->state;
+      [self](msg::push_atom, KvTransferPayload& p, std::vector<int>& blocks) {
         if (!local_only(self, "push")) return;
-        const std::optional<caf::actor> to = st.clients->pushed(id, now_seconds());
-        if (!to) return self->send(st.scheduler, msg::release_atom::value, id);
-        self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_atom::value, bytes);
-        ++st.stats.transfers, st.stats.blocks += blocks;
-        st.stats.bytes += int64_t(bytes.size()) + (on_link ? st.layout.bytes(blocks) : 0);
-        report(self);
+        if (p.kv_link.empty())
+          push_bytes(self, std::move(p), std::move(blocks));
+        else
+          push_on_link(self, std::move(p), std::move(blocks));
       },
-      [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
-        auto& st = self->state;
-        if (!from_peer(self, "link closed")) return;
-        self->send(st.worker, msg::link_close_atom::value, name);       // a no-op where the worker dropped it already
-        for (const caf::actor& decode : st.clients->link_broken(name))  // its end closes too, and reopens later
-          if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode))
-            self->send(to, msg::link_broken_atom::value, name);
+      [self](msg::link_broken_atom, const std::string& name) {  // from a decode instance: its end broke
+        if (from_peer(self, "link closed")) link_broken(self, name);
       },
       [self](msg::link_open_atom, const std::string& id, const std::string& name, const caf::actor& decode) {
         auto& st = self->state;
@@ -123,7 +193,6 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
       },
       [self](msg::route_atom, const std::string&, const std::string&) { wrong_role(self, "route"); },
       [self](msg::kv_atom, const std::string&) { wrong_role(self, "KV"); },
-      [self](msg::kv_received_atom, const std::string&, bool) { wrong_role(self, "received"); },
       [self](msg::kv_failed_atom, const std::string&, const std::string&) { wrong_role(self, "failed"); },
       [self](msg::tick_atom) {
         if (local_only(self, "tick")) tick(self);

@@ -7,9 +7,10 @@
 //
 // "==" crosses processes over CAF's middleman (TCP), with only built-in types (strings, actor handles) in
 // those messages. With a device link (--kv-transport nccl; decode kv transfer ==linkopen==> the prefill
-// side's, both workers open their ends), only the header crosses; the prefill worker sends the blocks on the
-// link as it hands off, and the decode scheduler has its worker receive every header's KV in arrival order
-// (the order they were sent), landing it in blocks only if the request still waits for it.
+// side's, both workers open their ends), only the header crosses: the prefill KV transfer actor has its worker
+// send the blocks on the link, the decode one has its worker receive every header's KV in arrival order (the
+// order they were sent) and hands the staged KV to its scheduler, which lands it in blocks only if the request
+// still waits for it. The schedulers know no links: they push hand-offs and land or load what arrives.
 #pragma once
 #include "actors/protocol.hpp"
 #include "engine/kv_transfer.hpp"
@@ -34,7 +35,6 @@ using link_broken_atom = caf::atom_constant<caf::atom("kvlinkbrk")>;
 using kv_send_atom = caf::atom_constant<caf::atom("kvsend")>;
 using kv_sent_atom = caf::atom_constant<caf::atom("kvsent")>;
 using kv_recv_atom = caf::atom_constant<caf::atom("kvrecv")>;
-using kv_received_atom = caf::atom_constant<caf::atom("kvrecvd")>;
 using kv_land_atom = caf::atom_constant<caf::atom("kvland")>;
 using kv_drop_atom = caf::atom_constant<caf::atom("kvdrop")>;
 using poll_atom = caf::atom_constant<caf::atom("kvpoll")>;
@@ -69,15 +69,13 @@ using kv_transfer_actor = caf::typed_actor<
     caf::reacts_to<link_open_atom, std::string, std::string, caf::actor>,
     // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
     caf::reacts_to<route_atom, std::string, std::string>,
-    // Local, prefill side (scheduler): a handed-off request's KV (req id, encode_kv_transfer, blocks, whether
-    // the KV itself follows on the device link), to push.
-    caf::reacts_to<push_atom, std::string, std::string, int32_t, bool>,
-    // Local, decode side (scheduler): the request's KV came in on its device link (true) or did not: its
-    // transfer latency ends.
-    caf::reacts_to<kv_received_atom, std::string, bool>,
-    // Local (scheduler), or prefill -> decode instance: this device link broke (or a send on it failed): it is
-    // closed at both ends, and KV between the two instances goes over TCP until a new link is up (the decode
-    // instance opens one a transfer timeout later).
+    // Local, prefill side (scheduler): a handed-off request's payload, its KV not read yet, and its held blocks:
+    // the KV is read on the worker and pushed, on the device link the payload names if it takes it (the worker
+    // sends it there), else as bytes. A failure frees the blocks (release to the scheduler).
+    caf::reacts_to<push_atom, KvTransferPayload, std::vector<int>>,
+    // Prefill -> decode instance: this device link broke (a send on it failed): it is closed at both ends, and KV
+    // between the two instances goes over TCP until a new link is up (the decode instance opens one a transfer
+    // timeout later).
     caf::reacts_to<link_broken_atom, std::string>,
     // Local, prefill side (scheduler): the request cannot run here (req id, why).
     caf::reacts_to<refuse_atom, std::string, std::string>,
@@ -93,9 +91,12 @@ using scheduler_pd_actor = caf::typed_actor<
     caf::reacts_to<prefill_atom, Request, std::string>,
     // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
     caf::reacts_to<release_atom, std::string>,
-    // Decode side: a request's KV and first tokens arrived: load the KV on the worker, then run the request. A
-    // header naming a device link came alone: the KV follows on that link (received even if nobody wants it).
+    // Decode side: a request's KV (as bytes) and first tokens arrived: load the KV on the worker, then run the
+    // request.
     caf::reacts_to<kv_atom, KvTransferPayload>,
+    // Decode side: a request's first tokens, its KV received on a device link and staged on the worker under
+    // this tag (the KV transfer actor had the worker receive it): land it in the request's blocks, or drop it.
+    caf::reacts_to<kv_atom, KvTransferPayload, uint64_t>,
     // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).

@@ -39,8 +39,10 @@ void route_remote_prefills(Self self);
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed);
 // Prefill side: a request routed here by a decode instance; its KV will go on `link` ("": as bytes).
 void admit_for_decode(Self self, Request& r, const std::string& link);
-// Decode side: a request's KV (or, on a device link, its header) arrived.
+// Decode side: a request's KV arrived as bytes.
 void kv_received(Self self, KvTransferPayload& p);
+// Decode side: a request's KV arrived on a device link, staged on the worker under `tag`.
+void kv_received(Self self, const KvTransferPayload& p, uint64_t tag);
 // Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
 void kv_failure(Self self, const std::string& id, const std::string& why);
 

@@ -73,9 +73,17 @@ std::vector<KvConnectorScheduler::HandOff> KvConnectorScheduler::take_hand_offs(
   return hand_offs;
 }
 
-KvTransferPayload KvConnectorScheduler::payload(const HandOff& h, std::vector<uint8_t> kv, bool over_link) const {
-  return {h.first.req_id,       h.num_prompt_tokens,     h.first.new_token_ids, h.first.new_logprobs,   layout_,
-          int(h.blocks.size()), over_link ? h.link : "", std::move(kv),         h.first.prompt_logprobs};
+KvTransferPayload KvConnectorScheduler::payload(const HandOff& h) const {
+  KvTransferPayload p;
+  p.req_id = h.first.req_id;
+  p.num_prompt_tokens = h.num_prompt_tokens;
+  p.first_token_ids = h.first.new_token_ids;
+  p.first_logprobs = h.first.new_logprobs;
+  p.layout = layout_;
+  p.num_blocks = int(h.blocks.size());
+  p.kv_link = h.link;
+  p.prompt_logprobs = h.first.prompt_logprobs;
+  return p;
 }
 
 }  // namespace parley

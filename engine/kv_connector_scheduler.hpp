@@ -55,8 +55,9 @@ class KvConnectorScheduler {
   };
   // Takes the hand-offs out of a step's outputs (their tokens travel with the KV, not to this instance's clients).
   std::vector<HandOff> take_hand_offs(std::vector<EngineCoreOutput>& outputs);
-  // The payload for a hand-off: with its KV's bytes, or (over_link) the header alone, naming the link.
-  KvTransferPayload payload(const HandOff& hand_off, std::vector<uint8_t> kv, bool over_link) const;
+  // A hand-off's payload: first tokens, prompt length, layout, block count and device link; its KV is read by
+  // whoever moves it (as bytes into `kv`, or on the link).
+  KvTransferPayload payload(const HandOff& hand_off) const;
 
   const KvLayout& layout() const { return layout_; }
 

@@ -45,8 +45,9 @@ struct PdPair {
     std::vector<EngineCoreOutput> prefilled = prefill.step();
     for (const KvConnectorScheduler::HandOff& h : prefill_connector.take_hand_offs(prefilled)) {
       REQUIRE(h.first.finish_reason == FinishReason::Length);
-      const std::string wire =
-          encode_kv_transfer(prefill_connector.payload(h, prefill.runner().kv_cache().export_blocks(h.blocks), false));
+      KvTransferPayload sent = prefill_connector.payload(h);
+      sent.kv = prefill.runner().kv_cache().export_blocks(h.blocks);
+      const std::string wire = encode_kv_transfer(sent);
       prefill.scheduler().release_held(h.first.req_id);  // acknowledged
       ++transfers, bytes += int64_t(wire.size()), blocks += int64_t(h.blocks.size());
       if (drop && drop(h.first.req_id)) continue;

@@ -129,15 +129,14 @@ TEST_CASE("kv connector: hand-offs leave a prefill instance's outputs with their
   CHECK(std::count(kept.begin(), kept.end(), "h") == 0);
   CHECK(std::count(kept.begin(), kept.end(), "x") > 0);
 
-  const KvTransferPayload bytes = connector.payload(h, {1, 2, 3}, false);
-  CHECK(bytes.kv == std::vector<uint8_t>{1, 2, 3});
-  CHECK(bytes.kv_link.empty());
-  CHECK(bytes.layout == kLayout);
-  CHECK(bytes.num_blocks == 3);
-  CHECK(bytes.first_token_ids == h.first.new_token_ids);
-  const KvTransferPayload header = connector.payload(h, {}, true);
+  const KvTransferPayload header = connector.payload(h);
+  CHECK(header.req_id == "h");
+  CHECK(header.num_prompt_tokens == 40);
+  CHECK(header.layout == kLayout);
+  CHECK(header.num_blocks == 3);
+  CHECK(header.first_token_ids == h.first.new_token_ids);
   CHECK(header.kv_link == "link-7");
-  CHECK(header.kv.empty());
+  CHECK(header.kv.empty());  // read by whoever moves it
 
   const int used = s.kv_cache_manager().block_pool().num_used();
   s.release_held("h");
