@@ -148,14 +148,18 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
             return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id,
                               why);
           }
-          std::string link = self->state.clients->accept(r.request_id, to);
-          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r), std::move(link));
+          self->state.clients->accept(r.request_id, to);
+          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
         } catch (const std::exception& e) {
           spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
         }
       },
       [self](msg::push_atom, KvTransferPayload& p, std::vector<int>& blocks) {
+        auto& st = self->state;
         if (!local_only(self, "push")) return;
+        const std::optional<caf::actor> to = st.clients->awaiting(p.req_id);
+        if (!to) return self->send(st.scheduler, msg::release_atom::value, p.req_id);  // nobody awaits it now
+        p.kv_link = st.clients->link_to(*to);  // the device link to that instance, as it is now ("": none)
         if (p.kv_link.empty())
           push_bytes(self, std::move(p), std::move(blocks));
         else

@@ -70,8 +70,8 @@ using kv_transfer_actor = caf::typed_actor<
     // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
     caf::reacts_to<route_atom, std::string, std::string>,
     // Local, prefill side (scheduler): a handed-off request's payload, its KV not read yet, and its held blocks:
-    // the KV is read on the worker and pushed, on the device link the payload names if it takes it (the worker
-    // sends it there), else as bytes. A failure frees the blocks (release to the scheduler).
+    // the KV is read on the worker and pushed, on the device link to its decode instance if there is one and it
+    // takes it (the worker sends it there), else as bytes. A failure frees the blocks (release to the scheduler).
     caf::reacts_to<push_atom, KvTransferPayload, std::vector<int>>,
     // Prefill -> decode instance: this device link broke (a send on it failed): it is closed at both ends, and KV
     // between the two instances goes over TCP until a new link is up (the decode instance opens one a transfer
@@ -86,9 +86,8 @@ using kv_transfer_actor = caf::typed_actor<
 
 // What PD adds to the scheduler.
 using scheduler_pd_actor = caf::typed_actor<
-    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s),
-    // its KV over this device link (empty: as bytes through the KV transfer actor).
-    caf::reacts_to<prefill_atom, Request, std::string>,
+    // Prefill side (from the KV transfer actor): prefill this request and hand it off after its first token(s).
+    caf::reacts_to<prefill_atom, Request>,
     // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
     caf::reacts_to<release_atom, std::string>,
     // Decode side: a request's KV (as bytes) and first tokens arrived: load the KV on the worker, then run the

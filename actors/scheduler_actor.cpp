@@ -133,7 +133,7 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       [self](msg::reset_cache_atom, const msg::TextReply& reply) {
         reply(self->state.scheduler().reset_prefix_cache() ? "true" : "false");
       },
-      [self](msg::prefill_atom, Request& r, const std::string& link) { admit_for_decode(self, r, link); },
+      [self](msg::prefill_atom, Request& r) { admit_for_decode(self, r); },
       [self](msg::release_atom, const std::string& id) {
         self->state.scheduler().release_held(id);
         report_counters(self);

@@ -16,18 +16,18 @@ void route_remote_prefills(Self self) {
 }
 
 // Prefill side: the handed-off request's payload and held blocks go to the KV transfer actor, which has the
-// worker read the KV (or send it on the device link the payload names) and pushes it; its blocks stay held
-// until the decode side releases them (or a failure does).
+// worker read the KV (or send it on the device link to the decode instance, if there is one) and pushes it;
+// its blocks stay held until the decode side releases them (or a failure does).
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed) {
   auto& st = self->state;
   self->send(st.kv, msg::push_atom::value, st.connector->payload(handed), std::move(handed.blocks));
 }
 
 // Prefill side: a request routed here by a decode instance.
-void admit_for_decode(Self self, Request& r, const std::string& link) {
+void admit_for_decode(Self self, Request& r) {
   auto& st = self->state;
   const std::string id = r.request_id;
-  if (auto refusal = st.connector->admit(std::move(r), link, now_seconds()))
+  if (auto refusal = st.connector->admit(std::move(r), now_seconds()))
     return self->send(st.kv, msg::refuse_atom::value, id, std::move(*refusal));
   report_counters(self);
   maybe_step(self);

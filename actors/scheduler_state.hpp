@@ -37,8 +37,8 @@ void report_counters(Self self);
 void route_remote_prefills(Self self);
 // Prefill side: a handed-off request's KV goes to its decode instance (as bytes, or on a device link).
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed);
-// Prefill side: a request routed here by a decode instance; its KV will go on `link` ("": as bytes).
-void admit_for_decode(Self self, Request& r, const std::string& link);
+// Prefill side: a request routed here by a decode instance.
+void admit_for_decode(Self self, Request& r);
 // Decode side: a request's KV arrived as bytes.
 void kv_received(Self self, KvTransferPayload& p);
 // Decode side: a request's KV arrived on a device link, staged on the worker under `tag`.

@@ -44,7 +44,7 @@ std::optional<KvConnectorScheduler::Failed> KvConnectorScheduler::failed(const s
                 "The prefill instance failed this request (" + why + ") and --kv-load-failure-policy is fail."};
 }
 
-std::optional<std::string> KvConnectorScheduler::admit(Request r, const std::string& link, double now) {
+std::optional<std::string> KvConnectorScheduler::admit(Request r, double now) {
   r.kv_transfer = KvTransfer::ToDecode;
   r.arrival_time = now;
   const std::string id = r.request_id;
@@ -54,7 +54,7 @@ std::optional<std::string> KvConnectorScheduler::admit(Request r, const std::str
   } catch (const std::exception& e) {
     return std::string(e.what());
   }
-  handing_off_[id] = {prompt, link};
+  handing_off_[id] = prompt;
   return std::nullopt;
 }
 
@@ -66,7 +66,7 @@ std::vector<KvConnectorScheduler::HandOff> KvConnectorScheduler::take_hand_offs(
     const auto to = handing_off_.find(o.req_id);
     if (to == handing_off_.end()) return false;
     std::vector<int> blocks = scheduler_.held_block_ids(o.req_id);
-    hand_offs.push_back({std::move(o), to->second.num_prompt_tokens, std::move(blocks), std::move(to->second.link)});
+    hand_offs.push_back({std::move(o), to->second, std::move(blocks)});
     handing_off_.erase(to);
     return true;
   });
@@ -81,7 +81,6 @@ KvTransferPayload KvConnectorScheduler::payload(const HandOff& h) const {
   p.first_logprobs = h.first.new_logprobs;
   p.layout = layout_;
   p.num_blocks = int(h.blocks.size());
-  p.kv_link = h.link;
   p.prompt_logprobs = h.first.prompt_logprobs;
   return p;
 }

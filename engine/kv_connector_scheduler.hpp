@@ -1,7 +1,7 @@
 // The scheduler's half of prefill/decode disaggregation (vLLM's KV connector, scheduler side), over the
 // Scheduler: which requests go to a prefill instance, where arrived KV lands and whether it fits, what a failed
 // transfer becomes, and which outputs are hand-offs whose KV leaves with them. It decides; the actors (or a
-// test's hand) move the bytes. No peers, leases or sockets here: a device link is an opaque name it passes on.
+// test's hand) move the bytes, on whichever link or socket they choose: no peers, leases or links here.
 #pragma once
 #include <optional>
 #include <string>
@@ -43,34 +43,27 @@ class KvConnectorScheduler {
   bool waits_for_kv(const std::string& req_id) const;
 
   // --- Prefill side ---
-  // A request routed here by a decode instance; its KV will go on `link` ("": as bytes). Returns why it cannot
-  // run here, or nullopt.
-  std::optional<std::string> admit(Request request, const std::string& link, double now);
-  // A handed-off request: its first token(s), its prompt's held blocks and where its KV goes.
+  // A request routed here by a decode instance. Returns why it cannot run here, or nullopt.
+  std::optional<std::string> admit(Request request, double now);
+  // A handed-off request: its first token(s) and its prompt's held blocks.
   struct HandOff {
     EngineCoreOutput first;
     int num_prompt_tokens = 0;
     std::vector<int> blocks;
-    std::string link;  // "": as bytes
   };
   // Takes the hand-offs out of a step's outputs (their tokens travel with the KV, not to this instance's clients).
   std::vector<HandOff> take_hand_offs(std::vector<EngineCoreOutput>& outputs);
-  // A hand-off's payload: first tokens, prompt length, layout, block count and device link; its KV is read by
-  // whoever moves it (as bytes into `kv`, or on the link).
+  // A hand-off's payload: first tokens, prompt length, layout and block count; its KV is read by whoever moves
+  // it (as bytes into `kv`, or on a device link it then names).
   KvTransferPayload payload(const HandOff& hand_off) const;
 
   const KvLayout& layout() const { return layout_; }
 
  private:
-  struct HandOffTo {
-    int num_prompt_tokens;
-    std::string link;
-  };
-
   Scheduler& scheduler_;
   KvLayout layout_;
   bool recompute_on_failure_;
-  std::unordered_map<std::string, HandOffTo> handing_off_;  // prefill side: admitted, not handed off yet
+  std::unordered_map<std::string, int> handing_off_;  // prefill side: admitted, not handed off yet (prompt tokens)
 };
 
 }  // namespace parley

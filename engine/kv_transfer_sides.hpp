@@ -21,11 +21,13 @@ class DecodeClients {
  public:
   explicit DecodeClients(double lease_s) : lease_s_(lease_s) {}
 
-  // A request routed here by `decode`; its KV will go on the returned device link ("": as bytes).
-  std::string accept(const std::string& req_id, Peer decode) {
-    const std::string link = link_to(decode);
-    awaiting_[req_id] = std::move(decode);
-    return link;
+  // A request routed here by `decode`.
+  void accept(const std::string& req_id, Peer decode) { awaiting_[req_id] = std::move(decode); }
+  // The decode instance awaiting the request's KV, if any.
+  std::optional<Peer> awaiting(const std::string& req_id) const {
+    const auto it = awaiting_.find(req_id);
+    if (it == awaiting_.end()) return std::nullopt;
+    return it->second;
   }
   // Its KV is pushed now: the instance to send it to (its blocks leased until acknowledged or `now` + the
   // lease), or nullopt when nobody awaits it any more (free its blocks).

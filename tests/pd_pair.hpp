@@ -41,7 +41,7 @@ struct PdPair {
   std::vector<EngineCoreOutput> step() {
     std::vector<EngineCoreOutput> out = decode.step();
     for (const KvConnectorScheduler::Route& route : decode_connector.take_routes())  // as PD's wire carries it
-      REQUIRE_FALSE(prefill_connector.admit(decode_prefill_request(route.prefill_request), "", 0.0));
+      REQUIRE_FALSE(prefill_connector.admit(decode_prefill_request(route.prefill_request), 0.0));
     std::vector<EngineCoreOutput> prefilled = prefill.step();
     for (const KvConnectorScheduler::HandOff& h : prefill_connector.take_hand_offs(prefilled)) {
       REQUIRE(h.first.finish_reason == FinishReason::Length);

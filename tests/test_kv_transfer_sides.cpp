@@ -10,12 +10,15 @@ using namespace parley;
 
 TEST_CASE("kv transfer sides: a pushed request's blocks are leased until acknowledged or expired", "[pd][sides]") {
   DecodeClients<std::string> clients(30.0);
-  CHECK(clients.accept("a", "decode-1").empty());  // no device link to it yet: bytes over TCP
+  clients.accept("a", "decode-1");
   clients.accept("b", "decode-2");
   clients.accept("c", "decode-1");
   CHECK(clients.num_awaiting() == 3);
 
+  CHECK(clients.awaiting("a") == std::optional<std::string>("decode-1"));
+  CHECK_FALSE(clients.awaiting("z"));
   CHECK(clients.pushed("a", 100.0) == std::optional<std::string>("decode-1"));
+  CHECK_FALSE(clients.awaiting("a"));
   CHECK_FALSE(clients.pushed("a", 101.0));  // pushed once; nobody awaits it now: its blocks are freed
   CHECK(clients.pushed("b", 110.0) == std::optional<std::string>("decode-2"));
   CHECK(clients.refused("c") == std::optional<std::string>("decode-1"));
@@ -35,7 +38,7 @@ TEST_CASE("kv transfer sides: a prefill instance's device links follow their dec
   DecodeClients<std::string> clients(30.0);
   CHECK(clients.link_up("decode-1", "L1").empty());
   CHECK(clients.link_up("decode-2", "L2").empty());
-  CHECK(clients.accept("a", "decode-1") == "L1");    // its KV goes on the link
+  CHECK(clients.link_to("decode-1") == "L1");        // KV to it goes on the link
   CHECK(clients.link_up("decode-1", "L3") == "L1");  // a new link replaces the old, which is closed
   CHECK(clients.link_to("decode-1") == "L3");
   CHECK(clients.link_broken("L2") == std::vector<std::string>{"decode-2"});  // told: its end closes too
