@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 
+#include "http/json_brackets.hpp"
+
 namespace parley::http::detail {
 namespace {
 
@@ -11,24 +13,10 @@ constexpr int kMaxJsonDepth = 64;  // requests nest 4 deep; this bounds work on 
 
 // Depth of [ and { outside strings, scanned before parsing so a hostile body cannot recurse far.
 bool nesting_within(std::string_view body, int limit) {
+  JsonBrackets brackets;
   int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  for (char c : body)
+    if ((depth += brackets.feed(c)) > limit) return false;
   return true;
 }
 

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "http/json_brackets.hpp"
+
 namespace parley::http {
 namespace {
 
@@ -45,24 +47,13 @@ bool could_become(std::string_view s, std::string_view marker) {
 // The end (one past) of the JSON object or array opening at s[i]: npos while s ends inside it, 0 when it
 // nests deeper than kMaxJsonDepth. Only strings and brackets are followed; the parse that comes next checks.
 size_t json_value_end(std::string_view s, size_t i) {
+  JsonBrackets brackets;
   int depth = 0;
-  bool in_string = false, escaped = false;
   for (size_t k = i; k < s.size(); ++k) {
-    const char c = s[k];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) return 0;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return k + 1;
-    }
+    const int step = brackets.feed(s[k]);
+    depth += step;
+    if (step > 0 && depth > kMaxJsonDepth) return 0;
+    if (step < 0 && depth == 0) return k + 1;
   }
   return npos;
 }
