@@ -57,8 +57,6 @@ class KvConnectorScheduler {
   // it (as bytes into `kv`, or on a device link it then names).
   KvTransferPayload payload(const HandOff& hand_off) const;
 
-  const KvLayout& layout() const { return layout_; }
-
  private:
   Scheduler& scheduler_;
   KvLayout layout_;
