@@ -123,6 +123,44 @@ std::vector<float> run(QuantIsa isa, int threads, const std::vector<float>& x, c
   return out;
 }
 
+// Block scales set to powers of two (scales 2^-4, offsets and dmins 2^-5, at each layout's fp16 fields; f16/bf16:
+// small integers), so that every product and sum of a short row is exact in float.
+void power_of_two_scales(GgmlType type, std::vector<uint8_t>& bytes) {
+  const quant::TypeTraits& traits = quant::traits(type);
+  for (size_t b = 0; b < bytes.size() / traits.block_bytes; ++b) {
+    uint8_t* block = bytes.data() + b * traits.block_bytes;
+    const uint16_t d = quant::float_to_half(0.0625f), m = quant::float_to_half(0.03125f);
+    if (type == GgmlType::Q6_K)
+      std::memcpy(block + 208, &d, 2);
+    else if (!floats_in(type))
+      std::memcpy(block, &d, 2);
+    if (type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K)
+      std::memcpy(block + 2, &m, 2);
+    if (floats_in(type)) {
+      const uint16_t v = type == GgmlType::F16 ? quant::float_to_half(float(int(b % 7) - 3))
+                                               : quant::float_to_bf16(float(int(b % 7) - 3));
+      std::memcpy(block, &v, 2);
+    }
+  }
+}
+
+// Every quant of every block at its largest value (all bits set; q8_0: 127), scales and offsets left as they are.
+void largest_quants(GgmlType type, std::vector<uint8_t>& bytes) {
+  struct Quants {
+    GgmlType type;
+    int from, to;  // a block's quant bytes (ggml-common.h); the K-quants' 6-bit scales and mins too (63 each)
+  };
+  const Quants layouts[] = {{GgmlType::Q4_0, 2, 18},  {GgmlType::Q4_1, 4, 20}, {GgmlType::Q5_0, 2, 22},
+                            {GgmlType::Q5_1, 4, 24},  {GgmlType::Q8_0, 2, 34}, {GgmlType::Q4_K, 4, 144},
+                            {GgmlType::Q5_K, 4, 176}, {GgmlType::Q6_K, 0, 192}};
+  const size_t block = quant::traits(type).block_bytes;
+  for (const Quants& q : layouts)
+    if (q.type == type)
+      for (size_t b = 0; b < bytes.size() / block; ++b)
+        std::fill(bytes.begin() + b * block + q.from, bytes.begin() + b * block + q.to,
+                  type == GgmlType::Q8_0 ? 0x7f : 0xff);
+}
+
 }  // namespace
 
 // (a) Float rounding only: the reference takes the same quantized activations in double precision, so the kernels
@@ -190,24 +228,7 @@ TEST_CASE("Integer dots are exact: with power-of-two scales the result is the re
     for (int K : tc.ks) {
       INFO(name_of(tc.type) << " K=" << K);
       Weights wt = weights(tc.type, N, K, 77 + K);
-      const quant::TypeTraits& traits = quant::traits(tc.type);
-      // Scales to 2^-4, offsets and dmins to 2^-5 (fp16 bits at each layout's offsets); f16/bf16: small integers.
-      for (size_t b = 0; b < wt.bytes.size() / traits.block_bytes; ++b) {
-        uint8_t* block = wt.bytes.data() + b * traits.block_bytes;
-        const uint16_t d = quant::float_to_half(0.0625f), m = quant::float_to_half(0.03125f);
-        if (tc.type == GgmlType::Q6_K)
-          std::memcpy(block + 208, &d, 2);
-        else if (!floats_in(tc.type))
-          std::memcpy(block, &d, 2);
-        if (tc.type == GgmlType::Q4_1 || tc.type == GgmlType::Q5_1 || tc.type == GgmlType::Q4_K ||
-            tc.type == GgmlType::Q5_K)
-          std::memcpy(block + 2, &m, 2);
-        if (floats_in(tc.type)) {
-          const uint16_t v = tc.type == GgmlType::F16 ? quant::float_to_half(float(int(b % 7) - 3))
-                                                      : quant::float_to_bf16(float(int(b % 7) - 3));
-          std::memcpy(block, &v, 2);
-        }
-      }
+      power_of_two_scales(tc.type, wt.bytes);
       for (int n = 0; n < N; ++n)
         quant::dequantize_row(tc.type, wt.bytes.data() + n * quant::row_bytes(tc.type, K),
                               wt.values.data() + size_t(n) * K, K);
@@ -233,6 +254,48 @@ TEST_CASE("Integer dots are exact: with power-of-two scales the result is the re
           }
       }
     }
+}
+
+// The integer sums at their bounds: every quant at its largest value against activation rows whose quants are all
+// -128, all 127 or both, so that a kernel whose int16 or int32 lanes could saturate or wrap gives a wrong value.
+TEST_CASE("Integer sums at their bounds: the largest quants against activations of -128 and 127, on every ISA",
+          "[qmatmul]") {
+  const std::vector<QuantIsa> isas = runnable_isas();
+  const int N = 9, M = 3;
+  for (const TypeCase& tc : type_cases()) {
+    if (floats_in(tc.type)) continue;
+    const int K = tc.ks[1];
+    INFO(name_of(tc.type) << " K=" << K);
+    Weights wt = weights(tc.type, N, K, 5 + K);
+    power_of_two_scales(tc.type, wt.bytes);
+    largest_quants(tc.type, wt.bytes);
+    for (int n = 0; n < N; ++n)
+      quant::dequantize_row(tc.type, wt.bytes.data() + n * quant::row_bytes(tc.type, K),
+                            wt.values.data() + size_t(n) * K, K);
+    // Row 0: every x = a; row 1: every x = -a (quants all -128 or all 127); row 2: each block's first x = -a, the
+    // rest a (q8_K: -128 beside 127).
+    const int block = k_quant(tc.type) ? 256 : 32;
+    const float a = 1.5f;
+    std::vector<float> x(size_t(M) * K, a);
+    for (int k = 0; k < K; ++k) x[size_t(K) + k] = -a, x[size_t(2) * K + k] = k % block == 0 ? -a : a;
+    std::vector<double> xq = quantized_activations(tc.type, x, M, K);
+    const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
+    const std::vector<float> scalar = run(QuantIsa::Generic, 1, x, w, M);
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {  // the scalar kernel: the exact value within the epilogue's float roundings
+        double exact = 0, magnitude = 0;
+        for (int k = 0; k < K; ++k) {
+          exact += double(wt.values[size_t(n) * K + k]) * xq[size_t(m) * K + k];
+          magnitude += std::fabs(double(wt.values[size_t(n) * K + k]) * xq[size_t(m) * K + k]);
+        }
+        INFO("m=" << m << " n=" << n);
+        REQUIRE(std::fabs(scalar[size_t(m) * N + n] - exact) <= 1e-5 * magnitude);
+      }
+    for (QuantIsa isa : isas) {  // every SIMD kernel: the scalar kernel's bits
+      INFO(quant_isa_name(isa));
+      REQUIRE(run(isa, 1, x, w, M) == scalar);
+    }
+  }
 }
 
 // (c) The engine's contract: a row's bits never depend on its company, its position, the threads or the ISA.

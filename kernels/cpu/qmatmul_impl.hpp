@@ -71,6 +71,15 @@ inline void unpack_six(const uint8_t* q, typename V::Bytes (&g)[4]) {
   g[2] = V::template with_hi2<4>(g[2], high), g[3] = V::template with_hi2<6>(g[3], high);
 }
 
+// dot_scaled for sums known to fit int16 lanes, where the policy has a cheaper multiply for them.
+template <class V, int n>
+typename V::I32 dot_scaled_fits16(const typename V::Bytes* g, const int8_t* x, typename V::Scale scale) {
+  if constexpr (requires { V::template dot_scaled_fits16<n>(g, x, scale); })
+    return V::template dot_scaled_fits16<n>(g, x, scale);
+  else
+    return V::template dot_scaled<n>(g, x, scale);
+}
+
 // --- One block of one panel against R rows: each type's integer sums, then its float epilogue ---
 
 // q4_0, q5_0: x = d * (q - offset); the offset comes off the integer sum as offset * the activations' sum.
@@ -145,7 +154,8 @@ struct K45 {
       const auto scale = V::scale_u8(aux + 32 + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
-        isum[r] = V::add_sums(isum[r], V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
+        isum[r] = V::add_sums(isum[r], Bits == 4 ? dot_scaled_fits16<V, 4>(g, rows[r].qs + 256 * b + 32 * u, scale)
+                                                 : V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
     }
     typename V::Pairs mins[4];
     for (int j = 0; j < 4; ++j) mins[j] = V::pairs_u8(aux + 96 + 16 * j);
