@@ -12,7 +12,7 @@ template <bool Vnni>
 struct Avx512 : YmmColumns {
   using Bytes = __m512i;  // 64-bit lane c: column c
   using I32 = __m512i;    // int32 lanes 2c, 2c + 1: column c
-  using Scale = __m512i;  // VNNI: int32 lanes 2c, 2c + 1; BW: int16 lanes 4c..4c+3
+  using Scale = __m512i;  // VNNI: int32 lanes 2c, 2c + 1; BW: int16 lanes 4c..4c+3 (q6_K: Scale16 on both)
   static constexpr int MR = 8;
   static constexpr int MR_HALF = 12;
 
@@ -28,10 +28,14 @@ struct Avx512 : YmmColumns {
     const __m512i select = _mm512_inserti64x4(_mm512_set1_epi8(1 << Group), _mm256_set1_epi8(1 << (4 + Group)), 1);
     return _mm512_mask_add_epi8(b, _mm512_test_epi8_mask(high, select), b, _mm512_set1_epi8(16));
   }
+  // Bits Shift, Shift + 1 of each high byte to bits 4-5 of q: one 16-bit shift (what crosses a byte is masked off)
+  // and one ternary-logic op, q | (bits & 0x30).
   template <int Shift>
   static Bytes with_hi2(Bytes q, Bytes high) {
-    const __m512i bits = _mm512_slli_epi16(_mm512_srli_epi16(high, Shift), 4);
-    return _mm512_or_si512(q, _mm512_and_si512(bits, _mm512_set1_epi8(0x30)));
+    const __m512i bits = Shift < 4   ? _mm512_slli_epi16(high, 4 - Shift)
+                         : Shift > 4 ? _mm512_srli_epi16(high, Shift - 4)
+                                     : high;
+    return _mm512_ternarylogic_epi32(q, bits, _mm512_set1_epi8(0x30), 0xF8);
   }
 
   static __m512i broadcast8(const int8_t* x) { return _mm512_set1_epi64(load_i64(x)); }
@@ -71,6 +75,16 @@ struct Avx512 : YmmColumns {
     else
       return dot_scaled<n>(g, x, scale);
   }
+  // 6-bit quants (q6_K): two groups' maddubs sums fit int16 (4 * 63 * 128 < 2^15), so with VNNI too a sub-block's
+  // scale goes on by vpmaddwd: three multiplies where two vpdpbusd and a vpmulld take four.
+  using Scale16 = __m512i;  // int16 lanes 4c..4c+3
+  static Scale16 scale16_s8(const int8_t* p) {
+    return _mm512_cvtepi8_epi16(quads(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  template <int n>
+  static I32 dot_scaled16(const Bytes* g, const int8_t* x, Scale16 scale) {
+    return _mm512_madd_epi16(products<n>(g, x), scale);
+  }
   // Signed weights. VNNI: (w + 128) as u8 times x, less 128 * sum(x); BW: |w| times x with w's sign.
   static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t xsum) {
     __m512i sum = _mm512_setzero_si512();
@@ -100,13 +114,6 @@ struct Avx512 : YmmColumns {
       return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(s, s));
     else
       return _mm512_cvtepu8_epi16(quads(s));
-  }
-  static Scale scale_s8(const int8_t* p) {
-    const __m128i s = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    if constexpr (Vnni)
-      return _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(s, s));
-    else
-      return _mm512_cvtepi8_epi16(quads(s));
   }
   // Bytes s0 s0 s0 s0 s1 ... s7: each column's factor four times.
   static __m256i quads(__m128i s) {

@@ -80,6 +80,28 @@ typename V::I32 dot_scaled_fits16(const typename V::Bytes* g, const int8_t* x, t
     return V::template dot_scaled<n>(g, x, scale);
 }
 
+// q6_K's sub-block dot, by the policy's int16 path where it has one (Scale16), else its dot_scaled.
+template <class V>
+concept HasScale16 = requires {
+  typename V::Scale16;
+};
+
+template <class V>
+auto scale16_s8(const int8_t* p) {
+  if constexpr (HasScale16<V>)
+    return V::scale16_s8(p);
+  else
+    return V::scale_s8(p);
+}
+
+template <class V, int n, class S>
+typename V::I32 dot_scaled16(const typename V::Bytes* g, const int8_t* x, S scale) {
+  if constexpr (HasScale16<V>)
+    return V::template dot_scaled16<n>(g, x, scale);
+  else
+    return V::template dot_scaled<n>(g, x, scale);
+}
+
 // --- One block of one panel against R rows: each type's integer sums, then its float epilogue ---
 
 // q4_0, q5_0: x = d * (q - offset); the offset comes off the integer sum as offset * the activations' sum.
@@ -184,12 +206,12 @@ struct K6 {
     for (int u = 0; u < 8; ++u) {
       typename V::Bytes g[4];
       unpack_six<V>(q + 192 * u, g);
-      const auto s0 = V::scale_s8(sc + 16 * u), s1 = V::scale_s8(sc + 16 * u + 8);
+      const auto s0 = scale16_s8<V>(sc + 16 * u), s1 = scale16_s8<V>(sc + 16 * u + 8);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const int8_t* x = rows[r].qs + 256 * b + 32 * u;
-        isum[r] = V::add_sums(
-            isum[r], V::add_sums(V::template dot_scaled<2>(g, x, s0), V::template dot_scaled<2>(g + 2, x + 16, s1)));
+        isum[r] =
+            V::add_sums(isum[r], V::add_sums(dot_scaled16<V, 2>(g, x, s0), dot_scaled16<V, 2>(g + 2, x + 16, s1)));
       }
     }
     typename V::Pairs scales[8];
