@@ -49,7 +49,12 @@ struct Avx512 : YmmColumns {
   }
   template <int n>
   static I32 dot(const Bytes* g, const int8_t* x) {
-    if constexpr (Vnni) {
+    if constexpr (Vnni && n == 4) {
+      const __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), g[0], broadcast8(x));
+      const __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), g[2], broadcast8(x + 16));
+      return _mm512_add_epi32(_mm512_dpbusd_epi32(a, g[1], broadcast8(x + 8)),
+                              _mm512_dpbusd_epi32(b, g[3], broadcast8(x + 24)));
+    } else if constexpr (Vnni) {
       __m512i sum = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int i = 0; i < n; ++i) sum = _mm512_dpbusd_epi32(sum, g[i], broadcast8(x + 8 * i));
