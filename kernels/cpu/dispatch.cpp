@@ -147,7 +147,7 @@ void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int he
 }
 
 void CpuBackend::swiglu_rows(const float* gate_up, float* out, int M, int hidden) const {
-  gated_rows(threads_, gate_up, out, M, hidden, reference::swiglu);
+  gated_rows(threads_, gate_up, out, M, hidden, simd_.swiglu);
 }
 
 void CpuBackend::geglu_rows(const float* gate_up, float* out, int M, int hidden) const {

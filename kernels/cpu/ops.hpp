@@ -97,6 +97,8 @@ struct SimdKernels {
   void (*matmul)(const float* x, const float* packed, float* out, int M, int N, int K, int p_begin, int p_end);
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+  // out = silu(gate) * up elementwise, with a vector exp (within a few ulp of reference::swiglu).
+  void (*swiglu)(const float* gate, const float* up, float* out, int n);
   // The attention of the batch tokens [token_begin, token_end), all of one sequence, at the query heads of kv
   // heads [kv_begin, kv_end); each query's bits depend on its own keys only (simd_impl.hpp). scratch: the
   // calling thread's, grown as needed.
