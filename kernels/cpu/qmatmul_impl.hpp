@@ -71,10 +71,15 @@ inline void unpack_six(const uint8_t* q, typename V::Bytes (&g)[4]) {
   g[2] = V::template with_hi2<4>(g[2], high), g[3] = V::template with_hi2<6>(g[3], high);
 }
 
-// dot_scaled for sums known to fit int16 lanes, where the policy has a cheaper multiply for them.
+// q4_K's sub-block dot (its sums fit int16 lanes), by the policy's cheaper multiply for that where it has one.
+template <class V>
+concept HasFits16 = requires(const typename V::Bytes* g, const int8_t* x, typename V::Scale s) {
+  V::template dot_scaled_fits16<4>(g, x, s);
+};
+
 template <class V, int n>
 typename V::I32 dot_scaled_fits16(const typename V::Bytes* g, const int8_t* x, typename V::Scale scale) {
-  if constexpr (requires { V::template dot_scaled_fits16<n>(g, x, scale); })
+  if constexpr (HasFits16<V>)
     return V::template dot_scaled_fits16<n>(g, x, scale);
   else
     return V::template dot_scaled<n>(g, x, scale);
