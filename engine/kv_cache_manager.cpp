@@ -52,8 +52,7 @@ KVCacheBlocks KVCacheManager::get_computed_blocks(Request& request, int* num_com
 }
 
 void KVCacheManager::remove_skipped_blocks(const Request& request, int num_computed_tokens) {
-  if (auto it = tables_.find(request.request_id); it != tables_.end())
-    remove_skipped_blocks(it->second, num_computed_tokens);
+  if (request.kv_tables) remove_skipped_blocks(request.kv_tables->groups, num_computed_tokens);
 }
 
 void KVCacheManager::remove_skipped_blocks(Tables& tables, int num_computed_tokens) {
@@ -72,8 +71,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   };
   const int num_hits = int(hits_of(0).size());
   const int num_computed = request.num_computed_tokens + num_hits * block_size_;
-  auto it = tables_.find(request.request_id);
-  Tables* tables = it == tables_.end() ? nullptr : &it->second;
+  Tables* tables = request.kv_tables ? &request.kv_tables->groups : nullptr;
   const Tables& held = tables ? *tables : no_tables_;
   // Blocks the window left give room first; drafts a verification may reject keep theirs.
   if (tables) remove_skipped_blocks(*tables, request.num_computed_tokens - num_in_flight_drafts);
@@ -81,7 +79,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   for (size_t g = 0; g < groups_.size(); ++g)
     wanted += groups_[g]->num_blocks_to_allocate(held[g], num_computed + num_new_tokens, hits_of(g));
   if (wanted > pool_.get_num_free_blocks()) return false;
-  if (!tables) tables = &tables_.emplace(request.request_id, Tables(groups_.size())).first->second;
+  if (!tables) tables = &tables_of(request);
   for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->save_hits((*tables)[g], hits_of(g));
   for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->allocate_new((*tables)[g], num_computed + num_new_tokens);
   if (pool_.enable_caching() && cache_blocks) {
@@ -94,14 +92,22 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   return true;
 }
 
-std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Request& parent, const Request& child) {
+KVCacheManager::Tables& KVCacheManager::tables_of(Request& request) {
+  if (!request.kv_tables) {
+    RequestBlockTables& entry = tables_[request.request_id];
+    entry.groups.resize(groups_.size());
+    request.kv_tables = &entry;
+  }
+  return request.kv_tables->groups;
+}
+
+std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Request& parent, Request& child) {
   const int full = parent.num_prompt_tokens() / block_size_;
   const bool partial = parent.num_prompt_tokens() % block_size_ != 0;
   if (partial && pool_.get_num_free_blocks() < num_groups()) return std::nullopt;
-  const auto pt = tables_.find(parent.request_id);
-  if (pt == tables_.end()) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
-  const Tables& from = pt->second;  // stays put: unordered_map nodes do not move when the child is added
-  Tables& to = tables_[child.request_id];
+  if (!parent.kv_tables) throw std::logic_error("fork: the parent does not hold its prompt's blocks");
+  const Tables& from = parent.kv_tables->groups;  // stays put: unordered_map nodes do not move when the child is added
+  Tables& to = tables_of(child);
   to.assign(groups_.size(), {});
   std::vector<std::pair<int, int>> copies;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -111,29 +117,44 @@ std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Reque
   return copies;
 }
 
+void KVCacheManager::free(Request& request) {
+  if (!request.kv_tables) return free(request.request_id);  // a copy of the request that allocated
+  request.kv_tables = nullptr;
+  free(request.request_id);
+}
+
 void KVCacheManager::free(const std::string& req_id) {
   auto it = tables_.find(req_id);
   if (it == tables_.end()) return;
-  for (size_t g = 0; g < groups_.size(); ++g) pool_.free_blocks(groups_[g]->take_blocks(it->second[g]));
+  for (size_t g = 0; g < groups_.size(); ++g) pool_.free_blocks(groups_[g]->take_blocks(it->second.groups[g]));
   tables_.erase(it);
 }
 
-GroupBlockIds KVCacheManager::block_ids(const std::string& req_id) const {
+GroupBlockIds KVCacheManager::ids_of(const Tables* tables) const {
   GroupBlockIds ids(groups_.size());
-  if (auto it = tables_.find(req_id); it != tables_.end())
+  if (tables)
     for (size_t g = 0; g < groups_.size(); ++g)
-      for (const KVCacheBlock* b : it->second[g].blocks) ids[g].push_back(b->block_id);
+      for (const KVCacheBlock* b : (*tables)[g].blocks) ids[g].push_back(b->block_id);
   return ids;
 }
 
-GroupBlockIds KVCacheManager::take_new_block_ids(const std::string& req_id) {
-  auto it = tables_.find(req_id);
+GroupBlockIds KVCacheManager::block_ids(const Request& request) const {
+  return ids_of(request.kv_tables ? &request.kv_tables->groups : nullptr);
+}
+
+GroupBlockIds KVCacheManager::block_ids(const std::string& req_id) const {
+  const auto it = tables_.find(req_id);
+  return ids_of(it == tables_.end() ? nullptr : &it->second.groups);
+}
+
+GroupBlockIds KVCacheManager::take_new_block_ids(Request& request) {
   GroupBlockIds ids;
-  if (it == tables_.end()) return ids;
+  if (!request.kv_tables) return ids;
+  Tables& tables = request.kv_tables->groups;
   bool any = false;
-  for (BlockTable& t : it->second) any |= !t.new_ids.empty();
+  for (BlockTable& t : tables) any |= !t.new_ids.empty();
   if (!any) return ids;  // most decode steps: nothing new, and nothing for the step to carry
-  for (BlockTable& t : it->second) ids.push_back(std::exchange(t.new_ids, {}));
+  for (BlockTable& t : tables) ids.push_back(std::exchange(t.new_ids, {}));
   return ids;
 }
 

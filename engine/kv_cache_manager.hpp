@@ -25,6 +25,11 @@ struct PrefixCacheStats {
 // Blocks per KV group, in group order (vLLM's KVCacheBlocks).
 using KVCacheBlocks = std::vector<std::vector<KVCacheBlock*>>;
 
+// A request's block table in every KV group; the request points at its own (Request::kv_tables).
+struct RequestBlockTables {
+  std::vector<BlockTable> groups;
+};
+
 class KVCacheManager {
  public:
   // group_windows[g]: group g's sliding window, 0 for full attention (empty: one full-attention group).
@@ -49,16 +54,18 @@ class KVCacheManager {
   // per group, a fresh block for its copy of the prompt's partial last block. Returns those copies as
   // (src, dst) ids (none when the prompt ends on a block boundary), or nothing (changing nothing) when the
   // pool is short.
-  std::optional<std::vector<std::pair<int, int>>> fork(const Request& parent, const Request& child);
+  std::optional<std::vector<std::pair<int, int>>> fork(const Request& parent, Request& child);
 
-  // Returns every block of the request to the pool, tail first so its prefix stays cached longest.
-  void free(const Request& request) { free(request.request_id); }
+  // Returns every block of the request to the pool, tail first so its prefix stays cached longest. By id: blocks
+  // kept after their request ended (held for a KV transfer).
+  void free(Request& request);
   void free(const std::string& req_id);
 
   // Block ids the request holds per group, in order (the null block where a window skipped).
+  GroupBlockIds block_ids(const Request& request) const;
   GroupBlockIds block_ids(const std::string& req_id) const;
   // Blocks added per group by the last allocate_slots call for this request.
-  GroupBlockIds take_new_block_ids(const std::string& req_id);
+  GroupBlockIds take_new_block_ids(Request& request);
   int num_groups() const { return int(groups_.size()); }
   // Blocks of one group's table that num_tokens tokens fill.
   int num_blocks_needed(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
@@ -80,12 +87,15 @@ class KVCacheManager {
   using Tables = std::vector<BlockTable>;            // one per KV group
   void update_block_hashes(Request& request) const;  // hashes of full blocks not hashed yet
   void remove_skipped_blocks(Tables& tables, int num_computed_tokens);
+  // The request's tables, made (empty) when it holds none yet.
+  Tables& tables_of(Request& request);
+  GroupBlockIds ids_of(const Tables* tables) const;
 
   int block_size_;
   BlockPool pool_;
   std::vector<std::unique_ptr<SingleTypeKVCacheManager>> groups_;
-  // Per id holding blocks, its tables: one lookup per call finds every group's.
-  std::unordered_map<std::string, Tables> tables_;
+  // Per id holding blocks, its tables (nodes stay put: requests point at theirs).
+  std::unordered_map<std::string, RequestBlockTables> tables_;
   Tables no_tables_;  // empty tables, for a request holding nothing yet
 
   PrefixCacheStats stats_;

@@ -42,13 +42,8 @@ void collect_prompt_logprobs(std::vector<TokenLogprobs>& collected, const Prompt
 }
 
 // The scheduler's side (declared in scheduler.hpp): a step's chunk joins the request it was computed for.
-void Scheduler::take_prompt_logprobs(const std::string& req_id, uint64_t step_id, const PromptLogprobsChunk& chunk) {
-  if (chunk.entries.empty()) return;
-  const auto it = requests_.find(req_id);
-  // Gone (finished or aborted), or an id reused since the step was planned: the chunk was another request's.
-  if (it == requests_.end() || step_id < it->second->first_step_id) return;
-  Request& r = *it->second;
-  if (wants_prompt_logprobs(r.sampling_params, r.output_token_ids.size()))
+void Scheduler::take_prompt_logprobs(Request& r, const PromptLogprobsChunk& chunk) {
+  if (!chunk.entries.empty() && wants_prompt_logprobs(r.sampling_params, r.output_token_ids.size()))
     collect_prompt_logprobs(r.prompt_logprobs, chunk);
 }
 

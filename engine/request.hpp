@@ -34,6 +34,8 @@ enum class KvTransfer {
   FromPrefill,  // a decode instance: blocks are allocated, the KV and the first token(s) arrive from a prefill instance
 };
 
+struct RequestBlockTables;  // the KV cache manager's entry for a request that holds blocks
+
 struct Request {
   std::string request_id;
   std::vector<int> prompt_token_ids;
@@ -44,18 +46,17 @@ struct Request {
   int num_computed_tokens = 0;     // tokens whose KV is in the cache
   int num_cached_tokens = -1;      // prefix-cache hit on first scheduling (-1: not yet scheduled)
   int num_preemptions = 0;
-  int num_output_placeholders = 0;  // tokens sampled by steps in flight, not appended yet (async scheduling)
-  int num_draft_placeholders = 0;   // drafts verified by steps in flight: positions held until their verdict
-  int num_drafts_ready = 0;         // speculative decoding: drafts the worker holds for its next step
-  bool worker_knows = false;        // the scheduler sent it to the worker and has not dropped it since
+  int num_output_placeholders = 0;          // tokens sampled by steps in flight, not appended yet (async scheduling)
+  int num_draft_placeholders = 0;           // drafts verified by steps in flight: positions held until their verdict
+  int num_drafts_ready = 0;                 // speculative decoding: drafts the worker holds for its next step
+  bool worker_knows = false;                // the scheduler sent it to the worker and has not dropped it since
+  RequestBlockTables* kv_tables = nullptr;  // its blocks in the KV cache manager (null: none), found without its id
   RequestStatus status = RequestStatus::Waiting;
   KvTransfer kv_transfer = KvTransfer::None;
   std::optional<int> stop_token;        // the token that stopped it (EOS or a stop_token_id)
   std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
-  // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them; and the first step that
-  // scheduled the request (a step planned earlier computed them for an older request of the same id).
+  // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them.
   std::vector<TokenLogprobs> prompt_logprobs;
-  uint64_t first_step_id = 0;
   double arrival_time = 0.0;  // seconds, steady clock
   // Parallel sampling (n > 1): until its delayed split the request is the parent, prefilled once; then it
   // continues as child 0 and children 1..n-1 join. Both lists are empty for any other request.

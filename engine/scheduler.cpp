@@ -71,7 +71,7 @@ void Scheduler::add_request(Request request) {
   request.worker_knows = false;
   auto owned = std::make_unique<Request>(std::move(request));
   waiting_.push_back(owned.get());
-  count_parent(*owned, 1);
+  count_live(*owned, 1);
   requests_.emplace(owned->request_id, std::move(owned));
 }
 
@@ -100,6 +100,9 @@ std::vector<const Request*> Scheduler::requests() const {
 }
 
 void Scheduler::mark_outputs_stale(Request& request) {
+  for (PlannedStep& step : planned_steps_)
+    for (Scheduled& s : step.scheduled)
+      if (s.request == &request) s.request = nullptr;
   if (request.num_output_placeholders > 0) stale_outputs_[request.request_id] += request.num_output_placeholders;
   request.num_output_placeholders = 0;
   request.num_draft_placeholders = 0;
@@ -129,7 +132,7 @@ void Scheduler::free_request(Request& request) {
   std::erase(waiting_, &request);
   std::erase(remote_kv_, &request);
   if (forget_worker_knows(request)) finished_req_ids_.push_back(request.request_id);
-  count_parent(request, -1);
+  count_live(request, -1);
   requests_.erase(request.request_id);  // destroys the request: last use
 }
 
@@ -199,17 +202,16 @@ SchedulerOutput Scheduler::schedule() {
     }
     if (!allocated) break;  // r was the newest left and went back to waiting
     if (r->worker_knows) {
-      out.scheduled_cached_reqs.push_back(
-          {r->request_id, kv_.take_new_block_ids(r->request_id), r->num_computed_tokens});
+      out.scheduled_cached_reqs.push_back({r->request_id, kv_.take_new_block_ids(*r), r->num_computed_tokens});
     } else {  // a split child: the worker meets it now, with the blocks it shares
-      kv_.take_new_block_ids(r->request_id);
+      kv_.take_new_block_ids(*r);
       r->worker_knows = true;
       out.scheduled_new_reqs.push_back({r->request_id,
                                         r->prompt_token_ids,
                                         r->output_token_ids,
                                         r->sampling_params,
                                         r->seed,
-                                        kv_.block_ids(r->request_id),
+                                        kv_.block_ids(*r),
                                         r->num_computed_tokens,
                                         {}});
     }
@@ -235,14 +237,14 @@ SchedulerOutput Scheduler::schedule() {
     if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
     if (reads_cache) kv_.record_prefix_lookup(r->num_tokens(), num_hit);
-    kv_.take_new_block_ids(r->request_id);
+    kv_.take_new_block_ids(*r);
     r->num_computed_tokens = num_hit;
-    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit, r->first_step_id = uint64_t(num_steps_) + 1;
+    if (r->num_cached_tokens < 0) r->num_cached_tokens = num_hit;
     r->status = RequestStatus::Running;
     running_.push_back(r);
     r->worker_knows = true;
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
-                                      r->seed, kv_.block_ids(r->request_id), num_hit,
+                                      r->seed, kv_.block_ids(*r), num_hit,
                                       r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}});
     scheduled_new.push_back({r, n, 0});
     budget -= n;
@@ -269,7 +271,10 @@ SchedulerOutput Scheduler::schedule() {
   }
   num_decode_steps_ += all_decode;
   num_uniform_decode_steps_ += uniform;
-  if (out.has_work()) out.step_id = uint64_t(++num_steps_);
+  if (out.has_work()) {
+    out.step_id = uint64_t(++num_steps_);
+    planned_steps_.push_back({out.step_id, scheduled_new});
+  }
   peak_used_blocks_ = std::max(peak_used_blocks_, kv_.block_pool().num_used());
   return out;
 }
@@ -330,9 +335,9 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
   const std::vector<std::string> ids = std::move(parent.child_req_ids);
   const std::vector<uint64_t> seeds = std::move(parent.child_seeds);
   parent.child_req_ids.clear(), parent.child_seeds.clear();
-  count_parent(parent, -1);
+  count_live(parent, -1);
   parent.parent_req_id = parent.request_id;
-  count_parent(parent, 1);
+  count_live(parent, 1);
   parent.sampling_params.n = 1;
   ++num_splits_;
   auto lp = [&](size_t i) {
@@ -344,7 +349,7 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
     Request& c = *owned;
     requests_.emplace(c.request_id, std::move(owned));
     c.parent_req_id = parent.request_id;
-    count_parent(c, 1);
+    count_live(c, 1);
     c.block_hashes.assign(
         parent.block_hashes.begin(),
         parent.block_hashes.begin() +
@@ -368,11 +373,23 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
   outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
 }
 
+Scheduler::PlannedStep Scheduler::take_planned_step(const SchedulerOutput& so) {
+  // Steps planned before this one that never came back (a failed step) are dropped.
+  while (!planned_steps_.empty() && planned_steps_.front().step_id < so.step_id) planned_steps_.pop_front();
+  if (planned_steps_.empty() || planned_steps_.front().step_id != so.step_id ||
+      planned_steps_.front().scheduled.size() != so.num_scheduled_tokens.size())
+    throw std::logic_error("step " + std::to_string(so.step_id) + " was not planned by this scheduler");
+  PlannedStep step = std::move(planned_steps_.front());
+  planned_steps_.pop_front();
+  return step;
+}
+
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   PhaseTimer timer(profile_, StepPhase::Update);
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " +
                            std::to_string(so.step_id));
+  const PlannedStep step = take_planned_step(so);
   // The worker's row of each request: the row after the last one found (its batch keeps the order in which
   // requests were scheduled, mostly), else a binary search over its ids sorted once (no hash map per step).
   rows_.clear();  // views into the last step's output: sorted again only when a guess misses
@@ -387,40 +404,38 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       throw std::logic_error("the worker returned no row for scheduled request " + id);
     return row->second;
   };
-  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(),
-                                                       so.scheduled_spec_decode_tokens.end());
   std::vector<EngineCoreOutput> outputs;
   outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
   size_t next_row = 0;
-  for (const auto& [id, n] : so.num_scheduled_tokens) {
+  for (size_t i = 0; i < step.scheduled.size(); ++i) {
+    const std::string& id = so.num_scheduled_tokens[i].first;
     const size_t row = row_of(id, next_row);
     next_row = row + 1;
-    if (row < mro.prompt_logprobs.size()) take_prompt_logprobs(id, so.step_id, mro.prompt_logprobs[row]);
+    Request* r = step.scheduled[i].request;
+    if (r && row < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[row]);
     const auto& sampled = mro.sampled_token_ids[row];
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
-    if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end()) {
-      // Planned before the request finished or was preempted (an id reused since then sorts after it).
-      if (--stale->second == 0) stale_outputs_.erase(stale);
+    if (!r) {                       // planned before the request finished or was preempted
+      if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end() && --stale->second == 0)
+        stale_outputs_.erase(stale);
       ++num_discarded_;
       continue;
     }
-    auto it = requests_.find(id);
-    if (it == requests_.end() || it->second->num_output_placeholders < 1)
+    if (r->num_output_placeholders < 1)
       throw std::logic_error("the worker sampled for request " + id + ", which expects no token");
-    Request& r = *it->second;
-    --r.num_output_placeholders;
-    if (row < mro.num_drafts_ready.size()) r.num_drafts_ready = mro.num_drafts_ready[row];
-    if (auto d = drafts_of.find(id); d != drafts_of.end())
-      account_verification(r, d->second, int(sampled.size()) - 1,
+    --r->num_output_placeholders;
+    if (row < mro.num_drafts_ready.size()) r->num_drafts_ready = mro.num_drafts_ready[row];
+    if (const int drafts = step.scheduled[i].num_drafts; drafts > 0)
+      account_verification(*r, drafts, int(sampled.size()) - 1,
                            row < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row] : 0);
     const auto& logprobs = row < mro.logprobs.size() ? mro.logprobs[row] : std::vector<TokenLogprobs>{};
-    if (r.kv_transfer == KvTransfer::ToDecode)
-      outputs.push_back(hand_off(r, sampled, logprobs));
-    else if (r.awaits_split())
-      split(r, sampled, logprobs, outputs);
+    if (r->kv_transfer == KvTransfer::ToDecode)
+      outputs.push_back(hand_off(*r, sampled, logprobs));
+    else if (r->awaits_split())
+      split(*r, sampled, logprobs, outputs);
     else
-      outputs.push_back(after_tokens(r, sampled, logprobs));
+      outputs.push_back(after_tokens(*r, sampled, logprobs));
   }
   return outputs;
 }

@@ -123,7 +123,9 @@ class Scheduler {
   // Sampled tokens still to arrive from steps in flight for requests that finished or were preempted since.
   int num_stale_outputs() const;
   // No step is in flight any more: stale outputs that never came (a failed step) are forgotten.
-  void forget_stale_outputs() { stale_outputs_.clear(); }
+  void forget_stale_outputs() { stale_outputs_.clear(), planned_steps_.clear(); }
+  // Live requests with stop strings: none, and no output can end by one (the output processor's check).
+  bool any_stop_strings() const { return num_with_stop_strings_ > 0; }
   // True when the worker still has to hear of finished requests (schedule() then yields an empty step).
   bool has_pending_finished() const { return !finished_req_ids_.empty(); }
   int num_running() const { return int(running_.size()); }
@@ -167,12 +169,19 @@ class Scheduler {
   // Decode side: allocates the blocks a FromPrefill request's KV arrives into; false when the pool is short.
   bool admit_remote(Request& request);
   // A step's prompt logprobs for a request that still wants them (defined in prompt_logprobs.cpp).
-  void take_prompt_logprobs(const std::string& req_id, uint64_t step_id, const PromptLogprobsChunk& chunk);
+  void take_prompt_logprobs(Request& request, const PromptLogprobsChunk& chunk);
 
   struct Scheduled {
-    Request* request;
+    Request* request;            // null once it finished or was preempted: the step's output for it is stale
     int num_tokens, num_drafts;  // num_tokens includes the drafts
   };
+  // A step sent and not folded back yet: its requests in num_scheduled_tokens order, so that folding it back
+  // finds each without its id.
+  struct PlannedStep {
+    uint64_t step_id;
+    std::vector<Scheduled> scheduled;
+  };
+  PlannedStep take_planned_step(const SchedulerOutput& so);
 
   SchedulerConfig config_;
   KVCacheManager kv_;
@@ -187,8 +196,9 @@ class Scheduler {
   std::vector<std::pair<int, int>> pending_block_copies_;  // split children's partial blocks, for the next step
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
-  std::vector<Request*> remote_kv_;     // decode side: WaitingForRemoteKv, in admission order
-  std::vector<KvReceive> kv_receives_;  // decode side: admitted since take_kv_receives
+  std::deque<PlannedStep> planned_steps_;  // oldest first
+  std::vector<Request*> remote_kv_;        // decode side: WaitingForRemoteKv, in admission order
+  std::vector<KvReceive> kv_receives_;     // decode side: admitted since take_kv_receives
   std::unordered_map<std::string, int>
       held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
@@ -198,8 +208,12 @@ class Scheduler {
   int64_t num_graph_replays_ = 0, num_eager_steps_ = 0;
   int peak_used_blocks_ = 0;
   int num_with_parent_ = 0;  // live requests with a parent_req_id: stats() then counts user requests one by one
-  // A request joins (or leaves) the scheduler's requests: the count above follows.
-  void count_parent(const Request& r, int delta) { num_with_parent_ += r.parent_req_id.empty() ? 0 : delta; }
+  int num_with_stop_strings_ = 0;
+  // A request joins (or leaves) the scheduler's requests: the counts above follow.
+  void count_live(const Request& r, int delta) {
+    num_with_parent_ += r.parent_req_id.empty() ? 0 : delta;
+    num_with_stop_strings_ += r.sampling_params.stop.empty() ? 0 : delta;
+  }
 };
 
 }  // namespace parley

@@ -24,7 +24,7 @@ EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens,
   std::erase(running_, &r);
   if (forget_worker_knows(r)) finished_req_ids_.push_back(r.request_id);
   held_.emplace(r.request_id, r.num_prompt_tokens());
-  count_parent(r, -1);
+  count_live(r, -1);
   requests_.erase(r.request_id);  // destroys the request: last use
   return o;
 }
@@ -50,10 +50,10 @@ bool Scheduler::admit_remote(Request& r) {
   // table names the null block there, into which the sender's bytes for it go).
   kv_.remove_skipped_blocks(r, r.num_prompt_tokens());
   waiting_.pop_front();
-  kv_.take_new_block_ids(r.request_id);
+  kv_.take_new_block_ids(r);
   r.status = RequestStatus::WaitingForRemoteKv;
   remote_kv_.push_back(&r);
-  kv_receives_.push_back({r.request_id, flatten_block_ids(kv_.block_ids(r.request_id))});
+  kv_receives_.push_back({r.request_id, flatten_block_ids(kv_.block_ids(r))});
   return true;
 }
 

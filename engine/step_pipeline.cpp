@@ -91,6 +91,7 @@ StepPipeline::Folded StepPipeline::abort_all(std::string why) {
 }
 
 bool StepPipeline::may_stop(const std::vector<EngineCoreOutput>& outputs) const {
+  if (!scheduler_.any_stop_strings()) return false;  // no lookup per output in the usual case
   for (const EngineCoreOutput& o : outputs)
     if (const Request* r = scheduler_.find(o.req_id); r && !r->sampling_params.stop.empty()) return true;
   return false;
