@@ -14,10 +14,12 @@ namespace parley {
 
 class OutputService;
 
-// The worker owns the model runner; spawned detached (its own thread). links: how it opens device links for
-// KV transfers (null: none); link_timeout_s bounds a link's opening and each transfer on it.
+// The worker owns the model runner; spawned detached (its own thread), which computes on compute_cpus (empty: where
+// the OS puts it). links: how it opens device links for KV transfers (null: none); link_timeout_s bounds a link's
+// opening and each transfer on it.
 msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner,
-                               std::shared_ptr<KvLinkFactory> links = nullptr, double link_timeout_s = 30);
+                               std::shared_ptr<KvLinkFactory> links = nullptr, double link_timeout_s = 30,
+                               std::vector<int> compute_cpus = {});
 // What the scheduler of a prefill or decode instance needs besides its KV transfer actor (sent to it later).
 struct SchedulerPd {
   bool remote_prefill = false;          // decode role: admitted requests are prefilled by prefill instances

@@ -76,6 +76,7 @@ class DataParallelEngine final : public EngineClient {
       EngineConfig c = config;
       if (c.device == DeviceKind::Cuda) c.devices = {config.devices.at(size_t(i))};
       c.data_parallel_size = 1;
+      c.data_parallel_rank = i, c.data_parallel_engines = replicas;
       engines_.push_back(start_one(c));
     }
     routing_->outstanding.assign(engines_.size(), 0);
@@ -141,6 +142,7 @@ class DataParallelEngine final : public EngineClient {
   const std::string& chat_template() const override { return engines_[0]->chat_template(); }
   std::vector<int> eos_token_ids() const override { return engines_[0]->eos_token_ids(); }
   int max_n() const override { return engines_[0]->max_n(); }
+  std::vector<int> service_cpus() const override { return engines_[0]->service_cpus(); }  // the same for each
 
  private:
   std::vector<std::unique_ptr<EngineClient>> engines_;

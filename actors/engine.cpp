@@ -1,5 +1,6 @@
 // EngineClient over the actor system: loads the model, spawns worker, output, scheduler, admin and
 // ingress, and turns calls from other threads into messages to the ingress.
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
@@ -12,6 +13,7 @@
 #include "actors/output_service.hpp"
 #include "engine/engine_core.hpp"
 #include "engine/kv_peer_auth.hpp"
+#include "engine/thread_placement.hpp"
 #include "engine/structured_output/structured_output_manager.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
@@ -106,6 +108,25 @@ void configure_actor_threads(caf::actor_system_config& system_config, Role role)
   system_config.set("scheduler.max-threads", size_t(role == Role::Colocated ? 1 : 2));
 }
 
+// Pins every thread CAF starts to the actor threads' CPUs (the worker moves to its own on its first step).
+class PinActorThreads final : public caf::thread_hook {
+ public:
+  explicit PinActorThreads(std::vector<int> cpus) : cpus_(std::move(cpus)) {}
+  void init(caf::actor_system&) override {}
+  void thread_started() override { pin_this_thread(cpus_); }
+  void thread_terminates() override {}
+
+ private:
+  std::vector<int> cpus_;
+};
+
+// --cpu-affinity auto: the compute threads (the CPU backend's, or the one that drives a GPU) on CPUs of their
+// own, when some are left for the actor threads.
+ThreadPlacement placement_for(const EngineConfig& c, int compute_threads) {
+  if (c.cpu_affinity == CpuAffinity::Off) return {};
+  return place_threads(allowed_cpus(), compute_threads, c.data_parallel_rank, c.data_parallel_engines);
+}
+
 std::string model_name_of(const EngineConfig& c) {
   if (!c.served_model_name.empty()) return c.served_model_name;
   if (c.model_path.empty()) return "parley-builtin";
@@ -170,11 +191,18 @@ class ActorEngine final : public EngineClient {
         config.kv_recompute_on_failure,
         {KvCacheLayout::for_model(file_.config).slots_per_block, file_.config.kv_dim(), sc.block_size, kv_dtype}};
     configure_actor_threads(system_config_, pd.role);
+    const ThreadPlacement placement = placement_for(config, cuda ? 1 : backend_.threads());
+    if (placement.pinned()) {
+      service_cpus_ = placement.service;
+      system_config_.add_thread_hook<PinActorThreads>(placement.service);
+      spdlog::info("thread affinity: the worker computes on CPUs {}, the actor threads run on CPUs {}",
+                   fmt::join(placement.compute, ","), fmt::join(placement.service, ","));
+    }
     system_ = std::make_unique<caf::actor_system>(system_config_);
     std::shared_ptr<KvLinkFactory> links = config.kv_link_factory;
     if (!links && config.kv_transport == KvTransport::Nccl)
       links = cuda::nccl_link_factory(config.devices.empty() ? 0 : config.devices[0]);
-    worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s);
+    worker_ = spawn_worker(*system_, std::move(runner), links, config.kv_transfer_timeout_s, placement.compute);
     auto output_service = std::make_unique<OutputService>(tokenizer_, model_name_);
     output_service->set_profile(profile_.get());
     output_ = spawn_output(*system_, std::move(output_service));
@@ -263,6 +291,7 @@ class ActorEngine final : public EngineClient {
   const std::string& chat_template() const override { return chat_template_; }
   std::vector<int> eos_token_ids() const override { return eos_; }
   int max_n() const override { return max_n_; }
+  std::vector<int> service_cpus() const override { return service_cpus_; }
 
  private:
   ModelFile file_;
@@ -271,6 +300,7 @@ class ActorEngine final : public EngineClient {
   std::string model_name_, chat_template_;
   int max_model_len_ = 0, max_n_ = 64;
   std::vector<int> eos_;
+  std::vector<int> service_cpus_;  // where the actor threads run (empty: not pinned)
   std::unique_ptr<LlamaModel> model_;
   std::shared_ptr<StepProfile> profile_;    // the actors write to it: it outlives them
   caf::actor_system_config system_config_;  // the system keeps a reference: it must outlive it

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "actors/commands.hpp"
+#include "engine/thread_placement.hpp"
 #include "http/server.hpp"
 
 namespace parley {
@@ -29,6 +30,8 @@ int run_serve(const ServeOptions& o) {
     throw;
   }
   http::HttpServer& server = *server_or_none;
+  // The HTTP threads (this one, those server.run() starts, the signal thread) stay off the compute CPUs.
+  if (!pin_this_thread(engine->service_cpus())) spdlog::warn("the HTTP threads could not be pinned to their CPUs");
   server.start();
   spdlog::info("serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; websocket /v1/ws)",
                engine->model_name(), o.server.host, server.port());

@@ -4,7 +4,10 @@
 #include <map>
 
 #include "actors/actors.hpp"
+#include <spdlog/spdlog.h>
+
 #include "engine/kv_links.hpp"
+#include "engine/thread_placement.hpp"
 
 namespace parley {
 namespace {
@@ -20,6 +23,7 @@ struct WorkerState {
   std::map<uint64_t, KvLinkEvent> sent;  // sends that finished (or failed) before kv_sent asked
   uint64_t next_tag = 1;
   bool polling = false;
+  std::vector<int> compute_cpus;  // pinned to on its first step, from its own thread (its OpenMP team follows)
   uint64_t handled = 0;
 };
 using Self = msg::worker_actor::stateful_pointer<WorkerState>;
@@ -73,13 +77,19 @@ caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, st
 }
 
 msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::unique_ptr<ModelRunner>> runner,
-                                            std::shared_ptr<KvLinkFactory> links, double link_timeout_s) {
+                                            std::shared_ptr<KvLinkFactory> links, double link_timeout_s,
+                                            std::vector<int> compute_cpus) {
   auto& st = self->state;
   st.runner = std::move(*runner);
+  st.compute_cpus = std::move(compute_cpus);
   if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
   return counted_behavior(
       self,
       [self](msg::execute_atom, const std::shared_ptr<const SchedulerOutput>& so) -> caf::result<ModelRunnerOutput> {
+        if (auto& cpus = self->state.compute_cpus; !cpus.empty()) {
+          if (!pin_this_thread(cpus)) spdlog::warn("the worker could not be pinned to its CPUs");
+          cpus.clear();
+        }
         StepProfile* profile = self->state.runner->profile();
         if (profile) profile->worker_starts(so->step_id);
         try {
@@ -178,10 +188,11 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
 }  // namespace
 
 msg::worker_actor spawn_worker(caf::actor_system& sys, std::unique_ptr<ModelRunner> runner,
-                               std::shared_ptr<KvLinkFactory> links, double link_timeout_s) {
+                               std::shared_ptr<KvLinkFactory> links, double link_timeout_s,
+                               std::vector<int> compute_cpus) {
   // The runner travels in a shared_ptr: spawn arguments must be copyable.
   auto holder = std::make_shared<std::unique_ptr<ModelRunner>>(std::move(runner));
-  return sys.spawn<caf::detached>(worker_fun, holder, std::move(links), link_timeout_s);
+  return sys.spawn<caf::detached>(worker_fun, holder, std::move(links), link_timeout_s, std::move(compute_cpus));
 }
 
 }  // namespace parley

@@ -5,7 +5,7 @@
 // messages on top of. A second table splits each engine's step into its phases (engine/step_profile.hpp), and
 // a last line times an idle engine from a request's submission to its first step computing.
 //   bench_async_scheduling [--model M] [--tokenizer T] [--prompt-tokens 32] [--gen-tokens 64]
-//                          [--concurrency 1,16,64] [--repeats 3] [--threads T]
+//                          [--concurrency 1,16,64] [--repeats 3] [--threads T] [--cpu-affinity auto|off]
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -126,9 +126,13 @@ Measure run_batch(EngineClient& engine, StepProfile& profile, std::vector<Engine
   return m;
 }
 
-// An idle engine (its threads asleep for a while): from one request's submission to its first step computing.
-std::vector<double> idle_start_latencies_us(EngineClient& engine, StepProfile& profile, int vocab, int trials) {
-  std::vector<double> us;
+// An idle engine (its threads asleep for a while): from one request's submission to its first step computing, and
+// of that the step's hop from the scheduler to the worker, per trial (each sorted).
+struct IdleStart {
+  std::vector<double> total_us, hop_us;
+};
+IdleStart idle_start_latencies(EngineClient& engine, StepProfile& profile, int vocab, int trials) {
+  IdleStart out;
   for (int t = 0; t < trials; ++t) {
     auto specs = make_specs(vocab, 1, 8, 1, 100000 + t);
     auto sink = std::make_shared<CountingSink>();
@@ -137,10 +141,12 @@ std::vector<double> idle_start_latencies_us(EngineClient& engine, StepProfile& p
     const double submitted = StepProfile::now();
     engine.submit(std::move(specs), sink);
     sink->wait(1);
-    us.push_back((profile.first_compute.load() - submitted) * 1e6);
+    out.total_us.push_back((profile.first_compute.load() - submitted) * 1e6);
+    out.hop_us.push_back(profile.seconds(StepPhase::HopToWorker) / double(profile.count(StepPhase::HopToWorker)) * 1e6);
   }
-  std::sort(us.begin(), us.end());
-  return us;
+  std::sort(out.total_us.begin(), out.total_us.end());
+  std::sort(out.hop_us.begin(), out.hop_us.end());
+  return out;
 }
 
 // The same requests through EngineCore in this thread: schedule, run, update, with no messages.
@@ -180,8 +186,11 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", concurrency)->delimiter(',');
   app.add_option("--repeats", repeats, "Runs per cell; the fastest counts")->capture_default_str();
   app.add_option("--threads", config.threads, "Compute threads (0: all cores)")->capture_default_str();
+  std::string affinity = "auto";
+  app.add_option("--cpu-affinity", affinity, "auto or off, as parley serve's flag")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
+  config.cpu_affinity = parse_choice<CpuAffinity>(affinity);
 
   int largest = 0;
   for (int c : concurrency) largest = std::max(largest, c);
@@ -248,10 +257,11 @@ int main(int argc, char** argv) {
     for (double us : m.phase_us) us < 0 ? std::printf(" - |") : std::printf(" %.1f |", us);
     std::printf(" %.1f |\n", m.seconds * 1e6 / m.steps);
   }
-  const std::vector<double> idle = idle_start_latencies_us(*engines[true], *profiles[true], vocab, 21);
+  const IdleStart idle = idle_start_latencies(*engines[true], *profiles[true], vocab, 21);
+  const size_t mid = idle.total_us.size() / 2;
   std::printf(
       "\nIdle engine (async on), submission to first step computing, 21 requests 50 ms apart: median %.0f us, "
-      "max %.0f us\n",
-      idle[idle.size() / 2], idle.back());
+      "max %.0f us; of that the step's hop to the worker: median %.0f us, max %.0f us\n",
+      idle.total_us[mid], idle.total_us.back(), idle.hop_us[mid], idle.hop_us.back());
   return 0;
 }

@@ -71,6 +71,9 @@ struct EngineConfig {
   DeviceKind device = DeviceKind::Cpu;  // --device cpu|cuda
   std::vector<int> devices;             // --devices: the GPU ids, one engine each (empty: device 0)
   int data_parallel_size = 1;  // --data-parallel-size: engines behind one front door (cuda: one per --devices id)
+  // Set by the data-parallel front on each engine it starts: engine `rank` of `engines` (they split the CPUs).
+  int data_parallel_rank = 0, data_parallel_engines = 1;
+  CpuAffinity cpu_affinity = CpuAffinity::Auto;  // --cpu-affinity (engine/thread_placement.hpp)
   std::string dtype =
       "auto";  // --dtype of the GEMM weights: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16
   double gpu_memory_utilization =
@@ -117,6 +120,8 @@ class EngineClient {
   virtual const std::string& chat_template() const = 0;
   virtual std::vector<int> eos_token_ids() const = 0;
   virtual int max_n() const = 0;
+  // The CPUs its actor threads are pinned to (--cpu-affinity auto), where the HTTP threads belong too; empty: none.
+  virtual std::vector<int> service_cpus() const { return {}; }
 };
 
 }  // namespace parley

@@ -11,6 +11,7 @@ namespace parley {
 enum class Role { Colocated, Prefill, Decode };  // --role: this instance's part in prefill/decode disaggregation
 enum class KvTransport { Tcp, Nccl };            // --kv-transport: KV as bytes through the actors, or GPU to GPU
 enum class DeviceKind { Cpu, Cuda };             // --device: where the model runs
+enum class CpuAffinity { Auto, Off };            // --cpu-affinity: compute and actor threads on CPUs apart, or not
 
 template <class E>
 struct Choices;  // each enum's flag and its names, in the enumerators' order
@@ -28,6 +29,12 @@ template <>
 struct Choices<DeviceKind> {
   static constexpr std::string_view flag = "--device";
   static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"};
+};
+
+template <>
+struct Choices<CpuAffinity> {
+  static constexpr std::string_view flag = "--cpu-affinity";
+  static constexpr std::array<std::string_view, 2> names{"auto", "off"};
 };
 
 template <class E>
