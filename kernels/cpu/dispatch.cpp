@@ -196,15 +196,20 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
   }
   const AttentionCall call{q, &kv, &meta, n_heads, n_kv_heads, head_dim, spec, out};
   const int64_t count = int64_t(tiles.size());
+  // Later tiles see more keys: taken first, they leave the short ones to even out the threads' ends.
+  auto run_tile = [&](int64_t i, std::vector<float>& scratch) {
+    const Tile& tile = tiles[size_t(count - 1 - i)];
+    simd_.attention_tile(call, tile.token_begin, tile.token_end, tile.kv_begin, tile.kv_end, scratch);
+  };
+  thread_local std::vector<float> scratch;
+  if (workers <= 1) {  // no parallel region: libgomp makes a futex call for each, even with one thread
+    for (int64_t i = 0; i < count; ++i) run_tile(i, scratch);
+    return;
+  }
 #pragma omp parallel num_threads(workers)
   {
-    thread_local std::vector<float> scratch;
-    // Later tiles see more keys: taken first, they leave the short ones to even out the threads' ends.
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < count; ++i) {
-      const Tile& tile = tiles[size_t(count - 1 - i)];
-      simd_.attention_tile(call, tile.token_begin, tile.token_end, tile.kv_begin, tile.kv_end, scratch);
-    }
+    for (int64_t i = 0; i < count; ++i) run_tile(i, scratch);
   }
 }
 

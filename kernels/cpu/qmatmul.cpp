@@ -83,9 +83,7 @@ void quantize_activations(const float* x, int M, int K, Activations format, Quan
   const bool avx512 = isa == QuantIsa::Avx512 || isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx;
   const auto q8_0 = avx512 ? qmm::quantize_row_q8_0_avx512 : quantize_row_q8_0;
   const auto q8_K = avx512 ? qmm::quantize_row_q8_K_avx512 : quantize_row_q8_K;
-  const int workers = int64_t(M) * K < (1 << 15) ? 1 : std::min(threads, M);
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int m = 0; m < M; ++m) {
+  auto quantize_row = [&](int m) {
     int8_t* qs = rows.qs.data() + size_t(m) * K;
     float* d = rows.d.data() + size_t(m) * blocks;
     int32_t* s = rows.sums.data() + size_t(m) * sums;
@@ -95,7 +93,14 @@ void quantize_activations(const float* x, int M, int K, Activations format, Quan
       float* offsets = rows.offsets.empty() ? nullptr : rows.offsets.data() + size_t(m) * blocks;
       q8_0(x + size_t(m) * K, K, qs, d, s, offsets);
     }
+  };
+  const int workers = int64_t(M) * K < (1 << 15) ? 1 : std::min(threads, M);
+  if (workers <= 1) {  // no parallel region: libgomp makes a futex call for each, even with one thread
+    for (int m = 0; m < M; ++m) quantize_row(m);
+    return;
   }
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int m = 0; m < M; ++m) quantize_row(m);
 }
 
 qmm::PanelsFn panels_for(QuantIsa isa) {
