@@ -113,7 +113,9 @@ class PinActorThreads final : public caf::thread_hook {
  public:
   explicit PinActorThreads(std::vector<int> cpus) : cpus_(std::move(cpus)) {}
   void init(caf::actor_system&) override {}
-  void thread_started() override { pin_this_thread(cpus_); }
+  void thread_started() override {
+    if (!pin_this_thread(cpus_)) spdlog::warn("an actor thread could not be pinned to its CPUs");
+  }
   void thread_terminates() override {}
 
  private:

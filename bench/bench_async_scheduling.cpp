@@ -187,7 +187,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "Runs per cell; the fastest counts")->capture_default_str();
   app.add_option("--threads", config.threads, "Compute threads (0: all cores)")->capture_default_str();
   std::string affinity = "auto";
-  app.add_option("--cpu-affinity", affinity, "auto or off, as parley serve's flag")->capture_default_str();
+  app.add_option("--cpu-affinity", affinity, "auto or off, as parley serve's flag")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "off"}));
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   config.cpu_affinity = parse_choice<CpuAffinity>(affinity);

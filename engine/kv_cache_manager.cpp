@@ -118,8 +118,7 @@ std::optional<std::vector<std::pair<int, int>>> KVCacheManager::fork(const Reque
 }
 
 void KVCacheManager::free(Request& request) {
-  if (!request.kv_tables) return free(request.request_id);  // a copy of the request that allocated
-  request.kv_tables = nullptr;
+  request.kv_tables = nullptr;  // its entry goes below
   free(request.request_id);
 }
 
