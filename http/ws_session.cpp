@@ -52,13 +52,16 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   }
 
  private:
-  // A message is read in pieces so that an oversized one is caught here, before it is buffered whole.
+  // A message is read in pieces so that an oversized one is caught here, before it is buffered.
   // (Beast's own limit would close at once, dropping the answers still queued, and its teardown leaves the
   // rest of the message unread, so the client sees a reset instead of the close frame.)
   void do_read() {
     ws_.async_read_some(in_, kReadPiece, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->closed();  // Beast has sent 1002/1007 itself for a protocol or UTF-8 error
-      if (self->in_.size() > self->ctx_.options.max_body_bytes)
+      // The frame header tells the whole frame's length: an oversized message is refused at its first piece,
+      // before the requests ahead of it can finish (read_size_hint: what remains of the frame being read).
+      const size_t announced = self->in_.size() + (self->ws_.is_message_done() ? 0 : self->ws_.read_size_hint(1));
+      if (announced > self->ctx_.options.max_body_bytes)
         return self->close_after_answers(
             ws::close_code::too_big, "message exceeds " + std::to_string(self->ctx_.options.max_body_bytes) + " bytes");
       if (!self->ws_.is_message_done()) return self->do_read();
