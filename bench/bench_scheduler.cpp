@@ -36,11 +36,10 @@ struct FakeWorker {
     for (const auto& [id, n] : so.num_scheduled_tokens) {
       Row& r = rows.at(id);
       r.computed += n;
-      out.req_ids.push_back(id);
-      if (r.computed >= r.num_tokens)
-        out.sampled_token_ids.push_back({7 + int(r.num_tokens % 300)}), ++r.num_tokens;
-      else
-        out.sampled_token_ids.emplace_back();
+      const int token = 7 + int(r.num_tokens % 300);
+      const bool samples = r.computed >= r.num_tokens;
+      out.add_entry(std::span<const int>(&token, samples ? 1 : 0));
+      if (samples) ++r.num_tokens;
     }
     return out;
   }

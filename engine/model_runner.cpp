@@ -89,10 +89,12 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
 void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   const InputBatch& b = input_batch_;
   row_steps_.assign(size_t(b.num_reqs()), RowStep{});
+  entry_rows_.clear();
   int total = 0;
   for (const auto& [id, n] : so.num_scheduled_tokens) {
     const auto row = b.req_index(id);
     if (!row) throw std::logic_error("ModelRunner: scheduled request " + id + " is unknown");
+    entry_rows_.push_back(*row);
     if (n < 1 || row_steps_[size_t(*row)].num_scheduled != 0)
       throw std::logic_error("ModelRunner: request " + id + " scheduled twice or for no tokens");
     row_steps_[size_t(*row)].num_scheduled = n;
@@ -188,7 +190,7 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   prompt_rows_.append_logits_indices(f.logits_indices);
 }
 
-int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
+int ModelRunner::verify(int row, int entry) {
   const Verification& v = verifications_[size_t(entry)];
   const int vocab = device_->config().vocab_size;
   const SamplingMetadata& m = input_batch_.sampling_metadata();
@@ -209,19 +211,19 @@ int ModelRunner::verify(int row, int entry, ModelRunnerOutput& out) {
       token = last ? rejection_bonus(p, m.seeds[row], position)
                    : verify_rejection_at(v.drafts[j], p, {}, m.seeds[row], position).token;
       if (m.num_logprobs[row] >= 0)
-        out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
+        results_[size_t(row)].logprobs.push_back(compute_token_logprobs(raw, vocab, token, m.num_logprobs[row]));
     } else {
       const int64_t positions[1] = {position};
       SamplerOutput s = sampler_.sample(raw, vocab, batch_row, positions, m);
       token = s.sampled_token_ids[0];
-      if (s.logprobs[0]) out.logprobs[row].push_back(std::move(*s.logprobs[0]));
+      if (s.logprobs[0]) results_[size_t(row)].logprobs.push_back(std::move(*s.logprobs[0]));
     }
-    out.sampled_token_ids[row].push_back(token);
+    results_[size_t(row)].tokens.push_back(token);
     input_batch_.append_token(row, token);
     if (last || v.drafts[j] != token) break;
     ++accepted;
   }
-  out.num_proposed_drafts[row] = v.num_proposed;
+  results_[size_t(row)].num_proposed_drafts = v.num_proposed;
   return accepted;
 }
 
@@ -230,12 +232,6 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   update_states(so);
   ModelRunnerOutput out;
   out.step_id = so.step_id;
-  out.req_ids = input_batch_.req_ids();
-  out.sampled_token_ids.resize(out.req_ids.size());
-  out.logprobs.resize(out.req_ids.size());
-  out.prompt_logprobs.resize(out.req_ids.size());
-  if (proposer_)
-    out.num_proposed_drafts.assign(out.req_ids.size(), 0), out.num_drafts_ready.assign(out.req_ids.size(), 0);
   for (const auto& [src, dst] : so.block_copies) {  // before the pass writes the children's next tokens
     for (int b : {src, dst}) check_block_id("block copy", b);
     device_->copy_block(src, dst);
@@ -243,6 +239,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   }
   if (so.num_scheduled_tokens.empty() && so.total_num_scheduled_tokens == 0) return out;
   prepare_inputs(so);
+  clear_results();
   plan_device_sampling();
   if (mask_prefetch_on_) start_mask_prefetch();
   phase.emplace(profile_, StepPhase::Forward);
@@ -261,7 +258,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       }
   }
   const SamplerOutput sampled = sample_on_host();
-  prompt_rows_.score(logits_, device_->config().vocab_size, input_batch_, out);
+  prompt_rows_.score(logits_, device_->config().vocab_size, input_batch_, prompt_logprobs_);
   // KV now stands for the real tokens scheduled; a verifying row adds its accepted drafts below.
   for (int row = 0; row < input_batch_.num_reqs(); ++row)
     if (const RowStep& r = row_steps_[size_t(row)]; r.num_scheduled)
@@ -269,25 +266,26 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   const int vocab = device_->config().vocab_size;
   for (size_t i = 0; i < sampled_.size(); ++i) {
     const int row = sampled_[i].row;
-    auto split = child_seeds_.find(input_batch_.req_ids()[row]);
+    RowResult& result = results_[size_t(row)];
+    auto split = child_seeds_.empty() ? child_seeds_.end() : child_seeds_.find(input_batch_.req_ids()[row]);
     if (split != child_seeds_.end()) {
       // The delayed split: n first tokens from this one prefill's logits, child i with its own generator.
       const float* raw = logits_.data() + i * size_t(vocab);
       const SamplingMetadata& m = input_batch_.sampling_metadata();
-      out.sampled_token_ids[row] = sampler_.sample_children(raw, vocab, row, sampled_[i].position, m, split->second);
+      result.tokens = sampler_.sample_children(raw, vocab, row, sampled_[i].position, m, split->second);
       if (m.num_logprobs[row] >= 0)
-        for (int t : out.sampled_token_ids[row])
-          out.logprobs[row].push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
+        for (int t : result.tokens)
+          result.logprobs.push_back(compute_token_logprobs(raw, vocab, t, m.num_logprobs[row]));
       child_seeds_.erase(split);
     } else {
-      out.sampled_token_ids[row] = {sampled.sampled_token_ids[i]};
-      if (sampled.logprobs[i]) out.logprobs[row].push_back(std::move(*sampled.logprobs[i]));
+      result.tokens.push_back(sampled.sampled_token_ids[i]);
+      if (sampled.logprobs[i]) result.logprobs.push_back(std::move(*sampled.logprobs[i]));
     }
-    input_batch_.append_token(row, out.sampled_token_ids[row][0]);  // the scheduler will not resend it (child 0's)
+    input_batch_.append_token(row, result.tokens[0]);  // the scheduler will not resend it (child 0's)
   }
   for (size_t e = 0; e < verifications_.size(); ++e) {
     const Verification& v = verifications_[e];
-    const int accepted = verify(v.row, int(e), out);  // rejected positions are computed again later
+    const int accepted = verify(v.row, int(e));  // rejected positions are computed again later
     input_batch_.set_num_computed_tokens(v.row, input_batch_.num_computed_tokens(v.row) + accepted);
   }
   if (proposer_) {  // drafts for every request that sampled, verified in its next step
@@ -299,11 +297,44 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
       inputs.push_back({input_batch_.req_ids()[row], input_batch_.token_ids(row), input_batch_.block_ids(row)});
     std::vector<std::vector<int>> drafts = proposer_->propose(inputs);
     for (size_t i = 0; i < rows.size(); ++i) {
-      out.num_drafts_ready[rows[i]] = int(drafts[i].size());
+      results_[size_t(rows[i])].num_drafts_ready = int(drafts[i].size());
       drafts_[input_batch_.req_ids()[rows[i]]] = std::move(drafts[i]);
     }
   }
+  gather_results(out);
   return out;
+}
+
+void ModelRunner::clear_results() {
+  results_.resize(size_t(input_batch_.num_reqs()));
+  prompt_logprobs_.resize(results_.size());
+  for (int row : entry_rows_) {  // only scheduled rows are written; their buffers keep their capacity
+    RowResult& r = results_[size_t(row)];
+    r.tokens.clear(), r.logprobs.clear(), r.num_proposed_drafts = 0, r.num_drafts_ready = 0;
+    prompt_logprobs_[size_t(row)] = {};
+  }
+}
+
+// The rows' results in the order the scheduler listed its entries; the per-entry extras only when some has one.
+void ModelRunner::gather_results(ModelRunnerOutput& out) {
+  const size_t n = entry_rows_.size();
+  out.token_offsets.reserve(n + 1);
+  bool any_logprobs = false, any_prompt_logprobs = false;
+  for (int row : entry_rows_) {
+    const RowResult& r = results_[size_t(row)];
+    out.add_entry(r.tokens);
+    any_logprobs |= !r.logprobs.empty();
+    any_prompt_logprobs |= !prompt_logprobs_[size_t(row)].entries.empty();
+  }
+  if (any_logprobs) out.logprobs.resize(n);
+  if (any_prompt_logprobs) out.prompt_logprobs.resize(n);
+  if (proposer_) out.num_proposed_drafts.resize(n), out.num_drafts_ready.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    RowResult& r = results_[size_t(entry_rows_[i])];
+    if (any_logprobs) out.logprobs[i] = std::move(r.logprobs);
+    if (any_prompt_logprobs) out.prompt_logprobs[i] = std::move(prompt_logprobs_[size_t(entry_rows_[i])]);
+    if (proposer_) out.num_proposed_drafts[i] = r.num_proposed_drafts, out.num_drafts_ready[i] = r.num_drafts_ready;
+  }
 }
 
 // Plain rows (Sampler::plain_row, not a splitting parent) are sampled by a device that can: their logits

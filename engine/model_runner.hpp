@@ -74,7 +74,9 @@ class ModelRunner {
   void start_mask_prefetch();
   SamplerOutput sample_on_host();
   // Samples a verifying row position by position; returns the drafts accepted.
-  int verify(int row, int entry, ModelRunnerOutput& out);
+  int verify(int row, int entry);
+  void clear_results();
+  void gather_results(ModelRunnerOutput& out);
 
   std::unique_ptr<DeviceModel> device_;
   StepProfile* profile_ = nullptr;
@@ -90,6 +92,15 @@ class ModelRunner {
     int num_drafts = 0;     // drafts among those
   };
   std::vector<RowStep> row_steps_;  // per batch row
+  std::vector<int> entry_rows_;     // the batch row of each of the step's num_scheduled_tokens entries
+  // What a scheduled row gave this step, per batch row (buffers reused from step to step).
+  struct RowResult {
+    std::vector<int> tokens;
+    std::vector<TokenLogprobs> logprobs;
+    int num_proposed_drafts = 0, num_drafts_ready = 0;
+  };
+  std::vector<RowResult> results_;
+  std::vector<PromptLogprobsChunk> prompt_logprobs_;  // per batch row: the prompt tokens it scored
   // A row sampling one token from the batch's logits (logits row i for sampled_[i]).
   struct SampledRow {
     int row;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,18 +60,32 @@ struct SchedulerOutput {
   }
 };
 
+// A step's results per entry of its SchedulerOutput::num_scheduled_tokens, in that order: the scheduler reads
+// entry i as the request it scheduled i-th, with no lookup, and the tokens travel in one array.
 struct ModelRunnerOutput {
   uint64_t step_id = 0;
-  std::vector<std::string> req_ids;  // the persistent batch's order this step
-  // Per req_ids row: empty for a partial prefill; one token; a verifying row's accepted drafts and one more;
-  // or, for a splitting parent, child i's first token at index i.
-  std::vector<std::vector<int>> sampled_token_ids;
-  std::vector<std::vector<TokenLogprobs>> logprobs;  // per row, one per sampled token when the request asked
-  std::vector<PromptLogprobsChunk> prompt_logprobs;  // per row: the prompt tokens this step scored (none for most)
-  // Speculative decoding, per row: drafts verified this step that the proposer made (placeholders not
-  // counted; a row's sampled tokens are its accepted drafts plus one), and drafts ready for its next step.
+  // Entry i's tokens are sampled_token_ids[token_offsets[i], token_offsets[i + 1]): none for a partial prefill;
+  // one token; a verifying row's accepted drafts and one more; or, for a splitting parent, child c's first at c.
+  std::vector<int> sampled_token_ids;
+  std::vector<int> token_offsets;  // entries + 1 (empty: no entries)
+  // Per entry, each only when some entry has one (else empty): a sampled token's logprobs when the request
+  // asked; the prompt tokens this step scored; with a proposer, the drafts verified this step that it made
+  // (placeholders not counted) and the drafts ready for its next step.
+  std::vector<std::vector<TokenLogprobs>> logprobs;
+  std::vector<PromptLogprobsChunk> prompt_logprobs;
   std::vector<int> num_proposed_drafts, num_drafts_ready;
   bool ran_graph = false;  // the pass replayed a captured device graph (CUDA full graphs) rather than running eagerly
+
+  size_t num_entries() const { return token_offsets.empty() ? 0 : token_offsets.size() - 1; }
+  std::span<const int> sampled(size_t entry) const {
+    return {sampled_token_ids.data() + token_offsets[entry], size_t(token_offsets[entry + 1] - token_offsets[entry])};
+  }
+  // Appends the next entry's tokens (entries are added in order).
+  void add_entry(std::span<const int> tokens) {
+    if (token_offsets.empty()) token_offsets.push_back(0);
+    sampled_token_ids.insert(sampled_token_ids.end(), tokens.begin(), tokens.end());
+    token_offsets.push_back(int(sampled_token_ids.size()));
+  }
 };
 
 // One request's news after a step, for the output processor.

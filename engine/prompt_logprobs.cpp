@@ -21,11 +21,11 @@ void PromptLogprobsRows::append_logits_indices(std::vector<int>& logits_indices)
 }
 
 void PromptLogprobsRows::score(std::span<const float> logits, int vocab, const InputBatch& batch,
-                               ModelRunnerOutput& out) const {
+                               std::vector<PromptLogprobsChunk>& per_row) const {
   for (const Rows& r : rows_) {
     const auto tokens = batch.token_ids(r.row);
     const int num_top = batch.sampling_params(r.row).prompt_logprobs.value_or(0);
-    PromptLogprobsChunk& chunk = out.prompt_logprobs.at(size_t(r.row));
+    PromptLogprobsChunk& chunk = per_row.at(size_t(r.row));
     chunk.first_token = r.first_token;
     for (int i = 0; i < r.count; ++i) {
       const float* row = logits.data() + size_t(r.first_logits_row + i) * size_t(vocab);

@@ -29,8 +29,10 @@ class PromptLogprobsRows {
   void add(int row, int start, int end, int num_prompt, int first_index);
   // Appends the logits indices of every row added, after those already there (the sampled and verifying rows').
   void append_logits_indices(std::vector<int>& logits_indices);
-  // Scores each prompt token from its logits row (logits: all of the step's rows, vocab wide).
-  void score(std::span<const float> logits, int vocab, const InputBatch& batch, ModelRunnerOutput& out) const;
+  // Scores each prompt token from its logits row (logits: all of the step's rows, vocab wide) into its batch row's
+  // chunk.
+  void score(std::span<const float> logits, int vocab, const InputBatch& batch,
+             std::vector<PromptLogprobsChunk>& per_row) const;
 
  private:
   struct Rows {

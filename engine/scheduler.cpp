@@ -3,7 +3,6 @@
 #include "engine/prompt_logprobs.hpp"
 
 #include <algorithm>
-#include <string_view>
 #include <stdexcept>
 #include <string>
 
@@ -302,8 +301,7 @@ RequestStatus Scheduler::check_stop(const Request& r) const {
 }
 
 // Appends a request's new tokens, stops it if one of them ends it, and says what happened.
-EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tokens,
-                                         std::vector<TokenLogprobs> logprobs) {
+EngineCoreOutput Scheduler::after_tokens(Request& r, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs) {
   EngineCoreOutput o;
   o.req_id = r.request_id;
   o.num_cached_tokens = std::max(0, r.num_cached_tokens);
@@ -326,7 +324,7 @@ EngineCoreOutput Scheduler::after_tokens(Request& r, const std::vector<int>& tok
   return o;
 }
 
-void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, const std::vector<TokenLogprobs>& logprobs,
+void Scheduler::split(Request& parent, std::span<const int> first_tokens, const std::vector<TokenLogprobs>& logprobs,
                       std::vector<EngineCoreOutput>& outputs) {
   const size_t n = parent.child_req_ids.size();
   if (first_tokens.size() != n)
@@ -365,12 +363,12 @@ void Scheduler::split(Request& parent, const std::vector<int>& first_tokens, con
       c.status = RequestStatus::Waiting;
       waiting_.push_front(&c);
     }
-    outputs.push_back(after_tokens(c, {first_tokens[i]}, lp(i)));
+    outputs.push_back(after_tokens(c, first_tokens.subspan(i, 1), lp(i)));
     // A child that finished on its first token gave its blocks back: nothing to copy into.
     if (copies && requests_.count(ids[i]))
       pending_block_copies_.insert(pending_block_copies_.end(), copies->begin(), copies->end());
   }
-  outputs.push_back(after_tokens(parent, {first_tokens[0]}, lp(0)));
+  outputs.push_back(after_tokens(parent, first_tokens.subspan(0, 1), lp(0)));
 }
 
 Scheduler::PlannedStep Scheduler::take_planned_step(const SchedulerOutput& so) {
@@ -390,46 +388,34 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " +
                            std::to_string(so.step_id));
   const PlannedStep step = take_planned_step(so);
-  // The worker's row of each request: the row after the last one found (its batch keeps the order in which
-  // requests were scheduled, mostly), else a binary search over its ids sorted once (no hash map per step).
-  rows_.clear();  // views into the last step's output: sorted again only when a guess misses
-  auto row_of = [&](const std::string& id, size_t guess) -> size_t {
-    if (guess < mro.req_ids.size() && mro.req_ids[guess] == id) return guess;
-    if (rows_.empty()) {
-      for (size_t i = 0; i < mro.req_ids.size(); ++i) rows_.emplace_back(mro.req_ids[i], i);
-      std::sort(rows_.begin(), rows_.end());
-    }
-    auto row = std::lower_bound(rows_.begin(), rows_.end(), std::pair<std::string_view, size_t>(id, 0));
-    if (row == rows_.end() || row->first != id)
-      throw std::logic_error("the worker returned no row for scheduled request " + id);
-    return row->second;
-  };
+  if (mro.num_entries() != so.num_scheduled_tokens.size())
+    throw std::logic_error("the worker returned " + std::to_string(mro.num_entries()) + " results for step " +
+                           std::to_string(so.step_id) + ", which scheduled " +
+                           std::to_string(so.num_scheduled_tokens.size()) + " requests");
   std::vector<EngineCoreOutput> outputs;
   outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
-  size_t next_row = 0;
+  static const std::vector<TokenLogprobs> kNoLogprobs;
   for (size_t i = 0; i < step.scheduled.size(); ++i) {
-    const std::string& id = so.num_scheduled_tokens[i].first;
-    const size_t row = row_of(id, next_row);
-    next_row = row + 1;
     Request* r = step.scheduled[i].request;
-    if (r && row < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[row]);
-    const auto& sampled = mro.sampled_token_ids[row];
+    if (r && i < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[i]);
+    const std::span<const int> sampled = mro.sampled(i);
     if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
     if (!r) {                       // planned before the request finished or was preempted
+      const std::string& id = so.num_scheduled_tokens[i].first;
       if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end() && --stale->second == 0)
         stale_outputs_.erase(stale);
       ++num_discarded_;
       continue;
     }
     if (r->num_output_placeholders < 1)
-      throw std::logic_error("the worker sampled for request " + id + ", which expects no token");
+      throw std::logic_error("the worker sampled for request " + r->request_id + ", which expects no token");
     --r->num_output_placeholders;
-    if (row < mro.num_drafts_ready.size()) r->num_drafts_ready = mro.num_drafts_ready[row];
+    if (i < mro.num_drafts_ready.size()) r->num_drafts_ready = mro.num_drafts_ready[i];
     if (const int drafts = step.scheduled[i].num_drafts; drafts > 0)
       account_verification(*r, drafts, int(sampled.size()) - 1,
-                           row < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[row] : 0);
-    const auto& logprobs = row < mro.logprobs.size() ? mro.logprobs[row] : std::vector<TokenLogprobs>{};
+                           i < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[i] : 0);
+    const auto& logprobs = i < mro.logprobs.size() ? mro.logprobs[i] : kNoLogprobs;
     if (r->kv_transfer == KvTransfer::ToDecode)
       outputs.push_back(hand_off(*r, sampled, logprobs));
     else if (r->awaits_split())

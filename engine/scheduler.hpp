@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
-#include <string_view>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -161,11 +161,11 @@ class Scheduler {
   void check_children(const Request& request) const;
   // The delayed split after the parent's prefill: children 1..n-1 share its prompt blocks; each gets its
   // first token. Appends every child's output (child 0 is the parent itself) to outputs.
-  void split(Request& parent, const std::vector<int>& first_tokens, const std::vector<TokenLogprobs>& logprobs,
+  void split(Request& parent, std::span<const int> first_tokens, const std::vector<TokenLogprobs>& logprobs,
              std::vector<EngineCoreOutput>& outputs);
-  EngineCoreOutput after_tokens(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
+  EngineCoreOutput after_tokens(Request& request, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs);
   // Prefill side: the request's first token(s) go to its decode instance with its KV; its blocks stay held.
-  EngineCoreOutput hand_off(Request& request, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs);
+  EngineCoreOutput hand_off(Request& request, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs);
   // Decode side: allocates the blocks a FromPrefill request's KV arrives into; false when the pool is short.
   bool admit_remote(Request& request);
   // A step's prompt logprobs for a request that still wants them (defined in prompt_logprobs.cpp).
@@ -186,7 +186,6 @@ class Scheduler {
   SchedulerConfig config_;
   KVCacheManager kv_;
   std::vector<Scheduled> scheduled_running_, scheduled_new_;  // schedule()'s lists, kept for their capacity
-  std::vector<std::pair<std::string_view, size_t>> rows_;     // update_from_output's sorted worker rows, likewise
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;              // in admission order: the last is preempted first

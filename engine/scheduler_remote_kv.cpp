@@ -7,14 +7,14 @@
 
 namespace parley {
 
-EngineCoreOutput Scheduler::hand_off(Request& r, const std::vector<int>& tokens, std::vector<TokenLogprobs> logprobs) {
+EngineCoreOutput Scheduler::hand_off(Request& r, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs) {
   const size_t expected = r.awaits_split() ? r.child_req_ids.size() : 1;
   if (tokens.size() != expected)
     throw std::logic_error("the worker sampled " + std::to_string(tokens.size()) + " first tokens for " + r.request_id +
                            ", which hands off " + std::to_string(expected));
   EngineCoreOutput o;
   o.req_id = r.request_id;
-  o.new_token_ids = tokens;
+  o.new_token_ids.assign(tokens.begin(), tokens.end());
   o.new_logprobs = std::move(logprobs);
   o.prompt_logprobs = std::move(r.prompt_logprobs);  // they travel with the first token(s)
   o.num_cached_tokens = std::max(0, r.num_cached_tokens);

@@ -85,20 +85,18 @@ struct FakeWorker {
       }
       c += n;
       total += n;
-      out.req_ids.push_back(id);
       if (c == int(seq.size()) && child_seeds.count(id)) {  // the delayed split: one first token per child
         std::vector<int> firsts;
         for (uint64_t s : child_seeds[id]) firsts.push_back(next_token(seq, s));
         child_seeds.erase(id);
         seq.push_back(firsts[0]);
-        out.sampled_token_ids.push_back(firsts);
+        out.add_entry(firsts);
       } else if (c == int(seq.size())) {
         seq.push_back(next_token(seq, seeds[id]));
-        out.sampled_token_ids.push_back({seq.back()});
+        out.add_entry(std::span<const int>(&seq.back(), 1));
       } else {
-        out.sampled_token_ids.push_back({});
+        out.add_entry({});
       }
-      out.logprobs.emplace_back();  // none asked
     }
     REQUIRE(total == so.total_num_scheduled_tokens);
     return out;

@@ -103,18 +103,19 @@ class RunnerDriver {
     }
     ModelRunnerOutput out = runner_.execute_model(so);
     REQUIRE(out.step_id == so.step_id);
-    REQUIRE(out.req_ids == runner_.input_batch().req_ids());
-    REQUIRE(out.sampled_token_ids.size() == out.req_ids.size());
+    REQUIRE(out.num_entries() == so.num_scheduled_tokens.size());  // entry i: the i-th request scheduled
+    REQUIRE((out.logprobs.empty() || out.logprobs.size() == out.num_entries()));
     for (auto& [id, n] : scheduled) live_.at(id).num_computed += n;
-    for (size_t row = 0; row < out.req_ids.size(); ++row) {
-      LiveRequest& r = live_.at(out.req_ids[row]);
-      const bool reached_end = scheduled.count(r.id) && r.num_computed == r.num_tokens();
-      REQUIRE(out.sampled_token_ids[row].size() == (reached_end ? 1u : 0u));
-      REQUIRE(out.logprobs[row].size() == size_t(reached_end && r.params.logprobs.has_value()));
+    for (size_t i = 0; i < out.num_entries(); ++i) {
+      LiveRequest& r = live_.at(so.num_scheduled_tokens[i].first);
+      const bool reached_end = r.num_computed == r.num_tokens();
+      const size_t num_logprobs = i < out.logprobs.size() ? out.logprobs[i].size() : 0;
+      REQUIRE(out.sampled(i).size() == (reached_end ? 1u : 0u));
+      REQUIRE(num_logprobs == size_t(reached_end && r.params.logprobs.has_value()));
       if (!reached_end) continue;
-      const int token = out.sampled_token_ids[row][0];
+      const int token = out.sampled(i)[0];
       r.output.push_back(token);
-      if (!out.logprobs[row].empty()) r.logprobs.push_back(out.logprobs[row][0]);
+      if (num_logprobs) r.logprobs.push_back(out.logprobs[i][0]);
       if (stops(r, token) || int(r.output.size()) >= r.params.max_tokens || r.num_tokens() >= context()) {
         release(r);
         r.finished = true;

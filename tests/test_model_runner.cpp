@@ -200,9 +200,9 @@ TEST_CASE("the runner refuses a SchedulerOutput it cannot follow", "[model_runne
   first.total_num_scheduled_tokens = 3;
   first.finished_req_ids = {"never-seen"};  // aborted before it reached the worker: skipped
   const ModelRunnerOutput out = runner.execute_model(first);
-  REQUIRE(out.req_ids == std::vector<std::string>{"a"});
-  REQUIRE(out.sampled_token_ids[0].size() == 1);
-  REQUIRE(out.logprobs[0].empty());
+  REQUIRE(out.num_entries() == 1);
+  REQUIRE(out.sampled(0).size() == 1);
+  REQUIRE(out.logprobs.empty());  // none asked
 
   auto fails = [&](auto edit, const char* message) {
     SchedulerOutput so;
