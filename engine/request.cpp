@@ -36,10 +36,10 @@ const char* finish_reason_name(FinishReason r) {
 
 Request::Request(std::string id, std::vector<int> prompt, SamplingParams params, uint64_t seed_, double arrival)
     : request_id(std::move(id)),
+      all_token_ids(prompt),  // declared before prompt_token_ids, which takes the prompt next
       prompt_token_ids(std::move(prompt)),
       sampling_params(std::move(params)),
       seed(seed_),
-      all_token_ids(prompt_token_ids),
       arrival_time(arrival) {}
 
 void Request::append_output_token(int token) {

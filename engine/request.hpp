@@ -37,32 +37,34 @@ enum class KvTransfer {
 struct RequestBlockTables;  // the KV cache manager's entry for a request that holds blocks
 
 struct Request {
+  // What every step reads and writes (schedule, update_from_output) comes first, in as few cache lines as it
+  // fits: at a few dozen running requests a step's cost is mostly these lines arriving from memory.
   std::string request_id;
-  std::vector<int> prompt_token_ids;
-  SamplingParams sampling_params;
-  uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
   std::vector<int> output_token_ids;
   std::vector<int> all_token_ids;  // prompt then output
-  int num_computed_tokens = 0;     // tokens whose KV is in the cache
-  int num_cached_tokens = -1;      // prefix-cache hit on first scheduling (-1: not yet scheduled)
-  int num_preemptions = 0;
-  int num_output_placeholders = 0;          // tokens sampled by steps in flight, not appended yet (async scheduling)
-  int num_draft_placeholders = 0;           // drafts verified by steps in flight: positions held until their verdict
-  int num_drafts_ready = 0;                 // speculative decoding: drafts the worker holds for its next step
-  bool worker_knows = false;                // the scheduler sent it to the worker and has not dropped it since
-  RequestBlockTables* kv_tables = nullptr;  // its blocks in the KV cache manager (null: none), found without its id
+  std::vector<int> prompt_token_ids;
+  int num_computed_tokens = 0;      // tokens whose KV is in the cache
+  int num_cached_tokens = -1;       // prefix-cache hit on first scheduling (-1: not yet scheduled)
+  int num_output_placeholders = 0;  // tokens sampled by steps in flight, not appended yet (async scheduling)
+  int num_draft_placeholders = 0;   // drafts verified by steps in flight: positions held until their verdict
+  int num_drafts_ready = 0;         // speculative decoding: drafts the worker holds for its next step
   RequestStatus status = RequestStatus::Waiting;
   KvTransfer kv_transfer = KvTransfer::None;
-  std::optional<int> stop_token;        // the token that stopped it (EOS or a stop_token_id)
-  std::vector<BlockHash> block_hashes;  // of every full block of all_token_ids, filled as blocks fill
-  // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them.
-  std::vector<TokenLogprobs> prompt_logprobs;
-  double arrival_time = 0.0;  // seconds, steady clock
+  bool worker_knows = false;                // the scheduler sent it to the worker and has not dropped it since
+  RequestBlockTables* kv_tables = nullptr;  // its blocks in the KV cache manager (null: none), found without its id
+  std::vector<BlockHash> block_hashes;      // of every full block of all_token_ids, filled as blocks fill
   // Parallel sampling (n > 1): until its delayed split the request is the parent, prefilled once; then it
   // continues as child 0 and children 1..n-1 join. Both lists are empty for any other request.
   std::vector<std::string> child_req_ids;  // [0] is this request's own id
-  std::vector<uint64_t> child_seeds;       // [0] is this request's own seed
-  std::string parent_req_id;               // set on split children (and on child 0): one user request
+  // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them.
+  std::vector<TokenLogprobs> prompt_logprobs;
+  SamplingParams sampling_params;
+  uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
+  int num_preemptions = 0;
+  std::optional<int> stop_token;      // the token that stopped it (EOS or a stop_token_id)
+  double arrival_time = 0.0;          // seconds, steady clock
+  std::vector<uint64_t> child_seeds;  // [0] is this request's own seed
+  std::string parent_req_id;          // set on split children (and on child 0): one user request
 
   Request() = default;
   Request(std::string id, std::vector<int> prompt, SamplingParams params, uint64_t seed, double arrival = 0.0);

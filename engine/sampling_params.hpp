@@ -22,6 +22,11 @@ struct StructuredOutputsParams {
 };
 
 struct SamplingParams {
+  // The fields the scheduler reads every step first (Request's hot cache lines reach into them).
+  int max_tokens = 16;
+  int min_tokens = 0;  // stop tokens (EOS and stop_token_ids) are masked until this many are out
+  bool ignore_eos = false;
+  std::vector<int> stop_token_ids;  // besides EOS; ends the request (the token is kept in the output)
   int n = 1;                        // samples per prompt; sample i uses seed + i
   float temperature = 1.0f;         // below 1e-5 means greedy, as vLLM's _SAMPLING_EPS
   int top_k = -1;                   // -1 (or 0) keeps every token
@@ -31,11 +36,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2]: subtracted per occurrence in the output
   float repetition_penalty = 1.0f;  // (0, 2]: divides positive / multiplies negative logits of prompt+output tokens
   std::optional<uint64_t> seed;
-  int max_tokens = 16;
-  int min_tokens = 0;  // stop tokens (EOS and stop_token_ids) are masked until this many are out
-  bool ignore_eos = false;
-  std::vector<std::string> stop;    // stop strings, matched on the detokenized text
-  std::vector<int> stop_token_ids;  // besides EOS; ends the request (the token is kept in the output)
+  std::vector<std::string> stop;  // stop strings, matched on the detokenized text
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;     // control tokens decode to nothing (false: to their text, e.g. [TOOL_CALLS])
   std::optional<int> logprobs;         // top logprobs per output token (0: only the sampled token's)
