@@ -29,6 +29,7 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
 using abort_all_atom = caf::atom_constant<caf::atom("abortall")>;
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using outputs_atom = caf::atom_constant<caf::atom("outputs")>;
 using aborted_atom = caf::atom_constant<caf::atom("aborted")>;
@@ -82,6 +83,9 @@ using worker_core_actor = caf::typed_actor<
     // feeds each token it samples into the next step's inputs itself (async scheduling's placeholders).
     // Shared, not copied: the scheduler folds the output back against the same plan.
     caf::replies_to<execute_atom, std::shared_ptr<const SchedulerOutput>>::with<ModelRunnerOutput>,
+    // An idle engine took a submission and is planning its first step: a worker on CPUs of its own stays awake
+    // for it (spins briefly on its mailbox), so the step does not wait for a sleeping CPU to wake.
+    caf::reacts_to<wake_atom>,
     // Admin: mailbox depth and messages handled (answered between steps).
     caf::replies_to<stats_atom>::with<ActorStats>>;
 

@@ -78,6 +78,8 @@ void send_outputs(Self self, std::vector<EngineCoreOutput> outputs) {
 
 void admit(Self self, msg::Submission& sub) {
   auto& st = self->state;
+  if (StepProfile* profile = st.scheduler().profile()) profile->admitting(StepProfile::now());
+  if (!st.pipeline->has_steps_in_flight()) self->send(st.worker, msg::wake_atom::value);  // wakes while we plan
   const auto refusal =
       st.pipeline->admit(sub.requests, now_seconds(), st.remote_prefill ? KvTransfer::FromPrefill : KvTransfer::None);
   if (refusal) {
@@ -88,10 +90,10 @@ void admit(Self self, msg::Submission& sub) {
   for (const Request& r : sub.requests)
     spdlog::debug("request {} admitted: {} prompt tokens, max_tokens {}, seed {}", r.request_id, r.num_prompt_tokens(),
                   r.sampling_params.max_tokens, r.seed);
+  maybe_step(self);  // first: the step is on its way before the bookkeeping (the output actor hears of it in time)
   sub.sink->on_admitted();
   self->send(st.output, msg::register_atom::value, msg::Registration{std::move(sub.requests), std::move(sub.sink)});
   report_counters(self);
-  maybe_step(self);
 }
 
 void finish(Self self, const std::vector<std::string>& ids, RequestStatus status) {

@@ -49,7 +49,7 @@ class StepProfile {
     for (auto& p : phases_) p.seconds = 0, p.count = 0;
     for (auto& ring : stamps_)
       for (auto& s : ring) s = 0;
-    first_compute = 0, worker_free_at = 0;
+    first_compute = 0, first_admission = 0, worker_free_at = 0;
   }
   // Send stamps, by step id or message number (a few in flight at most): the receiver subtracts them.
   enum class Hop { ToWorker, ToScheduler, ToOutput, Count };
@@ -71,14 +71,18 @@ class StepProfile {
     sent(Hop::ToScheduler, step_id);
   }
   // When the first step after reset() started computing (the idle engine's start-to-compute latency).
-  void computing(double at) {
-    double none = 0;
-    first_compute.compare_exchange_strong(none, at, std::memory_order_relaxed);
-  }
+  void computing(double at) { first_stamp(first_compute, at); }
+  // When the scheduler first took a submission after reset() (the idle engine's hop from the submitting thread).
+  void admitting(double at) { first_stamp(first_admission, at); }
   std::atomic<double> first_compute{0};
+  std::atomic<double> first_admission{0};
   std::atomic<double> worker_free_at{0};  // when the worker finished its last step (0: none since reset)
 
  private:
+  static void first_stamp(std::atomic<double>& stamp, double at) {
+    double none = 0;
+    stamp.compare_exchange_strong(none, at, std::memory_order_relaxed);
+  }
   struct Phase {
     std::atomic<double> seconds{0};
     std::atomic<uint64_t> count{0};

@@ -37,4 +37,15 @@ bool pin_this_thread(const std::vector<int>& cpus) {
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+bool spin_until(const std::function<bool()>& ready, std::chrono::microseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return true;
+}
+
 }  // namespace parley

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "engine/thread_placement.hpp"
@@ -51,4 +53,22 @@ TEST_CASE("thread placement: a pinned thread runs only on its CPUs", "[placement
   t.join();
   CHECK(seen == std::vector<int>{allowed.back()});
   CHECK(parley::allowed_cpus() == allowed);  // the calling thread keeps its own
+}
+
+TEST_CASE("spin_until returns when its condition comes true and gives up after its budget", "[placement]") {
+  using namespace std::chrono;
+  std::atomic<bool> flag{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    flag = true;
+  });
+  const auto start = steady_clock::now();
+  CHECK(parley::spin_until([&] { return flag.load(); }, seconds(30)));  // a budget far beyond the 20 ms it waits
+  CHECK(steady_clock::now() - start < seconds(10));
+  setter.join();
+  const auto again = steady_clock::now();
+  CHECK_FALSE(parley::spin_until([] { return false; }, milliseconds(5)));
+  const auto spent = steady_clock::now() - again;
+  CHECK(spent >= milliseconds(5));
+  CHECK(spent < seconds(5));
 }
