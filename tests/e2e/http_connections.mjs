@@ -263,6 +263,40 @@ const wsRequest = (id, body) => JSON.stringify({ type: 'request', id, endpoint: 
                                                  body: { model: MODEL_NAME, prompt: 'Once', ...body } });
 const finalOf = (messages, id) => messages.find((m) => m.id === id && m.type === 'final');
 
+// Upgrades a raw socket to a websocket, writes `frames` and resolves with the code of the server's close frame
+// (rejects when none arrives within 3 s).
+function rawWebsocketClose(port, frames) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error('no close frame within 3 s'));
+    }, 3000);
+    let buf = Buffer.alloc(0);
+    let upgraded = false;
+    sock.on('error', reject);
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      if (!upgraded) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        assert.match(buf.subarray(0, end).toString(), /^HTTP\/1\.1 101/);
+        upgraded = true;
+        buf = buf.subarray(end + 4);
+        sock.write(frames);
+      }
+      if (buf.length >= 4) {
+        clearTimeout(timer);
+        assert.equal(buf[0], 0x88, 'a close frame');
+        resolve(buf.readUInt16BE(2));
+        sock.destroy();
+      }
+    });
+    sock.on('connect', () => sock.write('GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
+  });
+}
+
 async function websocket(t, base, port) {
   // 1009: a 5 MB message right behind two requests; both end (their final messages arrive) before the close.
   for (let i = 0; i < 3; i++) {
@@ -292,31 +326,15 @@ async function websocket(t, base, port) {
   t.check();
 
   // 1002: an unmasked client frame (RFC 6455 5.1), on a raw socket.
-  const code = await new Promise((resolve, reject) => {
-    const sock = net.connect(port, '127.0.0.1');
-    let buf = Buffer.alloc(0);
-    let upgraded = false;
-    sock.on('error', reject);
-    sock.on('data', (d) => {
-      buf = Buffer.concat([buf, d]);
-      if (!upgraded) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        assert.match(buf.subarray(0, end).toString(), /^HTTP\/1\.1 101/);
-        upgraded = true;
-        buf = buf.subarray(end + 4);
-        sock.write(Buffer.from([0x81, 0x02, 0x68, 0x69]));  // FIN text "hi", no mask bit
-      }
-      if (buf.length >= 4) {
-        assert.equal(buf[0], 0x88, 'a close frame');
-        resolve(buf.readUInt16BE(2));
-        sock.destroy();
-      }
-    });
-    sock.on('connect', () => sock.write('GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
-      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'));
-  });
+  const code = await rawWebsocketClose(port, Buffer.from([0x81, 0x02, 0x68, 0x69]));  // FIN text "hi", no mask bit
   assert.equal(code, 1002, `unmasked frame: close code ${code}`);
+  t.check();
+
+  // 1009 from the frame's announced length: 4 KiB of a 5 MiB message, then nothing more; the close must not wait
+  // for the body limit's worth of bytes to arrive.
+  const header = Buffer.from([0x81, 0xff, 0, 0, 0, 0, 0, 0x50, 0, 0, 1, 2, 3, 4]);  // FIN text, masked, 64-bit length
+  const early = await rawWebsocketClose(port, Buffer.concat([header, Buffer.alloc(4096, 0x61)]));
+  assert.equal(early, 1009, `announced 5 MiB: close code ${early}`);
   t.check();
   t.note('websocket 1009, 1007, 1002');
 }
