@@ -201,13 +201,16 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
     const Tile& tile = tiles[size_t(count - 1 - i)];
     simd_.attention_tile(call, tile.token_begin, tile.token_end, tile.kv_begin, tile.kv_end, scratch);
   };
-  thread_local std::vector<float> scratch;
+  // Each thread's scratch is declared where that thread passes: a block-scope thread_local registers its destructor
+  // there, so one declared outside the region would leak its buffer in every OpenMP thread (LeakSanitizer).
   if (workers <= 1) {  // no parallel region: libgomp makes a futex call for each, even with one thread
+    thread_local std::vector<float> scratch;
     for (int64_t i = 0; i < count; ++i) run_tile(i, scratch);
     return;
   }
 #pragma omp parallel num_threads(workers)
   {
+    thread_local std::vector<float> scratch;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < count; ++i) run_tile(i, scratch);
   }
