@@ -387,11 +387,11 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   if (mro.step_id != so.step_id)
     throw std::logic_error("output of step " + std::to_string(mro.step_id) + " folded back as step " +
                            std::to_string(so.step_id));
-  const PlannedStep step = take_planned_step(so);
   if (mro.num_entries() != so.num_scheduled_tokens.size())
     throw std::logic_error("the worker returned " + std::to_string(mro.num_entries()) + " results for step " +
                            std::to_string(so.step_id) + ", which scheduled " +
                            std::to_string(so.num_scheduled_tokens.size()) + " requests");
+  const PlannedStep step = take_planned_step(so);
   std::vector<EngineCoreOutput> outputs;
   outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);

@@ -172,4 +172,22 @@ TEST_CASE("async equals sync on stories260K: tokens and logprobs", "[async][mode
   }
 }
 
+TEST_CASE("async: an output that does not match its step is refused, naming the step", "[async]") {
+  Scheduler s(config(64, 64));
+  FakeWorker w;
+  s.add_request(make_request("a", prompt_of(8, 1), 4));
+  s.add_request(make_request("b", prompt_of(8, 2), 4));
+  const SchedulerOutput so1 = s.schedule();
+  REQUIRE(so1.num_scheduled_tokens.size() == 2);
+  ModelRunnerOutput out1 = w.execute(so1);
+  ModelRunnerOutput short_output = out1;  // one result for two scheduled requests
+  short_output.token_offsets.pop_back();
+  REQUIRE_THROWS_WITH(s.update_from_output(so1, short_output),
+                      Catch::Contains("returned 1 results for step 1, which scheduled 2 requests"));
+  ModelRunnerOutput other_step = out1;
+  other_step.step_id = 2;
+  REQUIRE_THROWS_WITH(s.update_from_output(so1, other_step), Catch::Contains("output of step 2 folded back as step 1"));
+  REQUIRE(s.update_from_output(so1, out1).size() == 2);  // the refusals left the plan in place
+}
+
 }  // namespace parley
