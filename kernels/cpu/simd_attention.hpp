@@ -1,5 +1,6 @@
 // Paged attention over the KV cache for the SIMD kernels (simd_impl.hpp): a tile of queries of one sequence
-// at a few kv heads, keys and values staged widened to F32, with one fixed order of operations per query.
+// at a few kv heads, keys and values read in place (F32) or staged widened to F32, with one fixed order of
+// operations per query.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -54,63 +55,58 @@ typename V::T exp_nonpositive(typename V::T x) {
 //    W keys at once (hsum_each) with the same tree in every lane: which lane a key lands in does not matter;
 //  - the max, the exps and their sum run over the query's keys from its first, W at a time;
 //  - each output element is one FMA chain over the query's keys in ascending order, divided by the sum once.
-// The tile stages each chunk of keys (then values) widened to F32 once, for all its queries to read from L1.
+// The tile reads each key and value row through a pointer: straight into the cache where its rows are F32
+// and whole vectors, else into rows the tile staged (widened to F32, zero-padded) once for all its queries.
+// The arithmetic is the same either way, so the two give the same bits.
 namespace attention {
 
-constexpr int kQueries = 4;  // queries sharing each staged value row in the weighted sum
+constexpr int kQueries = 4;     // queries sharing each value row in the weighted sum
+constexpr int kMaxChunk = 256;  // keys per chunk
 
 inline int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
-// Where a tile's staging reads: one layer's keys or values, one sequence's block table, kv heads [head, head + heads).
-struct StageSource {
+// Where a tile's rows come from: one layer's keys or values, one sequence's block table, kv heads [head, head + heads).
+struct RowSource {
   const void* base;
   const KvLayerView* kv;
   const int* table;
-  int head, heads, hd, hd_pad;
-  int64_t head_stride;  // floats between two heads' staged chunks
+  int head, hd, hd_pad;
 };
 
-// Floats between two staged groups of W keys: a cache line more than they hold, for strides of 4 KiB
-// multiples would map every head's and every group's row to the same L1 set.
-template <class V>
-int64_t group_stride(int hd_pad) {
-  return int64_t(hd_pad) * V::W + 16;
-}
+// Rows of keys [k0, k1) at the tile's first head; head h's row is rows[k] + h * head_stride. W - 1 more entries
+// repeat the last key, so a last group of W keys scores finite numbers nobody reads.
+struct ChunkRows {
+  const float* rows[kMaxChunk + 16];
+  int64_t head_stride;
+};
 
-// Keys [k0, k1) of each head widened to F32 and zero-padded to hd_pad, head h's from out + h * head_stride.
-// For score_group W keys make a group, laid out [group][slice][key in group][W] so that a group's scores read
-// one contiguous stretch; values are rows [key][hd_pad]. A slot's heads are read in one pass, front to back.
+// Keys [k0, k1) of each of `heads` heads widened to F32 and zero-padded to hd_pad: rows [head][key][hd_pad],
+// head h's from out + h * head_stride. A slot's heads are read in one pass, front to back.
 template <class V, KvDtype D>
-void stage(const StageSource& src, int k0, int k1, bool values, float* out) {
+void stage(const RowSource& src, int heads, int k0, int k1, int64_t head_stride, float* out) {
   constexpr int W = V::W;
   const KvLayerView& kv = *src.kv;
-  const int hd = src.hd, hd_pad = src.hd_pad, full = hd / W, slices = hd_pad / W, slice_stride = values ? W : W * W;
+  const int hd = src.hd, hd_pad = src.hd_pad, full = hd / W, slices = hd_pad / W;
   const int64_t row_bytes = int64_t(kv.kv_dim) * kv_dtype_bytes(D), head_bytes = int64_t(hd) * kv_dtype_bytes(D);
-  const int64_t head_stride = src.head_stride, groups = group_stride<V>(hd_pad);
   const char* first_head = static_cast<const char*>(src.base) + src.head * head_bytes;
   int block = k0 / kv.block_size, offset = k0 % kv.block_size;  // walked, not divided, key by key
   for (int k = 0; k < k1 - k0; ++k) {
     const char* slot = first_head + (int64_t(src.table[block]) * kv.block_size + offset) * row_bytes;
     if (++offset == kv.block_size) offset = 0, ++block;
-    for (int h = 0; h < src.heads; ++h) {
+    for (int h = 0; h < heads; ++h) {
       const void* from = slot + h * head_bytes;
-      float* row = out + h * head_stride + (values ? int64_t(k) * hd_pad : k / W * groups + (k % W) * W);
-      for (int i = 0; i < full; ++i) V::store(row + i * slice_stride, load_kv<V, D>(from, i * W));
+      float* row = out + h * head_stride + int64_t(k) * hd_pad;
+      for (int i = 0; i < full; ++i) V::store(row + i * W, load_kv<V, D>(from, i * W));
       if (full < slices) {
         float tail[W] = {};
         for (int d = full * W; d < hd; ++d) tail[d - full * W] = kv_at<D>(from, d);
-        V::store(row + full * slice_stride, V::load(tail));
+        V::store(row + full * W, V::load(tail));
       }
     }
   }
-  if (!values)  // the last group's unused keys: scores nobody reads, kept finite
-    for (int h = 0; h < src.heads; ++h)
-      for (int k = k1 - k0; k < round_up(k1 - k0, W); ++k)
-        for (int i = 0; i < slices; ++i)
-          V::store(out + h * head_stride + k / W * groups + (k % W) * W + i * slice_stride, V::zero());
 }
 
-using StageFn = void (*)(const StageSource&, int, int, bool, float*);
+using StageFn = void (*)(const RowSource&, int, int, int, int64_t, float*);
 
 template <class V>
 StageFn stage_for(KvDtype d) {
@@ -124,18 +120,40 @@ StageFn stage_for(KvDtype d) {
   }
 }
 
-// The W scores of one query (zero-padded, slices of W) against one staged group of W keys.
+// The rows of keys [k0, k1) at `heads` heads: the cache's own (`stage_rows` null: F32 rows of whole vectors),
+// or rows staged into `staged`, head h's from staged + h * staged_stride.
+inline void chunk_rows(const RowSource& src, int heads, int k0, int k1, int W, StageFn stage_rows, float* staged,
+                       int64_t staged_stride, ChunkRows& out) {
+  const int n = k1 - k0;
+  if (stage_rows) {
+    stage_rows(src, heads, k0, k1, staged_stride, staged);
+    for (int k = 0; k < n; ++k) out.rows[k] = staged + int64_t(k) * src.hd_pad;
+    out.head_stride = staged_stride;
+  } else {
+    const KvLayerView& kv = *src.kv;
+    const float* first_head = static_cast<const float*>(src.base) + int64_t(src.head) * src.hd;
+    int block = k0 / kv.block_size, offset = k0 % kv.block_size;
+    for (int k = 0; k < n; ++k) {
+      out.rows[k] = first_head + (int64_t(src.table[block]) * kv.block_size + offset) * kv.kv_dim;
+      if (++offset == kv.block_size) offset = 0, ++block;
+    }
+    out.head_stride = src.hd;
+  }
+  for (int k = n; k < round_up(n, W); ++k) out.rows[k] = out.rows[n - 1];
+}
+
+// The W scores of one query (zero-padded, slices of W) against W key rows (each at keys[k] + head_offset).
 template <class V>
-typename V::T score_group(const float* q, const float* group, int slices) {
+typename V::T score_group(const float* q, const float* const* keys, int64_t head_offset, int slices) {
   constexpr int W = V::W;
+  const float* key[W];
   typename V::T acc[W];
 #pragma GCC unroll 16
-  for (int k = 0; k < W; ++k) acc[k] = V::zero();
+  for (int k = 0; k < W; ++k) acc[k] = V::zero(), key[k] = keys[k] + head_offset;
   for (int i = 0; i < slices; ++i) {
     const typename V::T qv = V::load(q + i * W);
-    const float* g = group + int64_t(i) * W * W;
 #pragma GCC unroll 16
-    for (int k = 0; k < W; ++k) acc[k] = V::fma(qv, V::load(g + k * W), acc[k]);
+    for (int k = 0; k < W; ++k) acc[k] = V::fma(qv, V::load(key[k] + i * W), acc[k]);
   }
   return V::hsum_each(acc);
 }
@@ -176,18 +194,21 @@ float softmax_row(float* row, int n, float softcap) {
   return V::hsum(sum);
 }
 
-// One query of the weighted sum: its exps (indexed by key), its accumulator row and the keys it sees.
+// One query of the weighted sum: its exps (indexed by key), its accumulator row, the keys it sees and its head's rows.
 struct SumQuery {
   const float* weights;  // key j's at j - weights_from
   int weights_from;
   float* acc;
   int first, last;
+  int64_t head_offset;  // key k's value row at rows[k - k0] + head_offset
 };
 
-// NB slices from slice s of QG queries' accumulators over the staged value rows of keys [k0, ...): keys
-// [lo, hi) all QG see run unmasked; those only some see, before and after, take the FMA only for those.
-template <class V, int QG, int NB>
-void sum_slices(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int from, int lo, int hi, int to) {
+// NB slices from slice s of QG queries' accumulators over the value rows of keys [k0, ...): keys [lo, hi) all QG
+// see run unmasked; those only some see, before and after, take the FMA only for those. OneHead: the queries
+// share each row's loads. Queries of different heads interleave their chains, which hides the FMA latency that
+// one query of a few slices would wait on.
+template <class V, int QG, int NB, bool OneHead>
+void sum_slices(const SumQuery* qs, const float* const* rows, int k0, int s, int from, int lo, int hi, int to) {
   using T = typename V::T;
   constexpr int W = V::W;
   T acc[QG][NB];
@@ -196,16 +217,18 @@ void sum_slices(const SumQuery* qs, const float* staged, int hd_pad, int k0, int
 #pragma GCC unroll 16
     for (int v = 0; v < NB; ++v) acc[g][v] = V::load(qs[g].acc + (s + v) * W);
   auto step = [&](int key, bool all) __attribute__((always_inline)) {
-    const float* row = staged + int64_t(key - k0) * hd_pad + s * W;
+    const float* row = rows[key - k0] + s * W;
     T vals[NB];
+    if constexpr (OneHead)
 #pragma GCC unroll 16
-    for (int v = 0; v < NB; ++v) vals[v] = V::load(row + v * W);
+      for (int v = 0; v < NB; ++v) vals[v] = V::load(row + qs[0].head_offset + v * W);
 #pragma GCC unroll 16
     for (int g = 0; g < QG; ++g) {
       if (!all && (key < qs[g].first || key > qs[g].last)) continue;
       const T w = V::set1(qs[g].weights[key - qs[g].weights_from]);
 #pragma GCC unroll 16
-      for (int v = 0; v < NB; ++v) acc[g][v] = V::fma(w, vals[v], acc[g][v]);
+      for (int v = 0; v < NB; ++v)
+        acc[g][v] = V::fma(w, OneHead ? vals[v] : V::load(row + qs[g].head_offset + v * W), acc[g][v]);
     }
   };
   for (int key = from; key < lo; ++key) step(key, false);
@@ -217,18 +240,17 @@ void sum_slices(const SumQuery* qs, const float* staged, int hd_pad, int k0, int
     for (int v = 0; v < NB; ++v) V::store(qs[g].acc + (s + v) * W, acc[g][v]);
 }
 
-template <class V, int QG, int NB>
-void sum_tail(const SumQuery* qs, const float* staged, int hd_pad, int k0, int s, int nb, int from, int lo, int hi,
-              int to) {
+template <class V, int QG, int NB, bool OneHead>
+void sum_tail(const SumQuery* qs, const float* const* rows, int k0, int s, int nb, int from, int lo, int hi, int to) {
   if constexpr (NB > 0) {
-    if (nb == NB) return sum_slices<V, QG, NB>(qs, staged, hd_pad, k0, s, from, lo, hi, to);
-    sum_tail<V, QG, NB - 1>(qs, staged, hd_pad, k0, s, nb, from, lo, hi, to);
+    if (nb == NB) return sum_slices<V, QG, NB, OneHead>(qs, rows, k0, s, from, lo, hi, to);
+    sum_tail<V, QG, NB - 1, OneHead>(qs, rows, k0, s, nb, from, lo, hi, to);
   }
 }
 
-// QG queries over the staged values of keys [k0, k1), in blocks of slices that keep the accumulators in registers.
-template <class V, int QG>
-void weighted_sum(const SumQuery* qs, const float* staged, int hd_pad, int k0, int k1) {
+// QG queries over the values of keys [k0, k1), in blocks of slices that keep the accumulators in registers.
+template <class V, int QG, bool OneHead>
+void weighted_sum(const SumQuery* qs, const float* const* rows, int hd_pad, int k0, int k1) {
   constexpr int NB = V::kSumAccumulators / QG;
   int from = k1, to = k0, lo = k0, hi = k1;  // the union and the intersection of the queries' keys in the chunk
   for (int g = 0; g < QG; ++g) {
@@ -239,7 +261,7 @@ void weighted_sum(const SumQuery* qs, const float* staged, int hd_pad, int k0, i
   if (lo >= hi) lo = hi = to;  // no key all see: every key takes the masked step
   const int slices = hd_pad / V::W;
   for (int s = 0; s < slices; s += NB)
-    sum_tail<V, QG, NB>(qs, staged, hd_pad, k0, s, std::min(NB, slices - s), from, lo, hi, to);
+    sum_tail<V, QG, NB, OneHead>(qs, rows, k0, s, std::min(NB, slices - s), from, lo, hi, to);
 }
 
 // Queries are numbered head-major: kv head kv_begin + q / per_head, token token_begin + q % per_head / group.
@@ -259,61 +281,70 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   for (int q = group; q < per_head; q += group)
     key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
   const int row = round_up(key_end - key_begin, W);
-  const int chunk = std::clamp(8192 / (heads * hd_pad) / W * W, W, 256);  // keys staged at once: ~32 KiB
-  const int64_t groups = group_stride<V>(hd_pad), head_stride = chunk / W * groups + 16;  // see group_stride
+  const int chunk = std::clamp(8192 / (heads * hd_pad) / W * W, W, kMaxChunk);  // keys staged at once: ~32 KiB
+  // A cache line more than a head's rows hold: strides of 4 KiB multiples would map every head's row to one L1 set.
+  const int64_t head_stride = int64_t(chunk) * hd_pad + 16;
+  // F32 rows of whole vectors are read where they lie; other rows are staged.
+  const StageFn stage_rows = c.kv->dtype == KvDtype::F32 && hd == hd_pad ? nullptr : stage_for<V>(c.kv->dtype);
 
-  scratch.resize(size_t(nq) * (2 * hd_pad + row) + size_t(heads) * head_stride + nq + 16);
+  scratch.resize(size_t(nq) * (2 * hd_pad + row) + (stage_rows ? size_t(heads) * head_stride : 0) + nq + 16);
   float* queries =
       scratch.data() + (-reinterpret_cast<uintptr_t>(scratch.data()) / 4 & 15);  // [nq][hd_pad], zero-padded
   // (64-byte aligned, as every part below then is: their sizes are whole vectors)
   float* acc = queries + size_t(nq) * hd_pad;  // [nq][hd_pad]
   float* scores = acc + size_t(nq) * hd_pad;   // [nq][row]: key j at j - key_begin
-  float* staged = scores + size_t(nq) * row;   // [heads][chunk][hd_pad]
-  float* sums = staged + size_t(heads) * head_stride;
+  float* staged = scores + size_t(nq) * row;   // [heads][chunk][hd_pad] where rows are staged
+  float* sums = staged + (stage_rows ? size_t(heads) * head_stride : 0);
   for (int q = 0; q < nq; ++q) {
     std::copy_n(c.q + q_row(q) * hd, hd, queries + int64_t(q) * hd_pad);
     std::fill(queries + int64_t(q) * hd_pad + hd, queries + int64_t(q + 1) * hd_pad, 0.0f);
   }
   std::fill_n(acc, size_t(nq) * hd_pad, 0.0f);
-  const StageFn stage_rows = stage_for<V>(c.kv->dtype);
   const int* table = meta.block_tables + int64_t(meta.token_seq[token_begin]) * meta.max_blocks_per_seq;
-  const StageSource keys{c.kv->keys, c.kv, table, kv_begin, heads, hd, hd_pad, head_stride};
-  const StageSource values{c.kv->values, c.kv, table, kv_begin, heads, hd, hd_pad, head_stride};
+  const RowSource keys{c.kv->keys, c.kv, table, kv_begin, hd, hd_pad};
+  const RowSource values{c.kv->values, c.kv, table, kv_begin, hd, hd_pad};
+  ChunkRows rows;
 
   // Scores, a chunk of keys at a time.
   const T scale = V::set1(c.spec.score_scale(hd));
   for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
     const int k1 = std::min(key_end, k0 + chunk);
-    stage_rows(keys, k0, k1, false, staged);
+    chunk_rows(keys, heads, k0, k1, W, stage_rows, staged, head_stride, rows);
     for (int q = 0; q < nq; ++q) {
-      const float* head_keys = staged + q / per_head * head_stride;
+      const int64_t head_offset = q / per_head * rows.head_stride;
       const int lo = std::max(k0, first_key(q)), hi = std::min(k1, last_key(q) + 1);
       for (int g = (lo - k0) / W; k0 + g * W < hi; ++g)
         V::store(scores + int64_t(q) * row + (k0 - key_begin) + g * W,
-                 V::mul(score_group<V>(queries + int64_t(q) * hd_pad, head_keys + g * groups, slices), scale));
+                 V::mul(score_group<V>(queries + int64_t(q) * hd_pad, rows.rows + g * W, head_offset, slices), scale));
     }
   }
   for (int q = 0; q < nq; ++q)
     sums[q] = softmax_row<V>(scores + int64_t(q) * row + first_key(q) - key_begin, last_key(q) + 1 - first_key(q),
                              c.spec.softcap);
 
-  // The weighted sum of values, a chunk of keys at a time, kQueries queries of one head sharing each row.
+  // The weighted sum of values, a chunk of keys at a time, kQueries queries at once (of one head: sharing each row).
   SumQuery qs[kQueries];
   for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
     const int k1 = std::min(key_end, k0 + chunk);
-    stage_rows(values, k0, k1, true, staged);
-    for (int h = 0; h < heads; ++h)
-      for (int q0 = h * per_head; q0 < (h + 1) * per_head;) {
-        const int n = (h + 1) * per_head - q0 >= kQueries ? kQueries : 1;
-        for (int g = 0; g < n; ++g)
-          qs[g] = {scores + int64_t(q0 + g) * row, key_begin, acc + int64_t(q0 + g) * hd_pad, first_key(q0 + g),
-                   last_key(q0 + g)};
-        if (n == kQueries)
-          weighted_sum<V, kQueries>(qs, staged + h * head_stride, hd_pad, k0, k1);
-        else
-          weighted_sum<V, 1>(qs, staged + h * head_stride, hd_pad, k0, k1);
-        q0 += n;
-      }
+    chunk_rows(values, heads, k0, k1, W, stage_rows, staged, head_stride, rows);
+    for (int q0 = 0; q0 < nq;) {
+      const int n = nq - q0 >= kQueries ? kQueries : nq - q0 >= 2 ? 2 : 1;
+      for (int g = 0; g < n; ++g)
+        qs[g] = {scores + int64_t(q0 + g) * row,
+                 key_begin,
+                 acc + int64_t(q0 + g) * hd_pad,
+                 first_key(q0 + g),
+                 last_key(q0 + g),
+                 (q0 + g) / per_head * rows.head_stride};
+      const bool one_head = qs[0].head_offset == qs[n - 1].head_offset;
+      if (n == kQueries)
+        (one_head ? weighted_sum<V, kQueries, true> : weighted_sum<V, kQueries, false>)(qs, rows.rows, hd_pad, k0, k1);
+      else if (n == 2)
+        (one_head ? weighted_sum<V, 2, true> : weighted_sum<V, 2, false>)(qs, rows.rows, hd_pad, k0, k1);
+      else
+        weighted_sum<V, 1, true>(qs, rows.rows, hd_pad, k0, k1);
+      q0 += n;
+    }
   }
   const int full = hd / W;
   for (int q = 0; q < nq; ++q) {
