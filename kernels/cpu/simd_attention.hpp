@@ -281,11 +281,11 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   for (int q = group; q < per_head; q += group)
     key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
   const int row = round_up(key_end - key_begin, W);
-  const int chunk = std::clamp(8192 / (heads * hd_pad) / W * W, W, kMaxChunk);  // keys staged at once: ~32 KiB
+  // F32 rows of whole vectors are read where they lie; other rows are staged, ~32 KiB of them at a time.
+  const StageFn stage_rows = c.kv->dtype == KvDtype::F32 && hd == hd_pad ? nullptr : stage_for<V>(c.kv->dtype);
+  const int chunk = stage_rows ? std::clamp(8192 / (heads * hd_pad) / W * W, W, kMaxChunk) : kMaxChunk;
   // A cache line more than a head's rows hold: strides of 4 KiB multiples would map every head's row to one L1 set.
   const int64_t head_stride = int64_t(chunk) * hd_pad + 16;
-  // F32 rows of whole vectors are read where they lie; other rows are staged.
-  const StageFn stage_rows = c.kv->dtype == KvDtype::F32 && hd == hd_pad ? nullptr : stage_for<V>(c.kv->dtype);
 
   scratch.resize(size_t(nq) * (2 * hd_pad + row) + (stage_rows ? size_t(heads) * head_stride : 0) + nq + 16);
   float* queries =
