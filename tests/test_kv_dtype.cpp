@@ -153,6 +153,16 @@ TEST_CASE("attention over f16 and bf16 KV equals the scalar reference per ISA an
         std::vector<float> f32_got(q.size());  // the same ISA over the widened F32 copy: the same bits
         CpuBackend(2, isa).paged_attention(q.data(), wide, meta, n_heads, n_kv_heads, head_dim, f32_got.data());
         REQUIRE(std::memcmp(got.data(), f32_got.data(), got.size() * 4) == 0);
+        // Each token alone, as a decode step sees it (whole vectors: the rows widened where they lie, not staged).
+        const size_t width = size_t(n_heads) * head_dim;
+        for (size_t t = 0; t < positions.size(); ++t) {
+          std::vector<float> alone(width);
+          const AttentionMetadata one{1, &positions[t], &token_seq[t], tables.data(), num_blocks};
+          CpuBackend(1, isa).paged_attention(q.data() + t * width, kv, one, n_heads, n_kv_heads, head_dim,
+                                             alone.data());
+          INFO("token " << t << " alone");
+          REQUIRE(std::memcmp(alone.data(), got.data() + t * width, width * 4) == 0);
+        }
       }
       // The CUDA split body over the stored KV against the same body over the widened copy, bit for bit.
       namespace body = cuda::body;

@@ -73,11 +73,12 @@ struct RowSource {
   int head, hd, hd_pad;
 };
 
-// Rows of keys [k0, k1) at the tile's first head; head h's row is rows[k] + h * head_stride. W - 1 more entries
-// repeat the last key, so a last group of W keys scores finite numbers nobody reads.
+// Rows of keys [k0, k1) at the tile's first head, of element type D; head h's row is rows[k] + h * head_stride.
+// W - 1 more entries repeat the last key, so a last group of W keys scores finite numbers nobody reads.
+template <KvDtype D>
 struct ChunkRows {
-  const float* rows[kMaxChunk + 16];
-  int64_t head_stride;
+  const typename KvElem<D>::T* rows[kMaxChunk + 16];
+  int64_t head_stride;  // elements
 };
 
 // Keys [k0, k1) of each of `heads` heads widened to F32 and zero-padded to hd_pad: rows [head][key][hd_pad],
@@ -120,40 +121,44 @@ StageFn stage_for(KvDtype d) {
   }
 }
 
-// The rows of keys [k0, k1) at `heads` heads: the cache's own (`stage_rows` null: F32 rows of whole vectors),
-// or rows staged into `staged`, head h's from staged + h * staged_stride.
-inline void chunk_rows(const RowSource& src, int heads, int k0, int k1, int W, StageFn stage_rows, float* staged,
-                       int64_t staged_stride, ChunkRows& out) {
+// The cache's own rows of keys [k0, k1) (whole vectors: nothing to pad).
+template <KvDtype D>
+void cache_rows(const RowSource& src, int k0, int k1, int W, ChunkRows<D>& out) {
+  using T = typename KvElem<D>::T;
+  const KvLayerView& kv = *src.kv;
+  const T* first_head = static_cast<const T*>(src.base) + int64_t(src.head) * src.hd;
+  int block = k0 / kv.block_size, offset = k0 % kv.block_size;
   const int n = k1 - k0;
-  if (stage_rows) {
-    stage_rows(src, heads, k0, k1, staged_stride, staged);
-    for (int k = 0; k < n; ++k) out.rows[k] = staged + int64_t(k) * src.hd_pad;
-    out.head_stride = staged_stride;
-  } else {
-    const KvLayerView& kv = *src.kv;
-    const float* first_head = static_cast<const float*>(src.base) + int64_t(src.head) * src.hd;
-    int block = k0 / kv.block_size, offset = k0 % kv.block_size;
-    for (int k = 0; k < n; ++k) {
-      out.rows[k] = first_head + (int64_t(src.table[block]) * kv.block_size + offset) * kv.kv_dim;
-      if (++offset == kv.block_size) offset = 0, ++block;
-    }
-    out.head_stride = src.hd;
+  for (int k = 0; k < n; ++k) {
+    out.rows[k] = first_head + (int64_t(src.table[block]) * kv.block_size + offset) * kv.kv_dim;
+    if (++offset == kv.block_size) offset = 0, ++block;
   }
   for (int k = n; k < round_up(n, W); ++k) out.rows[k] = out.rows[n - 1];
+  out.head_stride = src.hd;
 }
 
-// The W scores of one query (zero-padded, slices of W) against W key rows (each at keys[k] + head_offset).
-template <class V>
-typename V::T score_group(const float* q, const float* const* keys, int64_t head_offset, int slices) {
+// Rows of keys [k0, k1) at `heads` heads staged into `staged`, head h's from staged + h * staged_stride.
+inline void staged_rows(const RowSource& src, int heads, int k0, int k1, int W, StageFn stage_rows, float* staged,
+                        int64_t staged_stride, ChunkRows<KvDtype::F32>& out) {
+  const int n = k1 - k0;
+  stage_rows(src, heads, k0, k1, staged_stride, staged);
+  for (int k = 0; k < n; ++k) out.rows[k] = staged + int64_t(k) * src.hd_pad;
+  for (int k = n; k < round_up(n, W); ++k) out.rows[k] = out.rows[n - 1];
+  out.head_stride = staged_stride;
+}
+
+// The W scores of one query (zero-padded, slices of W) against W key rows of type D (each at keys[k] + head_offset).
+template <class V, KvDtype D>
+typename V::T score_group(const float* q, const typename KvElem<D>::T* const* keys, int64_t head_offset, int slices) {
   constexpr int W = V::W;
-  const float* key[W];
+  const typename KvElem<D>::T* key[W];
   typename V::T acc[W];
 #pragma GCC unroll 16
   for (int k = 0; k < W; ++k) acc[k] = V::zero(), key[k] = keys[k] + head_offset;
   for (int i = 0; i < slices; ++i) {
     const typename V::T qv = V::load(q + i * W);
 #pragma GCC unroll 16
-    for (int k = 0; k < W; ++k) acc[k] = V::fma(qv, V::load(key[k] + i * W), acc[k]);
+    for (int k = 0; k < W; ++k) acc[k] = V::fma(qv, load_kv<V, D>(key[k], i * W), acc[k]);
   }
   return V::hsum_each(acc);
 }
@@ -207,8 +212,9 @@ struct SumQuery {
 // see run unmasked; those only some see, before and after, take the FMA only for those. OneHead: the queries
 // share each row's loads. Queries of different heads interleave their chains, which hides the FMA latency that
 // one query of a few slices would wait on.
-template <class V, int QG, int NB, bool OneHead>
-void sum_slices(const SumQuery* qs, const float* const* rows, int k0, int s, int from, int lo, int hi, int to) {
+template <class V, int QG, int NB, bool OneHead, KvDtype D>
+void sum_slices(const SumQuery* qs, const typename KvElem<D>::T* const* rows, int k0, int s, int from, int lo, int hi,
+                int to) {
   using T = typename V::T;
   constexpr int W = V::W;
   T acc[QG][NB];
@@ -217,18 +223,18 @@ void sum_slices(const SumQuery* qs, const float* const* rows, int k0, int s, int
 #pragma GCC unroll 16
     for (int v = 0; v < NB; ++v) acc[g][v] = V::load(qs[g].acc + (s + v) * W);
   auto step = [&](int key, bool all) __attribute__((always_inline)) {
-    const float* row = rows[key - k0] + s * W;
+    const auto* row = rows[key - k0] + s * W;
     T vals[NB];
     if constexpr (OneHead)
 #pragma GCC unroll 16
-      for (int v = 0; v < NB; ++v) vals[v] = V::load(row + qs[0].head_offset + v * W);
+      for (int v = 0; v < NB; ++v) vals[v] = load_kv<V, D>(row + qs[0].head_offset, v * W);
 #pragma GCC unroll 16
     for (int g = 0; g < QG; ++g) {
       if (!all && (key < qs[g].first || key > qs[g].last)) continue;
       const T w = V::set1(qs[g].weights[key - qs[g].weights_from]);
 #pragma GCC unroll 16
       for (int v = 0; v < NB; ++v)
-        acc[g][v] = V::fma(w, OneHead ? vals[v] : V::load(row + qs[g].head_offset + v * W), acc[g][v]);
+        acc[g][v] = V::fma(w, OneHead ? vals[v] : load_kv<V, D>(row + qs[g].head_offset, v * W), acc[g][v]);
     }
   };
   for (int key = from; key < lo; ++key) step(key, false);
@@ -240,17 +246,18 @@ void sum_slices(const SumQuery* qs, const float* const* rows, int k0, int s, int
     for (int v = 0; v < NB; ++v) V::store(qs[g].acc + (s + v) * W, acc[g][v]);
 }
 
-template <class V, int QG, int NB, bool OneHead>
-void sum_tail(const SumQuery* qs, const float* const* rows, int k0, int s, int nb, int from, int lo, int hi, int to) {
+template <class V, int QG, int NB, bool OneHead, KvDtype D>
+void sum_tail(const SumQuery* qs, const typename KvElem<D>::T* const* rows, int k0, int s, int nb, int from, int lo,
+              int hi, int to) {
   if constexpr (NB > 0) {
-    if (nb == NB) return sum_slices<V, QG, NB, OneHead>(qs, rows, k0, s, from, lo, hi, to);
-    sum_tail<V, QG, NB - 1, OneHead>(qs, rows, k0, s, nb, from, lo, hi, to);
+    if (nb == NB) return sum_slices<V, QG, NB, OneHead, D>(qs, rows, k0, s, from, lo, hi, to);
+    sum_tail<V, QG, NB - 1, OneHead, D>(qs, rows, k0, s, nb, from, lo, hi, to);
   }
 }
 
 // QG queries over the values of keys [k0, k1), in blocks of slices that keep the accumulators in registers.
-template <class V, int QG, bool OneHead>
-void weighted_sum(const SumQuery* qs, const float* const* rows, int hd_pad, int k0, int k1) {
+template <class V, int QG, bool OneHead, KvDtype D>
+void weighted_sum(const SumQuery* qs, const typename KvElem<D>::T* const* rows, int hd_pad, int k0, int k1) {
   constexpr int NB = V::kSumAccumulators / QG;
   int from = k1, to = k0, lo = k0, hi = k1;  // the union and the intersection of the queries' keys in the chunk
   for (int g = 0; g < QG; ++g) {
@@ -261,13 +268,14 @@ void weighted_sum(const SumQuery* qs, const float* const* rows, int hd_pad, int 
   if (lo >= hi) lo = hi = to;  // no key all see: every key takes the masked step
   const int slices = hd_pad / V::W;
   for (int s = 0; s < slices; s += NB)
-    sum_tail<V, QG, NB, OneHead>(qs, rows, k0, s, std::min(NB, slices - s), from, lo, hi, to);
+    sum_tail<V, QG, NB, OneHead, D>(qs, rows, k0, s, std::min(NB, slices - s), from, lo, hi, to);
 }
 
 // Queries are numbered head-major: kv head kv_begin + q / per_head, token token_begin + q % per_head / group.
-template <class V>
-void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end,
-          std::vector<float>& scratch) {
+// Rows of type D are read where they lie when stage_rows is null; else staged (D is then F32).
+template <class V, KvDtype D>
+void tile_over(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end,
+               std::vector<float>& scratch, StageFn stage_rows) {
   using T = typename V::T;
   constexpr int W = V::W;
   const AttentionMetadata& meta = *c.meta;
@@ -281,8 +289,7 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   for (int q = group; q < per_head; q += group)
     key_begin = std::min(key_begin, first_key(q)), key_end = std::max(key_end, last_key(q) + 1);
   const int row = round_up(key_end - key_begin, W);
-  // F32 rows of whole vectors are read where they lie; other rows are staged, ~32 KiB of them at a time.
-  const StageFn stage_rows = c.kv->dtype == KvDtype::F32 && hd == hd_pad ? nullptr : stage_for<V>(c.kv->dtype);
+  // Staged rows ~32 KiB at a time.
   const int chunk = stage_rows ? std::clamp(8192 / (heads * hd_pad) / W * W, W, kMaxChunk) : kMaxChunk;
   // A cache line more than a head's rows hold: strides of 4 KiB multiples would map every head's row to one L1 set.
   const int64_t head_stride = int64_t(chunk) * hd_pad + 16;
@@ -303,19 +310,25 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   const int* table = meta.block_tables + int64_t(meta.token_seq[token_begin]) * meta.max_blocks_per_seq;
   const RowSource keys{c.kv->keys, c.kv, table, kv_begin, hd, hd_pad};
   const RowSource values{c.kv->values, c.kv, table, kv_begin, hd, hd_pad};
-  ChunkRows rows;
+  ChunkRows<D> rows;
+  auto rows_of = [&](const RowSource& src, int k0, int k1) {
+    if constexpr (D == KvDtype::F32)
+      if (stage_rows) return staged_rows(src, heads, k0, k1, W, stage_rows, staged, head_stride, rows);
+    cache_rows<D>(src, k0, k1, W, rows);
+  };
 
   // Scores, a chunk of keys at a time.
   const T scale = V::set1(c.spec.score_scale(hd));
   for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
     const int k1 = std::min(key_end, k0 + chunk);
-    chunk_rows(keys, heads, k0, k1, W, stage_rows, staged, head_stride, rows);
+    rows_of(keys, k0, k1);
     for (int q = 0; q < nq; ++q) {
       const int64_t head_offset = q / per_head * rows.head_stride;
       const int lo = std::max(k0, first_key(q)), hi = std::min(k1, last_key(q) + 1);
       for (int g = (lo - k0) / W; k0 + g * W < hi; ++g)
-        V::store(scores + int64_t(q) * row + (k0 - key_begin) + g * W,
-                 V::mul(score_group<V>(queries + int64_t(q) * hd_pad, rows.rows + g * W, head_offset, slices), scale));
+        V::store(
+            scores + int64_t(q) * row + (k0 - key_begin) + g * W,
+            V::mul(score_group<V, D>(queries + int64_t(q) * hd_pad, rows.rows + g * W, head_offset, slices), scale));
     }
   }
   for (int q = 0; q < nq; ++q)
@@ -326,7 +339,7 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
   SumQuery qs[kQueries];
   for (int k0 = key_begin; k0 < key_end; k0 += chunk) {
     const int k1 = std::min(key_end, k0 + chunk);
-    chunk_rows(values, heads, k0, k1, W, stage_rows, staged, head_stride, rows);
+    rows_of(values, k0, k1);
     for (int q0 = 0; q0 < nq;) {
       const int n = nq - q0 >= kQueries ? kQueries : nq - q0 >= 2 ? 2 : 1;
       for (int g = 0; g < n; ++g)
@@ -338,11 +351,12 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
                  (q0 + g) / per_head * rows.head_stride};
       const bool one_head = qs[0].head_offset == qs[n - 1].head_offset;
       if (n == kQueries)
-        (one_head ? weighted_sum<V, kQueries, true> : weighted_sum<V, kQueries, false>)(qs, rows.rows, hd_pad, k0, k1);
+        (one_head ? weighted_sum<V, kQueries, true, D> : weighted_sum<V, kQueries, false, D>)(qs, rows.rows, hd_pad, k0,
+                                                                                              k1);
       else if (n == 2)
-        (one_head ? weighted_sum<V, 2, true> : weighted_sum<V, 2, false>)(qs, rows.rows, hd_pad, k0, k1);
+        (one_head ? weighted_sum<V, 2, true, D> : weighted_sum<V, 2, false, D>)(qs, rows.rows, hd_pad, k0, k1);
       else
-        weighted_sum<V, 1, true>(qs, rows.rows, hd_pad, k0, k1);
+        weighted_sum<V, 1, true, D>(qs, rows.rows, hd_pad, k0, k1);
       q0 += n;
     }
   }
@@ -354,6 +368,26 @@ void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, 
     for (int i = 0; i < full; ++i) V::store(out + i * W, V::div(V::load(a + i * W), sum));
     for (int d = full * W; d < hd; ++d) out[d] = a[d] / sums[q];
   }
+}
+
+// Queries per kv head up to which a tile reads 16-bit rows where they lie, widening each at every read; more
+// queries (a prefill) share rows staged once.
+constexpr int kUnstagedQueries = 4;
+
+// F32 rows of whole vectors are always read where they lie: staging would only copy them.
+template <class V>
+void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end,
+          std::vector<float>& scratch) {
+  const KvDtype d = c.kv->dtype;
+  const bool whole = c.head_dim % V::W == 0;
+  const int per_kv_head = (token_end - token_begin) * (c.n_heads / c.n_kv_heads);
+  if (whole && d == KvDtype::F32)
+    return tile_over<V, KvDtype::F32>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+  if (whole && per_kv_head <= kUnstagedQueries && d == KvDtype::F16)
+    return tile_over<V, KvDtype::F16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+  if (whole && per_kv_head <= kUnstagedQueries && d == KvDtype::Bf16)
+    return tile_over<V, KvDtype::Bf16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+  tile_over<V, KvDtype::F32>(c, token_begin, token_end, kv_begin, kv_end, scratch, stage_for<V>(d));
 }
 
 }  // namespace attention
