@@ -173,7 +173,7 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
     work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
   const int workers = work < kParallelFlops ? 1 : threads_;
   // Tiles of about kTileQueries queries: a run of one sequence's consecutive tokens at one kv head's query
-  // heads (a prefill: each key row staged once for the run), or, for a run too short for that (decode),
+  // heads (a prefill: each key row read, or staged, once for the run), or, for a run too short for that (decode),
   // at several kv heads (each slot read in one stretch). A tile's bits are each query's own, so the split is free.
   constexpr int kTileQueries = 32;
   const int group = n_heads / n_kv_heads;
