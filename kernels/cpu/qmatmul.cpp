@@ -81,8 +81,9 @@ void quantize_activations(const float* x, int M, int K, Activations format, Quan
   rows.sums.resize(size_t(M) * sums);
   rows.offsets.resize(format == Activations::Q8_0WithOffsets ? size_t(M) * blocks : 0);
   const bool avx512 = isa == QuantIsa::Avx512 || isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx;
-  const auto q8_0 = avx512 ? qmm::quantize_row_q8_0_avx512 : quantize_row_q8_0;
-  const auto q8_K = avx512 ? qmm::quantize_row_q8_K_avx512 : quantize_row_q8_K;
+  const bool avx2 = isa == QuantIsa::Avx2;
+  const auto q8_0 = avx512 ? qmm::quantize_row_q8_0_avx512 : avx2 ? qmm::quantize_row_q8_0_avx2 : quantize_row_q8_0;
+  const auto q8_K = avx512 ? qmm::quantize_row_q8_K_avx512 : avx2 ? qmm::quantize_row_q8_K_avx2 : quantize_row_q8_K;
   auto quantize_row = [&](int m) {
     int8_t* qs = rows.qs.data() + size_t(m) * K;
     float* d = rows.d.data() + size_t(m) * blocks;

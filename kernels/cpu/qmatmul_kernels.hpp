@@ -24,6 +24,9 @@ struct QuantizedRows {
 // in qmatmul.cpp compute them (the same bytes), with AVX-512.
 void quantize_row_q8_0_avx512(const float* x, int K, int8_t* qs, float* d, int32_t* sums, float* offsets);
 void quantize_row_q8_K_avx512(const float* x, int K, int8_t* qs, float* d, int32_t* bsums);
+// The same with AVX2.
+void quantize_row_q8_0_avx2(const float* x, int K, int8_t* qs, float* d, int32_t* sums, float* offsets);
+void quantize_row_q8_K_avx2(const float* x, int K, int8_t* qs, float* d, int32_t* bsums);
 
 // out[m][n] for rows [m_begin, m_end) and panels [p_begin, p_end) of w, one definition per ISA's translation unit.
 using PanelsFn = void (*)(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
