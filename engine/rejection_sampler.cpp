@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/philox.hpp"
+#include "kernels/cpu/sampling_kernels.hpp"
 
 namespace parley {
 
@@ -21,19 +22,14 @@ VerifyResult verify_exact(std::span<const int> drafts, std::span<const int> targ
 }
 
 int sample_inverse_cdf(std::span<const float> weights, float u) {
-  float total = 0.0f;
-  for (float w : weights) total += std::max(w, 0.0f);
+  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
+  const int n = int(weights.size());
+  const float total = kernels.cdf_total(weights.data(), n);
   if (!(total > 0.0f)) throw std::invalid_argument("sample_inverse_cdf: no positive weight");
-  const float target = u * total;
-  float cum = 0.0f;
-  int last = -1;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] <= 0.0f) continue;
-    cum += weights[i];
-    last = int(i);
-    if (target < cum) return last;
-  }
-  return last;  // rounding left target at the very top of the range
+  const int token = kernels.inverse_cdf(weights.data(), n, u * total);
+  if (token >= 0) return token;
+  for (int i = n - 1;; --i)  // rounding left the target at the top of the range: the last positive weight
+    if (weights[size_t(i)] > 0.0f) return i;
 }
 
 RejectionVerdict verify_rejection_at(int d, std::span<const float> p, std::span<const float> q, uint64_t seed,

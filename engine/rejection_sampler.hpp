@@ -40,7 +40,8 @@ RejectionVerdict verify_rejection_at(int draft, std::span<const float> target_pr
 // The bonus token after every draft stood: drawn from the last row with stream 0, as plain sampling draws.
 int rejection_bonus(std::span<const float> target_probs, uint64_t seed, int64_t position);
 
-// The token at which u (in [0, 1)) falls on the cumulative mass of weights in id order (zeros skipped).
+// The token at which u (in [0, 1)) falls on the cumulative mass of weights in id order (zeros skipped), summed
+// as kernels/sampling_math.hpp's inverse_cdf does: blocks of 16 ids, then the ids of one block.
 int sample_inverse_cdf(std::span<const float> weights, float u);
 
 }  // namespace parley

@@ -10,6 +10,7 @@
 #include "engine/philox.hpp"
 #include "engine/rejection_sampler.hpp"
 #include "engine/structured_output/compiled_grammar.hpp"
+#include "kernels/sampling_math.hpp"
 
 namespace parley {
 
@@ -78,37 +79,8 @@ void SamplingParams::validate(int vocab_size) const {
 }
 
 int argmax(const float* logits, int vocab) {
-  int best = 0;
-  float best_value = logits[0];  // in a register: no load of logits[best] on the critical path
-  for (int i = 1; i < vocab; ++i)
-    if (logits[i] > best_value) best_value = logits[i], best = i;
-  return best;
-}
-
-// Keeps the smallest prefix (in descending order) whose mass reaches top_p of what survived, always the
-// top token. Sorting only a growing head is enough: the mass sits in few tokens.
-template <class Desc>
-void Sampler::apply_top_p(float top_p, int vocab, const Desc& desc) {
-  float kept = 0.0f;
-  for (float p : probs_) kept += p;
-  for (int head = std::min(vocab, 64);; head = head * 16 > vocab ? vocab : head * 4) {
-    if (head == vocab)
-      std::sort(order_.begin(), order_.end(), desc);  // past a 16th, sorting all is cheaper
-    else
-      std::partial_sort(order_.begin(), order_.begin() + head, order_.end(), desc);
-    float cum = 0.0f;
-    int r = 0;
-    while (r < head && (cum += probs_[order_[r]]) < top_p * kept) ++r;
-    if (r < head) {
-      keep_.assign(order_.begin(), order_.begin() + r + 1);
-      kept_probs_.clear();
-      for (int id : keep_) kept_probs_.push_back(probs_[id]);
-      std::fill(probs_.begin(), probs_.end(), 0.0f);
-      for (size_t i = 0; i < keep_.size(); ++i) probs_[keep_[i]] = kept_probs_[i];
-      return;
-    }
-    if (head == vocab) return;  // rounding kept the cumulative mass below the target: keep everything
-  }
+  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
+  return kernels.argmax(logits, vocab);
 }
 
 int Sampler::sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position) {
@@ -116,7 +88,7 @@ int Sampler::sample(const float* logits, int vocab, const SamplingParams& params
 }
 
 int Sampler::sample_filtered(const float* logits, int vocab, const Filters& params, uint64_t seed, int64_t position) {
-  if (params.temperature < 1e-5f) return argmax(logits, vocab);  // SamplingParams::greedy()
+  if (params.temperature < 1e-5f) return kernels_.argmax(logits, vocab);  // SamplingParams::greedy()
   filter_probs(logits, vocab, params);
   // Inverse CDF over the surviving mass in id order, with one uniform for (seed, position).
   return sample_inverse_cdf(probs_, philox_uniform(seed, uint64_t(position)));
@@ -127,42 +99,21 @@ std::vector<float> Sampler::target_probs(const float* logits, int vocab, int row
   if (f.temperature < 1e-5f)
     throw std::invalid_argument("Sampler::target_probs: a greedy row has no distribution to sample");
   filter_probs(process_logits(logits, vocab, row, m), vocab, f);
-  float total = 0.0f;
-  for (float p : probs_) total += p;
+  const float total = kernels_.cdf_total(probs_.data(), vocab);
   std::vector<float> p(probs_);
   for (float& x : p) x /= total;
   return p;
 }
 
 void Sampler::filter_probs(const float* logits, int vocab, const Filters& params) {
-  // Softmax of logits / temperature, in token-id order (a fixed reduction order).
+  // The softmax of logits / temperature, unnormalized: e^(logit / T - max), the top token's weight exactly 1
+  // (the largest scaled logit is the largest logit scaled: rounding keeps the order). The draw scales by the mass.
   probs_.resize(vocab);
   const float inv_t = 1.0f / params.temperature;
-  float max_logit = -INFINITY;
-  for (int i = 0; i < vocab; ++i) max_logit = std::max(max_logit, logits[i] * inv_t);
-  float sum = 0.0f;
-  for (int i = 0; i < vocab; ++i) sum += (probs_[i] = std::exp(logits[i] * inv_t - max_logit));
-  for (int i = 0; i < vocab; ++i) probs_[i] /= sum;
-
-  if (params.min_p > 0.0f) {
-    const float cut = params.min_p * *std::max_element(probs_.begin(), probs_.end());
-    for (float& p : probs_)
-      if (p < cut) p = 0.0f;
-  }
-  const bool use_top_k = params.top_k > 0 && params.top_k < vocab;
-  if (use_top_k || params.top_p < 1.0f) {
-    // Descending by probability, ties by id: a strict order, so the kept set is a function of the row alone.
-    const auto desc = [&](int a, int b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); };
-    order_.resize(vocab);
-    std::iota(order_.begin(), order_.end(), 0);
-    if (use_top_k) {
-      std::nth_element(order_.begin(), order_.begin() + (params.top_k - 1), order_.end(), desc);
-      const float kth = probs_[order_[params.top_k - 1]];  // ties with the k-th survive, as in vLLM
-      for (float& p : probs_)
-        if (p < kth) p = 0.0f;
-    }
-    if (params.top_p < 1.0f) apply_top_p(params.top_p, vocab, desc);
-  }
+  kernels_.exp_scaled(logits, vocab, inv_t, kernels_.max_value(logits, vocab) * inv_t, probs_.data());
+  if (params.min_p > 0.0f) kernels_.zero_below(probs_.data(), vocab, params.min_p);  // min_p times the top weight, 1
+  if (params.top_k > 0 && params.top_k < vocab) cuts_.top_k(probs_, params.top_k);
+  if (params.top_p < 1.0f) cuts_.top_p(probs_, params.top_p);
 }
 
 TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top) {

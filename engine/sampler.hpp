@@ -10,10 +10,11 @@
 #include "engine/outputs.hpp"
 #include "engine/sampling_metadata.hpp"
 #include "engine/sampling_params.hpp"
+#include "engine/top_k_top_p.hpp"
 
 namespace parley {
 
-int argmax(const float* logits, int vocab);  // lowest id on ties, as llama2.c
+int argmax(const float* logits, int vocab);  // lowest id on ties, as llama2.c (the best ISA's kernel)
 
 // The log-softmax of raw logits at `token`, its rank, and the top num_top (token, logprob) pairs.
 TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top);
@@ -26,6 +27,9 @@ struct SamplerOutput {
 
 class Sampler {
  public:
+  // isa: the row kernels' instruction set (each draws the same tokens; Auto picks the CPU's best).
+  explicit Sampler(cpu::Isa isa = cpu::Isa::Auto) : kernels_(cpu::sampling_kernels(isa)) {}
+
   // One row with no penalties, logit_bias or min_tokens. position: the index of the token being sampled.
   int sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position);
 
@@ -55,14 +59,13 @@ class Sampler {
     int top_k;
   };
   int sample_filtered(const float* logits, int vocab, const Filters& f, uint64_t seed, int64_t position);
-  void filter_probs(const float* logits, int vocab, const Filters& f);  // probs_: softmax(logits / T), filtered
-  template <class Desc>
-  void apply_top_p(float top_p, int vocab, const Desc& desc);
+  void filter_probs(const float* logits, int vocab, const Filters& f);  // probs_: e^(logits / T - max), filtered
   void apply_penalties(float* logits, std::span<const int> prompt, std::span<const int> output, float presence,
                        float frequency, float repetition);
 
-  std::vector<float> probs_, kept_probs_, processed_;
-  std::vector<int> order_, keep_;
+  cpu::SamplingKernels kernels_;
+  TopKTopP cuts_{kernels_};
+  std::vector<float> probs_, processed_;
   std::vector<int> counts_, touched_;  // per-token counts, all zero between calls
 };
 

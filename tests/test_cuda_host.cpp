@@ -11,6 +11,7 @@
 #include "engine/sampler.hpp"
 #include "engine_core_runs.hpp"
 #include "host_device_ops.hpp"
+#include "kernel_inputs.hpp"
 #include "kernels/cuda/device_llama.hpp"
 
 using namespace parley;
@@ -166,25 +167,29 @@ TEST_CASE("CUDA paged attention holds every head size up to 256, under each accu
 }
 
 TEST_CASE("CUDA sampling body draws the CPU sampler's tokens", "[cuda-host]") {
-  Sampler sampler;
-  const int vocab = 64;
-  int greedy_checked = 0, distinct = 0;
-  std::vector<int> seen(vocab, 0);
-  for (int trial = 0; trial < 300; ++trial) {
-    const auto logits = test::random_floats(vocab, 100 + uint32_t(trial), 2.0f);
-    SamplingParams p;
-    p.temperature = trial % 3 == 0 ? 0.0f : (trial % 3 == 1 ? 0.7f : 1.3f);
-    p.min_p = trial % 2 ? 0.05f : 0.0f;
-    const uint64_t seed = 1000 + uint64_t(trial);
-    const int64_t position = trial * 7;
-    const int want = sampler.sample(logits.data(), vocab, p, seed, position);
-    const int got = cuda::body::sample_row(logits.data(), vocab, {p.temperature, p.min_p, seed, position});
-    REQUIRE(got == want);
-    greedy_checked += p.temperature == 0.0f;
-    distinct += seen[size_t(got)]++ == 0;
-  }
-  REQUIRE(greedy_checked == 100);
-  REQUIRE(distinct > 20);  // the draws really spread over the vocabulary
+  for (cpu::Isa isa : test::supported_isas())
+    for (const int vocab : {64, 1000, 32003}) {  // blocks of 16 ids, whole and not
+      INFO(cpu::isa_name(isa) << ", vocab " << vocab);
+      Sampler sampler(isa);
+      const int trials = vocab == 64 ? 300 : 60;
+      int greedy_checked = 0, distinct = 0;
+      std::vector<int> seen(size_t(vocab), 0);
+      for (int trial = 0; trial < trials; ++trial) {
+        const auto logits = test::random_floats(vocab, 100 + uint32_t(trial), 2.0f);
+        SamplingParams p;
+        p.temperature = trial % 3 == 0 ? 0.0f : (trial % 3 == 1 ? 0.7f : 1.3f);
+        p.min_p = trial % 2 ? 0.05f : 0.0f;
+        const uint64_t seed = 1000 + uint64_t(trial);
+        const int64_t position = trial * 7;
+        const int want = sampler.sample(logits.data(), vocab, p, seed, position);
+        const int got = cuda::body::sample_row(logits.data(), vocab, {p.temperature, p.min_p, seed, position});
+        REQUIRE(got == want);
+        greedy_checked += p.temperature == 0.0f;
+        distinct += seen[size_t(got)]++ == 0;
+      }
+      REQUIRE(greedy_checked == trials / 3);
+      REQUIRE(distinct > trials / 10);  // the draws really spread over the vocabulary
+    }
 }
 
 TEST_CASE("CUDA exact verification keeps drafts while they equal the sampled tokens", "[cuda-host]") {

@@ -60,12 +60,16 @@ Isa best_isa() {
   return Isa::Generic;
 }
 
+Isa checked_isa(Isa isa) {
+  if (isa == Isa::Auto) isa = best_isa();
+  if (!isa_supported(isa)) throw std::invalid_argument("this CPU does not support ISA " + isa_name(isa));
+  return isa;
+}
+
 namespace {
 
 SimdKernels kernels_for(Isa isa) {
-  if (isa == Isa::Auto) isa = best_isa();
-  if (!isa_supported(isa)) throw std::invalid_argument("this CPU does not support ISA " + isa_name(isa));
-  switch (isa) {
+  switch (checked_isa(isa)) {
     case Isa::Avx512:
       return avx512_kernels();
     case Isa::Avx2:

@@ -18,6 +18,7 @@ std::string isa_name(Isa isa);
 Isa parse_isa(const std::string& name);  // "auto", "generic", "avx2", "avx512"; throws otherwise
 bool isa_supported(Isa isa);             // whether this CPU can run it
 Isa best_isa();
+Isa checked_isa(Isa isa);  // Auto as best_isa(); throws std::invalid_argument for one this CPU lacks
 
 struct QuantMatrix;  // kernels/cpu/quant_matrix.hpp
 
