@@ -11,7 +11,7 @@ namespace {
 uint64_t order_key(float weight, int id) { return uint64_t(~std::bit_cast<uint32_t>(weight)) << 32 | uint32_t(id); }
 float key_weight(uint64_t key) { return std::bit_cast<float>(~uint32_t(key >> 32)); }
 
-// Bucket 0 holds the largest weights; zeros (and only they) land in the last.
+// Bucket 0 holds the largest weights; zeros land in the last (exp_nonpositive never returns a subnormal).
 constexpr int kBuckets = 2048;
 int weight_bucket(float weight) { return int((~std::bit_cast<uint32_t>(weight) >> 20) & (kBuckets - 1)); }
 
