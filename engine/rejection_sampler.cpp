@@ -6,6 +6,7 @@
 
 #include "engine/philox.hpp"
 #include "kernels/cpu/sampling_kernels.hpp"
+#include "kernels/sampling_math.hpp"
 
 namespace parley {
 
@@ -27,9 +28,8 @@ int sample_inverse_cdf(std::span<const float> weights, float u) {
   const float total = kernels.cdf_total(weights.data(), n);
   if (!(total > 0.0f)) throw std::invalid_argument("sample_inverse_cdf: no positive weight");
   const int token = kernels.inverse_cdf(weights.data(), n, u * total);
-  if (token >= 0) return token;
-  for (int i = n - 1;; --i)  // rounding left the target at the top of the range: the last positive weight
-    if (weights[size_t(i)] > 0.0f) return i;
+  // Rounding left the target at the top of the range: the last positive weight.
+  return token >= 0 ? token : sampling::last_positive([&](int i) { return weights[size_t(i)]; }, n);
 }
 
 RejectionVerdict verify_rejection_at(int d, std::span<const float> p, std::span<const float> q, uint64_t seed,

@@ -122,6 +122,21 @@ PARLEY_HD inline float cdf_total(const Weight& w, int n) {
   return total;
 }
 
+// Within the block at b, cum the mass before it: the first id where the running sum passes target, else the
+// block's last positive id.
+template <class Weight>
+PARLEY_HD inline int walk_block(const Weight& w, int b, int n, float cum, float target) {
+  int last = -1;
+  for (int i = b; i < b + kBlock && i < n; ++i) {
+    const float x = w(i);
+    if (!(x > 0.0f)) continue;
+    cum += x;
+    last = i;
+    if (target < cum) return i;
+  }
+  return last;
+}
+
 // The id at which target falls on the cumulative mass: blocks first, then the ids of the block it falls in,
 // added one by one (when rounding keeps that walk below target, the block's last positive id). -1: no mass
 // at or above target (the caller takes its last positive id).
@@ -130,17 +145,7 @@ PARLEY_HD inline int inverse_cdf(const Weight& w, int n, float target) {
   float cum = 0.0f;
   for (int b = 0; b < n; b += kBlock) {
     const float next = cum + block_mass(w, b, n);
-    if (target < next) {
-      int last = -1;
-      for (int i = b; i < b + kBlock && i < n; ++i) {
-        const float x = w(i);
-        if (!(x > 0.0f)) continue;
-        cum += x;
-        last = i;
-        if (target < cum) return i;
-      }
-      return last;
-    }
+    if (target < next) return walk_block(w, b, n, cum, target);
     cum = next;
   }
   return -1;

@@ -98,14 +98,7 @@ int inverse_cdf(const float* w, int n, float target) {
   if (b == n) return -1;
   const auto weight = [&](int i) { return w[i]; };
   if (b == full && !(target < cum + sampling::block_mass(weight, b, n))) return -1;
-  int last = -1;
-  for (int i = b; i < b + sampling::kBlock && i < n; ++i) {
-    if (!(w[i] > 0.0f)) continue;
-    cum += w[i];
-    last = i;
-    if (target < cum) return i;
-  }
-  return last;
+  return sampling::walk_block(weight, b, n, cum, target);
 }
 
 template <class V>
