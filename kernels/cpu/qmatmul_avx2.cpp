@@ -40,8 +40,13 @@ struct Avx2 : YmmColumns {
   }
   template <int Shift>
   static Bytes with_hi2(Bytes q, Bytes high) {
+    // One shift per register at most: shifts have a single port on some AVX2 cores (Zen 1), as multiplies do.
     const __m256i m = _mm256_set1_epi8(0x30);
-    auto bits = [&](__m256i h) { return _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(h, Shift), 4), m); };
+    auto bits = [&](__m256i h) {
+      if constexpr (Shift < 4) return _mm256_and_si256(_mm256_slli_epi16(h, 4 - Shift), m);
+      if constexpr (Shift > 4) return _mm256_and_si256(_mm256_srli_epi16(h, Shift - 4), m);
+      return _mm256_and_si256(h, m);
+    };
     return {_mm256_or_si256(q.lo, bits(high.lo)), _mm256_or_si256(q.hi, bits(high.hi))};
   }
 
