@@ -1,7 +1,8 @@
 // Offline decode and prefill throughput of Parley's forward pass, with llama.cpp measured on the same
 // GGUF in the same run (bench/peer/llama_peer.mjs through node-llama-cpp) and the ratio; the resident memory
-// after load against the file and the KV cache, and decode at one sequence as GB/s of weights read against a
-// measured read-bandwidth peak.
+// after load against the file and the KV cache, decode at one sequence as GB/s of weights read against a
+// measured read-bandwidth peak, and prefill and the largest decode batch as weight products per second against
+// a measured peak of the integer multiply the quantized kernels are built on.
 // Usage: bench_decode --model M.gguf [--threads T] [--seqs 1,8,32] [--prompt-tokens P] [--prefill-tokens N]
 //                     [--gen-tokens G] [--rounds R] [--prefill-reps R] [--kv-cache-dtype f32|f16|bf16] [--peer]
 //                     [--csv FILE --label NAME]
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_compute.hpp"
 #include "bench/bench_memory.hpp"
 #include "engine/sampler.hpp"
 #include "model/gguf.hpp"
@@ -176,6 +178,8 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "probing read bandwidth on %d threads...\n", backend.threads());
   double peak = bench::read_bandwidth(backend.threads());  // probed again after the rounds: the best counts
+  const cpu::QuantIsa quant_isa = cpu::quant_isa_for(backend.isa());
+  bench::MultiplyPeak multiply = bench::multiply_peak(quant_isa, backend.threads());
   const std::string dtype = file_type_of(model_path);
 
   // Rounds alternate the two engines; each figure is its best round, since interference on a shared
@@ -199,6 +203,7 @@ int main(int argc, char** argv) {
     }
   }
   peak = std::max(peak, bench::read_bandwidth(backend.threads()));
+  multiply.macs_per_s = std::max(multiply.macs_per_s, bench::multiply_peak(quant_isa, backend.threads()).macs_per_s);
   std::printf(
       "model %s (%s, %s), %d threads, isa %s, KV %s, prefill %d tokens, decode after %d, %d generated per sequence, "
       "best of %d rounds\n",
@@ -234,6 +239,27 @@ int main(int argc, char** argv) {
       std::snprintf(theirs_text, sizeof theirs_text, "%.1f (%.0f%%)", theirs_gbs, 100 * theirs_gbs * 1e9 / peak);
     std::printf("| %-16s | %7.1f (%3.0f%%) | %20s | %6s |\n", "batch 1 GB/s", ours_gbs, 100 * ours_gbs * 1e9 / peak,
                 theirs_text, "");
+  }
+  // Prefill and the largest batch are bound by the multiplies: weight products per second (a prefill computes
+  // one row of logits, a decode token one each), as a share of the probe.
+  if (!multiply.instruction.empty()) {
+    const double layers = double(model.layer_weight_elements()), head = double(model.head_weight_elements());
+    auto row = [&](const std::string& name, int i, double per_token) {
+      const double ours_g = per_token * ours[i] / 1e9, theirs_g = per_token * theirs[i] / 1e9;
+      char theirs_text[32] = "-";
+      if (theirs[i] > 0)
+        std::snprintf(theirs_text, sizeof theirs_text, "%.1f (%.0f%%)", theirs_g,
+                      100 * theirs_g * 1e9 / multiply.macs_per_s);
+      std::printf("| %-16s | %7.1f (%3.0f%%) | %20s | %6s |\n", name.c_str(), ours_g,
+                  100 * ours_g * 1e9 / multiply.macs_per_s, theirs_text, "");
+    };
+    row("prefill GMAC/s", 0, layers + head / prefill);
+    const int largest = int(std::max_element(seqs.begin(), seqs.end()) - seqs.begin());
+    if (seqs[largest] > 1) row("decode " + std::to_string(seqs[largest]) + " GMAC/s", largest + 1, layers + head);
+    std::printf(
+        "\nmultiply peak (%s alone, %d threads, best of 10 passes) %.1f GMAC/s; a token multiplies %.1f M "
+        "weights in the layers, %.1f M in the head\n",
+        multiply.instruction.c_str(), backend.threads(), multiply.macs_per_s / 1e9, layers / 1e6, head / 1e6);
   }
   if (!csv_path.empty()) {
     std::ofstream csv(csv_path, std::ios::app);

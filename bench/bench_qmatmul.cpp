@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_compute.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
 #include "model/quant/quantize.hpp"
@@ -109,12 +110,17 @@ int main(int argc, char** argv) {
   std::printf("| %-10s | %-5s | %-11s | %9s | %9s | %10s |\n", "isa", "type", "N x K", "M=1 GB/s", "M=1 us",
               "M=32 GF/s");
   std::printf("|------------|-------|-------------|-----------|-----------|------------|\n");
+  std::string peaks;  // each ISA's multiply instruction alone: the ceiling of its M=32 column
   for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx}) {
     if (!only.empty() && quant_isa_name(isa) != only) continue;
     if (!quant_isa_supported(isa)) {
       std::printf("| %-10s | (not supported by this CPU)\n", quant_isa_name(isa).c_str());
       continue;
     }
+    const parley::bench::MultiplyPeak peak = parley::bench::multiply_peak(isa, threads);
+    if (!peak.instruction.empty())
+      peaks += "\n  " + quant_isa_name(isa) + ", " + peak.instruction + ": " +
+               std::to_string(int(2 * peak.macs_per_s / 1e9)) + " GFLOP/s";
     for (const Shape& s : shapes) {
       const std::vector<float> w = noise(size_t(s.N) * s.K, 1, 0.02f), x = noise(size_t(32) * s.K, 2, 1.0f);
       std::vector<float> out(size_t(32) * s.N);
@@ -131,6 +137,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (!peaks.empty())
+    std::printf("\nmultiply peak on %d thread(s), the instruction alone, 2 flops per u8 x s8 product:%s\n", threads,
+                peaks.c_str());
   if (ggml_dir.empty()) return 0;
   const GetTraits traits = load_ggml(ggml_dir);
   if (!traits) {

@@ -94,6 +94,13 @@ size_t LlamaModel::streamed_weight_bytes() const {
   return total;
 }
 
+size_t LlamaModel::layer_weight_elements() const {
+  size_t total = 0;
+  for (const Layer& l : layers_)
+    for (const Linear* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) total += size_t(m->N()) * size_t(m->K());
+  return total;
+}
+
 cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   const auto& c = config_;
   const int M = batch.num_tokens();

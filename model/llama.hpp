@@ -46,6 +46,9 @@ class LlamaModel {
   size_t weight_bytes() const;
   // What a decode step reads in full: the layers' matrices and the head (not a separate embedding, read by rows).
   size_t streamed_weight_bytes() const;
+  // Weight elements a token multiplies: through the layers' matrices, and through the head (logits rows only).
+  size_t layer_weight_elements() const;
+  size_t head_weight_elements() const { return size_t(output_.N()) * size_t(output_.K()); }
 
   // Runs the batch, writing its KV into kv, and fills logits[logits_indices.size()][vocab_size].
   // num_layers < n_layers runs only the first layers, then the final norm and head (layer-skip drafting).
