@@ -33,7 +33,7 @@ double mib(const std::string& path) { return double(std::filesystem::file_size(p
 }  // namespace
 
 int run_convert(const ConvertOptions& o) {
-  convert_llama2c(o.checkpoint, o.tokenizer, o.out, o.dtype);
+  convert_llama2c(o.checkpoint, o.tokenizer, o.out, o.dtype, print_tensor);
   std::printf("wrote %s (%s)\n", o.out.c_str(), std::string(file_type_name(o.dtype)).c_str());
   return 0;
 }
@@ -48,10 +48,12 @@ int run_gen_model(const GenModelOptions& o) {
     hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);
     cfg.vocab_size = hf->vocab.size();
   }
+  std::fprintf(stderr, "generating %s: dim %d, %d layers, vocab %d...\n", cfg.arch.c_str(), cfg.dim, cfg.n_layers,
+               cfg.vocab_size);
   ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt,
                                       shape.rope_factors);
   if (hf) model.chat_template = hf->chat_template;
-  write_model_gguf(model, o.out, o.dtype);
+  write_model_gguf(model, o.out, o.dtype, print_tensor);
   std::printf(
       "wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(),
       std::string(file_type_name(o.dtype)).c_str(), cfg.dim, cfg.n_layers, o.with_mtp ? " and an MTP head" : "",

@@ -320,10 +320,10 @@ void quantize_model(const std::string& in, const std::string& tokenizer, const s
 }
 
 void convert_llama2c(const std::string& checkpoint, const std::string& tokenizer_bin, const std::string& out,
-                     FileType type) {
+                     FileType type, const TensorObserver& observe) {
   ModelFile m = read_llama2c_checkpoint(checkpoint);
   m.vocab = read_llama2c_tokenizer(tokenizer_bin, m.config.vocab_size);
-  write_model_gguf(m, out, type);
+  write_model_gguf(m, out, type, observe);
 }
 
 }  // namespace parley

@@ -42,7 +42,7 @@ void quantize_model(const std::string& in, const std::string& tokenizer, const s
 
 // llama2.c checkpoint + tokenizer.bin -> GGUF (like llama.cpp's convert-llama2c-to-ggml).
 void convert_llama2c(const std::string& checkpoint, const std::string& tokenizer_bin, const std::string& out,
-                     FileType type);
+                     FileType type, const TensorObserver& observe = {});
 inline void convert_llama2c(const std::string& checkpoint, const std::string& tokenizer_bin, const std::string& out,
                             GgmlType dtype) {
   convert_llama2c(checkpoint, tokenizer_bin, out, file_type_of(dtype));

@@ -98,7 +98,7 @@ TEST_CASE("parley gen-model writes the built-in model exactly, and convert honou
   const std::string f16 = dir / "f16.gguf";
   REQUIRE_THAT(run_cli("convert --checkpoint " + shared_model("stories260K.bin") + " --tokenizer " +
                        shared_model("tok512.bin") + " --out " + f16 + " --dtype f16"),
-               Catch::Contains("wrote"));
+               Catch::Contains("wrote") && Catch::Contains("blk.0.attn_q.weight") && Catch::Contains("f32 -> f16"));
   const GgufFile g(f16);
   REQUIRE(g.get_int("general.file_type") == 1);
   REQUIRE(g.tensor("blk.0.attn_q.weight").type == GgmlType::F16);

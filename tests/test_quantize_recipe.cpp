@@ -258,7 +258,9 @@ TEST_CASE("parley quantize prints each tensor's type and a summary, and gen-mode
   CHECK_THAT(out, Catch::Contains("[  1/") && Catch::Contains("token_embd.weight") &&
                       Catch::Contains("f32 -> q8_0"));  // the tied embedding is the output head: q6_K, rows of 64
   CHECK_THAT(out, Catch::Contains("quantized " + f32) && Catch::Contains("q4_k_m) in "));
-  REQUIRE_THAT(run_cli("gen-model --arch gemma3 --dtype q4_k_m --out " + gen), Catch::Contains("wrote"));
+  REQUIRE_THAT(run_cli("gen-model --arch gemma3 --dtype q4_k_m --out " + gen),
+               Catch::Contains("generating gemma3") && Catch::Contains("[  1/") && Catch::Contains("f32 -> q5_0") &&
+                   Catch::Contains("wrote"));
   const GgufFile a(q4), b(gen);
   CHECK(a.get_int("general.file_type") == 15);
   REQUIRE(a.tensors().size() == b.tensors().size());
