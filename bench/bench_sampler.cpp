@@ -1,4 +1,5 @@
-// Cost of one sampled token over a 32000-token vocabulary, per filter and per shape of distribution.
+// Cost of one sampled token over a 32000-token vocabulary, per filter and per shape of distribution, and of its
+// logprobs (the token's alone, and with the top 20).
 // Usage: bench_sampler
 #include <chrono>
 #include <cstdio>
@@ -21,12 +22,12 @@ std::vector<float> make_logits(int vocab, float spread) {
   return logits;
 }
 
-double us_per_token(const std::vector<float>& logits, const SamplingParams& p) {
-  Sampler sampler;
+template <class F>
+double us_per_call(F call) {
   const int n = 300;
-  int sink = 0;
+  long sink = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) sink += sampler.sample(logits.data(), int(logits.size()), p, 7, i);
+  for (int i = 0; i < n; ++i) sink += call(i);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
   return sink == -1 ? 0 : us;
 }
@@ -54,8 +55,19 @@ int main() {
               "peaked (spread 60)");
   std::printf("|------------------|--------------------|--------------------|--------------------|\n");
   const auto flat = make_logits(vocab, 4.0f), mid = make_logits(vocab, 20.0f), peaked = make_logits(vocab, 60.0f);
-  for (const Row& r : rows)
-    std::printf("| %-16s | %15.0f us | %15.0f us | %15.0f us |\n", r.name, us_per_token(flat, r.p),
-                us_per_token(mid, r.p), us_per_token(peaked, r.p));
+  Sampler sampler;
+  for (const Row& r : rows) {
+    auto draw = [&](const std::vector<float>& l) {
+      return us_per_call([&](int i) { return sampler.sample(l.data(), vocab, r.p, 7, i); });
+    };
+    std::printf("| %-16s | %15.0f us | %15.0f us | %15.0f us |\n", r.name, draw(flat), draw(mid), draw(peaked));
+  }
+  for (int top : {0, 20}) {
+    auto logprobs = [&](const std::vector<float>& l) {
+      return us_per_call([&](int i) { return compute_token_logprobs(l.data(), vocab, i * 97 % vocab, top).rank; });
+    };
+    std::printf("| logprobs, top %-2d | %15.0f us | %15.0f us | %15.0f us |\n", top, logprobs(flat), logprobs(mid),
+                logprobs(peaked));
+  }
   return 0;
 }

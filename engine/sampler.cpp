@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "engine/philox.hpp"
 #include "engine/rejection_sampler.hpp"
@@ -32,6 +32,38 @@ std::string out_of_vocab(const Ids& ids, int vocab_size, IdOf id_of) {
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) list += (list.empty() ? "" : ", ") + std::to_string(id);
   }
   return list.empty() ? list : "[" + list + "]";
+}
+
+constexpr int kScanBlock = 16;  // fixed-length inner loops, which -O2 turns into vector compares
+
+// How many of x[0, n) are greater than v.
+int count_above(const float* x, int n, float v) {
+  int above = 0, i = 0;
+  for (; i + kScanBlock <= n; i += kScanBlock)
+    for (int j = 0; j < kScanBlock; ++j) above += x[i + j] > v;
+  for (; i < n; ++i) above += x[i] > v;
+  return above;
+}
+
+// The ids of the k largest values, descending, ties by the lower id (a full sort's first k; NaNs never), in one
+// pass: a sorted list of k, and blocks of 16 skipped whole when none of theirs beats the list's last.
+std::vector<int> top_ids(const float* x, int n, int k) {
+  std::vector<int> top;
+  if (k <= 0) return top;
+  top.reserve(size_t(k) + 1);
+  auto offer = [&](int i) {
+    if (std::isnan(x[i]) || (int(top.size()) == k && !(x[i] > x[top.back()]))) return;
+    // After every kept value at or above x[i]: among equals the lower id, seen first, stays first.
+    top.insert(std::upper_bound(top.begin(), top.end(), i, [&](int a, int b) { return x[a] > x[b]; }), i);
+    if (int(top.size()) > k) top.pop_back();
+  };
+  int i = 0;
+  for (; i + kScanBlock <= n; i += kScanBlock) {
+    if (int(top.size()) == k && count_above(x + i, kScanBlock, x[top.back()]) == 0) continue;
+    for (int j = 0; j < kScanBlock; ++j) offer(i + j);
+  }
+  for (; i < n; ++i) offer(i);
+  return top;
 }
 
 }  // namespace
@@ -117,25 +149,20 @@ void Sampler::filter_probs(const float* logits, int vocab, const Filters& params
 }
 
 TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top) {
-  // log_softmax in id order: (x - max) - log(sum exp(x - max)), the sum kept in double.
-  const float max_logit = *std::max_element(logits, logits + vocab);
-  double sum = 0.0;
-  for (int i = 0; i < vocab; ++i) sum += std::exp(logits[i] - max_logit);
-  const float log_sum = float(std::log(sum));
+  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
+  thread_local std::vector<float> weights;
+  // log_softmax in id order: (x - max) - log(sum e^(x - max)), the sum by blocks of 16 added in double.
+  const float max_logit = kernels.max_value(logits, vocab);
+  weights.resize(size_t(vocab));
+  kernels.exp_scaled(logits, vocab, 1.0f, max_logit, weights.data());
+  const float log_sum = float(std::log(kernels.cdf_total_double(weights.data(), vocab)));
   auto logprob = [&](int i) { return (logits[i] - max_logit) - log_sum; };
   TokenLogprobs out;
   out.token = token;
   out.logprob = logprob(token);
   // Ranks and order compare the raw logits: two logits never tie after rounding when they differ.
-  out.rank = 1 + int(std::count_if(logits, logits + vocab, [&](float x) { return x > logits[token]; }));
-  num_top = std::min(num_top, vocab);
-  if (num_top > 0) {
-    std::vector<int> order(vocab);
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + num_top, order.end(),
-                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    for (int r = 0; r < num_top; ++r) out.top.emplace_back(order[r], logprob(order[r]));
-  }
+  out.rank = 1 + count_above(logits, vocab, logits[token]);
+  for (int id : top_ids(logits, vocab, std::min(num_top, vocab))) out.top.emplace_back(id, logprob(id));
   return out;
 }
 

@@ -114,10 +114,11 @@ PARLEY_HD inline float block_mass(const Weight& w, int b, int n) {
   return tree16(v);
 }
 
-// The total mass: the blocks' masses added in id order.
-template <class Weight>
-PARLEY_HD inline float cdf_total(const Weight& w, int n) {
-  float total = 0.0f;
+// The total mass: the blocks' masses added in id order, in Sum: float for the draw (the CUDA body's arithmetic),
+// double for the logprobs' normalizer (float precision at any vocabulary).
+template <class Sum = float, class Weight>
+PARLEY_HD inline Sum cdf_total(const Weight& w, int n) {
+  Sum total = 0;
   for (int b = 0; b < n; b += kBlock) total += block_mass(w, b, n);
   return total;
 }

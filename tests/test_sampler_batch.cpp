@@ -2,12 +2,15 @@
 // penalties with hand-computed values, and rows with none of them sampled exactly as Sampler::sample.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "engine/input_batch.hpp"
 #include "engine/sampler.hpp"
+#include "kernel_inputs.hpp"
 
 using namespace parley;
 
@@ -53,6 +56,40 @@ TEST_CASE("logprobs are the raw log-softmax with ranks and top tokens tied by id
   REQUIRE(compute_token_logprobs(logits.data(), 5, 2, 0).top.empty());
   REQUIRE(compute_token_logprobs(logits.data(), 5, 4, 0).rank == 5);
   REQUIRE(compute_token_logprobs(logits.data(), 5, 4, 9).top.size() == 5);  // capped at the vocabulary
+}
+
+TEST_CASE("logprobs at real vocabulary sizes match a long double log-softmax and a full sort", "[sampler]") {
+  for (int vocab : {17, 1000, 32000, 128256}) {
+    // Peaked rows, and flat ones (an untrained head) where a float sum of the exps would drift.
+    const float scale = vocab % 2 ? 12.0f : vocab == 1000 ? 4.0f : 0.1f;
+    std::vector<float> logits = test::random_vec(size_t(vocab), uint64_t(vocab), scale);
+    for (int i = 0; i < vocab; i += 97) logits[size_t(i)] = logits[size_t(i / 3)];  // ties
+    logits[size_t(vocab / 2)] = -INFINITY;                                          // a masked token
+    const float top_value = *std::max_element(logits.begin(), logits.end());
+    long double z = 0;
+    for (float x : logits) z += std::exp((long double)(x) - (long double)(top_value));
+    auto exact = [&](int i) { return double((long double)(logits[size_t(i)]) - top_value - std::log(z)); };
+    auto near = [&](float got, int i) {  // -inf for the masked token
+      const double want = exact(i);
+      return std::isinf(want) ? got == want : std::abs(got - want) < 5e-7 * std::max(1.0, std::abs(want));
+    };
+    std::vector<int> order(static_cast<size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    for (int token : {0, vocab / 3, vocab - 1, order[0], order[5]}) {
+      INFO("vocab " << vocab << ", token " << token);
+      const TokenLogprobs lp = compute_token_logprobs(logits.data(), vocab, token, 20);
+      REQUIRE(near(lp.logprob, token));
+      const auto above =
+          std::count_if(logits.begin(), logits.end(), [&](float x) { return x > logits[size_t(token)]; });
+      REQUIRE(lp.rank == 1 + int(above));
+      REQUIRE(int(lp.top.size()) == std::min(20, vocab));
+      for (size_t r = 0; r < lp.top.size(); ++r) {
+        REQUIRE(lp.top[r].first == order[r]);
+        REQUIRE(near(lp.top[r].second, order[r]));
+      }
+    }
+  }
 }
 
 TEST_CASE("batched logprobs come from the raw logits, before logit_bias", "[sampler]") {

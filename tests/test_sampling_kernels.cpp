@@ -60,6 +60,8 @@ TEST_CASE("sampling kernels compute their scalar definitions' bits on every ISA"
         const auto weight = [&](int i) { return want[size_t(i)]; };
         const float total = sampling::cdf_total(weight, n);
         REQUIRE(std::bit_cast<uint32_t>(k.cdf_total(want.data(), n)) == std::bit_cast<uint32_t>(total));
+        REQUIRE(std::bit_cast<uint64_t>(k.cdf_total_double(want.data(), n)) ==
+                std::bit_cast<uint64_t>(sampling::cdf_total<double>(weight, n)));
         for (float u : {0.0f, 1e-7f, 0.25f, 0.5f, 0.999f, 0.99999994f, 1.0f, 2.0f}) {
           const float target = u * total;
           REQUIRE(k.inverse_cdf(want.data(), n, target) == sampling::inverse_cdf(weight, n, target));
@@ -67,6 +69,23 @@ TEST_CASE("sampling kernels compute their scalar definitions' bits on every ISA"
       }
     }
   }
+}
+
+TEST_CASE("the double total keeps float precision at a large vocabulary where the float one drifts",
+          "[sampling-kernels]") {
+  // 2^17 weights near 1: blocks of 16 exact to float, their 8192 masses added in double.
+  const int n = 1 << 17;
+  std::vector<float> w = test::random_vec(size_t(n), 7, 0.25f);
+  long double exact = 0;
+  for (float& x : w) x = 1.0f + x, exact += x;
+  for (cpu::Isa isa : test::supported_isas()) {
+    const cpu::SamplingKernels k = cpu::sampling_kernels(isa);
+    INFO(cpu::isa_name(isa));
+    REQUIRE(std::abs(k.cdf_total_double(w.data(), n) - double(exact)) < 1e-6 * double(exact));
+  }
+  // The float total is what the draw uses (the CUDA body's arithmetic); it is not for normalizing logprobs.
+  REQUIRE(std::abs(double(sampling::cdf_total([&](int i) { return w[size_t(i)]; }, n)) - double(exact)) >
+          1e-6 * double(exact));
 }
 
 TEST_CASE("the inverse CDF lands on the token whose cumulative mass passes the target", "[sampling-kernels]") {

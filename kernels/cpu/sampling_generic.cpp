@@ -8,6 +8,9 @@ namespace {
 float cdf_total(const float* w, int n) {
   return sampling::cdf_total([&](int i) { return w[i]; }, n);
 }
+double cdf_total_double(const float* w, int n) {
+  return sampling::cdf_total<double>([&](int i) { return w[i]; }, n);
+}
 int inverse_cdf(const float* w, int n, float target) {
   return sampling::inverse_cdf([&](int i) { return w[i]; }, n, target);
 }
@@ -25,7 +28,7 @@ SamplingKernels sampling_kernels(Isa isa) {
       return avx2_sampling_kernels();
     default:
       return {Isa::Generic,          &sampling::max_value, &sampling::argmax, &sampling::exp_scaled,
-              &sampling::zero_below, &cdf_total,           &inverse_cdf};
+              &sampling::zero_below, &cdf_total,           &cdf_total_double, &inverse_cdf};
   }
 }
 

@@ -13,6 +13,7 @@ struct SamplingKernels {
   void (*zero_below)(float* x, int n, float cut);                                   // x < cut becomes 0
   // The inverse CDF over weights in id order (sampling::cdf_total and sampling::inverse_cdf on an array).
   float (*cdf_total)(const float* w, int n);
+  double (*cdf_total_double)(const float* w, int n);        // the blocks' masses added in double: logprobs' normalizer
   int (*inverse_cdf)(const float* w, int n, float target);  // -1: target at or above the total
 };
 

@@ -75,10 +75,10 @@ float block_mass(const float* w, int b) {
   return V::hsum(s);
 }
 
-template <class V>
-float cdf_total(const float* w, int n) {
+template <class V, class Sum = float>
+Sum cdf_total(const float* w, int n) {
   const int full = n - n % sampling::kBlock;
-  float total = 0.0f;
+  Sum total = 0;
   for (int b = 0; b < full; b += sampling::kBlock) total += block_mass<V>(w, b);
   if (full < n) total += sampling::block_mass([&](int i) { return w[i]; }, full, n);
   return total;
@@ -103,7 +103,8 @@ int inverse_cdf(const float* w, int n, float target) {
 
 template <class V>
 SamplingKernels make_sampling_kernels(Isa isa) {
-  return {isa, &max_value<V>, &argmax<V>, &exp_scaled<V>, &zero_below<V>, &cdf_total<V>, &inverse_cdf<V>};
+  return {isa,           &max_value<V>,         &argmax<V>,     &exp_scaled<V>, &zero_below<V>,
+          &cdf_total<V>, &cdf_total<V, double>, &inverse_cdf<V>};
 }
 
 }  // namespace parley::cpu::simd
