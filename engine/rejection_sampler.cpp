@@ -23,7 +23,7 @@ VerifyResult verify_exact(std::span<const int> drafts, std::span<const int> targ
 }
 
 int sample_inverse_cdf(std::span<const float> weights, float u) {
-  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
+  const cpu::SamplingKernels& kernels = cpu::best_sampling_kernels();
   const int n = int(weights.size());
   const float total = kernels.cdf_total(weights.data(), n);
   if (!(total > 0.0f)) throw std::invalid_argument("sample_inverse_cdf: no positive weight");

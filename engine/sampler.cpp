@@ -110,10 +110,7 @@ void SamplingParams::validate(int vocab_size) const {
   if (n > 1 && greedy()) fail("n must be 1 when using greedy sampling, got " + std::to_string(n) + ".");
 }
 
-int argmax(const float* logits, int vocab) {
-  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
-  return kernels.argmax(logits, vocab);
-}
+int argmax(const float* logits, int vocab) { return cpu::best_sampling_kernels().argmax(logits, vocab); }
 
 int Sampler::sample(const float* logits, int vocab, const SamplingParams& params, uint64_t seed, int64_t position) {
   return sample_filtered(logits, vocab, {params.temperature, params.top_p, params.min_p, params.top_k}, seed, position);
@@ -149,7 +146,7 @@ void Sampler::filter_probs(const float* logits, int vocab, const Filters& params
 }
 
 TokenLogprobs compute_token_logprobs(const float* logits, int vocab, int token, int num_top) {
-  static const cpu::SamplingKernels kernels = cpu::sampling_kernels();
+  const cpu::SamplingKernels& kernels = cpu::best_sampling_kernels();
   thread_local std::vector<float> weights;
   // log_softmax in id order: (x - max) - log(sum e^(x - max)), the sum by blocks of 16 added in double.
   const float max_logit = kernels.max_value(logits, vocab);

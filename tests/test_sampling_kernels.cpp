@@ -37,6 +37,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("sampling kernels compute their scalar definitions' bits on every ISA", "[sampling-kernels]") {
+  REQUIRE(cpu::best_sampling_kernels().isa == cpu::sampling_kernels(cpu::Isa::Auto).isa);
   for (cpu::Isa isa : test::supported_isas()) {
     const cpu::SamplingKernels k = cpu::sampling_kernels(isa);
     REQUIRE(k.isa == isa);

@@ -32,4 +32,9 @@ SamplingKernels sampling_kernels(Isa isa) {
   }
 }
 
+const SamplingKernels& best_sampling_kernels() {
+  static const SamplingKernels kernels = sampling_kernels(Isa::Auto);
+  return kernels;
+}
+
 }  // namespace parley::cpu

@@ -19,5 +19,7 @@ struct SamplingKernels {
 
 // Isa::Auto: the best this CPU runs. Throws std::invalid_argument for an ISA the CPU lacks.
 SamplingKernels sampling_kernels(Isa isa = Isa::Auto);
+// The best this CPU runs, chosen once for the process: for callers with no Sampler (argmax, logprobs, the draw).
+const SamplingKernels& best_sampling_kernels();
 
 }  // namespace parley::cpu
