@@ -77,7 +77,7 @@ void OutputService::on_stats(const SchedulerStats& s) {
   metrics_.set_num_preemptions(s.num_preemptions);
   metrics_.set_prefill_tokens_computed(s.prefill_tokens_computed);
   metrics_.set_parallel_sampling_splits(s.num_splits);
-  metrics_.set_engine_steps(s.num_steps, s.num_discarded_tokens);
+  metrics_.set_engine_steps(s.num_steps, s.num_discarded_tokens, s.num_step_failures);
   metrics_.set_device_steps(s.num_graph_replays, s.num_eager_steps);
   metrics_.set_spec_decode(s.spec_num_drafts, s.spec_num_draft_tokens, s.spec_num_accepted_tokens,
                            s.spec_num_accepted_per_pos, s.num_decode_steps, s.num_uniform_decode_steps);

@@ -17,14 +17,19 @@ void maybe_step(Self self) {
   route_remote_prefills(self);
 }
 
+// A few of the ids, for a log line (ids are bounded in length at the ingress).
+std::string some_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < 4; ++i) out += (i ? ", " : " (") + ids[i];
+  return ids.empty() ? out : out + (ids.size() > 4 ? ", ...)" : ")");
+}
+
 // What a step's fold-back gave: outputs to the output actor, or, for a lost step, every live request aborted.
 void deliver(Self self, StepPipeline::Folded folded) {
   auto& st = self->state;
-  if (!folded.error.empty()) {
-    spdlog::error("worker step failed: {}; aborting every live request", folded.error);
-    self->send(st.output, msg::aborted_atom::value, std::move(folded.aborted), st.scheduler().stats());
-    return;
-  }
+  if (!folded.error.empty())
+    spdlog::error("engine step lost: {}; failed {} request(s){}; recomputing the other {} live ones", folded.error,
+                  folded.failed.size(), some_ids(folded.failed), st.pipeline->live_request_ids().size());
   // Prefill side: a hand-off's first token(s) travel with its KV, not to this instance's output actor.
   for (KvConnectorScheduler::HandOff& handed : st.connector->take_hand_offs(folded.outputs))
     hand_off_kv(self, std::move(handed));

@@ -20,6 +20,8 @@ void route_remote_prefills(Self self) {
 // its blocks stay held until the decode side releases them (or a failure does).
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed) {
   auto& st = self->state;
+  if (!handed.first.error.empty())  // the engine failed it here: the decode instance's policy decides what follows
+    return self->send(st.kv, msg::refuse_atom::value, handed.first.req_id, std::move(handed.first.error));
   self->send(st.kv, msg::push_atom::value, st.connector->payload(handed), std::move(handed.blocks));
 }
 

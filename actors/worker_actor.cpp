@@ -104,7 +104,7 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
           if (profile) profile->worker_ends(so->step_id);
           return out;
         } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("execute_model: ") + e.what());
+          return failed_step(so->step_id, e);  // the scheduler resynchronises (StepPipeline::fold)
         }
       },
       [self](msg::wake_atom) {

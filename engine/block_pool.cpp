@@ -136,10 +136,14 @@ void BlockPool::cache_full_blocks(const std::vector<KVCacheBlock*>& blocks, cons
 
 bool BlockPool::reset_prefix_cache() {
   if (num_used() != 0) return false;  // a running request still reads its blocks
+  forget_cached_prefixes();
+  return true;
+}
+
+void BlockPool::forget_cached_prefixes() {
   cached_block_hash_to_block_.clear();
   for (KVCacheBlock& b : blocks_) b.block_hash.reset();
   num_cached_blocks_ = 0;
-  return true;
 }
 
 void BlockPool::check_invariants() const {

@@ -34,6 +34,9 @@ class BlockPool {
   // request that became full since the last call, in one KV group (null blocks are skipped). A no-op with caching off.
   void cache_full_blocks(const std::vector<KVCacheBlock*>& blocks, const std::vector<BlockHash>& block_hashes,
                          int num_cached_blocks, int num_full_blocks, int group = 0);
+  // Forgets every cached hash, referenced blocks' too: after a lost step, blocks cached when it was planned may
+  // never have been written.
+  void forget_cached_prefixes();
   // Forgets every cached hash; refused (false) while any block is referenced, as vLLM does.
   bool reset_prefix_cache();
 

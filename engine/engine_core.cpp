@@ -36,19 +36,20 @@ EngineCore::EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig conf
 }
 
 // Runs every step the pipeline plans (two with async scheduling) and folds the oldest back: the order of the
-// scheduler actor, whose worker runs step N+1 while step N's output is folded.
+// scheduler actor, whose worker runs step N+1 while step N's output is folded. A step that throws is lost
+// and resynchronised (StepPipeline::fold): the requests it fails come back as outputs with their error.
 std::vector<EngineCoreOutput> EngineCore::step() {
-  try {
-    while (StepPipeline::Plan plan = pipeline_.next_step()) ran_.push_back(runner_.execute_model(*plan));
-  } catch (const std::exception& e) {
-    for (; !ran_.empty(); ran_.pop_front()) pipeline_.fold(ran_.front());  // the steps before it still fold back
-    pipeline_.fail(e.what());
-    throw;
+  while (StepPipeline::Plan plan = pipeline_.next_step()) {
+    try {
+      ran_.push_back(runner_.execute_model(*plan));
+    } catch (const std::exception& e) {
+      ran_.push_back(failed_step(plan->step_id, e));
+    }
   }
   if (ran_.empty()) return {};
   StepPipeline::Folded folded = pipeline_.fold(ran_.front());
   ran_.pop_front();
-  if (!folded.error.empty()) throw std::runtime_error(folded.error);
+  last_error_ = std::move(folded.error);
   return std::move(folded.outputs);
 }
 

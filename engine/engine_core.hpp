@@ -35,9 +35,10 @@ class EngineCore {
   std::vector<std::string> abort_requests(const std::vector<std::string>& ids) {
     return pipeline_.finish(ids, RequestStatus::FinishedAborted);
   }
-  // One step folded back; empty when there was nothing to run. A runner or fold failure aborts every live
-  // request and throws.
+  // One step folded back; empty when there was nothing to run. A lost step is resynchronised: the requests
+  // it failed come back finished (Abort) with their error, the rest are recomputed; last_error() says why.
   std::vector<EngineCoreOutput> step();
+  const std::string& last_error() const { return last_error_; }  // of the latest step(): empty unless it was lost
   // Requests still live, or a step whose output is not folded back yet.
   bool has_unfinished_requests() const {
     return pipeline_.scheduler().has_unfinished_requests() || pipeline_.has_steps_in_flight();
@@ -52,6 +53,7 @@ class EngineCore {
   StepPipeline pipeline_;
   ModelRunner runner_;
   std::deque<ModelRunnerOutput> ran_;  // outputs of the steps in flight, oldest first
+  std::string last_error_;
 };
 
 }  // namespace parley

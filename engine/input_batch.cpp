@@ -1,5 +1,6 @@
 #include "engine/input_batch.hpp"
 
+#include "engine/request.hpp"
 #include "engine/structured_output/structured_output_manager.hpp"
 
 #include <algorithm>
@@ -50,11 +51,15 @@ int InputBatch::add_request(const CachedRequestState& r) {
   std::unique_ptr<structured::StructuredOutputGrammar> grammar;  // made first: a failure leaves the batch as it was
   if (const auto& so = r.sampling_params.structured_outputs) {
     if (!structured_outputs_)
-      throw std::logic_error("InputBatch: request " + r.req_id + " has a structured output but no manager");
+      throw RequestFailure(r.req_id, "this worker has no structured-output support for request " + r.req_id);
     std::vector<int> end_tokens = r.sampling_params.stop_token_ids;
     if (!r.sampling_params.ignore_eos)
       end_tokens.insert(end_tokens.end(), eos_token_ids_.begin(), eos_token_ids_.end());
-    grammar = structured_outputs_->grammar_for(*so, std::move(end_tokens));
+    try {
+      grammar = structured_outputs_->grammar_for(*so, std::move(end_tokens));
+    } catch (const std::exception& e) {  // the ingress compiled it; this worker could not: the request's own failure
+      throw RequestFailure(r.req_id, std::string("structured output: ") + e.what());
+    }
   }
   int row;
   if (!holes_.empty()) {

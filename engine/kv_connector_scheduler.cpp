@@ -65,7 +65,7 @@ std::vector<KvConnectorScheduler::HandOff> KvConnectorScheduler::take_hand_offs(
   std::erase_if(outputs, [&](EngineCoreOutput& o) {
     const auto to = handing_off_.find(o.req_id);
     if (to == handing_off_.end()) return false;
-    std::vector<int> blocks = scheduler_.held_block_ids(o.req_id);
+    std::vector<int> blocks = o.error.empty() ? scheduler_.held_block_ids(o.req_id) : std::vector<int>{};
     hand_offs.push_back({std::move(o), to->second, std::move(blocks)});
     handing_off_.erase(to);
     return true;

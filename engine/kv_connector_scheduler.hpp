@@ -45,7 +45,8 @@ class KvConnectorScheduler {
   // --- Prefill side ---
   // A request routed here by a decode instance. Returns why it cannot run here, or nullopt.
   std::optional<std::string> admit(Request request, double now);
-  // A handed-off request: its first token(s) and its prompt's held blocks.
+  // A handed-off request: its first token(s) and its prompt's held blocks; or, when first.error is set, a request
+  // the engine failed here (no blocks held), whose decode instance must hear why.
   struct HandOff {
     EngineCoreOutput first;
     int num_prompt_tokens = 0;

@@ -56,7 +56,17 @@ void ModelRunner::drop_request(const std::string& id) {
   if (proposer_) proposer_->remove_request(id);
 }
 
+void ModelRunner::drop_all_requests() {
+  std::vector<std::string> ids;
+  for (const std::string& id : input_batch_.req_ids())
+    if (!id.empty()) ids.push_back(id);
+  for (const auto& [id, seeds] : child_seeds_) ids.push_back(id);
+  for (const auto& [id, drafts] : drafts_) ids.push_back(id);
+  for (const std::string& id : ids) input_batch_.remove_request(id), drop_request(id);
+}
+
 void ModelRunner::update_states(const SchedulerOutput& so) {
+  if (so.reset_batch) drop_all_requests();  // a lost step left this side in an unknown state
   for (const std::string& id : so.finished_req_ids) input_batch_.remove_request(id), drop_request(id);
   // A preempted request loses everything here: it returns as NewRequestData with its output tokens.
   for (const std::string& id : so.preempted_req_ids)

@@ -70,6 +70,7 @@ class ModelRunner {
   void check_block_id(const std::string& req_id, int block_id) const;
   void check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const;
   void drop_request(const std::string& req_id);
+  void drop_all_requests();  // SchedulerOutput::reset_batch
   void plan_device_sampling();
   void start_mask_prefetch();
   SamplerOutput sample_on_host();

@@ -78,6 +78,7 @@ std::vector<GenerationResult> OfflineEngine::generate(const std::vector<Generati
   }
   while (core_->has_unfinished_requests())
     for (const EngineCoreOutput& o : core_->step()) {
+      if (!o.error.empty()) throw std::runtime_error("request " + o.req_id + " failed: " + o.error);
       const int index = std::stoi(o.req_id);
       GenerationResult& out = results[size_t(index)];
       for (int t : o.new_token_ids) {

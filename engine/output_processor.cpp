@@ -117,6 +117,7 @@ OutputProcessor::Processed OutputProcessor::process_outputs(const std::vector<En
       if (!eco.finished()) result.reqs_to_abort.push_back(eco.req_id);
     } else if (eco.finished()) {
       out.finish_reason = eco.finish_reason;
+      out.error = eco.error;
       // vLLM reports no stop_reason for EOS (here: any end-of-generation token), the token id for a
       // stop_token_ids hit.
       const bool eos = eco.stop_token && tokenizer_->is_end_of_generation(*eco.stop_token) && !s.ignore_eos;

@@ -2,6 +2,7 @@
 // ModelRunnerOutput and EngineCoreOutput). Plain data: the actors pass these in messages.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,13 +52,21 @@ struct SchedulerOutput {
   // (src, dst) KV blocks to copy before the forward pass: a split child's copy of the prompt's partial block.
   std::vector<std::pair<int, int>> block_copies;
   uint64_t step_id = 0;  // numbers steps with work, from 1; the output carries it back
+  // After a lost step: the worker drops every request it holds before this step (they return as new ones).
+  bool reset_batch = false;
 
   bool empty() const { return total_num_scheduled_tokens == 0; }
   // Anything for the worker to do or hear: otherwise the step is not sent (and gets no number).
   bool has_work() const {
     return total_num_scheduled_tokens > 0 || !finished_req_ids.empty() || !preempted_req_ids.empty() ||
-           !block_copies.empty();
+           !block_copies.empty() || reset_batch;
   }
+};
+
+// A step the runner could not run: why, and the request whose own fault it was (empty: the engine's).
+struct StepFailure {
+  std::string what;
+  std::string req_id;
 };
 
 // A step's results per entry of its SchedulerOutput::num_scheduled_tokens, in that order: the scheduler reads
@@ -75,6 +84,7 @@ struct ModelRunnerOutput {
   std::vector<PromptLogprobsChunk> prompt_logprobs;
   std::vector<int> num_proposed_drafts, num_drafts_ready;
   bool ran_graph = false;  // the pass replayed a captured device graph (CUDA full graphs) rather than running eagerly
+  std::optional<StepFailure> failure;  // set: the step did not run, and nothing else here holds
 
   size_t num_entries() const { return token_offsets.empty() ? 0 : token_offsets.size() - 1; }
   std::span<const int> sampled(size_t entry) const {
@@ -98,8 +108,18 @@ struct EngineCoreOutput {
   FinishReason finish_reason = FinishReason::None;
   std::optional<int> stop_token;  // the stop token id (stop_reason), if that ended it
   int num_cached_tokens = 0;      // prompt tokens served from the prefix cache
+  std::string error;              // with finish Abort: the engine failed the request (not its client); why
 
   bool finished() const { return finish_reason != FinishReason::None; }
 };
+
+// The output of a step that threw `e` (a RequestFailure names its request).
+inline ModelRunnerOutput failed_step(uint64_t step_id, const std::exception& e) {
+  ModelRunnerOutput out;
+  out.step_id = step_id;
+  const auto* own = dynamic_cast<const RequestFailure*>(&e);
+  out.failure = StepFailure{e.what(), own ? own->req_id : std::string()};
+  return out;
+}
 
 }  // namespace parley

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_cache_utils.hpp"
@@ -34,6 +36,13 @@ enum class KvTransfer {
   FromPrefill,  // a decode instance: blocks are allocated, the KV and the first token(s) arrive from a prefill instance
 };
 
+// A step's failure that is one request's own (its grammar does not compile in the worker, say): that request
+// ends with the error and the others run on. Any other exception from a step is the engine's own.
+struct RequestFailure : std::runtime_error {
+  RequestFailure(std::string id, const std::string& what) : std::runtime_error(what), req_id(std::move(id)) {}
+  std::string req_id;
+};
+
 struct RequestBlockTables;  // the KV cache manager's entry for a request that holds blocks
 
 struct Request {
@@ -61,6 +70,7 @@ struct Request {
   SamplingParams sampling_params;
   uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
   int num_preemptions = 0;
+  int num_lost_steps = 0;             // steps it was in that failed and were resynchronised (see Scheduler::resync)
   std::optional<int> stop_token;      // the token that stopped it (EOS or a stop_token_id)
   double arrival_time = 0.0;          // seconds, steady clock
   std::vector<uint64_t> child_seeds;  // [0] is this request's own seed

@@ -28,6 +28,29 @@ Scheduler::Scheduler(SchedulerConfig config)
       kv_(config_.num_kv_blocks, config_.block_size, config_.enable_prefix_caching, config_.kv_group_windows) {}
 
 void Scheduler::add_request(Request request) {
+  check_request(request);
+  if (num_waiting_sequences() + rows_of(request) > config_.max_waiting)
+    throw QueueFull("the waiting queue is full (" + std::to_string(config_.max_waiting) + " sequences)");
+  if (request.awaits_split() && !config_.enable_delayed_split) {  // n independent requests, child i its own seed
+    for (size_t i = 0; i < request.child_req_ids.size(); ++i) {
+      SamplingParams p = request.sampling_params;
+      p.n = 1;
+      Request child(request.child_req_ids[i], request.prompt_token_ids, p, request.child_seeds[i],
+                    request.arrival_time);
+      child.parent_req_id = request.request_id;
+      add_request(std::move(child));
+    }
+    return;
+  }
+  request.status = RequestStatus::Waiting;
+  request.worker_knows = false;
+  auto owned = std::make_unique<Request>(std::move(request));
+  waiting_.push_back(owned.get());
+  count_live(*owned, 1);
+  requests_.emplace(owned->request_id, std::move(owned));
+}
+
+void Scheduler::check_request(const Request& request) const {
   const std::string& id = request.request_id;
   if (requests_.count(id) || held_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
   if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
@@ -52,31 +75,14 @@ void Scheduler::add_request(Request request) {
   check_children(request);
   if (request.sampling_params.prompt_logprobs && !config_.prompt_logprobs_refusal.empty())
     throw std::invalid_argument(config_.prompt_logprobs_refusal);
-  const int entries = request.awaits_split() && !config_.enable_delayed_split ? int(request.child_req_ids.size()) : 1;
-  if (int(waiting_.size()) + entries > config_.max_waiting)
-    throw QueueFull("the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
-  if (entries > 1) {  // the delayed split is off: n independent requests, child i with its own seed
-    for (size_t i = 0; i < request.child_req_ids.size(); ++i) {
-      SamplingParams p = request.sampling_params;
-      p.n = 1;
-      Request child(request.child_req_ids[i], request.prompt_token_ids, p, request.child_seeds[i],
-                    request.arrival_time);
-      child.parent_req_id = request.request_id;
-      add_request(std::move(child));
-    }
-    return;
-  }
-  request.status = RequestStatus::Waiting;
-  request.worker_knows = false;
-  auto owned = std::make_unique<Request>(std::move(request));
-  waiting_.push_back(owned.get());
-  count_live(*owned, 1);
-  requests_.emplace(owned->request_id, std::move(owned));
 }
 
 void Scheduler::check_children(const Request& r) const {
   const size_t n = size_t(std::max(1, r.sampling_params.n));
   if (n == 1 && r.child_req_ids.empty()) return;
+  if (int(n) > config_.max_num_seqs)  // its children could never run side by side after the split
+    throw std::invalid_argument("n = " + std::to_string(n) + " is more than max_num_seqs = " +
+                                std::to_string(config_.max_num_seqs) + ", the most sequences a batch runs");
   if (r.child_req_ids.size() != n || r.child_seeds.size() != n || r.child_req_ids[0] != r.request_id)
     throw std::invalid_argument("request " + r.request_id + ": n = " + std::to_string(n) +
                                 " needs that many child ids (the first its own) and seeds");
@@ -89,6 +95,24 @@ void Scheduler::check_children(const Request& r) const {
 const Request* Scheduler::find(const std::string& req_id) const {
   auto it = requests_.find(req_id);
   return it == requests_.end() ? nullptr : it->second.get();
+}
+
+int Scheduler::rows_of(const Request& r) {
+  // A prefill instance hands the parent off before its split: the children run on the decode instance.
+  return r.awaits_split() && r.kv_transfer != KvTransfer::ToDecode ? int(r.child_req_ids.size()) : 1;
+}
+
+int Scheduler::num_rows() const {
+  int rows = 0;
+  for (const Request* r : running_) rows += rows_of(*r);
+  for (const Request* r : remote_kv_) rows += rows_of(*r);
+  return rows;
+}
+
+int Scheduler::num_waiting_sequences() const {
+  int seqs = 0;
+  for (const Request* r : waiting_) seqs += rows_of(*r);
+  return seqs;
 }
 
 std::vector<const Request*> Scheduler::requests() const {
@@ -114,13 +138,17 @@ int Scheduler::num_stale_outputs() const {
 }
 
 void Scheduler::preempt(Request& request) {
-  // The recompute samples any token still in flight again, identically: draws are keyed by (seed, position).
-  mark_outputs_stale(request);
   kv_.free(request);
-  request.status = RequestStatus::Preempted;
-  request.num_computed_tokens = 0;  // recompute: prompt and output so far are prefilled again
+  requeue(request);
   ++request.num_preemptions;
   ++num_preemptions_;
+}
+
+void Scheduler::requeue(Request& request) {
+  // The recompute samples any token still in flight again, identically: draws are keyed by (seed, position).
+  mark_outputs_stale(request);
+  request.status = RequestStatus::Preempted;
+  request.num_computed_tokens = 0;  // recompute: prompt and output so far are prefilled again
   waiting_.push_front(&request);
 }
 
@@ -133,6 +161,41 @@ void Scheduler::free_request(Request& request) {
   if (forget_worker_knows(request)) finished_req_ids_.push_back(request.request_id);
   count_live(request, -1);
   requests_.erase(request.request_id);  // destroys the request: last use
+}
+
+void Scheduler::fail_request(Request& r, const std::string& error, std::vector<EngineCoreOutput>& outputs) {
+  for (const std::string& id : r.awaits_split() ? r.child_req_ids : std::vector<std::string>{r.request_id}) {
+    EngineCoreOutput& o = outputs.emplace_back();
+    o.req_id = id;
+    o.finish_reason = FinishReason::Abort;
+    o.num_cached_tokens = std::max(0, r.num_cached_tokens);
+    o.error = error;
+  }
+  r.status = RequestStatus::FinishedAborted;
+  free_request(r);
+}
+
+std::vector<EngineCoreOutput> Scheduler::resync(const std::string& culprit, const std::string& error) {
+  ++num_step_failures_;
+  std::vector<EngineCoreOutput> outputs;
+  const std::vector<Request*> held(running_.rbegin(), running_.rend());  // newest first: requeued oldest first
+  running_.clear();
+  for (Request* r : held) {
+    r->worker_knows = false;  // the reset drops it
+    // A failure that names its request is that one's; any other counts against everyone in the batch.
+    if (r->request_id == culprit || (culprit.empty() && ++r->num_lost_steps >= kMaxLostSteps)) {
+      fail_request(*r, error, outputs);
+      continue;
+    }
+    kv_.free(*r);
+    requeue(*r);
+  }
+  kv_.block_pool().forget_cached_prefixes();
+  if (auto it = requests_.find(culprit); it != requests_.end()) fail_request(*it->second, error, outputs);
+  finished_req_ids_.clear();
+  pending_block_copies_.clear();
+  reset_batch_ = true;
+  return outputs;
 }
 
 std::vector<std::string> Scheduler::finish_requests(const std::vector<std::string>& req_ids, RequestStatus status) {
@@ -155,6 +218,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
 SchedulerOutput Scheduler::schedule() {
   PhaseTimer timer(profile_, StepPhase::Schedule);
   SchedulerOutput out;
+  out.reset_batch = std::exchange(reset_batch_, false);
   out.finished_req_ids = std::move(finished_req_ids_);
   finished_req_ids_.clear();
   out.block_copies = std::move(pending_block_copies_);
@@ -220,10 +284,12 @@ SchedulerOutput Scheduler::schedule() {
     ++i;
   }
 
-  // Then waiting requests in arrival order (preempted ones first), unless this step had to preempt.
-  while (!preempted && !waiting_.empty() && budget > 0 &&
-         int(running_.size() + remote_kv_.size()) < config_.max_num_seqs) {
+  // Then waiting requests in arrival order (preempted ones first), unless this step had to preempt, while their
+  // rows fit: a parent's children join the batch when it splits.
+  int rows = num_rows();
+  while (!preempted && !waiting_.empty() && budget > 0 && rows + rows_of(*waiting_.front()) <= config_.max_num_seqs) {
     Request* r = waiting_.front();
+    rows += rows_of(*r);
     if (r->kv_transfer == KvTransfer::FromPrefill) {  // no token computed here: blocks for the KV to arrive
       if (!admit_remote(*r)) break;
       continue;
@@ -326,10 +392,7 @@ EngineCoreOutput Scheduler::after_tokens(Request& r, std::span<const int> tokens
 
 void Scheduler::split(Request& parent, std::span<const int> first_tokens, const std::vector<TokenLogprobs>& logprobs,
                       std::vector<EngineCoreOutput>& outputs) {
-  const size_t n = parent.child_req_ids.size();
-  if (first_tokens.size() != n)
-    throw std::logic_error("the worker sampled " + std::to_string(first_tokens.size()) + " first tokens for " +
-                           parent.request_id + ", which splits into " + std::to_string(n));
+  const size_t n = parent.child_req_ids.size();  // first_tokens has one per child (checked by the callers)
   const std::vector<std::string> ids = std::move(parent.child_req_ids);
   const std::vector<uint64_t> seeds = std::move(parent.child_seeds);
   parent.child_req_ids.clear(), parent.child_seeds.clear();
@@ -408,8 +471,17 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       ++num_discarded_;
       continue;
     }
-    if (r->num_output_placeholders < 1)
-      throw std::logic_error("the worker sampled for request " + r->request_id + ", which expects no token");
+    // The worker's view of this request differs from ours: it ends, the rest of the step stands.
+    const bool splits = r->awaits_split();  // a first token per child, to split or to hand off
+    if (r->num_output_placeholders < 1 || (splits && sampled.size() != r->child_req_ids.size())) {
+      ++num_step_failures_;
+      fail_request(*r,
+                   "internal error: the worker sampled " + std::to_string(sampled.size()) + " token(s) for request " +
+                       r->request_id + ", which expects " +
+                       (r->num_output_placeholders < 1 ? "none" : std::to_string(r->child_req_ids.size())),
+                   outputs);
+      continue;
+    }
     --r->num_output_placeholders;
     if (i < mro.num_drafts_ready.size()) r->num_drafts_ready = mro.num_drafts_ready[i];
     if (const int drafts = step.scheduled[i].num_drafts; drafts > 0)

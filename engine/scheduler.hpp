@@ -33,7 +33,7 @@ struct SchedulerConfig {
   int max_num_seqs = 256;                // running requests
   int max_model_len = 0;                 // context length (prompt + output)
   int long_prefill_token_threshold = 0;  // > 0: a prefill chunk takes at most this many tokens
-  int max_waiting = 1024;                // waiting-queue bound: add_request refuses beyond it (503)
+  int max_waiting = 1024;                // waiting-queue bound in sequences (prompts x n): beyond it, 503
   int block_size = 16;
   int num_kv_blocks = 0;
   std::vector<int> kv_group_windows;  // per KV group its sliding window (0: full attention); empty: one group
@@ -63,6 +63,7 @@ struct SchedulerStats {
   int peak_used_blocks = 0;           // most blocks referenced at once since start
   int num_waiting_for_remote_kv = 0;  // decode side: holding blocks for KV from a prefill instance (in num_waiting)
   int num_held_for_transfer = 0;      // prefill side: handed off, blocks kept until the decode side has the KV
+  int64_t num_step_failures = 0;      // lost steps resynchronised, and requests failed for their own fault
   // Speculative decoding (vLLM's SpecDecodingStats): verifications with a proposed draft, drafts proposed,
   // drafts accepted, and accepted per draft position.
   int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
@@ -77,20 +78,29 @@ class Scheduler {
  public:
   explicit Scheduler(SchedulerConfig config);
 
-  // Queues a request. Throws std::invalid_argument when it can never run (prompt over the context,
-  // more blocks than the pool has) and QueueFull when the waiting queue is at max_waiting. A request with
-  // n > 1 carries its children's ids and seeds; it is prefilled once and split (or, with the delayed
-  // split off, queued as n independent requests).
+  // Queues a request. Throws std::invalid_argument when it can never run (prompt over the context, more
+  // blocks than the pool has, n over max_num_seqs) and QueueFull when its sequences would take the waiting
+  // queue past max_waiting. A request with n > 1 carries its children's ids and seeds; it is prefilled once
+  // and split (or, with the delayed split off, queued as n independent requests).
   struct QueueFull : std::runtime_error {
     using std::runtime_error::runtime_error;
   };
   void add_request(Request request);
+  // add_request's checks for a request that can never run (std::invalid_argument), without queueing it.
+  void check_request(const Request& request) const;
   // Aborts queued or running requests (unknown ids are ignored): blocks freed at once; the worker
   // hears of it in the next SchedulerOutput. Returns the ids that were live (every child id of a parent
   // that had not split yet).
   std::vector<std::string> finish_requests(const std::vector<std::string>& req_ids, RequestStatus status);
 
   SchedulerOutput schedule();
+  // A step was lost (the runner failed, or its output did not fit its plan). The request the failure names,
+  // or, when it names none, any caught in kMaxLostSteps such steps, end with `error` (their outputs are returned);
+  // every other request the worker holds goes back to the queue to be recomputed (draws are keyed by seed and position:
+  // the same tokens), every cached prefix is forgotten, and the next step tells the worker to drop its
+  // whole batch. Outputs of steps planned before this are owed to no one (forget_stale_outputs).
+  std::vector<EngineCoreOutput> resync(const std::string& culprit, const std::string& error);
+  static constexpr int kMaxLostSteps = 2;
   // Appends sampled tokens, applies stop conditions and frees finished requests.
   std::vector<EngineCoreOutput> update_from_output(const SchedulerOutput& scheduler_output,
                                                    const ModelRunnerOutput& model_runner_output);
@@ -126,10 +136,14 @@ class Scheduler {
   void forget_stale_outputs() { stale_outputs_.clear(), planned_steps_.clear(); }
   // Live requests with stop strings: none, and no output can end by one (the output processor's check).
   bool any_stop_strings() const { return num_with_stop_strings_ > 0; }
-  // True when the worker still has to hear of finished requests (schedule() then yields an empty step).
-  bool has_pending_finished() const { return !finished_req_ids_.empty(); }
+  // True when the worker still has to hear of finished requests or a reset (schedule() then yields a step).
+  bool has_pending_finished() const { return !finished_req_ids_.empty() || reset_batch_; }
   int num_running() const { return int(running_.size()); }
   int num_waiting() const { return int(waiting_.size()); }
+  // Rows of the worker's batch a request takes or reserves: a parent awaiting its split reserves one per child.
+  static int rows_of(const Request& r);
+  int num_rows() const;               // of running requests and those awaiting remote KV: at most max_num_seqs
+  int num_waiting_sequences() const;  // rows_of summed over the waiting queue: at most max_waiting
   const Request* find(const std::string& req_id) const;
   std::vector<const Request*> requests() const;  // running, waiting, then waiting for remote KV
   SchedulerStats stats() const;
@@ -144,7 +158,11 @@ class Scheduler {
  private:
   StepProfile* profile_ = nullptr;
   void preempt(Request& request);
+  // Back to the front of the queue with nothing computed (its blocks already returned).
+  void requeue(Request& request);
   void free_request(Request& request);
+  // Ends the request with an error the engine gives it (every child's output for a parent not split yet).
+  void fail_request(Request& request, const std::string& error, std::vector<EngineCoreOutput>& outputs);
   // Outputs still in flight for the request will be dropped (it finished or lost its KV).
   void mark_outputs_stale(Request& request);
   // The finish status the request's last token gives it, or Running.
@@ -201,6 +219,8 @@ class Scheduler {
   std::unordered_map<std::string, int>
       held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
+  int64_t num_step_failures_ = 0;
+  bool reset_batch_ = false;  // the next step tells the worker to drop its batch (after resync)
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;
   std::vector<int64_t> spec_accepted_per_pos_;
   int64_t num_decode_steps_ = 0, num_uniform_decode_steps_ = 0;

@@ -1,6 +1,8 @@
 #include "engine/step_pipeline.hpp"
 
+#include <algorithm>
 #include <random>
+#include <utility>
 
 namespace parley {
 
@@ -20,25 +22,39 @@ StepPipeline::StepPipeline(SchedulerConfig config, bool async_scheduling, Entrop
 
 std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& requests, double now,
                                                          KvTransfer kv_transfer) {
-  if (scheduler_.num_waiting() + int(requests.size()) > scheduler_.config().max_waiting)
-    return Refusal{503, "The server is overloaded: the waiting queue is full (" +
-                            std::to_string(scheduler_.config().max_waiting) + " requests). Retry later."};
+  const int limit = scheduler_.config().max_waiting;
+  int seqs = 0;  // prompts x n
+  for (Request& r : requests) {
+    seqs += std::max<int>(1, int(r.child_req_ids.size()));
+    const auto& given = r.sampling_params.seed;
+    r.seed = given ? *given : entropy_();
+    r.child_seeds.clear();
+    for (size_t i = 0; i < r.child_req_ids.size(); ++i)
+      r.child_seeds.push_back(i == 0 ? r.seed : given ? *given + i : entropy_());
+    r.arrival_time = now;
+    if (kv_transfer != KvTransfer::None) r.kv_transfer = kv_transfer;
+  }
+  if (seqs > limit)
+    return Refusal{400, "The request has " + std::to_string(seqs) +
+                            " sequences (prompts x n); the server queues at most " + std::to_string(limit) +
+                            " (--max-waiting)."};
+  try {  // a request that can never run is a 400 even when the queue is full
+    for (const Request& r : requests) scheduler_.check_request(r);
+  } catch (const std::exception& e) {
+    return Refusal{400, e.what()};
+  }
+  if (scheduler_.num_waiting_sequences() + seqs > limit)
+    return Refusal{503, "The server is overloaded: the waiting queue is full (" + std::to_string(limit) +
+                            " sequences). Retry later."};
   std::vector<std::string> added;
   try {
     for (Request& r : requests) {
-      const auto& given = r.sampling_params.seed;
-      r.seed = given ? *given : entropy_();
-      r.child_seeds.clear();
-      for (size_t i = 0; i < r.child_req_ids.size(); ++i)
-        r.child_seeds.push_back(i == 0 ? r.seed : given ? *given + i : entropy_());
-      r.arrival_time = now;
-      if (kv_transfer != KvTransfer::None) r.kv_transfer = kv_transfer;
       scheduler_.add_request(r);
       added.push_back(r.request_id);
       added.insert(added.end(), r.child_req_ids.begin(),
                    r.child_req_ids.end());  // queued separately with the split off
     }
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // ids repeated within the submission
     scheduler_.finish_requests(added, RequestStatus::FinishedAborted);
     return Refusal{dynamic_cast<const Scheduler::QueueFull*>(&e) ? 503 : 400, e.what()};
   }
@@ -59,34 +75,38 @@ StepPipeline::Folded StepPipeline::fold(const ModelRunnerOutput& output) {
   const Plan plan = std::move(in_flight_.front());
   in_flight_.pop_front();
   Folded folded;
-  try {
-    folded.outputs = scheduler_.update_from_output(*plan, output);
-  } catch (const std::exception& e) {
-    return abort_all(e.what());  // folded back only in part, or another step's output: nothing planned can be trusted
+  if (plan->step_id <= resynced_through_) {
+    // Planned before a resync: owed to no one, and its failure (likely, on a batch in disarray) is no news.
+  } else if (output.failure) {
+    folded = resync(*plan, *output.failure);
+  } else {
+    try {
+      folded.outputs = scheduler_.update_from_output(*plan, output);
+    } catch (const std::exception& e) {  // another step's output, or one that does not fit its plan
+      folded = resync(*plan, StepFailure{e.what(), ""});
+    }
   }
-  if (lost_step_ && in_flight_.empty()) {
-    scheduler_.forget_stale_outputs();
-    lost_step_ = false;
-  }
+  if (in_flight_.empty() && std::exchange(lost_step_, false)) scheduler_.forget_stale_outputs();
   return folded;
 }
 
 StepPipeline::Folded StepPipeline::fail(const std::string& why) {
-  if (!in_flight_.empty()) in_flight_.pop_front();
-  return abort_all(why);
+  if (in_flight_.empty()) throw std::logic_error("a step failed with no step in flight");
+  ModelRunnerOutput lost;
+  lost.step_id = in_flight_.front()->step_id;
+  lost.failure = StepFailure{why, ""};
+  return fold(lost);
 }
 
-// A lost step cannot be retried safely: every live request ends, so nothing is stuck or leaked. The outputs
-// its placeholders were owed are forgotten once no step is in flight.
-StepPipeline::Folded StepPipeline::abort_all(std::string why) {
+// A lost step is not retried as it was: its requests are recomputed on a fresh batch (Scheduler::resync), the
+// one at fault (if any) fails. The outputs their placeholders were owed are forgotten once no step is in flight.
+StepPipeline::Folded StepPipeline::resync(const SchedulerOutput& plan, const StepFailure& failure) {
   lost_step_ = true;
+  resynced_through_ = in_flight_.empty() ? plan.step_id : in_flight_.back()->step_id;
   Folded folded;
-  folded.aborted = scheduler_.finish_requests(live_request_ids(), RequestStatus::FinishedAborted);
-  folded.error = std::move(why);
-  if (in_flight_.empty()) {
-    scheduler_.forget_stale_outputs();
-    lost_step_ = false;
-  }
+  folded.error = failure.what;
+  folded.outputs = scheduler_.resync(failure.req_id, failure.what);
+  for (const EngineCoreOutput& o : folded.outputs) folded.failed.push_back(o.req_id);
   return folded;
 }
 

@@ -35,15 +35,16 @@ class StepPipeline {
   // The next step to run, or nothing: the queue is full, a stop check is pending, or there is no work.
   Plan next_step();
 
-  // The oldest step's output, folded back. On failure (the output does not fit its plan, or the runner
-  // failed: fail()) every live request is aborted; their ids come back in `aborted` with the reason.
+  // The oldest step's output, folded back. A lost step (the runner failed: output.failure or fail(); or the
+  // output does not fit its plan) resynchronises the engine (Scheduler::resync): the requests it fails end
+  // with outputs that carry the error, their ids also in `failed`; the others are recomputed.
   struct Folded {
     std::vector<EngineCoreOutput> outputs;
-    std::vector<std::string> aborted;
+    std::vector<std::string> failed;
     std::string error;  // empty unless the step was lost
   };
   Folded fold(const ModelRunnerOutput& output);
-  Folded fail(const std::string& why);
+  Folded fail(const std::string& why);  // the runner gave no output for the oldest step in flight
 
   // The stop-string gate: while outputs of requests with stop strings are being checked (by the output
   // processor, maybe on another actor), no step is planned, so at most the step already queued is wasted.
@@ -63,13 +64,14 @@ class StepPipeline {
   bool has_steps_in_flight() const { return !in_flight_.empty(); }
 
  private:
-  Folded abort_all(std::string why);
+  Folded resync(const SchedulerOutput& plan, const StepFailure& failure);
 
   Scheduler scheduler_;
   size_t max_in_flight_;
   std::deque<Plan> in_flight_;
   int pending_stop_checks_ = 0;
-  bool lost_step_ = false;  // a step failed: its placeholders' outputs will never come
+  bool lost_step_ = false;         // a step failed: its placeholders' outputs will never come
+  uint64_t resynced_through_ = 0;  // the last step planned before the latest resync
   Entropy entropy_;
 };
 

@@ -65,6 +65,9 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   splits_ = counter("parley:parallel_sampling_splits_total",
                     "Parallel-sampling requests split into their n children after one shared prefill.");
   steps_ = counter("parley:engine_steps_total", "Steps (forward passes) sent to the worker.");
+  step_failures_ = counter("parley:engine_step_failures_total",
+                           "Steps lost and resynchronised (their requests recomputed), and requests the engine "
+                           "failed for their own fault.");
   graph_replays_ = counter("parley:cuda_graph_replays_total",
                            "Forward passes that replayed a captured CUDA graph (uniform decode batches).");
   eager_steps_ = counter("parley:eager_steps_total", "Forward passes run eagerly (every pass on the CPU).");
@@ -116,8 +119,9 @@ void ServingMetrics::set_prefix_cache_totals(int64_t queried_tokens, int64_t hit
 void ServingMetrics::set_num_preemptions(int64_t total) { preemptions_->set(double(total)); }
 void ServingMetrics::set_prefill_tokens_computed(int64_t total) { prefill_computed_->set(double(total)); }
 void ServingMetrics::set_parallel_sampling_splits(int64_t total) { splits_->set(double(total)); }
-void ServingMetrics::set_engine_steps(int64_t steps, int64_t discarded_tokens) {
+void ServingMetrics::set_engine_steps(int64_t steps, int64_t discarded_tokens, int64_t step_failures) {
   steps_->set(double(steps));
+  step_failures_->set(double(step_failures));
   discarded_->set(double(discarded_tokens));
 }
 void ServingMetrics::set_device_steps(int64_t graph_replays, int64_t eager_steps) {

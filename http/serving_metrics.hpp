@@ -22,7 +22,7 @@ class ServingMetrics {
   void set_num_preemptions(int64_t total);
   void set_prefill_tokens_computed(int64_t total);
   void set_parallel_sampling_splits(int64_t total);
-  void set_engine_steps(int64_t steps, int64_t discarded_tokens);
+  void set_engine_steps(int64_t steps, int64_t discarded_tokens, int64_t step_failures);
   void set_device_steps(int64_t graph_replays, int64_t eager_steps);
   // Speculative decoding totals (vLLM's spec_decode_* counters) and uniform decode steps.
   void set_spec_decode(int64_t num_drafts, int64_t num_draft_tokens, int64_t num_accepted_tokens,
@@ -52,7 +52,7 @@ class ServingMetrics {
   prom::Registry registry_;
   prom::Gauge *running_, *waiting_, *kv_usage_;
   prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_;
-  prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_, *graph_replays_, *eager_steps_;
+  prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_, *step_failures_, *graph_replays_, *eager_steps_;
   prom::Counter *spec_drafts_, *spec_draft_tokens_, *spec_accepted_, *decode_steps_, *uniform_decode_steps_;
   prom::Family<prom::Counter>* spec_accepted_per_pos_;
   prom::Gauge* spec_mean_acceptance_;

@@ -122,7 +122,7 @@ jinja::Options test_options() {
 
 TEST_CASE("Every chat template renders every conversation as Jinja2 does, or both raise", "[chat_template][oracle]") {
   const std::vector<NamedTemplate> templates = chat_templates();
-  REQUIRE(templates.size() == 50);
+  REQUIRE(templates.size() >= 50);  // ../shared's README counts them (51 since gpt-oss's joined)
   const std::vector<Conversation> table = conversations();
   struct Pair {
     std::string template_name, conversation;

@@ -84,14 +84,15 @@ TEST_CASE("actor engine: a stop string ends the request in the engine too", "[ac
   require_idle(*engine);
 }
 
-TEST_CASE("actor engine: a full queue and an impossible request are refused whole", "[actors]") {
+TEST_CASE("actor engine: a submission over the queue bound and an impossible request are refused whole", "[actors]") {
   EngineConfig c = stories_config();
   c.scheduler.max_waiting = 2;
   auto engine = EngineClient::start(c);
   auto sink = std::make_shared<CollectingSink>();
-  engine->submit(specs_for(engine->tokenizer(), 3, "q"), sink);  // 3 > 2 waiting: all refused
+  engine->submit(specs_for(engine->tokenizer(), 3, "q"), sink);  // 3 > 2 waiting: never fits, all refused
   REQUIRE(sink->wait(1));
-  REQUIRE(sink->rejected_status == 503);
+  REQUIRE(sink->rejected_status == 400);
+  REQUIRE_THAT(sink->rejected_message, Catch::Contains("3 sequences") && Catch::Contains("at most 2"));
   REQUIRE(sink->total.empty());
   auto bad = std::make_shared<CollectingSink>();
   auto specs = specs_for(engine->tokenizer(), 2, "b");

@@ -222,7 +222,7 @@ std::string mangle(std::string s, std::mt19937& rng) {
 TEST_CASE("10,000 mangled chat templates either parse or fail with ParseError, and render or fail with RenderError",
           "[jinja][fuzz]") {
   const std::vector<std::string> sources = chat_template_sources();
-  REQUIRE(sources.size() == 50);
+  REQUIRE(sources.size() >= 50);
   const Json context = Json::parse(R"j({
     "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"},
                  {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",

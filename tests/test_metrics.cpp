@@ -147,6 +147,7 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:structured_output_mask_seconds_total", "counter"},
       {"parley:structured_output_mask_computations_total", "counter"},
       {"parley:structured_output_mask_prefetches_total", "counter"},
+      {"parley:engine_step_failures_total", "counter"},
   };
   for (const auto& [name, type] : families) CHECK_THAT(text, Catch::Contains("# TYPE " + name + " " + type + "\n"));
   CHECK_THAT(text,

@@ -1,8 +1,8 @@
 // StepPipeline, the scheduler's half of the engine loop that EngineCore and the scheduler actor both drive,
 // with the fake worker and no threads: admission all or nothing with its seeds, the steps in flight (one,
 // or two with async scheduling) folded back in order and equal to one step at a time, the stop-string gate,
-// and a lost step (an output that does not fit its plan, or a failed runner) ending every live request
-// with nothing left behind and the next requests served as on a fresh engine.
+// and a lost step (an output that does not fit its plan, or a failed runner) resynchronised: the request at
+// fault fails with the error, the others are recomputed to the tokens they would have had, nothing is left.
 #include <catch2/catch.hpp>
 
 #include "engine/step_pipeline.hpp"
@@ -58,12 +58,24 @@ TEST_CASE("step pipeline admits a submission whole or not at all", "[pipeline]")
   SchedulerConfig c = config(64);
   c.max_waiting = 3;
   StepPipeline p(c, false, counter());
-  auto four = submission(0, 4, 4);
+  // The bound counts sequences (prompts x n): one submission larger than it can never be queued (400).
+  std::vector<Request> four = submission(0, 2, 4);
+  four.push_back(parallel_request("par", prompt_of(20, 5), 2, 4, 0));
   auto refused = p.admit(four, 1.0);
   REQUIRE(refused);
-  CHECK(refused->status == 503);
-  CHECK_THAT(refused->message, Catch::Contains("waiting queue is full (3 requests)"));
+  CHECK(refused->status == 400);
+  CHECK_THAT(refused->message, Catch::Contains("4 sequences") && Catch::Contains("at most 3"));
   CHECK(p.scheduler().num_waiting() == 0);
+  // One that fits the bound but not what is left of it is a 503.
+  std::vector<Request> pair{parallel_request("pair", prompt_of(20, 6), 2, 4, 0)};
+  REQUIRE(!p.admit(pair, 1.0));
+  auto more = submission(0, 2, 4);
+  refused = p.admit(more, 1.0);
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK_THAT(refused->message, Catch::Contains("waiting queue is full (3 sequences)"));
+  CHECK(p.scheduler().num_waiting_sequences() == 2);
+  p.finish({"pair.0"}, RequestStatus::FinishedAborted);
 
   // The second request can never be served (longer than the context): the first is taken back too.
   std::vector<Request> bad = submission(0, 1, 4);
@@ -140,13 +152,26 @@ TEST_CASE("step pipeline plans nothing while a stop check is pending", "[pipelin
   CHECK(p.next_step());
 }
 
-TEST_CASE("step pipeline: a lost step ends every live request and leaves nothing behind", "[pipeline]") {
+// The requests of `submission(0, 3, 12)` run alone on a fresh pipeline: what a resync must reproduce.
+Run alone_outputs() {
+  StepPipeline fresh(config(32), true, counter());
+  FakeWorker w;
+  auto rs = submission(0, 3, 12);
+  REQUIRE(!fresh.admit(rs, 0));
+  return drive(fresh, w);
+}
+
+TEST_CASE("step pipeline: a lost step is resynchronised and every request gets the tokens it would have had",
+          "[pipeline][resync]") {
+  const Run alone = alone_outputs();
   for (bool runner_failed : {false, true}) {
     CAPTURE(runner_failed);
     StepPipeline p(config(32), true, counter());
     auto rs = submission(0, 3, 12);
     REQUIRE(!p.admit(rs, 0));
     FakeWorker w;
+    Run run;
+    collect(run, p.fold(w.execute(*p.next_step())).outputs);  // one good step: tokens already out
     auto first = p.next_step(), second = p.next_step();
     REQUIRE(second);
     ModelRunnerOutput out1 = w.execute(*first), out2 = w.execute(*second);
@@ -158,24 +183,61 @@ TEST_CASE("step pipeline: a lost step ends every live request and leaves nothing
       lost = p.fold(out1);
     }
     CHECK_THAT(lost.error, Catch::Contains(runner_failed ? "device error" : "folded back as step"));
-    std::sort(lost.aborted.begin(), lost.aborted.end());
-    CHECK(lost.aborted == std::vector<std::string>{"r0", "r1", "r2"});
-    CHECK(!p.scheduler().has_unfinished_requests());
-    CHECK(p.scheduler().num_stale_outputs() > 0);  // the second step still owes outputs
-    auto late = p.fold(out2);
+    CHECK(lost.failed.empty());  // nobody's fault: everyone is recomputed
+    CHECK(p.scheduler().num_waiting() == 3);
+    CHECK(p.scheduler().kv_cache_manager().block_pool().num_used() == 0);
+    CHECK(p.scheduler().stats().num_step_failures == 1);
+    auto late = p.fold(out2);  // planned before the resync: dropped
     CHECK(late.error.empty());
-    CHECK(late.outputs.empty());  // for aborted requests: dropped
+    CHECK(late.outputs.empty());
     CHECK(p.scheduler().num_stale_outputs() == 0);
-
-    // Served afterwards as on a fresh pipeline (the worker told to drop the old rows by the next plan).
-    auto again = submission(3, 2, 10);
-    REQUIRE(!p.admit(again, 0));
-    Run after = drive(p, w);
-    StepPipeline fresh(config(32), true, counter());
-    FakeWorker w2;
-    auto same = submission(3, 2, 10);
-    REQUIRE(!fresh.admit(same, 0));
-    CHECK(after.outputs == drive(fresh, w2).outputs);
+    const Run rest = drive(p, w);  // the next plan tells the worker to drop its batch
+    for (const auto& [id, tokens] : rest.outputs)
+      run.outputs[id].insert(run.outputs[id].end(), tokens.begin(), tokens.end());
+    CHECK(run.outputs == alone.outputs);
     require_empty(p);
   }
+}
+
+TEST_CASE("step pipeline: a failure that names its request fails that one, with the error, and no other",
+          "[pipeline][resync]") {
+  const Run alone = alone_outputs();
+  StepPipeline p(config(32), false, counter());
+  auto rs = submission(0, 3, 12);
+  REQUIRE(!p.admit(rs, 0));
+  FakeWorker w;
+  Run run;
+  collect(run, p.fold(w.execute(*p.next_step())).outputs);
+  auto plan = p.next_step();
+  const StepPipeline::Folded lost = p.fold(failed_step(plan->step_id, RequestFailure("r1", "bad grammar")));
+  REQUIRE(lost.failed == std::vector<std::string>{"r1"});
+  REQUIRE(lost.outputs.size() == 1);
+  CHECK(lost.outputs[0].finish_reason == FinishReason::Abort);
+  CHECK(lost.outputs[0].error == "bad grammar");
+  for (const auto& [id, tokens] : drive(p, w).outputs)
+    run.outputs[id].insert(run.outputs[id].end(), tokens.begin(), tokens.end());
+  CHECK(run.outputs.at("r0") == alone.outputs.at("r0"));
+  CHECK(run.outputs.at("r2") == alone.outputs.at("r2"));
+  CHECK(run.outputs.at("r1").size() < alone.outputs.at("r1").size());
+  require_empty(p);
+}
+
+TEST_CASE("step pipeline: requests caught in two lost steps nobody owns fail with the error", "[pipeline][resync]") {
+  StepPipeline p(config(32), false, counter());
+  auto rs = submission(0, 2, 12);
+  REQUIRE(!p.admit(rs, 0));
+  FakeWorker w;
+  REQUIRE(p.fold(w.execute(*p.next_step())).error.empty());
+  REQUIRE(p.next_step());  // lost on the way: the runner never answers it
+  CHECK(p.fail("device error").failed.empty());
+  StepPipeline::Plan plan = p.next_step();
+  CHECK(plan->reset_batch);
+  w.execute(*plan);
+  StepPipeline::Folded second = p.fail("device error again");
+  std::sort(second.failed.begin(), second.failed.end());
+  CHECK(second.failed == std::vector<std::string>{"r0", "r1"});
+  for (const EngineCoreOutput& o : second.outputs) CHECK(o.error == "device error again");
+  CHECK(p.scheduler().stats().num_step_failures == 2);
+  drive(p, w);  // tells the worker to drop them
+  require_empty(p);
 }

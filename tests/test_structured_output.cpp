@@ -192,17 +192,26 @@ TEST_CASE("Masks walked while the forward pass runs are the masks sampling would
   CHECK(after.second - before.second > 0);  // verified positions after the first are walked when sampled
 }
 
-TEST_CASE("A structured request needs a manager and a bad grammar leaves the batch as it was", "[structured]") {
+TEST_CASE(
+    "A structured request needs a manager and a bad grammar leaves the batch as it was; both are the request's "
+    "own failure",
+    "[structured]") {
   InputBatch batch(4, 64, 8, {2});
   CachedRequestState r;
   r.req_id = "a";
   r.prompt_token_ids = {1, 5};
   r.block_ids = {{0}};
   r.sampling_params.structured_outputs = grammar_params(R"(root ::= "x")");
-  CHECK_THROWS_WITH(batch.add_request(r), Catch::Contains("has a structured output but no manager"));
+  CHECK_THROWS_WITH(batch.add_request(r), Catch::Contains("no structured-output support for request a"));
   batch.set_structured_output_manager(manager());
   r.sampling_params.structured_outputs = grammar_params("root ::= (");
-  CHECK_THROWS_AS(batch.add_request(r), structured::GrammarError);
+  try {
+    batch.add_request(r);
+    FAIL("a grammar that does not compile was taken");
+  } catch (const RequestFailure& e) {  // it fails that request only (Scheduler::resync)
+    CHECK(e.req_id == "a");
+    CHECK_THAT(e.what(), Catch::Contains("grammar: expected ')'"));
+  }
   CHECK(batch.num_reqs() == 0);
   r.sampling_params.structured_outputs = grammar_params(R"(root ::= "x")");
   CHECK(batch.add_request(r) == 0);
