@@ -255,3 +255,16 @@ TEST_CASE("a multi-byte UTF-8 character is never split", "[output_processor]") {
     CHECK(texts(outs) == std::vector<std::string>{"Once", "\xEF\xBF\xBD"});
   }
 }
+
+TEST_CASE("a request the engine failed ends with its error, not a bare abort", "[output_processor]") {
+  const Tokenizer tok = tok512();
+  OutputProcessor p(tok);
+  p.add_request("r", {1, 403}, {});
+  auto failed = step("r", {}, FinishReason::Abort);
+  failed.error = "internal error: the worker sampled 2 token(s) for request r, which expects none";
+  const auto outs = run(p, {step("r", {407}), failed});
+  CHECK(outs[0].error.empty());
+  CHECK(outs[1].finish_reason == FinishReason::Abort);
+  CHECK(outs[1].error == failed.error);  // the ingress answers it as an error (in-band when streaming)
+  CHECK_FALSE(p.has_request("r"));
+}
