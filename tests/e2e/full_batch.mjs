@@ -54,6 +54,15 @@ main('full_batch', async (parley, t) => {
   await assertNoLeaks(base, { timeoutMs: 10000 });
   t.check();
 
+  // Admission counts sequences: 1000 prompts x n 64 is 64,000 against --max-waiting 1024, a 400 naming the bound.
+  const huge = await post(base, '/v1/completions', { prompt: Array.from({ length: 1000 }, () => 'a'), n: 64,
+                                                      temperature: 1, max_tokens: 4 });
+  assert.equal(huge.status, 400, huge.text.slice(0, 300));
+  assert.match(huge.json.error.message, /64000 sequences/);
+  assert.match(huge.json.error.message, /--max-waiting/);
+  await assertNoLeaks(base);
+  t.check();
+
   // --max-num-seqs 4: n 5 can never run side by side (400 naming both); n 4 completes.
   const small = await t.start(['--threads', '1', '--max-num-seqs', '4'], { label: 'max-num-seqs 4' });
   const five = await post(small.base, '/v1/completions', { prompt: 'a', n: 5, temperature: 1, max_tokens: 8 });
