@@ -31,6 +31,7 @@ std::string response_head(int status, const std::string& type, BodyFraming frami
   std::string h = "HTTP/1.1 " + std::to_string(status) + " " +
                   std::string(bhttp::obsolete_reason(bhttp::status(status))) +
                   "\r\nServer: parley\r\nContent-Type: " + type + "\r\n";
+  if (status == 503) h += "Retry-After: 1\r\n";  // a full queue or a drain: the client may try again (RFC 9110)
   for (const auto& [name, value] : extra) h += name + ": " + value + "\r\n";
   if (framing == BodyFraming::Length)
     h += "Content-Length: " + std::to_string(length) + "\r\n";
@@ -186,6 +187,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          websocket ? std::string() : std::move(req.body()),
                          std::string(req[bhttp::field::origin]),
                          std::string(req[bhttp::field::host]),
+                         int(req.count(bhttp::field::authorization)),
                          admission(ctx_),
                          websocket};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);

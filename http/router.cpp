@@ -1,6 +1,8 @@
 #include "http/router.hpp"
 
+#include <cctype>
 #include <chrono>
+#include <string_view>
 
 namespace parley::http {
 namespace {
@@ -19,6 +21,15 @@ RouteResult error(int status, std::string message, std::string code = "") {
 
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
 
+// The credentials after `scheme` (lower case) and its spaces, or nothing when another scheme is named.
+std::optional<std::string> credentials_of(const std::string& authorization, std::string_view scheme) {
+  if (authorization.size() <= scheme.size() || authorization[scheme.size()] != ' ') return std::nullopt;
+  for (size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != scheme[i]) return std::nullopt;
+  const size_t start = authorization.find_first_not_of(' ', scheme.size());
+  return start == std::string::npos ? std::string() : authorization.substr(start);
+}
+
 }  // namespace
 
 long epoch_seconds() {
@@ -34,9 +45,9 @@ std::optional<ApiError> admission_error(Admission a) {
 }
 
 bool bearer_matches(const std::string& authorization, const std::string& secret) {
-  const std::string prefix = "Bearer ";
-  if (authorization.size() < prefix.size() || authorization.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::string given = authorization.substr(prefix.size());
+  const std::optional<std::string> credentials = credentials_of(authorization, "bearer");
+  if (!credentials) return false;
+  const std::string& given = *credentials;
   // Every byte of the longer string is visited whatever the mismatch: no early exit to time.
   unsigned diff = unsigned(given.size() ^ secret.size());
   const size_t n = std::max(given.size(), secret.size());
@@ -50,6 +61,9 @@ bool bearer_matches(const std::string& authorization, const std::string& secret)
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx) {
   const std::string path = path_of(req.target);
   const bool get = req.method == "GET", post = req.method == "POST";
+  if (req.authorization_headers > 1)
+    return error(400, "Only one Authorization header is allowed; this request has " +
+                          std::to_string(req.authorization_headers) + ".");
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
     return error(401, "Unauthorized", "invalid_api_key");
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config);

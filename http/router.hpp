@@ -27,6 +27,8 @@ std::optional<ApiError> admission_error(Admission a);
 struct HttpRequestView {
   std::string method, target, authorization, body;
   std::string origin, host;  // headers: a state-changing /admin request from another origin is refused
+  // More than one is a 400: which one counts would be a guess that a proxy in front may not share.
+  int authorization_headers = 0;
   Admission admission = Admission::Open;
   bool websocket = false;  // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
 };
@@ -49,7 +51,7 @@ struct RouteResult {
   std::vector<std::pair<std::string, std::string>> headers;  // extra response headers (the admin page's CSP)
 };
 
-// Bearer check in time independent of where the strings differ.
+// Bearer check in time independent of where the strings differ; the scheme's case is free (RFC 7235).
 bool bearer_matches(const std::string& authorization, const std::string& secret);
 
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);

@@ -128,6 +128,19 @@ main('bad_inputs', async (parley, t) => {
     t.check();
   }
   assertErrorShape(await get(base, '/v1/models'), 401, 'models with no bearer');
+  // The scheme in any case (RFC 7235); two Authorization headers are a 400, whichever of them holds the key.
+  for (const scheme of ['bearer', 'BEARER']) {
+    const r = await post(base, '/v1/completions', ok, { headers: { Authorization: `${scheme} ${API_KEY}` } });
+    assert.equal(r.status, 200, `the scheme spelled ${scheme}: ${r.status} ${r.text.slice(0, 200)}`);
+  }
+  for (const second of [API_KEY, 'nope']) {
+    const reply = await rawExchange(server.port, `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${API_KEY}\r\n` +
+                                                 `Authorization: Bearer ${second}\r\nConnection: close\r\n\r\n`);
+    assert.match(reply, /^HTTP\/1\.1 400 /, `two Authorization headers: ${JSON.stringify(reply.slice(0, 200))}`);
+    assert.match(reply, /Only one Authorization header/);
+  }
+  await healthy('authorization headers');
+  t.check();
 
   // Methods and paths.
   assertErrorShape(await get(base, '/v1/completions', { headers: auth }), 405, 'GET /v1/completions');
@@ -166,6 +179,7 @@ main('bad_inputs', async (parley, t) => {
   for (const r of refused) {
     const e = assertErrorShape(r, 503, 'waiting queue full');
     assert.match(e.message, /queue|overload/i, `503 message: ${e.message}`);
+    assert.equal(r.headers.get('retry-after'), '1', 'a 503 says when to retry');
   }
   // Streamed: the SSE header waits for admission, so a refusal is a real 503 status, never an in-band error.
   const ss = await Promise.all(Array.from({ length: 8 }, (_, i) => stream(small.base, '/v1/completions', { ...flood, seed: i })));

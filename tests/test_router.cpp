@@ -1,0 +1,40 @@
+// The router's own checks before any endpoint (http/router.cpp): the credentials (one Authorization header, the
+// Bearer scheme in any case).
+#include "http/router.hpp"
+#include "tests/openai_test_util.hpp"
+
+using namespace parley::http;
+using parley::openai_test::context;
+
+namespace {
+
+const RouterConfig kKeyed{"sekrit", "adm", "", "0.1.0", ""};
+
+RouteResult route(const std::string& target, const std::string& authorization, int authorization_headers = 1) {
+  HttpRequestView view{"GET", target, authorization, ""};
+  view.authorization_headers = authorization_headers;
+  return handle_request(view, kKeyed, context());
+}
+
+}  // namespace
+
+TEST_CASE("The Bearer scheme matches in any case, with one or more spaces before the key", "[router]") {
+  for (const char* ok : {"Bearer sekrit", "bearer sekrit", "BEARER sekrit", "bEaReR  sekrit"})
+    CHECK(bearer_matches(ok, "sekrit"));
+  for (const char* bad : {"Bearer sekri", "Bearer sekritt", "Bearersekrit", "Bearer", "Bearer ", "Basic sekrit",
+                          "Bearer: sekrit", "xBearer sekrit", "sekrit", ""})
+    CHECK_FALSE(bearer_matches(bad, "sekrit"));
+  CHECK(route("/v1/models", "bearer sekrit").status == 200);
+  CHECK(route("/admin/requests", "BEARER adm").kind == RouteResult::Kind::AdminRequests);
+}
+
+TEST_CASE("Two Authorization headers are a 400 on every path, before the key is looked at", "[router]") {
+  for (const char* target : {"/v1/models", "/health", "/admin/requests"}) {
+    const RouteResult r = route(target, "Bearer sekrit", 2);
+    CHECK(r.status == 400);
+    CHECK(nlohmann::json::parse(r.body)["error"]["message"] ==
+          "Only one Authorization header is allowed; this request has 2.");
+  }
+  CHECK(route("/v1/models", "Bearer wrong", 1).status == 401);
+  CHECK(route("/health", "", 0).status == 200);
+}
