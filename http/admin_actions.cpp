@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "http/log_text.hpp"
+
 namespace parley::http {
 
 std::unique_ptr<LiveRequests::Entry> LiveRequests::add(const std::string& id, std::vector<std::string> engine_ids,
@@ -71,10 +73,10 @@ void run_admin_action(ServerContext& ctx, const AdminAction& a, const std::strin
     case Kind::Abort: {
       const std::vector<std::string> ids = ctx.live_requests.engine_ids(a.arg);
       if (ids.empty()) {
-        audit("abort " + a.arg + " (not live)");
+        audit("abort " + log_excerpt(a.arg) + " (not live)");
         return reply(404, error_body(api_error(404, "No live request " + a.arg + ".")));
       }
-      audit("abort " + a.arg + " (" + std::to_string(ids.size()) + " engine request(s))");
+      audit("abort " + log_excerpt(a.arg) + " (" + std::to_string(ids.size()) + " engine request(s))");
       ctx.engine->abort(ids);
       return reply(200, nlohmann::json{{"aborted", a.arg}, {"engine_requests", ids}}.dump());
     }

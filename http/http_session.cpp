@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "http/admin_actions.hpp"
+#include "http/log_text.hpp"
 #include "http/request_reader.hpp"
 #include "http/session_common.hpp"
 
@@ -296,7 +297,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                      *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
                  gen->request().params.n, gen->request().params.max_tokens, stream,
-                 gen->request().user.empty() ? "" : ", user=", gen->request().user);
+                 gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));
     auto specs = gen->engine_requests();
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
     auto registered = register_live(ctx_, *gen, specs);

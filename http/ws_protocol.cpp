@@ -24,6 +24,9 @@ WsMessage parse_ws_message(std::string_view text, const ServingContext& serving,
   if (id_it == m.end() || !id_it->is_string() || id_it->get<std::string>().empty())
     return error("", "Each message needs a non-empty string \"id\".");
   const std::string id = *id_it;
+  if (id.size() > kMaxClientIdBytes)  // not echoed: the error would carry what the limit keeps out
+    return error("", "\"id\" is " + std::to_string(id.size()) + " bytes; at most " + std::to_string(kMaxClientIdBytes) +
+                         " are allowed.");
   const std::string type = string_field(m, "type", "");
   if (type == "cancel") {
     if (!session.running(id)) return error(id, "No request with id " + id + " is running.");

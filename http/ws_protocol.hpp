@@ -10,6 +10,9 @@
 
 namespace parley::http {
 
+// A client's id is echoed in every message of its request: longer ones are refused (400).
+constexpr size_t kMaxClientIdBytes = 256;
+
 // What the checks need to know of the session the message came on.
 struct WsSessionState {
   std::function<bool(const std::string&)> running;  // whether a request with this client id is running
@@ -30,7 +33,7 @@ struct WsError {
 };
 using WsMessage = std::variant<WsStart, WsCancel, WsError>;
 
-// The checks run in a fixed order and the first failing one answers: JSON object, id, type, cancel of a
+// The checks run in a fixed order and the first failing one answers: JSON object, id (its length), type, cancel of a
 // running id, an id already running, the session's limit (429), endpoint, body, then the OpenAI body itself.
 WsMessage parse_ws_message(std::string_view text, const ServingContext& serving, const WsSessionState& session);
 

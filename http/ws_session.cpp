@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 
+#include "http/log_text.hpp"
 #include "http/session_common.hpp"
 #include "http/ws_protocol.hpp"
 
@@ -99,8 +100,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     auto gen = std::make_unique<Generation>(std::move(request),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
-    spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), id, gen->request().params.n,
-                 gen->request().user.empty() ? "" : ", user=", gen->request().user);
+    spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), log_excerpt(id), gen->request().params.n,
+                 gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));
     auto specs = gen->engine_requests();
     auto registered = register_live(ctx_, *gen, specs);
     live_.emplace(id,

@@ -1,5 +1,6 @@
 // The router's own checks before any endpoint (http/router.cpp): the credentials (one Authorization header, the
-// Bearer scheme in any case).
+// Bearer scheme in any case), and the excerpt a log line shows of a client's string (http/log_text.hpp).
+#include "http/log_text.hpp"
 #include "http/router.hpp"
 #include "tests/openai_test_util.hpp"
 
@@ -37,4 +38,13 @@ TEST_CASE("Two Authorization headers are a 400 on every path, before the key is 
   }
   CHECK(route("/v1/models", "Bearer wrong", 1).status == 401);
   CHECK(route("/health", "", 0).status == 200);
+}
+
+TEST_CASE("A log line shows a client's string cut to 64 bytes with its length, control bytes escaped", "[router]") {
+  CHECK(log_excerpt("user-7") == "user-7");
+  CHECK(log_excerpt(std::string(64, 'a')) == std::string(64, 'a'));
+  CHECK(log_excerpt(std::string(900000, 'a')) == std::string(64, 'a') + "...(900000 bytes)");
+  CHECK(log_excerpt("a\nb\x7f\x01") == "a\\x0ab\\x7f\\x01");
+  CHECK(log_excerpt("abcdef", 3) == "abc...(6 bytes)");
+  CHECK(log_excerpt("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 passes as it is
 }

@@ -47,3 +47,15 @@ TEST_CASE("Websocket messages are checked in the session's order and the first f
   CHECK(start.id == "c");
   CHECK(start.request.endpoint == Endpoint::ChatCompletions);
 }
+
+TEST_CASE("A websocket id over 256 bytes is refused without being echoed; 256 bytes are taken", "[ws]") {
+  const std::string at_limit(kMaxClientIdBytes, 'i');
+  CHECK(std::get<WsStart>(parse(R"({"id": ")" + at_limit + R"(", "type": "request", "body": {"prompt": "hi"}})")).id ==
+        at_limit);
+  const std::string over(kMaxClientIdBytes + 1, 'i');
+  CHECK(error_of(parse(R"({"id": ")" + over + R"(", "type": "request", "body": {"prompt": "hi"}})")) ==
+        "400 : \"id\" is 257 bytes; at most 256 are allowed.");
+  // A cancel carries the id too: the same check comes first.
+  CHECK(error_of(parse(R"({"id": ")" + over + R"(", "type": "cancel"})")) ==
+        "400 : \"id\" is 257 bytes; at most 256 are allowed.");
+}

@@ -4,7 +4,8 @@
 //   node tests/e2e/bad_inputs.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { main, MODEL_NAME, CONTEXT, post, get, stream, complete, assertErrorShape, assertNoLeaks, randomTokenIds } from './lib.mjs';
+import WebSocket from 'ws';
+import { main, MODEL_NAME, CONTEXT, post, get, stream, complete, assertErrorShape, assertNoLeaks, randomTokenIds, sleep } from './lib.mjs';
 
 const API_KEY = 'bad-inputs-key';
 const MAX_BODY = 4096;
@@ -159,6 +160,24 @@ main('bad_inputs', async (parley, t) => {
   const hugeLen = await rawExchange(server.port, `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\nAuthorization: Bearer ${API_KEY}\r\n\r\n`);
   assert.match(hugeLen, /^HTTP\/1\.1 413/, `Content-Length 99999999999: expected 413, got ${JSON.stringify(hugeLen.slice(0, 200))}`);
   await healthy('huge Content-Length');
+  t.check();
+
+  // A websocket id over 256 bytes is refused (its error carries no id); one of 256 bytes runs.
+  const ws = new WebSocket(`ws://127.0.0.1:${server.port}/v1/ws`, { headers: auth });
+  const replies = [];
+  ws.on('message', (d) => replies.push(JSON.parse(d.toString())));
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const idOf = (n) => 'i'.repeat(n);
+  for (const n of [257, 3000, 256])  // under --max-body-bytes 4096
+    ws.send(JSON.stringify({ type: 'request', id: idOf(n), endpoint: 'completions', body: { ...ok, max_tokens: 4 } }));
+  while (!replies.some((m) => m.type === 'final')) await sleep(10);
+  const refusals = replies.filter((m) => m.type === 'error');
+  assert.deepEqual(refusals.map((m) => [m.status, m.id, m.error.message]),
+                   [[400, '', '"id" is 257 bytes; at most 256 are allowed.'],
+                    [400, '', '"id" is 3000 bytes; at most 256 are allowed.']]);
+  assert.ok(replies.filter((m) => m.type !== 'error').every((m) => m.id === idOf(256)), 'the 256-byte id runs');
+  ws.close();
+  await healthy('websocket ids');
   t.check();
 
   // Still serving: a valid request works and nothing leaked.
