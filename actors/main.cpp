@@ -225,6 +225,11 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option("--read-timeout", s.read_timeout_s, "Seconds for a request to arrive whole")
       ->capture_default_str()
       ->check(parley::at_least(1));
+  cmd->add_option("--write-timeout", s.write_timeout_s,
+                  "Seconds a response write may wait on a client that does not read; past it the connection is cut "
+                  "and its requests aborted")
+      ->capture_default_str()
+      ->check(parley::at_least(1));
   cmd->add_option("--idle-timeout", s.idle_timeout_s, "Seconds a keep-alive connection may wait idle")
       ->capture_default_str()
       ->check(parley::at_least(1));
@@ -234,6 +239,11 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
       ->check(parley::at_least(1));
   cmd->add_option("--max-ws-requests", s.max_ws_requests,
                   "Requests running at once on one websocket; a request past it gets a 429 error message")
+      ->capture_default_str()
+      ->check(parley::at_least(1));
+  cmd->add_option("--max-output-backlog-bytes", s.max_output_backlog_bytes,
+                  "Output bytes a connection may have queued behind the write in flight; past it the connection is "
+                  "closed (websocket 1008) or cut, and its requests aborted")
       ->capture_default_str()
       ->check(parley::at_least(1));
   cmd->add_option("--io-threads", s.io_threads, "Threads running HTTP I/O")

@@ -1,6 +1,6 @@
 // The HTTP server's own counters, appended to the engine's /metrics text: connections accepted and
-// open, and malformed or refused requests by the status they were answered with. Shared by the io
-// threads, so one mutex around the registry.
+// open, malformed or refused requests by the status they were answered with, and connections cut because
+// their client did not read. Shared by the io threads, so one mutex around the registry.
 #pragma once
 #include <mutex>
 #include <string>
@@ -17,7 +17,17 @@ class ConnectionMetrics {
         refused_(registry_.counter("parley:http_refused_requests_total",
                                    "Requests answered with an error before routing (malformed, too large, timed "
                                    "out, past the pipelining limit), by status.",
-                                   {"status"})) {}
+                                   {"status"})),
+        cut_(registry_.counter("parley:http_connections_cut_total",
+                               "HTTP and websocket connections cut because the client did not read its output: a "
+                               "write past --write-timeout, or output past --max-output-backlog-bytes; their "
+                               "requests are aborted.",
+                               {"reason"})) {
+    for (const char* reason : {kWriteTimeout, kOutputBacklog}) cut_.labels({reason});  // both shown from the start
+  }
+
+  static constexpr const char* kWriteTimeout = "write_timeout";
+  static constexpr const char* kOutputBacklog = "output_backlog";
 
   // Returns the number of connections open, this one included.
   int on_accepted() {
@@ -33,6 +43,10 @@ class ConnectionMetrics {
     std::lock_guard lock(mutex_);
     refused_.labels({std::to_string(status)}).inc();
   }
+  void on_cut(const char* reason) {
+    std::lock_guard lock(mutex_);
+    cut_.labels({reason}).inc();
+  }
   std::string render() const {
     std::lock_guard lock(mutex_);
     return registry_.render();
@@ -44,6 +58,7 @@ class ConnectionMetrics {
   prom::Counter& accepted_;
   prom::Gauge& open_;
   prom::Family<prom::Counter>& refused_;
+  prom::Family<prom::Counter>& cut_;
 };
 
 }  // namespace parley::http

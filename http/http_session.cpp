@@ -79,6 +79,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!gen_ || conn_ == Conn::Closed) return;
     std::string text = gen_->gen->on_output(out);
     if (!text.empty()) send_body(std::move(text));
+    if (backlog_bytes() > ctx_.options.max_output_backlog_bytes)
+      return cut_slow_reader(ConnectionMetrics::kOutputBacklog,
+                             std::to_string(backlog_bytes()) + " bytes of output unread (--max-output-backlog-bytes)");
     if (!gen_->gen->done()) return;
     if (const auto& failed = gen_->gen->failure())
       finish_generation(gen_->gen->error_text(*failed), failed->status);
@@ -153,12 +156,25 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void client_disconnected() {
-    if (gen_) {
-      spdlog::info("{}: client disconnected; aborting {} request(s)", gen_->gen->id(),
-                   gen_->gen->unfinished_req_ids().size());
-      ctx_.engine->abort(gen_->gen->unfinished_req_ids());
-    }
+    abort_generation("client disconnected");
     close();
+  }
+
+  // A client that does not read what it asked for holds its output here: the connection is reset (the
+  // kernel's unsent bytes dropped with it) and its generation aborted, as if it had gone.
+  void cut_slow_reader(const char* reason, const std::string& why) {
+    ctx_.connections.on_cut(reason);
+    if (!gen_) spdlog::info("{}: {}; cutting the connection", peer_address(), why);
+    abort_generation(why + "; cutting the connection");
+    beast::error_code ec;
+    stream_.socket().set_option(net::socket_base::linger(true, 0), ec);
+    close();
+  }
+
+  void abort_generation(const std::string& why) {
+    if (!gen_) return;
+    spdlog::info("{}: {}; aborting {} request(s)", gen_->gen->id(), why, gen_->gen->unfinished_req_ids().size());
+    ctx_.engine->abort(gen_->gen->unfinished_req_ids());
   }
 
   // --- Answering, one request at a time ---------------------------------------------------------
@@ -336,20 +352,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   // --- Writing: one write in flight, the outbox's front (Beast's queue: a non-empty outbox is a write in flight) --
   void enqueue(Piece piece) {
+    outbox_bytes_ += piece.bytes.size();
     outbox_.push_back(std::move(piece));
     if (outbox_.size() == 1) write_front();
   }
 
+  // What waits behind the write in flight: the client's unread backlog (one large answer alone is not one).
+  size_t backlog_bytes() const { return outbox_.empty() ? 0 : outbox_bytes_ - outbox_.front().bytes.size(); }
+
   void write_front() {
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
-    stream_.expires_after(std::chrono::seconds(ctx_.options.read_timeout_s));  // a client that stops reading
+    stream_.expires_after(std::chrono::seconds(ctx_.options.write_timeout_s));  // a client that stops reading
     net::async_write(stream_, net::buffer(outbox_.front().bytes),
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->outbox_.pop_front();  // its LiveGeneration with it
-                       if (ec) return self->client_disconnected();
-                       if (!self->outbox_.empty()) return self->write_front();
-                       self->outbox_written();
-                     });
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_written(ec); });
+  }
+
+  void on_written(beast::error_code ec) {
+    outbox_bytes_ -= outbox_.front().bytes.size();
+    outbox_.pop_front();  // its LiveGeneration with it
+    if (ec == beast::error::timeout)
+      return cut_slow_reader(ConnectionMetrics::kWriteTimeout, "no write ended within --write-timeout " +
+                                                                   std::to_string(ctx_.options.write_timeout_s) + " s");
+    if (ec) return client_disconnected();
+    if (!outbox_.empty()) return write_front();
+    outbox_written();
   }
 
   // Everything queued is written: a websocket takes the socket over, a closing connection lingers, else it idles.
@@ -390,9 +416,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (conn_ == Conn::Closed || conn_ == Conn::HandedOver) return;
     conn_ = Conn::Closed;
     gen_.reset();
-    if (!outbox_.empty())
-      outbox_.erase(outbox_.begin() + 1,
-                    outbox_.end());  // the front's write is in flight: its buffer stays until it ends
+    if (!outbox_.empty()) {
+      outbox_.erase(outbox_.begin() + 1, outbox_.end());  // the front's write is in flight: its buffer stays
+      outbox_bytes_ = outbox_.front().bytes.size();
+    }
     deadline_timer_.cancel();
     if (feed_timer_) feed_timer_->cancel();
     beast::error_code ec;
@@ -450,6 +477,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<GenerationInFlight> gen_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_;  // handed to a websocket once the outbox is written
   std::deque<Piece> outbox_;                                   // the front is being written
+  size_t outbox_bytes_ = 0;                                    // the outbox's bytes, the front's included
   std::optional<net::steady_timer> feed_timer_;                // GET /admin/events
   size_t lingered_bytes_ = 0;
 };

@@ -15,9 +15,12 @@ struct ServerOptions {
   RouterConfig router;
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   int read_timeout_s = 30;          // a request must arrive whole within this
+  int write_timeout_s = 30;         // a response write (HTTP, SSE, websocket) must end within this, else the cut
   int idle_timeout_s = 60;          // a keep-alive connection with no request is closed
   int max_connections = 1024;       // open HTTP + websocket connections; past it: 503 and close
   int max_ws_requests = 64;         // requests running at once on one websocket; past it: a 429 error message
+  // Output a connection has queued behind the write in flight; past it, the cut (a slow reader's requests aborted).
+  size_t max_output_backlog_bytes = 8 << 20;
   bool admin_show_prompts = false;  // the admin feed carries each live request's prompt text (off: never shown)
   int io_threads = 1;
   int shutdown_grace_s = 10;             // on SIGTERM, live requests get this long to finish, then abort

@@ -20,7 +20,8 @@ namespace ws = beast::websocket;
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(ServerContext& ctx, beast::tcp_stream stream) : ctx_(ctx), ws_(std::move(stream)) {}
+  WsSession(ServerContext& ctx, beast::tcp_stream stream)
+      : ctx_(ctx), ws_(std::move(stream)), write_timer_(ws_.get_executor()) {}
   ~WsSession() { ctx_.connections.on_closed(); }
 
   void run(beast::http::request<beast::http::string_body> req) {
@@ -59,6 +60,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void do_read() {
     ws_.async_read_some(in_, kReadPiece, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->closed();  // Beast has sent 1002/1007 itself for a protocol or UTF-8 error
+      // A slow reader was shed: the close handshake reads what is left.
+      if (self->state_ != State::Open) return;
       // The frame header tells the whole frame's length: an oversized message is refused at its first piece,
       // before the requests ahead of it can finish (read_size_hint: what remains of the frame being read).
       const size_t announced = self->in_.size() + (self->ws_.is_message_done() ? 0 : self->ws_.read_size_hint(1));
@@ -119,8 +122,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   }
   void send(std::string text) {
     if (state_ == State::Closed) return;
+    backlog_bytes_ += text.size();
     outbox_.push_back(std::move(text));
     write_next();
+    // Shed on a handler of its own: the caller may hold a generation that shedding ends.
+    if (state_ == State::Open && backlog_bytes_ > ctx_.options.max_output_backlog_bytes)
+      net::post(ws_.get_executor(), [self = shared_from_this()] { self->shed_slow_reader(); });
   }
   void write_next() {
     if (state_ == State::Closed || writing_) return;
@@ -132,8 +139,11 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     writing_ = true;
     current_ = std::move(outbox_.front());
     outbox_.pop_front();
+    backlog_bytes_ -= current_.size();
     ws_.text(true);
+    watch_write();
     ws_.async_write(net::buffer(current_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->write_ended();
       self->writing_ = false;
       if (ec) return self->closed();
       self->write_next();
@@ -142,18 +152,70 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
   void send_close() {
     state_ = State::Closed;
-    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) { self->closing_hold_.reset(); });
+    watch_write();
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
+      self->write_ended();
+      self->closing_hold_.reset();
+    });
+  }
+
+  // A write (a message or the close frame) must end within --write-timeout; Beast's own timeouts watch reads only.
+  void watch_write() {
+    write_timer_.expires_after(std::chrono::seconds(ctx_.options.write_timeout_s));
+    write_timer_.async_wait([self = shared_from_this(), epoch = ++write_epoch_](beast::error_code ec) {
+      if (!ec && epoch == self->write_epoch_) self->cut_slow_reader();
+    });
+  }
+  void write_ended() {
+    ++write_epoch_;
+    write_timer_.cancel();
+  }
+
+  // The client has not taken a write within the timeout: its requests are aborted and the socket reset (the
+  // kernel's unsent bytes dropped with it); no close frame could reach a client that does not read.
+  void cut_slow_reader() {
+    const bool shed = state_ != State::Open && close_reason_.code == ws::close_code::policy_error;
+    if (!shed) ctx_.connections.on_cut(ConnectionMetrics::kWriteTimeout);  // a shed connection was counted then
+    spdlog::info(
+        "websocket: no write ended within --write-timeout {} s; cutting the connection, aborting {} request(s)",
+        ctx_.options.write_timeout_s, live_.size());
+    closed();
+    beast::error_code ec;
+    auto& socket = beast::get_lowest_layer(ws_).socket();
+    socket.set_option(net::socket_base::linger(true, 0), ec);
+    socket.close(ec);
+  }
+
+  // Output queued unread past --max-output-backlog-bytes: the requests are aborted and the queue dropped; the
+  // close (1008) follows the write in flight, which the write timeout cuts if the client never takes it.
+  void shed_slow_reader() {
+    if (state_ != State::Open) return;  // an earlier post shed it, or the socket closed meanwhile
+    ctx_.connections.on_cut(ConnectionMetrics::kOutputBacklog);
+    spdlog::info("websocket: {} bytes of output unread (--max-output-backlog-bytes); 1008, aborting {} request(s)",
+                 backlog_bytes_, live_.size());
+    abort_all();
+    state_ = State::Closing;
+    closing_hold_ = shared_from_this();  // the engine's sinks hold the session weakly
+    close_reason_ = ws::close_reason(ws::close_code::policy_error, "output unread past --max-output-backlog-bytes");
+    write_next();
   }
 
   // The socket is gone: every generation still running on it is aborted.
   void closed() {
     if (state_ == State::Closed) return;
     state_ = State::Closed;
+    abort_all();
+    closing_hold_.reset();
+    write_timer_.cancel();
+  }
+
+  // Every generation is aborted and forgotten (its `abort` outputs find nothing), and what was queued is dropped.
+  void abort_all() {
     for (auto& [id, live] : live_) ctx_.engine->abort(live.gen->unfinished_req_ids());
     live_.clear();
     outbox_.clear();
+    backlog_bytes_ = 0;
     flushing_.clear();
-    closing_hold_.reset();
   }
 
   ServerContext& ctx_;
@@ -167,9 +229,13 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::map<std::string, Live> live_;
   std::vector<std::unique_ptr<LiveGeneration>> flushing_;  // ended generations whose last message is still queued
   std::deque<std::string> outbox_;
+  size_t backlog_bytes_ = 0;  // the outbox's bytes: what waits behind the write in flight (current_)
   std::string current_;
+  net::steady_timer write_timer_;
+  uint64_t write_epoch_ = 0;  // a timer that fired for a write already ended does nothing
   bool writing_ = false;
-  // Open: messages are read. Closing: a close is owed once the answers are written. Closed: the socket is done.
+  // Open: messages are read. Closing: a close is owed once what is queued is written (the answers after a 1009,
+  // nothing after a slow reader is shed). Closed: the socket is done.
   enum class State { Open, Closing, Closed } state_ = State::Open;
   ws::close_reason close_reason_;
   std::shared_ptr<WsSession> closing_hold_;
