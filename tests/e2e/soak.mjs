@@ -1,7 +1,9 @@
 // A bounded soak on loopback: for --seconds (default $PARLEY_SOAK_SECONDS or 20), --clients (64) clients send
-// valid requests (completions and chat, streamed and not, n = 2, stop strings; the server runs n-gram
-// speculation) mixed with bad bodies, malformed HTTP, mid-stream disconnects and websocket sessions with a
-// cancel. Then: every valid request's output equals the same request sent alone afterwards, no block is
+// valid requests (completions and chat, streamed and not, n = 2 and lists of prompts with n = 2, stop strings; the
+// server runs n-gram speculation with --max-num-seqs 16, so the running batch is full and n > 1 splits there)
+// mixed with bad bodies, malformed HTTP, mid-stream disconnects, websocket sessions with a cancel, slow readers
+// (a stream read a chunk at a time with pauses, or not read for a second) and stalled ones (a stream never read,
+// then dropped). Then: every valid request's output equals the same request sent alone afterwards, no block is
 // leaked, nothing runs, resident memory grew by under 10% (from the end of the first fifth), and the log holds
 // no warning or error but the expected ones. Prints the figures. `--seconds 180` is the long run.
 // --pd: the clients talk to a decode instance whose prefill instance is killed (SIGKILL) and restarted on its
@@ -10,6 +12,7 @@
 //   node tests/e2e/soak.mjs <path-to-parley> [--seconds N] [--clients N] [--pd]
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import WebSocket from 'ws';
 import { main, MODEL_NAME, post, stream, assertNoLeaks, assertErrorShape, prng, sleep } from './lib.mjs';
@@ -29,19 +32,64 @@ const WORDS = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'and', 'then', 'dog', 'ran
 
 const rssKiB = (pid) => Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]);
 
-// A valid request: its route, body and how the output is compared (choice texts in index order).
+// A valid request: its route, body, how many choices it has, and how the output is compared (choice texts in
+// index order). A third of the completions carry 2-4 prompts, so one request with n = 2 asks for up to 8 rows.
 function validRequest(rand, i) {
   const chat = rand() < 0.4;
-  const n = rand() < 0.25 ? 2 : 1;
-  const prompt = Array.from({ length: 2 + Math.floor(rand() * 8) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
+  const n = rand() < 0.35 ? 2 : 1;
+  const promptText = () => Array.from({ length: 2 + Math.floor(rand() * 8) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
+  const prompts = !chat && rand() < 0.33 ? 2 + Math.floor(rand() * 3) : 1;
   const body = {
     model: MODEL_NAME, max_tokens: 8 + Math.floor(rand() * 40), seed: 1000 + i, n,
     temperature: n > 1 || rand() < 0.7 ? 0.8 : 0,
   };
   if (rand() < 0.3) body.stop = [WORDS[Math.floor(rand() * WORDS.length)]];
-  if (chat) body.messages = [{ role: 'user', content: prompt }];
-  else body.prompt = prompt;
-  return { route: chat ? '/v1/chat/completions' : '/v1/completions', body, chat };
+  if (chat) body.messages = [{ role: 'user', content: promptText() }];
+  else body.prompt = prompts > 1 ? Array.from({ length: prompts }, promptText) : promptText();
+  return { route: chat ? '/v1/chat/completions' : '/v1/completions', body, chat, choices: prompts * n };
+}
+
+// A stream read by a slow client over node:http: a pause of `pauseMs` after each chunk, or (stallMs) one stall
+// after the first chunk. Resolves with the texts per choice once [DONE] arrives.
+function slowStream(port, req, { pauseMs = 0, stallMs = 0 }) {
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port, method: 'POST', path: req.route, headers: { 'Content-Type': 'application/json' } });
+    r.on('error', reject);
+    r.on('response', (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+      let text = '';
+      let chunks = 0;
+      res.on('data', (d) => {
+        text += d.toString();
+        const pause = ++chunks === 1 ? stallMs : pauseMs;
+        if (pause > 0) { res.pause(); setTimeout(() => res.resume(), pause); }
+      });
+      res.on('end', () => {
+        const data = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+        if (data.at(-1) !== '[DONE]') return reject(new Error(`a slow reader's stream did not end with [DONE]: ${text.slice(-200)}`));
+        const texts = Array.from({ length: req.choices }, () => '');
+        for (const d of data.slice(0, -1)) {
+          const j = JSON.parse(d);
+          if (j.error) return reject(new Error(`a slow reader got an error: ${d}`));
+          for (const c of j.choices ?? []) texts[c.index] += c.text ?? c.delta?.content ?? '';
+        }
+        resolve(texts);
+      });
+    });
+    r.end(JSON.stringify({ ...req.body, stream: true }));
+  });
+}
+
+// A stream never read, dropped after `ms`: the server sees a client gone with its output unread.
+function stalledStream(port, seed, ms) {
+  return new Promise((resolve) => {
+    const body = JSON.stringify({ model: MODEL_NAME, prompt: 'Once', max_tokens: 300, ignore_eos: true, temperature: 0.8, seed, stream: true });
+    const sock = net.connect(port, '127.0.0.1');
+    sock.pause();
+    sock.on('error', () => {});
+    sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    setTimeout(() => { sock.destroy(); resolve(); }, ms);
+  });
 }
 
 const textsOf = (json, chat) => json.choices.slice().sort((a, b) => a.index - b.index)
@@ -95,6 +143,8 @@ function wsSession(port, req) {
 }
 
 const SPECULATION = ['--speculative-config', '{"method":"ngram","num_speculative_tokens":3}'];
+// 64 clients against 16 rows: the batch is full whenever an n > 1 request splits.
+const FULL_BATCH = ['--max-num-seqs', '16'];
 const kvPortOf = (server) => Number(server.logs().match(/KV transfer actor published on port (\d+)/)[1]);
 
 // PD: the prefill instance killed at 30% and 60% of the run and restarted on its port a second later.
@@ -122,11 +172,11 @@ main(PD ? 'soak_pd' : 'soak', async (parley, t) => {
   let server;
   if (PD) {
     const prefill = await t.start(['--role', 'prefill', '--kv-port', '0'], { label: 'prefill' });
-    server = await t.start([...SPECULATION, '--max-body-bytes', '65536', '--role', 'decode', '--prefill-peers',
+    server = await t.start([...SPECULATION, ...FULL_BATCH, '--max-body-bytes', '65536', '--role', 'decode', '--prefill-peers',
                             `127.0.0.1:${kvPortOf(prefill)}`], { label: 'decode' });
     killer = prefillKiller(t, prefill);
   } else {
-    server = await t.start([...SPECULATION, '--max-body-bytes', '65536']);
+    server = await t.start([...SPECULATION, ...FULL_BATCH, '--max-body-bytes', '65536']);
   }
   const { base, port } = server;
   // Every log line is screened as it comes (the server keeps only a tail).
@@ -143,7 +193,7 @@ main(PD ? 'soak_pd' : 'soak', async (parley, t) => {
   };
   server.proc.stdout.on('data', screen);
   server.proc.stderr.on('data', screen);
-  const counts = { valid: 0, streamed: 0, ws: 0, bad_body: 0, malformed_http: 0, disconnects: 0 };
+  const counts = { valid: 0, streamed: 0, ws: 0, slow_readers: 0, stalled: 0, bad_body: 0, malformed_http: 0, disconnects: 0 };
   const unexpected = [];
   const recorded = [];  // {req, texts}
   const stopAt = Date.now() + SECONDS * 1000;
@@ -167,14 +217,21 @@ main(PD ? 'soak_pd' : 'soak', async (parley, t) => {
           const s = await stream(base, req.route, req.body);
           assert.equal(s.status, 200, s.body);
           assert.ok(s.done && s.errors.length === 0, 'a whole stream');
-          recorded.push({ req, texts: Array.from({ length: req.body.n }, (_, k) => s.texts[k] ?? '') });
+          recorded.push({ req, texts: Array.from({ length: req.choices }, (_, k) => s.texts[k] ?? '') });
           counts.streamed += 1;
-        } else if (roll < 0.72) {
+        } else if (roll < 0.67) {
           const finals = await wsSession(port, req);
-          assert.equal(finals.keep.choices.length, req.body.n);
-          recorded.push({ req, texts: Array.from({ length: req.body.n }, (_, k) => finals.texts[k] ?? '') });
+          assert.equal(finals.keep.choices.length, req.choices);
+          recorded.push({ req, texts: Array.from({ length: req.choices }, (_, k) => finals.texts[k] ?? '') });
           assert.equal(finals['cancel-me'].choices[0].finish_reason, 'abort');
           counts.ws += 1;
+        } else if (roll < 0.72) {
+          const slow = rand() < 0.5 ? { pauseMs: 20 + Math.floor(rand() * 40) } : { stallMs: 1000 };
+          recorded.push({ req, texts: await slowStream(port, req, slow) });
+          counts.slow_readers += 1;
+        } else if (roll < 0.74) {
+          await stalledStream(port, i, 300 + Math.floor(rand() * 700));
+          counts.stalled += 1;
         } else if (roll < 0.84) {
           const controller = new AbortController();
           await stream(base, '/v1/completions', { prompt: 'Once', max_tokens: 300, ignore_eos: true, temperature: 0.8, seed: i },
