@@ -1,111 +1,265 @@
 // AMX kernel of the quantized matmul (built with -mamx-tile -mamx-int8 and the AVX-512 VNNI flags; called only
-// where the CPU has AMX and Linux granted this process the tile state). q8_0 weights against tiles of 16 rows of
-// q8_0 activations: one TDPBSSD per block of 32 gives each (row, column) the exact int32 sum the VNNI kernel
-// computes, and the float epilogue is the VNNI kernel's (one multiply-add per block, in k order), so the bits are
-// every other ISA's. The rows past the last whole tile, an odd last panel and the other weight types go to the
-// AVX-512 VNNI kernels.
+// where the CPU has AMX and Linux granted this process the tile state). For q8_0, q4_0, q4_K and q5_K weights:
+// a panel pair's (16 columns') 32-element units are unpacked once into weight tiles, then each tile of 16
+// activation rows takes one TDPBSSD (signed q8_0 weights) or TDPBSUD (unsigned 4- and 5-bit quants) per unit,
+// which gives every (row, column) the exact int32 sum the VNNI kernel computes for that unit. The epilogue is
+// the VNNI kernel's, lane for lane, in the same order (per block for q8_0 and q4_0; per super-block for the
+// K-quants, whose sub-block scales go on as exact integer products first), so the bits are every other ISA's.
+// The rows past the last whole tile, an odd last panel and the other weight types go to the AVX-512 VNNI kernels.
+//
+// What bounds it (measured with bench_qmatmul, see docs/benchmarks.md): a unit is half a tile's depth (32 of 64
+// bytes), and its int32 tile is stored and reloaded for the epilogue, 16 rows of vector work per TDPB*.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/qmatmul_kernels.hpp"
+#include "kernels/cpu/qmatmul_avx512.hpp"
 
 namespace parley::cpu::qmm {
 namespace {
 
-constexpr int kRows = 16;                                   // activation rows per tile
-constexpr int kBlock = 32;                                  // q8_0's block: the k of one TDPBSSD
-constexpr int kTileBytes = 8 * 64;                          // a weight tile: 8 rows of 4 k x 16 columns
-constexpr int kPanelBlockBytes = 256, kPanelAuxBytes = 16;  // a q8_0 panel's block: 8 columns x 32, and 8 fp16 d
+using quant::GgmlType;
+using V = Avx512<true>;
+
+constexpr int kRows = 16;           // activation rows per tile
+constexpr int kUnit = 32;           // k per tile product (a q8_0/q4_0 block, a K-quant sub-block)
+constexpr int kTileBytes = 8 * 64;  // a weight tile: 8 rows of 4 k x 16 columns
+constexpr int kHalfBytes = 16;      // 8 fp16 scales of one panel
+constexpr int kUnitsPerSuper = 256 / kUnit;
 
 // Tile registers (GCC's intrinsics want them as literals): sums 0 and 1, activations 2 and 3, weights 4 and 5,
-// two of each so that one block's tile work overlaps the previous block's epilogue.
-constexpr int kSumTiles[] = {0, 1}, kActTiles[] = {2, 3}, kWeightTiles[] = {4, 5};
-
+// two of each so that one unit's tile work overlaps the previous unit's epilogue.
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
 
-void configure_tiles() {
+// depth: k per tile product, 32 (a q8_0/q4_0 block, a q4_K/q5_K sub-block) or 16 (a q6_K sub-block).
+void configure_tiles(int depth) {
   TileConfig c;
-  for (int t : kSumTiles) c.rows[t] = kRows, c.colsb[t] = 64;  // 16 rows x 16 int32 columns
-  for (int t : kActTiles) c.rows[t] = kRows, c.colsb[t] = kBlock;
-  for (int t : kWeightTiles) c.rows[t] = kBlock / 4, c.colsb[t] = 64;
+  for (int t : {0, 1}) c.rows[t] = kRows, c.colsb[t] = 64;  // 16 rows x 16 int32 columns
+  for (int t : {2, 3}) c.rows[t] = kRows, c.colsb[t] = uint16_t(depth);
+  for (int t : {4, 5}) c.rows[t] = uint8_t(depth / 4), c.colsb[t] = 64;
   _tile_loadconfig(&c);
 }
 
-// Two panels' block as a TDPBSSD weight tile: row r holds k 4r..4r+3 of each of the 16 columns. A panel's group
-// i (8 columns x 8 k, byte 8c + e) holds column c's k 8i..8i+3 in dword 2c and 8i+4..8i+7 in dword 2c + 1.
-void weight_tile(const uint8_t* left, const uint8_t* right, uint8_t* tile) {
-  const __m512i first = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(1));
-  for (int i = 0; i < 4; ++i) {
-    const __m512i l = _mm512_loadu_si512(left + 64 * i), r = _mm512_loadu_si512(right + 64 * i);
-    _mm512_store_si512(tile + 128 * i, _mm512_permutex2var_epi32(l, first, r));
-    _mm512_store_si512(tile + 128 * i + 64, _mm512_permutex2var_epi32(l, second, r));
+// Unit u's four groups (8 columns x 8 k, byte 8c + e) of one panel, as the VNNI kernel unpacks them.
+void unit_groups(GgmlType type, const uint8_t* panel, int u, __m512i (&g)[4]) {
+  switch (type) {
+    case GgmlType::Q8_0:
+      for (int i = 0; i < 4; ++i) g[i] = V::load(panel + 256 * u + 64 * i);
+      return;
+    case GgmlType::Q4_0:
+      return unpack_nibbles<V>(panel + 128 * u, g);
+    case GgmlType::Q4_K:
+      return unpack_nibbles<V>(panel + 1024 * (u / kUnitsPerSuper) + 128 * (u % kUnitsPerSuper), g);
+    case GgmlType::Q5_K:
+      return unpack_fifth<V>(panel + 1280 * (u / kUnitsPerSuper) + 160 * (u % kUnitsPerSuper), g);
+    default:  // Q6_K
+      return unpack_six<V>(panel + 1536 * (u / kUnitsPerSuper) + 192 * (u % kUnitsPerSuper), g);
   }
 }
 
-// The exact integer sums of block b for a row tile, left in `sums` ([16 rows][16 columns]), on tile set 0 or 1.
-#define PARLEY_AMX_BLOCK_SUMS(name, sum_tile, act_tile, weight_tile)                          \
-  inline void name(const int8_t* acts, int K, const uint8_t* weights, int b, int32_t* sums) { \
-    _tile_zero(sum_tile);                                                                     \
-    _tile_loadd(act_tile, acts + kBlock * b, K);                                              \
-    _tile_loadd(weight_tile, weights + int64_t(kTileBytes) * b, 64);                          \
-    _tile_dpbssd(sum_tile, act_tile, weight_tile);                                            \
-    _tile_stored(sum_tile, sums, 64);                                                         \
+// Two panels' unit as a weight tile: row r holds k 4r..4r+3 of each of the 16 columns (left panel's first).
+// Group i holds column c's k 8i..8i+3 in dword 2c and 8i+4..8i+7 in dword 2c + 1.
+void weight_tile(const __m512i (&left)[4], const __m512i (&right)[4], uint8_t* tile) {
+  const __m512i first = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(1));
+  for (int i = 0; i < 4; ++i) {
+    _mm512_store_si512(tile + 128 * i, _mm512_permutex2var_epi32(left[i], first, right[i]));
+    _mm512_store_si512(tile + 128 * i + 64, _mm512_permutex2var_epi32(left[i], second, right[i]));
   }
-PARLEY_AMX_BLOCK_SUMS(block_sums_0, 0, 2, 4)
-PARLEY_AMX_BLOCK_SUMS(block_sums_1, 1, 3, 5)
-#undef PARLEY_AMX_BLOCK_SUMS
+}
+
+// The exact integer sums of unit u (depth k) for a row tile, left in `sums` ([16 rows][16 columns]), on tile set
+// 0 or 1. Signed weights (q8_0) take TDPBSSD; unsigned quants TDPBSUD (activations signed, weights unsigned).
+// A unit of depth 16 is half of a 32-k weight tile: its rows are that tile's first or last four.
+#define PARLEY_AMX_UNIT_SUMS(name, sum_tile, act_tile, weight_tile, product)                             \
+  inline void name(const int8_t* acts, int K, const uint8_t* weights, int u, int depth, int32_t* sums) { \
+    _tile_zero(sum_tile);                                                                                \
+    _tile_loadd(act_tile, acts + int64_t(depth) * u, K);                                                 \
+    _tile_loadd(weight_tile, weights + int64_t(16 * depth) * u, 64);                                     \
+    product(sum_tile, act_tile, weight_tile);                                                            \
+    _tile_stored(sum_tile, sums, 64);                                                                    \
+  }
+PARLEY_AMX_UNIT_SUMS(signed_sums_0, 0, 2, 4, _tile_dpbssd)
+PARLEY_AMX_UNIT_SUMS(signed_sums_1, 1, 3, 5, _tile_dpbssd)
+PARLEY_AMX_UNIT_SUMS(unsigned_sums_0, 0, 2, 4, _tile_dpbsud)
+PARLEY_AMX_UNIT_SUMS(unsigned_sums_1, 1, 3, 5, _tile_dpbsud)
+#undef PARLEY_AMX_UNIT_SUMS
+
+// 16 fp16 scales: the left panel's 8 then the right's.
+__m512 half16(const uint8_t* left, const uint8_t* right) {
+  const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(left)));
+  const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(right)));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+// One panel pair's columns, its aux streams, and the row tile being computed.
+struct PairTile {
+  const uint8_t* aux[2];  // the left and right panels' scales
+  int aux_bytes;          // per block
+  const QuantizedRows* x;
+  int m0;
+  const float* dx(int r) const { return x->d.data() + int64_t(m0 + r) * x->blocks_per_row(); }
+  const int32_t* sums(int r) const { return x->sums.data() + int64_t(m0 + r) * x->sums_per_row(); }
+  __m512 half(int b, int offset) const {
+    return half16(aux[0] + int64_t(aux_bytes) * b + offset, aux[1] + int64_t(aux_bytes) * b + offset);
+  }
+};
+
+// q8_0, q4_0: per block of 32, acc += isum * (d * dx), with q4_0's offset 8 taken off as 8 * sum(x) first.
+template <bool Offset8>
+struct BlockEpilogue {
+  static constexpr int kDepth = kUnit;
+  __m512 acc[kRows];
+  void operator()(const PairTile& t, int u, const int32_t* s) {
+    const __m512 dw = t.half(u, 0);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      __m512i isum = _mm512_load_si512(s + 16 * r);
+      if constexpr (Offset8) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(8 * t.sums(r)[u]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(t.dx(r)[u])), acc[r]);
+    }
+  }
+};
+
+// q4_K, q5_K: sub-block j's sums times its scale, added up exactly over the super-block; then, as the VNNI
+// kernel does, acc += isum * (d * dx) and acc -= msum * (dmin * dx), msum the mins against the q8_K bsums.
+struct SuperEpilogue {
+  static constexpr int kDepth = kUnit;
+  __m512 acc[kRows];
+  alignas(64) int32_t isum[kRows][16];
+  void operator()(const PairTile& t, int u, const int32_t* s) {
+    const int b = u / kUnitsPerSuper, j = u % kUnitsPerSuper;
+    const __m128i sc =
+        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.aux[0] + 160 * b + 32 + 8 * j)),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.aux[1] + 160 * b + 32 + 8 * j)));
+    const __m512i scale = _mm512_cvtepu8_epi32(sc);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512i scaled = _mm512_mullo_epi32(_mm512_load_si512(s + 16 * r), scale);
+      _mm512_store_si512(isum[r], j == 0 ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[r]), scaled));
+    }
+    if (j == kUnitsPerSuper - 1) finish(t, b);
+  }
+  void finish(const PairTile& t, int b) {
+    const __m512 dw = t.half(b, 0), dmin = t.half(b, 16);
+    __m512i mins[4];
+    for (int j = 0; j < 4; ++j)
+      mins[j] = _mm512_inserti64x4(_mm512_castsi256_si512(YmmColumns::pairs_u8(t.aux[0] + 160 * b + 96 + 16 * j)),
+                                   YmmColumns::pairs_u8(t.aux[1] + 160 * b + 96 + 16 * j), 1);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const int32_t* bs = t.sums(r) + 16 * b;
+      __m512i msum = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t a = uint32_t(bs[4 * j] + bs[4 * j + 1]), c = uint32_t(bs[4 * j + 2] + bs[4 * j + 3]);
+        msum =
+            _mm512_add_epi32(msum, _mm512_madd_epi16(mins[j], _mm512_set1_epi32(int32_t((a & 0xffffu) | (c << 16)))));
+      }
+      const __m512 dx = _mm512_set1_ps(t.dx(r)[b]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(isum[r])), _mm512_mul_ps(dw, dx), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[r]);
+    }
+  }
+};
+
+// q6_K: sub-block j (16 k: the unit) times its signed scale, added up exactly over the super-block; then, as the
+// VNNI kernel does, the quants' offset 32 comes off as 32 * sum_j sc_j * bsum_j, and acc += total * (d * dx).
+struct SixEpilogue {
+  static constexpr int kDepth = 16, kPerSuper = 16;
+  __m512 acc[kRows];
+  alignas(64) int32_t isum[kRows][16];
+  static __m512i scales16(const PairTile& t, int b, int j) {  // sub-block j's 16 columns, as int32
+    const uint8_t* l = t.aux[0] + 144 * b + 16 + 8 * j;
+    const uint8_t* r = t.aux[1] + 144 * b + 16 + 8 * j;
+    return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l)),
+                                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r))));
+  }
+  void operator()(const PairTile& t, int u, const int32_t* s) {
+    const int b = u / kPerSuper, j = u % kPerSuper;
+    const __m512i scale = scales16(t, b, j);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512i scaled = _mm512_mullo_epi32(_mm512_load_si512(s + 16 * r), scale);
+      _mm512_store_si512(isum[r], j == 0 ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[r]), scaled));
+    }
+    if (j == kPerSuper - 1) finish(t, b);
+  }
+  void finish(const PairTile& t, int b) {
+    const __m512 dw = t.half(b, 0);
+    __m512i scales[kPerSuper];
+    for (int j = 0; j < kPerSuper; ++j) scales[j] = scales16(t, b, j);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const int32_t* bs = t.sums(r) + 16 * b;
+      __m512i ssum = _mm512_setzero_si512();
+      for (int j = 0; j < kPerSuper; ++j)
+        ssum = _mm512_add_epi32(ssum, _mm512_mullo_epi32(scales[j], _mm512_set1_epi32(bs[j])));
+      const __m512i total = _mm512_sub_epi32(_mm512_load_si512(isum[r]), _mm512_slli_epi32(ssum, 5));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(dw, _mm512_set1_ps(t.dx(r)[b])), acc[r]);
+    }
+  }
+};
 
 // Columns 8p..8p+15 of rows m_begin..m_end (whole tiles) against panels p and p + 1.
+template <bool Signed, class Epilogue>
 void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p,
                 std::vector<uint8_t>& tiles) {
-  const int blocks = w.K / kBlock;
+  const int units = w.K / kUnit, depth = Epilogue::kDepth, steps = w.K / depth;
   const uint8_t* left = w.data.data() + int64_t(p) * w.panel_stride;
   const uint8_t* right = left + w.panel_stride;
-  tiles.resize(size_t(blocks) * kTileBytes + 64);
+  tiles.resize(size_t(units) * kTileBytes + 64);
   uint8_t* weights = tiles.data() + (-reinterpret_cast<uintptr_t>(tiles.data()) & 63);
-  for (int b = 0; b < blocks; ++b)
-    weight_tile(left + int64_t(kPanelBlockBytes) * b, right + int64_t(kPanelBlockBytes) * b,
-                weights + int64_t(kTileBytes) * b);
-  const uint8_t* d_left = left + w.aux_offset;
-  const uint8_t* d_right = right + w.aux_offset;
+  for (int u = 0; u < units; ++u) {
+    __m512i gl[4], gr[4];
+    unit_groups(w.type, left, u, gl), unit_groups(w.type, right, u, gr);
+    weight_tile(gl, gr, weights + int64_t(kTileBytes) * u);
+  }
+  const PanelLayout layout = panel_layout(w.type);
   const int n0 = p * QuantMatrix::kPanel, cols = std::min(2 * QuantMatrix::kPanel, w.N - n0);
   const __mmask16 store_mask = static_cast<__mmask16>((1u << cols) - 1);
+  auto sums0 = Signed ? signed_sums_0 : unsigned_sums_0;
+  auto sums1 = Signed ? signed_sums_1 : unsigned_sums_1;
   alignas(64) int32_t sums[2][kRows * 16];
   for (int m0 = m_begin; m0 + kRows <= m_end; m0 += kRows) {
     const int8_t* acts = x.qs.data() + int64_t(m0) * w.K;
-    const float* dx = x.d.data() + int64_t(m0) * blocks;
-    __m512 acc[kRows];
-    for (__m512& a : acc) a = _mm512_setzero_ps();
-    auto epilogue = [&](int b, const int32_t* s) {
-      const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_left + kPanelAuxBytes * b)));
-      const __m256 hi =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d_right + kPanelAuxBytes * b)));
-      const __m512 dw = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 isum = _mm512_cvtepi32_ps(_mm512_load_si512(s + 16 * r));
-        acc[r] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dw, _mm512_set1_ps(dx[int64_t(r) * blocks + b])), acc[r]);
-      }
-    };
-    // Software-pipelined by two: block b + 1's tile work is issued before block b's epilogue.
-    block_sums_0(acts, w.K, weights, 0, sums[0]);
-    int b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-      block_sums_1(acts, w.K, weights, b + 1, sums[1]);
-      epilogue(b, sums[0]);
-      if (b + 2 < blocks) block_sums_0(acts, w.K, weights, b + 2, sums[0]);
-      epilogue(b + 1, sums[1]);
+    const PairTile t{{left + w.aux_offset, right + w.aux_offset}, layout.aux_bytes, &x, m0};
+    Epilogue e;
+    for (__m512& a : e.acc) a = _mm512_setzero_ps();
+    // Software-pipelined by two: unit u + 1's tile work is issued before unit u's epilogue.
+    sums0(acts, w.K, weights, 0, depth, sums[0]);
+    int u = 0;
+    for (; u + 2 <= steps; u += 2) {
+      sums1(acts, w.K, weights, u + 1, depth, sums[1]);
+      e(t, u, sums[0]);
+      if (u + 2 < steps) sums0(acts, w.K, weights, u + 2, depth, sums[0]);
+      e(t, u + 1, sums[1]);
     }
-    if (b < blocks) epilogue(b, sums[0]);
-    for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(out + int64_t(m0 + r) * w.N + n0, store_mask, acc[r]);
+    if (u < steps) e(t, u, sums[0]);
+    for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(out + int64_t(m0 + r) * w.N + n0, store_mask, e.acc[r]);
+  }
+}
+
+using PairFn = void (*)(const QuantizedRows&, const QuantMatrix&, float*, int, int, int, std::vector<uint8_t>&);
+
+PairFn pair_kernel(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+      return panel_pair<true, BlockEpilogue<false>>;
+    case GgmlType::Q4_0:
+      return panel_pair<false, BlockEpilogue<true>>;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return panel_pair<false, SuperEpilogue>;
+    case GgmlType::Q6_K:
+      return panel_pair<false, SixEpilogue>;
+    default:
+      return nullptr;
   }
 }
 
@@ -114,12 +268,12 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
 void panels_amx(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
                 int p_end) {
   const int tiled_end = m_begin + (m_end - m_begin) / kRows * kRows;
-  if (w.type != quant::GgmlType::Q8_0 || tiled_end == m_begin)
-    return panels_avx512vnni(x, w, out, m_begin, m_end, p_begin, p_end);
+  const PairFn pair = pair_kernel(w.type);
+  if (!pair || tiled_end == m_begin) return panels_avx512vnni(x, w, out, m_begin, m_end, p_begin, p_end);
   thread_local std::vector<uint8_t> tiles;
-  configure_tiles();
+  configure_tiles(w.type == GgmlType::Q6_K ? SixEpilogue::kDepth : kUnit);
   int p = p_begin;
-  for (; p + 2 <= p_end; p += 2) panel_pair(x, w, out, m_begin, tiled_end, p, tiles);
+  for (; p + 2 <= p_end; p += 2) pair(x, w, out, m_begin, tiled_end, p, tiles);
   _tile_release();
   if (p < p_end) panels_avx512vnni(x, w, out, m_begin, tiled_end, p, p_end);
   if (tiled_end < m_end) panels_avx512vnni(x, w, out, tiled_end, m_end, p_begin, p_end);
