@@ -12,6 +12,9 @@ import net from 'node:net';
 import WebSocket from 'ws';
 import { main, MODEL_NAME, readMetrics, metricValue, assertNoLeaks, complete, sleep, stream } from './lib.mjs';
 
+// The kernel's ~4 MB fill at a sanitized engine's speed: more than lib.mjs's default 120 s may be needed (ctest: 180).
+if (!process.env.PARLEY_E2E_TIMEOUT_MS) process.env.PARLEY_E2E_TIMEOUT_MS = '170000';
+
 const BACKLOG = 1 << 20;  // well above one step's output (256 deltas of ~360 bytes), so a reader is never cut
 const WRITE_TIMEOUT_S = 2;
 const WS_REQUESTS = 256;
