@@ -89,7 +89,8 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
                   "A prefill chunk takes at most this many tokens (0: only the step budget limits it)")
       ->capture_default_str()
       ->check(parley::at_least(0));
-  cmd->add_option("--max-waiting", s.max_waiting, "Waiting-queue bound; beyond it requests get 503")
+  cmd->add_option("--max-waiting", s.max_waiting,
+                  "Waiting-queue bound in sequences (prompts x n); beyond it requests get 503, one larger than it 400")
       ->capture_default_str()
       ->check(parley::at_least(1));
   // A flag that defaults on says so in default_str: --print-config writes it, and a config file sets it, by its
