@@ -34,6 +34,7 @@ struct CollectingSink : RequestSink {
     t.token_ids.insert(t.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
     t.finish_reason = o.finish_reason;
     t.stop_reason = o.stop_reason;
+    t.error = o.error;
     if (o.finished()) ++finished;
     if (on_each) on_each(o);
     cv.notify_all();

@@ -66,6 +66,33 @@ TEST_CASE("actor engine: aborts mid-generation finish with abort and free every 
   REQUIRE(std::stod(m[1]) == 3);  // a0, a2, a4; "unknown" was no request
 }
 
+TEST_CASE("actor engine: a request the worker cannot run fails alone with an error; the others equal themselves alone",
+          "[actors]") {
+  auto engine = EngineClient::start(stories_config());
+  const auto specs = specs_for(engine->tokenizer(), 6, "f");
+  const auto alone = run(*engine, specs);
+  auto with_bad = specs;
+  // The ingress refuses this grammar; sent to the engine directly it reaches the worker, whose compile throws.
+  with_bad[2].params.structured_outputs = StructuredOutputsParams{StructuredOutputsParams::Kind::Grammar, "root ::= ("};
+  auto sink = std::make_shared<CollectingSink>();
+  engine->submit(with_bad, sink);
+  REQUIRE(sink->wait(6));
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = "f" + std::to_string(i);
+    const RequestOutput& out = sink->total.at(id);
+    if (i == 2) {
+      CHECK(out.finish_reason == FinishReason::Abort);
+      CHECK_THAT(out.error, Catch::Contains("structured output"));  // an error for its client, not a bare abort
+    } else {
+      CHECK(out.finish_reason != FinishReason::Abort);
+      CHECK(out.error.empty());
+      CHECK(out.token_ids == alone.at(id));  // recomputed after the lost step: the same tokens
+    }
+  }
+  CHECK(metric(metrics_of(*engine), "parley:engine_step_failures_total") == 1);
+  require_idle(*engine);
+}
+
 TEST_CASE("actor engine: a stop string ends the request in the engine too", "[actors]") {
   auto engine = EngineClient::start(stories_config());
   EngineRequestSpec s = specs_for(engine->tokenizer(), 1, "s")[0];  // greedy "Once upon a time"
