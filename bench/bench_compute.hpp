@@ -1,7 +1,8 @@
 // The integer multiply peak that the quantized matmuls are measured against: u8 x s8 products per second of
-// the instruction the ISA's kernels multiply with (vpmaddubsw on AVX2 and AVX-512BW, vpdpbusd with VNNI), on
-// every thread, the instruction alone. A kernel needs more than that instruction (unpacking, widening,
-// scales), so its share of this peak is an upper bound on what any kernel built on the instruction can gain.
+// the instruction the ISA's kernels multiply with (vpmaddubsw on AVX2 and AVX-512BW, vpdpbusd with VNNI, and
+// with AMX tdpbusd at the 32 of a tile's 64 bytes of depth its kernels use), on every thread, the instruction alone. A
+// kernel needs more than that instruction (unpacking, widening, scales), so its share of this peak is an upper bound on
+// what any kernel built on the instruction can gain.
 #pragma once
 #include <immintrin.h>
 #include <omp.h>
@@ -56,6 +57,47 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline double dpbusd_zmm(
   return 64.0 * kChains * double(iters);
 }
 
+// AMX: six accumulator tiles (16 x 16 int32) against one activation and one weight tile of `depth` bytes (64: a
+// full tile; 32: the kernels' sub-block), so that the one TMUL unit never waits on a product's latency. The
+// caller has had the tile state granted (quant_isa_supported(QuantIsa::Amx) asks Linux for it).
+struct alignas(64) ProbeTileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+template <int Depth>
+__attribute__((target("amx-tile,amx-int8"))) inline double tdpbusd_tiles(long iters, uint64_t& sink) {
+  ProbeTileConfig c;
+  for (int t = 0; t < 6; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+  c.rows[6] = 16, c.colsb[6] = Depth;      // activations: 16 rows x depth bytes
+  c.rows[7] = Depth / 4, c.colsb[7] = 64;  // weights: depth / 4 rows of 16 columns x 4 bytes
+  _tile_loadconfig(&c);
+  alignas(64) static thread_local uint8_t bytes[16 * 64];
+  std::fill(bytes, bytes + sizeof bytes, uint8_t(1));
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_loadd(6, bytes, 64);
+  _tile_loadd(7, bytes, 64);
+  for (long it = 0; it < iters; ++it) {  // the intrinsics are asm statements: one per line
+    _tile_dpbusd(0, 6, 7);
+    _tile_dpbusd(1, 6, 7);
+    _tile_dpbusd(2, 6, 7);
+    _tile_dpbusd(3, 6, 7);
+    _tile_dpbusd(4, 6, 7);
+    _tile_dpbusd(5, 6, 7);
+  }
+  alignas(64) int32_t out[16 * 16];
+  _tile_stored(0, out, 64);
+  _tile_release();
+  sink += uint64_t(out[0]);
+  return 6.0 * 16 * 16 * Depth * double(iters);
+}
+
 struct MultiplyPeak {
   std::string instruction;  // empty: the ISA's kernels use no integer dot instruction (generic)
   double macs_per_s = 0;    // u8 x s8 products per second, all threads
@@ -68,9 +110,11 @@ inline MultiplyPeak multiply_peak(cpu::QuantIsa isa, int threads, int runs = 5) 
   double (*probe)(long, uint64_t&) = nullptr;
   if (isa == QuantIsa::Avx2) probe = maddubs_ymm, peak.instruction = "vpmaddubsw ymm";
   if (isa == QuantIsa::Avx512) probe = maddubs_zmm, peak.instruction = "vpmaddubsw zmm";
-  if (isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx) probe = dpbusd_zmm, peak.instruction = "vpdpbusd zmm";
+  if (isa == QuantIsa::Avx512Vnni) probe = dpbusd_zmm, peak.instruction = "vpdpbusd zmm";
+  if (isa == QuantIsa::Amx) probe = tdpbusd_tiles<32>, peak.instruction = "tdpbusd at 32 of 64 k";
   if (!probe) return peak;
-  constexpr long kIters = 1 << 20;  // about 25 ms a pass on a 3 GHz core taking one ymm multiply per 2 cycles
+  // About 25 ms a pass on a 3 GHz core taking one ymm multiply per 2 cycles (a tile product: 16 cycles).
+  const long kIters = isa == QuantIsa::Amx ? 1 << 16 : 1 << 20;
   uint64_t sink = 0;
   for (int run = 0; run < runs; ++run) {
     double products = 0;
@@ -82,6 +126,21 @@ inline MultiplyPeak multiply_peak(cpu::QuantIsa isa, int threads, int runs = 5) 
   }
   if (sink == 42) std::printf(" ");  // keeps the chains alive
   return peak;
+}
+
+// The AMX tile product at full depth (64 bytes): what a kernel of 64-k units could reach; products per second.
+inline double amx_full_depth_peak(int threads, int runs = 5) {
+  double best = 0;
+  uint64_t sink = 0;
+  for (int run = 0; run < runs; ++run) {
+    double products = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : products, sink)
+    products += tdpbusd_tiles<64>(1 << 16, sink);
+    best = std::max(best, products / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (sink == 42) std::printf(" ");
+  return best;
 }
 
 }  // namespace parley::bench

@@ -1,5 +1,6 @@
 // The quantized matmul per weight type and kernel variant: weight GB/s at M=1 (decode: memory bound) and
-// GFLOP/s at M=32 (prefill-like: compute bound), on a 2048x2048 and an 8192x2048 (N x K) matrix.
+// GFLOP/s at M=32 (a decode batch) and M=512 (a prefill: compute bound), on a 2048x2048 and an 8192x2048 (N x K)
+// matrix.
 // With --ggml DIR (node-llama-cpp's prebuilt libggml-base.so and libggml-cpu-haswell.so), a second table puts
 // one thread of the best variant beside one thread of ggml's own vec_dot on the same rows (ggml's mul_mat path
 // without its repacked or tinyBLAS kernels), activations' quantization included on both sides.
@@ -106,10 +107,10 @@ int main(int argc, char** argv) {
   const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                             GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16};
   const Shape shapes[] = {{2048, 2048}, {8192, 2048}};
-  std::printf("threads %d; M=1: GB/s of the file's weight bytes; M=32: GFLOP/s (2*M*N*K)\n\n", threads);
-  std::printf("| %-10s | %-5s | %-11s | %9s | %9s | %10s |\n", "isa", "type", "N x K", "M=1 GB/s", "M=1 us",
-              "M=32 GF/s");
-  std::printf("|------------|-------|-------------|-----------|-----------|------------|\n");
+  std::printf("threads %d; M=1: GB/s of the file's weight bytes; M=32 and M=512: GFLOP/s (2*M*N*K)\n\n", threads);
+  std::printf("| %-10s | %-5s | %-11s | %9s | %9s | %10s | %11s |\n", "isa", "type", "N x K", "M=1 GB/s", "M=1 us",
+              "M=32 GF/s", "M=512 GF/s");
+  std::printf("|------------|-------|-------------|-----------|-----------|------------|-------------|\n");
   std::string peaks;  // each ISA's multiply instruction alone: the ceiling of its M=32 column
   for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx}) {
     if (!only.empty() && quant_isa_name(isa) != only) continue;
@@ -121,9 +122,12 @@ int main(int argc, char** argv) {
     if (!peak.instruction.empty())
       peaks += "\n  " + quant_isa_name(isa) + ", " + peak.instruction + ": " +
                std::to_string(int(2 * peak.macs_per_s / 1e9)) + " GFLOP/s";
+    if (isa == QuantIsa::Amx)
+      peaks += "\n  amx, tdpbusd at full depth (64 k): " +
+               std::to_string(int(2 * parley::bench::amx_full_depth_peak(threads) / 1e9)) + " GFLOP/s";
     for (const Shape& s : shapes) {
-      const std::vector<float> w = noise(size_t(s.N) * s.K, 1, 0.02f), x = noise(size_t(32) * s.K, 2, 1.0f);
-      std::vector<float> out(size_t(32) * s.N);
+      const std::vector<float> w = noise(size_t(s.N) * s.K, 1, 0.02f), x = noise(size_t(512) * s.K, 2, 1.0f);
+      std::vector<float> out(size_t(512) * s.N);
       for (GgmlType type : types) {
         const size_t row = parley::quant::row_bytes(type, s.K);
         std::vector<uint8_t> file(row * s.N);
@@ -131,9 +135,11 @@ int main(int argc, char** argv) {
         const QuantMatrix packed = pack_quant_matrix(type, file.data(), s.N, s.K);
         const double t1 = best_seconds([&] { quant_matmul(isa, threads, x.data(), packed, out.data(), 1); }, budget);
         const double t32 = best_seconds([&] { quant_matmul(isa, threads, x.data(), packed, out.data(), 32); }, budget);
-        std::printf("| %-10s | %-5s | %5d x %4d | %9.1f | %9.1f | %10.1f |\n", quant_isa_name(isa).c_str(),
+        const double t512 =
+            best_seconds([&] { quant_matmul(isa, threads, x.data(), packed, out.data(), 512); }, budget);
+        std::printf("| %-10s | %-5s | %5d x %4d | %9.1f | %9.1f | %10.1f | %11.1f |\n", quant_isa_name(isa).c_str(),
                     parley::quant::ggml_type_name(uint32_t(type)).c_str(), s.N, s.K, double(file.size()) / t1 / 1e9,
-                    t1 * 1e6, 2.0 * 32 * s.N * s.K / t32 / 1e9);
+                    t1 * 1e6, 2.0 * 32 * s.N * s.K / t32 / 1e9, 2.0 * 512 * s.N * s.K / t512 / 1e9);
       }
     }
   }
