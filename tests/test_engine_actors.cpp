@@ -66,7 +66,7 @@ TEST_CASE("actor engine: aborts mid-generation finish with abort and free every 
   REQUIRE(std::stod(m[1]) == 3);  // a0, a2, a4; "unknown" was no request
 }
 
-TEST_CASE("actor engine: a request the worker cannot run fails alone with an error; the others equal themselves alone",
+TEST_CASE("actor engine: a request the worker cannot run fails alone with an error, the others equal themselves alone",
           "[actors]") {
   auto engine = EngineClient::start(stories_config());
   const auto specs = specs_for(engine->tokenizer(), 6, "f");

@@ -193,7 +193,7 @@ TEST_CASE("Masks walked while the forward pass runs are the masks sampling would
 }
 
 TEST_CASE(
-    "A structured request needs a manager and a bad grammar leaves the batch as it was; both are the request's "
+    "A structured request needs a manager and a bad grammar leaves the batch as it was, both the request's "
     "own failure",
     "[structured]") {
   InputBatch batch(4, 64, 8, {2});

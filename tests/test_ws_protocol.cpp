@@ -48,7 +48,7 @@ TEST_CASE("Websocket messages are checked in the session's order and the first f
   CHECK(start.request.endpoint == Endpoint::ChatCompletions);
 }
 
-TEST_CASE("A websocket id over 256 bytes is refused without being echoed; 256 bytes are taken", "[ws]") {
+TEST_CASE("A websocket id over 256 bytes is refused without being echoed, and 256 bytes are taken", "[ws]") {
   const std::string at_limit(kMaxClientIdBytes, 'i');
   CHECK(std::get<WsStart>(parse(R"({"id": ")" + at_limit + R"(", "type": "request", "body": {"prompt": "hi"}})")).id ==
         at_limit);
