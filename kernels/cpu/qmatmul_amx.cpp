@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/qmatmul_avx512.hpp"
@@ -245,9 +246,105 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
   }
 }
 
+// The K-quants with many row tiles: each unit's quants times their sub-block scales (exact in int16: at most
+// 63 * 63, or 63 * 128 for q6_K's signed scales), split as 64 * hi + lo into two byte planes, so that a super-block
+// is four full-depth tile products per plane summed in the tiles, and its epilogue runs once, not per sub-block:
+// isum = 64 * hi_sums + lo_sums is the same exact integer the VNNI kernel adds up.
+template <bool SignedScales>
+__m512i byte_scales(const uint8_t* left, const uint8_t* right) {  // byte 4c + e: column c's scale
+  const __m128i both = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(left)),
+                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(right)));
+  const __m512i dwords =
+      SignedScales ? _mm512_and_si512(_mm512_cvtepi8_epi32(both), _mm512_set1_epi32(0xff)) : _mm512_cvtepu8_epi32(both);
+  return _mm512_mullo_epi32(dwords, _mm512_set1_epi32(0x01010101));
+}
+
+// One 64-byte tile row of quants times its byte scales, into the hi and lo planes' rows.
+template <bool SignedScales>
+void scaled_row(const uint8_t* q, __m512i scales, uint8_t* hi, uint8_t* lo) {
+  const __m512i quants = _mm512_load_si512(q);
+  for (int half = 0; half < 2; ++half) {
+    const __m256i qh = half ? _mm512_extracti64x4_epi64(quants, 1) : _mm512_castsi512_si256(quants);
+    const __m256i sh = half ? _mm512_extracti64x4_epi64(scales, 1) : _mm512_castsi512_si256(scales);
+    const __m512i product = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(qh),
+                                               SignedScales ? _mm512_cvtepi8_epi16(sh) : _mm512_cvtepu8_epi16(sh));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(hi + 32 * half), _mm512_cvtepi16_epi8(_mm512_srai_epi16(product, 6)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lo + 32 * half),
+                       _mm512_cvtepi16_epi8(_mm512_and_si512(product, _mm512_set1_epi16(63))));
+  }
+}
+
+template <class Epilogue>
+void panel_pair_planes(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p,
+                       std::vector<uint8_t>& tiles) {
+  constexpr bool kSix = std::is_same_v<Epilogue, SixEpilogue>;  // q6_K: signed scales per 16 k
+  const int units = w.K / kUnit, supers = w.K / 256;
+  const uint8_t* left = w.data.data() + int64_t(p) * w.panel_stride;
+  const uint8_t* right = left + w.panel_stride;
+  const PanelLayout layout = panel_layout(w.type);
+  const uint8_t* aux[2] = {left + w.aux_offset, right + w.aux_offset};
+  tiles.resize(size_t(units) * kTileBytes * 2 + kTileBytes + 64);
+  uint8_t* hi = tiles.data() + (-reinterpret_cast<uintptr_t>(tiles.data()) & 63);
+  uint8_t* lo = hi + int64_t(units) * kTileBytes;
+  uint8_t* quants = lo + int64_t(units) * kTileBytes;  // one unit's tile before scaling
+  for (int u = 0; u < units; ++u) {
+    __m512i gl[4], gr[4];
+    unit_groups(w.type, left, u, gl), unit_groups(w.type, right, u, gr);
+    weight_tile(gl, gr, quants);
+    const int b = u / kUnitsPerSuper, j = u % kUnitsPerSuper;
+    __m512i scales[2];  // tile rows 0-3 (k 0..15) and 4-7 (k 16..31)
+    if constexpr (kSix) {
+      for (int h = 0; h < 2; ++h)
+        scales[h] = byte_scales<true>(aux[0] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h),
+                                      aux[1] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h));
+    } else {
+      scales[0] = scales[1] = byte_scales<false>(aux[0] + int64_t(layout.aux_bytes) * b + 32 + 8 * j,
+                                                 aux[1] + int64_t(layout.aux_bytes) * b + 32 + 8 * j);
+    }
+    for (int row = 0; row < 8; ++row)
+      scaled_row<kSix>(quants + 64 * row, scales[row / 4], hi + int64_t(kTileBytes) * u + 64 * row,
+                       lo + int64_t(kTileBytes) * u + 64 * row);
+  }
+  const int n0 = p * QuantMatrix::kPanel, cols = std::min(2 * QuantMatrix::kPanel, w.N - n0);
+  const __mmask16 store_mask = static_cast<__mmask16>((1u << cols) - 1);
+  alignas(64) int32_t hi_sums[kRows * 16], lo_sums[kRows * 16];
+  for (int m0 = m_begin; m0 + kRows <= m_end; m0 += kRows) {
+    const int8_t* acts = x.qs.data() + int64_t(m0) * w.K;
+    const PairTile t{{aux[0], aux[1]}, layout.aux_bytes, &x, m0};
+    Epilogue e{};
+    for (int b = 0; b < supers; ++b) {
+      _tile_zero(0);
+      _tile_zero(1);
+      for (int v = 0; v < 4; ++v) {  // 64 k a product: two units' tiles lie one after the other
+        _tile_loadd(2, acts + 256 * b + 64 * v, w.K);
+        _tile_loadd(4, hi + int64_t(kTileBytes) * (8 * b + 2 * v), 64);
+        _tile_loadd(5, lo + int64_t(kTileBytes) * (8 * b + 2 * v), 64);
+        if constexpr (kSix)
+          _tile_dpbssd(0, 2, 4);  // hi is signed with q6_K's signed scales
+        else
+          _tile_dpbsud(0, 2, 4);
+        _tile_dpbsud(1, 2, 5);
+      }
+      _tile_stored(0, hi_sums, 64);
+      _tile_stored(1, lo_sums, 64);
+      for (int r = 0; r < kRows; ++r)
+        _mm512_store_si512(e.isum[r], _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(hi_sums + 16 * r), 6),
+                                                       _mm512_load_si512(lo_sums + 16 * r)));
+      e.finish(t, b);
+    }
+    for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(out + int64_t(m0 + r) * w.N + n0, store_mask, e.acc[r]);
+  }
+}
+
+// Row tiles from which the K-quants take the two planes: below, building them costs more than the epilogues saved.
+constexpr int kPlanesFromTiles = 4;
+
 using PairFn = void (*)(const QuantizedRows&, const QuantMatrix&, float*, int, int, int, std::vector<uint8_t>&);
 
-PairFn pair_kernel(GgmlType type) {
+PairFn pair_kernel(GgmlType type, int row_tiles) {
+  if (row_tiles >= kPlanesFromTiles && (type == GgmlType::Q4_K || type == GgmlType::Q5_K))
+    return panel_pair_planes<SuperEpilogue>;
+  if (row_tiles >= kPlanesFromTiles && type == GgmlType::Q6_K) return panel_pair_planes<SixEpilogue>;
   switch (type) {
     case GgmlType::Q8_0:
       return panel_pair<true, BlockEpilogue<false>>;
@@ -268,10 +365,13 @@ PairFn pair_kernel(GgmlType type) {
 void panels_amx(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begin, int m_end, int p_begin,
                 int p_end) {
   const int tiled_end = m_begin + (m_end - m_begin) / kRows * kRows;
-  const PairFn pair = pair_kernel(w.type);
+  const int row_tiles = (tiled_end - m_begin) / kRows;
+  const PairFn pair = pair_kernel(w.type, row_tiles);
   if (!pair || tiled_end == m_begin) return panels_avx512vnni(x, w, out, m_begin, m_end, p_begin, p_end);
   thread_local std::vector<uint8_t> tiles;
-  configure_tiles(w.type == GgmlType::Q6_K ? SixEpilogue::kDepth : kUnit);
+  const bool planes = row_tiles >= kPlanesFromTiles &&
+                      (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K);
+  configure_tiles(planes ? 64 : w.type == GgmlType::Q6_K ? SixEpilogue::kDepth : kUnit);
   int p = p_begin;
   for (; p + 2 <= p_end; p += 2) pair(x, w, out, m_begin, tiled_end, p, tiles);
   _tile_release();
