@@ -38,6 +38,7 @@ int run_serve(const ServeOptions& o) {
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    server.stop_accepting();  // first: once the line below is logged, a new generation gets 503
     spdlog::info("signal {}: no new connections; live requests have {} s to finish", sig, o.server.shutdown_grace_s);
     server.shutdown();
   });

@@ -91,12 +91,16 @@ void HttpServer::run() {
   impl_->threads.clear();
 }
 
-void HttpServer::shutdown() {
+void HttpServer::stop_accepting() {
   impl_->ctx.draining = true;
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
   });
+}
+
+void HttpServer::shutdown() {
+  stop_accepting();
   auto wait_live = [this](int seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (impl_->ctx.live_generations > 0 && std::chrono::steady_clock::now() < until)

@@ -39,6 +39,8 @@ class HttpServer {
   int port() const;
   // Serves until stop() (from another thread or a signal handler's thread).
   void run();
+  // New connections refused and new generations on open ones answered 503, at once; does not wait.
+  void stop_accepting();
   // Graceful: stops accepting, lets live generations finish within the grace period, aborts the rest
   // (their clients get a final `abort` chunk), then stops. Blocks; call from another thread than run().
   void shutdown();
