@@ -327,6 +327,29 @@ Scheduler::PlannedStep Scheduler::take_planned_step(const SchedulerOutput& so) {
   return step;
 }
 
+void Scheduler::fold_entry(Request& r, const Scheduled& scheduled, size_t i, const ModelRunnerOutput& mro,
+                           std::vector<EngineCoreOutput>& outputs) {
+  static const std::vector<TokenLogprobs> kNoLogprobs;
+  const std::span<const int> sampled = mro.sampled(i);
+  const bool splits = r.awaits_split();  // a first token per child, to split or to hand off
+  if (r.num_output_placeholders < 1 || (splits && sampled.size() != r.child_req_ids.size()))
+    throw std::logic_error("the worker sampled " + std::to_string(sampled.size()) + " token(s) for request " +
+                           r.request_id + ", which expects " +
+                           (r.num_output_placeholders < 1 ? "none" : std::to_string(r.child_req_ids.size())));
+  --r.num_output_placeholders;
+  if (i < mro.num_drafts_ready.size()) r.num_drafts_ready = mro.num_drafts_ready[i];
+  if (scheduled.num_drafts > 0)
+    account_verification(r, scheduled.num_drafts, int(sampled.size()) - 1,
+                         i < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[i] : 0);
+  const auto& logprobs = i < mro.logprobs.size() ? mro.logprobs[i] : kNoLogprobs;
+  if (r.kv_transfer == KvTransfer::ToDecode)
+    outputs.push_back(hand_off(r, sampled, logprobs));
+  else if (splits)
+    split(r, sampled, logprobs, outputs);
+  else
+    outputs.push_back(after_tokens(r, sampled, logprobs));
+}
+
 std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutput& so, const ModelRunnerOutput& mro) {
   PhaseTimer timer(profile_, StepPhase::Update);
   if (mro.step_id != so.step_id)
@@ -340,7 +363,6 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   std::vector<EngineCoreOutput> outputs;
   outputs.reserve(so.num_scheduled_tokens.size());
   if (so.total_num_scheduled_tokens > 0) ++(mro.ran_graph ? num_graph_replays_ : num_eager_steps_);
-  static const std::vector<TokenLogprobs> kNoLogprobs;
   for (size_t i = 0; i < step.scheduled.size(); ++i) {
     Request* r = step.scheduled[i].request;
     if (r && i < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[i]);
@@ -353,29 +375,16 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
       ++num_discarded_;
       continue;
     }
-    // The worker's view of this request differs from ours: it ends, the rest of the step stands.
-    const bool splits = r->awaits_split();  // a first token per child, to split or to hand off
-    if (r->num_output_placeholders < 1 || (splits && sampled.size() != r->child_req_ids.size())) {
+    // A fault in one entry (the worker's view of this request differs from ours) ends that request with the
+    // error; the rest of the step stands.
+    const std::string id = r->request_id;
+    try {
+      fold_entry(*r, step.scheduled[i], i, mro, outputs);
+    } catch (const std::exception& e) {
       ++num_step_failures_;
-      fail_request(*r,
-                   "internal error: the worker sampled " + std::to_string(sampled.size()) + " token(s) for request " +
-                       r->request_id + ", which expects " +
-                       (r->num_output_placeholders < 1 ? "none" : std::to_string(r->child_req_ids.size())),
-                   outputs);
-      continue;
+      if (auto it = requests_.find(id); it != requests_.end())
+        fail_request(*it->second, std::string("internal error: ") + e.what(), outputs);
     }
-    --r->num_output_placeholders;
-    if (i < mro.num_drafts_ready.size()) r->num_drafts_ready = mro.num_drafts_ready[i];
-    if (const int drafts = step.scheduled[i].num_drafts; drafts > 0)
-      account_verification(*r, drafts, int(sampled.size()) - 1,
-                           i < mro.num_proposed_drafts.size() ? mro.num_proposed_drafts[i] : 0);
-    const auto& logprobs = i < mro.logprobs.size() ? mro.logprobs[i] : kNoLogprobs;
-    if (r->kv_transfer == KvTransfer::ToDecode)
-      outputs.push_back(hand_off(*r, sampled, logprobs));
-    else if (r->awaits_split())
-      split(*r, sampled, logprobs, outputs);
-    else
-      outputs.push_back(after_tokens(*r, sampled, logprobs));
   }
   return outputs;
 }

@@ -200,6 +200,10 @@ class Scheduler {
     std::vector<Scheduled> scheduled;
   };
   PlannedStep take_planned_step(const SchedulerOutput& so);
+  // Folds one entry's sampled tokens into its request; throws when they do not fit it (update_from_output then
+  // fails that request alone).
+  void fold_entry(Request& r, const Scheduled& scheduled, size_t i, const ModelRunnerOutput& mro,
+                  std::vector<EngineCoreOutput>& outputs);
 
   SchedulerConfig config_;
   KVCacheManager kv_;

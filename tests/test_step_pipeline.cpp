@@ -241,3 +241,47 @@ TEST_CASE("step pipeline: requests caught in two lost steps nobody owns fail wit
   drive(p, w);  // tells the worker to drop them
   require_empty(p);
 }
+
+TEST_CASE("step pipeline: an entry that does not fit its request fails that request alone, without a resync",
+          "[pipeline][resync]") {
+  SchedulerConfig c = config(32, 48);  // r0's 20-token prompt and the first 28 of r1's 40 in one step
+  StepPipeline p(c, false, counter());
+  std::vector<Request> rs{make_request("r0", prompt_of(20, 0), 6), make_request("r1", prompt_of(40, 1), 6)};
+  REQUIRE(!p.admit(rs, 0));
+  FakeWorker w;
+  auto plan = p.next_step();
+  const ModelRunnerOutput good = w.execute(*plan);
+  ModelRunnerOutput bad;  // the same, except that r1, mid-prompt, gets a token it cannot take
+  bad.step_id = good.step_id;
+  for (size_t i = 0; i < plan->num_scheduled_tokens.size(); ++i) {
+    const int stray = 7;
+    if (plan->num_scheduled_tokens[i].first == "r1")
+      bad.add_entry(std::span<const int>(&stray, 1));
+    else
+      bad.add_entry(good.sampled(i));
+  }
+  const StepPipeline::Folded folded = p.fold(bad);
+  CHECK(folded.error.empty());  // no lost step: nobody else is recomputed
+  Run run;
+  collect(run, folded.outputs);
+  REQUIRE(run.finish.count("r1"));
+  CHECK(run.finish.at("r1") == FinishReason::Abort);
+  for (const EngineCoreOutput& o : folded.outputs)
+    if (o.req_id == "r1") CHECK_THAT(o.error, Catch::Contains("internal error") && Catch::Contains("expects none"));
+  CHECK(run.outputs.at("r0").size() == 1);  // r0's token of the same step stands
+  CHECK(p.scheduler().stats().num_step_failures == 1);
+  auto next = p.next_step();
+  REQUIRE(next);
+  CHECK_FALSE(next->reset_batch);
+  CHECK(std::count(next->finished_req_ids.begin(), next->finished_req_ids.end(), "r1") == 1);  // the worker drops it
+  const ModelRunnerOutput out = w.execute(*next);
+  collect(run, p.fold(out).outputs);
+  for (const auto& [id, tokens] : drive(p, w).outputs)
+    run.outputs[id].insert(run.outputs[id].end(), tokens.begin(), tokens.end());
+  StepPipeline fresh(c, false, counter());
+  FakeWorker w2;
+  std::vector<Request> alone{make_request("r0", prompt_of(20, 0), 6)};
+  REQUIRE(!fresh.admit(alone, 0));
+  CHECK(run.outputs.at("r0") == drive(fresh, w2).outputs.at("r0"));
+  require_empty(p);
+}
