@@ -51,7 +51,9 @@ void add_engine_flags(CLI::App* cmd, parley::EngineConfig& e) {
   parley::add_choice(cmd, e.cpu_affinity,
                      "auto: with CPUs to spare beyond the compute threads, the worker computes on CPUs of its own and "
                      "the actor threads run on the rest; off: the OS places every thread");
-  cmd->add_option("--isa", e.isa, "Kernel instruction set: auto, avx512, avx2, generic")->capture_default_str();
+  cmd->add_option("--isa", e.isa,
+                  "Kernel instruction set: auto (the best this CPU has), amx, avx512 (AMX off), avx2, generic")
+      ->capture_default_str();
   auto& s = e.scheduler;
   cmd->add_option("--block-size", s.block_size, "KV cache block size in tokens")
       ->capture_default_str()

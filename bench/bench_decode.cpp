@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   bool peer = false;
   app.add_option("--model", model_path, "GGUF or llama2.c model")->required()->check(CLI::ExistingFile);
   app.add_option("--threads", threads, "Threads (0: all cores)");
-  app.add_option("--isa", isa, "auto, avx512, avx2, generic");
+  app.add_option("--isa", isa, "auto, amx, avx512 (AMX off), avx2, generic");
   app.add_option("--seqs", seqs_arg, "Concurrent sequences, comma separated");
   app.add_option("--prompt-tokens", P, "Prompt length before decode");
   app.add_option("--prefill-tokens", prefill, "Prompt length of the prefill figure (0: --prompt-tokens)");

@@ -21,7 +21,7 @@ inline std::vector<float> random_vec(size_t n, uint64_t seed, float scale = 1.0f
 // Generic first; each kernel test runs every one.
 inline std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> out;
-  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512})
+  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Amx})
     if (cpu::isa_supported(isa)) out.push_back(isa);
   return out;
 }

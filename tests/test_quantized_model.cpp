@@ -8,6 +8,7 @@
 
 #include "differential_suite.hpp"
 #include "host_device_ops.hpp"
+#include "kernels/cpu/quant_matrix.hpp"
 #include "kernels/cuda/device_llama.hpp"
 #include "model/convert.hpp"
 #include "model/model_shapes.hpp"
@@ -104,6 +105,30 @@ TEST_CASE("quantized models: batching, chunking, prefix hits, preemption, specul
     test::PdPair pd(model, c);
     test::require_same_outputs(pd.run(reqs), test::run_core(model, reqs, c, false));
     REQUIRE(pd.transfers == int64_t(reqs.size()));
+  }
+}
+
+// AMX and AVX-512 differ only in the quantized matmul (tiles or VNNI), which gives the same bits: so must the whole
+// engine. (Other ISAs have other vector kernels around the matmul, whose float bits may differ.)
+TEST_CASE("quantized models give the same token ids and logprobs with AMX tiles on and off", "[quant-model]") {
+  if (!cpu::isa_supported(cpu::Isa::Amx)) {
+    WARN("skipped: this CPU (or Linux) gives no AMX tiles");
+    return;
+  }
+  for (const Case& k : kCases) {
+    CAPTURE(quant::traits(k.type).name, quant::traits(k.more).name);
+    const ModelFile file =
+        quantized_model(k.k_rows ? kquant_config() : tiny_arch_shape("llama").config, k.type, k.more);
+    const Tokenizer tok(*file.vocab);
+    const auto reqs = test::arch_requests(tok);
+    const SchedulerConfig c = test::suite_config(file, 256, true);
+    const cpu::CpuBackend tiles(2, cpu::Isa::Amx), vnni(2, cpu::Isa::Avx512);
+    REQUIRE(cpu::quant_isa_for(tiles.isa()) == cpu::QuantIsa::Amx);
+    REQUIRE(cpu::quant_isa_for(vnni.isa()) != cpu::QuantIsa::Amx);
+    LlamaModel on(file.config, file.weights, tiles), off(file.config, file.weights, vnni);
+    // A batch of 12 prefilled together (hundreds of rows: the tile paths), async, an n = 3 split.
+    test::require_same_outputs(test::run_core(on, reqs, c, true), test::run_core(off, reqs, c, true));
+    if (k.k_rows) test::require_differential_suite(off, file);  // the suites with the tiles off (on: the case above)
   }
 }
 

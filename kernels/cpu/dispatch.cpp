@@ -16,6 +16,11 @@ namespace {
 
 SimdKernels kernels_for(Isa isa) {
   switch (checked_isa(isa)) {
+    case Isa::Amx: {  // the AVX-512 kernels; the quantized matmul takes the tiles (quant_isa_for)
+      SimdKernels k = avx512_kernels();
+      k.isa = Isa::Amx;
+      return k;
+    }
     case Isa::Avx512:
       return avx512_kernels();
     case Isa::Avx2:

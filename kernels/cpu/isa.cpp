@@ -1,5 +1,7 @@
 // The instruction sets the CPU kernels are built for, and which of them this CPU runs.
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <stdexcept>
 #include <string>
@@ -18,14 +20,16 @@ std::string isa_name(Isa isa) {
       return "avx2";
     case Isa::Avx512:
       return "avx512";
+    case Isa::Amx:
+      return "amx";
   }
   return "?";
 }
 
 Isa parse_isa(const std::string& name) {
-  for (Isa isa : {Isa::Auto, Isa::Generic, Isa::Avx2, Isa::Avx512})
+  for (Isa isa : {Isa::Auto, Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Amx})
     if (isa_name(isa) == name) return isa;
-  throw std::invalid_argument("unknown ISA '" + name + "' (expected auto, generic, avx2 or avx512)");
+  throw std::invalid_argument("unknown ISA '" + name + "' (expected auto, generic, avx2, avx512 or amx)");
 }
 
 namespace {
@@ -36,6 +40,18 @@ bool cpu_has_f16c() {
 }
 }  // namespace
 
+// Asked once: the kernel grants the tile state per process (arch_prctl), and a CPU may have AMX that Linux withholds.
+bool amx_tiles_usable() {
+  static const bool usable = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool tile = d & (1u << 24), int8 = d & (1u << 25);
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+    return tile && int8 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
+}
+
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::Auto:
@@ -45,11 +61,15 @@ bool isa_supported(Isa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case Isa::Amx:  // the tiles, and Linux's grant of their state to this process
+      return isa_supported(Isa::Avx512) && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
+             amx_tiles_usable();
   }
   return false;
 }
 
 Isa best_isa() {
+  if (isa_supported(Isa::Amx)) return Isa::Amx;
   if (isa_supported(Isa::Avx512)) return Isa::Avx512;
   if (isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Generic;

@@ -1,10 +1,7 @@
 // quant_matmul: the activations are quantized once per call, each row on its own (model/quant's q8_0 and q8_K
 // encoders, so their bytes are ggml's), then the weight panels are spread over threads. Work is split by
 // output column panels only, so a row's bits never depend on M, its company, or the thread count.
-#include <cpuid.h>
 #include <omp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -120,16 +117,6 @@ qmm::PanelsFn panels_for(QuantIsa isa) {
 }
 
 // AMX needs the CPU's tile instructions and Linux's leave to use the tile state (asked once for the process).
-bool amx_usable() {
-  static const bool usable = [] {
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    const bool tile = d & (1u << 24), int8 = d & (1u << 25);
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
-    return tile && int8 && syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-  }();
-  return usable;
-}
 
 // Below this much work a matmul runs on the calling thread: a fork/join costs more than it saves.
 constexpr int64_t kParallelWork = 1 << 16;
@@ -166,15 +153,15 @@ bool quant_isa_supported(QuantIsa isa) {
     case QuantIsa::Avx512Vnni:
       return avx512 && __builtin_cpu_supports("avx512vnni");
     case QuantIsa::Amx:
-      return avx512 && __builtin_cpu_supports("avx512vnni") && amx_usable();
+      return avx512 && __builtin_cpu_supports("avx512vnni") && amx_tiles_usable();
   }
   return false;
 }
 
 QuantIsa quant_isa_for(Isa isa) {
   if (isa == Isa::Auto) isa = best_isa();
-  if (isa == Isa::Avx512) {
-    if (quant_isa_supported(QuantIsa::Amx)) return QuantIsa::Amx;
+  if (isa == Isa::Amx && quant_isa_supported(QuantIsa::Amx)) return QuantIsa::Amx;
+  if (isa == Isa::Avx512 || isa == Isa::Amx) {
     if (quant_isa_supported(QuantIsa::Avx512Vnni)) return QuantIsa::Avx512Vnni;
     if (quant_isa_supported(QuantIsa::Avx512)) return QuantIsa::Avx512;
     isa = Isa::Avx2;  // AVX-512F without BW: the byte kernels need BW

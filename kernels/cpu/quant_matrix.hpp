@@ -54,7 +54,7 @@ void quant_matrix_row(const QuantMatrix& w, int row, uint8_t* out);
 enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni, Amx };  // Amx: q8_0 on tiles, the rest as Avx512Vnni
 std::string quant_isa_name(QuantIsa isa);
 bool quant_isa_supported(QuantIsa isa);
-QuantIsa quant_isa_for(Isa isa);  // the best variant an Isa's instruction sets allow on this CPU
+QuantIsa quant_isa_for(Isa isa);  // the best variant an Isa's instruction sets allow on this CPU (tiles: Isa::Amx only)
 
 // out[M][N] = x[M][K] * w^T on `threads` threads (split over panels only). CpuBackend::matmul calls this.
 void quant_matmul(QuantIsa isa, int threads, const float* x, const QuantMatrix& w, float* out, int M);

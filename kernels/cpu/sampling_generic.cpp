@@ -22,6 +22,11 @@ SamplingKernels avx512_sampling_kernels();  // sampling_avx512.cpp
 
 SamplingKernels sampling_kernels(Isa isa) {
   switch (checked_isa(isa)) {
+    case Isa::Amx: {  // no tile in sampling: the AVX-512 kernels
+      SamplingKernels k = avx512_sampling_kernels();
+      k.isa = Isa::Amx;
+      return k;
+    }
     case Isa::Avx512:
       return avx512_sampling_kernels();
     case Isa::Avx2:
