@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
 
 namespace parley::bench {
@@ -60,15 +61,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline double dpbusd_zmm(
 // AMX: six accumulator tiles (16 x 16 int32) against one activation and one weight tile of `depth` bytes (64: a
 // full tile; 32: the kernels' sub-block), so that the one TMUL unit never waits on a product's latency. The
 // caller has had the tile state granted (quant_isa_supported(QuantIsa::Amx) asks Linux for it).
-struct alignas(64) ProbeTileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 template <int Depth>
 __attribute__((target("amx-tile,amx-int8"))) inline double tdpbusd_tiles(long iters, uint64_t& sink) {
-  ProbeTileConfig c;
+  cpu::AmxTileConfig c;
   for (int t = 0; t < 6; ++t) c.rows[t] = 16, c.colsb[t] = 64;
   c.rows[6] = 16, c.colsb[6] = Depth;      // activations: 16 rows x depth bytes
   c.rows[7] = Depth / 4, c.colsb[7] = 64;  // weights: depth / 4 rows of 16 columns x 4 bytes

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/qmatmul_avx512.hpp"
 
 namespace parley::cpu::qmm {
@@ -27,20 +28,13 @@ using V = Avx512<true>;
 constexpr int kRows = 16;           // activation rows per tile
 constexpr int kUnit = 32;           // k per tile product (a q8_0/q4_0 block, a K-quant sub-block)
 constexpr int kTileBytes = 8 * 64;  // a weight tile: 8 rows of 4 k x 16 columns
-constexpr int kHalfBytes = 16;      // 8 fp16 scales of one panel
 constexpr int kUnitsPerSuper = 256 / kUnit;
 
 // Tile registers (GCC's intrinsics want them as literals): sums 0 and 1, activations 2 and 3, weights 4 and 5,
 // two of each so that one unit's tile work overlaps the previous unit's epilogue.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // depth: k per tile product, 32 (a q8_0/q4_0 block, a q4_K/q5_K sub-block) or 16 (a q6_K sub-block).
 void configure_tiles(int depth) {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t : {0, 1}) c.rows[t] = kRows, c.colsb[t] = 64;  // 16 rows x 16 int32 columns
   for (int t : {2, 3}) c.rows[t] = kRows, c.colsb[t] = uint16_t(depth);
   for (int t : {4, 5}) c.rows[t] = uint8_t(depth / 4), c.colsb[t] = 64;
@@ -99,6 +93,21 @@ __m512 half16(const uint8_t* left, const uint8_t* right) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
+// Eight bytes of each panel (one per column): the left panel's then the right's.
+__m128i both_panels8(const uint8_t* left, const uint8_t* right) {
+  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(left)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(right)));
+}
+
+// A sub-block's int32 sums times its per-column scale, into the super-block's sums (started afresh by the first).
+void add_scaled(int32_t (&isum)[kRows][16], const int32_t* s, __m512i scale, bool first) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    const __m512i scaled = _mm512_mullo_epi32(_mm512_load_si512(s + 16 * r), scale);
+    _mm512_store_si512(isum[r], first ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[r]), scaled));
+  }
+}
+
 // One panel pair's columns, its aux streams, and the row tile being computed.
 struct PairTile {
   const uint8_t* aux[2];  // the left and right panels' scales
@@ -136,15 +145,9 @@ struct SuperEpilogue {
   alignas(64) int32_t isum[kRows][16];
   void operator()(const PairTile& t, int u, const int32_t* s) {
     const int b = u / kUnitsPerSuper, j = u % kUnitsPerSuper;
-    const __m128i sc =
-        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.aux[0] + 160 * b + 32 + 8 * j)),
-                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.aux[1] + 160 * b + 32 + 8 * j)));
-    const __m512i scale = _mm512_cvtepu8_epi32(sc);
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-      const __m512i scaled = _mm512_mullo_epi32(_mm512_load_si512(s + 16 * r), scale);
-      _mm512_store_si512(isum[r], j == 0 ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[r]), scaled));
-    }
+    add_scaled(isum, s,
+               _mm512_cvtepu8_epi32(both_panels8(t.aux[0] + 160 * b + 32 + 8 * j, t.aux[1] + 160 * b + 32 + 8 * j)),
+               j == 0);
     if (j == kUnitsPerSuper - 1) finish(t, b);
   }
   void finish(const PairTile& t, int b) {
@@ -176,19 +179,11 @@ struct SixEpilogue {
   __m512 acc[kRows];
   alignas(64) int32_t isum[kRows][16];
   static __m512i scales16(const PairTile& t, int b, int j) {  // sub-block j's 16 columns, as int32
-    const uint8_t* l = t.aux[0] + 144 * b + 16 + 8 * j;
-    const uint8_t* r = t.aux[1] + 144 * b + 16 + 8 * j;
-    return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l)),
-                                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r))));
+    return _mm512_cvtepi8_epi32(both_panels8(t.aux[0] + 144 * b + 16 + 8 * j, t.aux[1] + 144 * b + 16 + 8 * j));
   }
   void operator()(const PairTile& t, int u, const int32_t* s) {
     const int b = u / kPerSuper, j = u % kPerSuper;
-    const __m512i scale = scales16(t, b, j);
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-      const __m512i scaled = _mm512_mullo_epi32(_mm512_load_si512(s + 16 * r), scale);
-      _mm512_store_si512(isum[r], j == 0 ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[r]), scaled));
-    }
+    add_scaled(isum, s, scales16(t, b, j), j == 0);
     if (j == kPerSuper - 1) finish(t, b);
   }
   void finish(const PairTile& t, int b) {
@@ -250,13 +245,9 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
 // 63 * 63, or 63 * 128 for q6_K's signed scales), split as 64 * hi + lo into two byte planes, so that a super-block
 // is four full-depth tile products per plane summed in the tiles, and its epilogue runs once, not per sub-block:
 // isum = 64 * hi_sums + lo_sums is the same exact integer the VNNI kernel adds up.
-template <bool SignedScales>
-__m512i byte_scales(const uint8_t* left, const uint8_t* right) {  // byte 4c + e: column c's scale
-  const __m128i both = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(left)),
-                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(right)));
-  const __m512i dwords =
-      SignedScales ? _mm512_and_si512(_mm512_cvtepi8_epi32(both), _mm512_set1_epi32(0xff)) : _mm512_cvtepu8_epi32(both);
-  return _mm512_mullo_epi32(dwords, _mm512_set1_epi32(0x01010101));
+// Byte 4c + e: column c's scale byte (signed or not: the bits are copied, scaled_row reads them as it must).
+__m512i byte_scales(const uint8_t* left, const uint8_t* right) {
+  return _mm512_mullo_epi32(_mm512_cvtepu8_epi32(both_panels8(left, right)), _mm512_set1_epi32(0x01010101));
 }
 
 // One 64-byte tile row of quants times its byte scales, into the hi and lo planes' rows.
@@ -295,11 +286,11 @@ void panel_pair_planes(const QuantizedRows& x, const QuantMatrix& w, float* out,
     __m512i scales[2];  // tile rows 0-3 (k 0..15) and 4-7 (k 16..31)
     if constexpr (kSix) {
       for (int h = 0; h < 2; ++h)
-        scales[h] = byte_scales<true>(aux[0] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h),
-                                      aux[1] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h));
+        scales[h] = byte_scales(aux[0] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h),
+                                aux[1] + int64_t(layout.aux_bytes) * b + 16 + 8 * (2 * j + h));
     } else {
-      scales[0] = scales[1] = byte_scales<false>(aux[0] + int64_t(layout.aux_bytes) * b + 32 + 8 * j,
-                                                 aux[1] + int64_t(layout.aux_bytes) * b + 32 + 8 * j);
+      scales[0] = scales[1] = byte_scales(aux[0] + int64_t(layout.aux_bytes) * b + 32 + 8 * j,
+                                          aux[1] + int64_t(layout.aux_bytes) * b + 32 + 8 * j);
     }
     for (int row = 0; row < 8; ++row)
       scaled_row<kSix>(quants + 64 * row, scales[row / 4], hi + int64_t(kTileBytes) * u + 64 * row,
