@@ -17,11 +17,11 @@ void maybe_step(Self self) {
   route_remote_prefills(self);
 }
 
-// A few of the ids, for a log line (ids are bounded in length at the ingress).
-std::string some_ids(const std::vector<std::string>& ids) {
+// A few of the failed requests' ids, for a log line (ids are bounded in length at the ingress).
+std::string some_ids(const std::vector<EngineCoreOutput>& failed) {
   std::string out;
-  for (size_t i = 0; i < ids.size() && i < 4; ++i) out += (i ? ", " : " (") + ids[i];
-  return ids.empty() ? out : out + (ids.size() > 4 ? ", ...)" : ")");
+  for (size_t i = 0; i < failed.size() && i < 4; ++i) out += (i ? ", " : " (") + failed[i].req_id;
+  return failed.empty() ? out : out + (failed.size() > 4 ? ", ...)" : ")");
 }
 
 // What a step's fold-back gave: outputs to the output actor, or, for a lost step, every live request aborted.
@@ -29,7 +29,7 @@ void deliver(Self self, StepPipeline::Folded folded) {
   auto& st = self->state;
   if (!folded.error.empty())
     spdlog::error("engine step lost: {}; failed {} request(s){}; recomputing the other {} live ones", folded.error,
-                  folded.failed.size(), some_ids(folded.failed), st.pipeline->live_request_ids().size());
+                  folded.outputs.size(), some_ids(folded.outputs), st.pipeline->live_request_ids().size());
   // Prefill side: a hand-off's first token(s) travel with its KV, not to this instance's output actor.
   for (KvConnectorScheduler::HandOff& handed : st.connector->take_hand_offs(folded.outputs))
     hand_off_kv(self, std::move(handed));

@@ -49,7 +49,6 @@ std::vector<EngineCoreOutput> EngineCore::step() {
   if (ran_.empty()) return {};
   StepPipeline::Folded folded = pipeline_.fold(ran_.front());
   ran_.pop_front();
-  last_error_ = std::move(folded.error);
   return std::move(folded.outputs);
 }
 

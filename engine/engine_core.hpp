@@ -36,9 +36,8 @@ class EngineCore {
     return pipeline_.finish(ids, RequestStatus::FinishedAborted);
   }
   // One step folded back; empty when there was nothing to run. A lost step is resynchronised: the requests
-  // it failed come back finished (Abort) with their error, the rest are recomputed; last_error() says why.
+  // it failed come back finished (Abort) with their error, the rest are recomputed.
   std::vector<EngineCoreOutput> step();
-  const std::string& last_error() const { return last_error_; }  // of the latest step(): empty unless it was lost
   // Requests still live, or a step whose output is not folded back yet.
   bool has_unfinished_requests() const {
     return pipeline_.scheduler().has_unfinished_requests() || pipeline_.has_steps_in_flight();
@@ -53,7 +52,6 @@ class EngineCore {
   StepPipeline pipeline_;
   ModelRunner runner_;
   std::deque<ModelRunnerOutput> ran_;  // outputs of the steps in flight, oldest first
-  std::string last_error_;
 };
 
 }  // namespace parley

@@ -1,6 +1,5 @@
 #include "engine/step_pipeline.hpp"
 
-#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -23,9 +22,8 @@ StepPipeline::StepPipeline(SchedulerConfig config, bool async_scheduling, Entrop
 std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& requests, double now,
                                                          KvTransfer kv_transfer) {
   const int limit = scheduler_.config().max_waiting;
-  int seqs = 0;  // prompts x n
+  int seqs = 0;  // prompts x n, as the waiting bound counts them
   for (Request& r : requests) {
-    seqs += std::max<int>(1, int(r.child_req_ids.size()));
     const auto& given = r.sampling_params.seed;
     r.seed = given ? *given : entropy_();
     r.child_seeds.clear();
@@ -33,6 +31,7 @@ std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& r
       r.child_seeds.push_back(i == 0 ? r.seed : given ? *given + i : entropy_());
     r.arrival_time = now;
     if (kv_transfer != KvTransfer::None) r.kv_transfer = kv_transfer;
+    seqs += Scheduler::rows_of(r);
   }
   if (seqs > limit)
     return Refusal{400, "The request has " + std::to_string(seqs) +
@@ -54,9 +53,9 @@ std::optional<StepPipeline::Refusal> StepPipeline::admit(std::vector<Request>& r
       added.insert(added.end(), r.child_req_ids.begin(),
                    r.child_req_ids.end());  // queued separately with the split off
     }
-  } catch (const std::exception& e) {  // ids repeated within the submission
+  } catch (const std::exception& e) {  // ids repeated within the submission (the bound was checked above)
     scheduler_.finish_requests(added, RequestStatus::FinishedAborted);
-    return Refusal{dynamic_cast<const Scheduler::QueueFull*>(&e) ? 503 : 400, e.what()};
+    return Refusal{400, e.what()};
   }
   return std::nullopt;
 }
@@ -106,7 +105,6 @@ StepPipeline::Folded StepPipeline::resync(const SchedulerOutput& plan, const Ste
   Folded folded;
   folded.error = failure.what;
   folded.outputs = scheduler_.resync(failure.req_id, failure.what);
-  for (const EngineCoreOutput& o : folded.outputs) folded.failed.push_back(o.req_id);
   return folded;
 }
 

@@ -37,10 +37,9 @@ class StepPipeline {
 
   // The oldest step's output, folded back. A lost step (the runner failed: output.failure or fail(); or the
   // output does not fit its plan) resynchronises the engine (Scheduler::resync): the requests it fails end
-  // with outputs that carry the error, their ids also in `failed`; the others are recomputed.
+  // with outputs that carry the error (a lost step's only outputs); the others are recomputed.
   struct Folded {
     std::vector<EngineCoreOutput> outputs;
-    std::vector<std::string> failed;
     std::string error;  // empty unless the step was lost
   };
   Folded fold(const ModelRunnerOutput& output);

@@ -183,7 +183,7 @@ TEST_CASE("step pipeline: a lost step is resynchronised and every request gets t
       lost = p.fold(out1);
     }
     CHECK_THAT(lost.error, Catch::Contains(runner_failed ? "device error" : "folded back as step"));
-    CHECK(lost.failed.empty());  // nobody's fault: everyone is recomputed
+    CHECK(lost.outputs.empty());  // nobody's fault: nobody fails, everyone is recomputed
     CHECK(p.scheduler().num_waiting() == 3);
     CHECK(p.scheduler().kv_cache_manager().block_pool().num_used() == 0);
     CHECK(p.scheduler().stats().num_step_failures == 1);
@@ -210,8 +210,8 @@ TEST_CASE("step pipeline: a failure that names its request fails that one, with 
   collect(run, p.fold(w.execute(*p.next_step())).outputs);
   auto plan = p.next_step();
   const StepPipeline::Folded lost = p.fold(failed_step(plan->step_id, RequestFailure("r1", "bad grammar")));
-  REQUIRE(lost.failed == std::vector<std::string>{"r1"});
   REQUIRE(lost.outputs.size() == 1);
+  CHECK(lost.outputs[0].req_id == "r1");
   CHECK(lost.outputs[0].finish_reason == FinishReason::Abort);
   CHECK(lost.outputs[0].error == "bad grammar");
   for (const auto& [id, tokens] : drive(p, w).outputs)
@@ -229,13 +229,15 @@ TEST_CASE("step pipeline: requests caught in two lost steps nobody owns fail wit
   FakeWorker w;
   REQUIRE(p.fold(w.execute(*p.next_step())).error.empty());
   REQUIRE(p.next_step());  // lost on the way: the runner never answers it
-  CHECK(p.fail("device error").failed.empty());
+  CHECK(p.fail("device error").outputs.empty());
   StepPipeline::Plan plan = p.next_step();
   CHECK(plan->reset_batch);
   w.execute(*plan);
   StepPipeline::Folded second = p.fail("device error again");
-  std::sort(second.failed.begin(), second.failed.end());
-  CHECK(second.failed == std::vector<std::string>{"r0", "r1"});
+  std::vector<std::string> failed;
+  for (const EngineCoreOutput& o : second.outputs) failed.push_back(o.req_id);
+  std::sort(failed.begin(), failed.end());
+  CHECK(failed == std::vector<std::string>{"r0", "r1"});
   for (const EngineCoreOutput& o : second.outputs) CHECK(o.error == "device error again");
   CHECK(p.scheduler().stats().num_step_failures == 2);
   drive(p, w);  // tells the worker to drop them
