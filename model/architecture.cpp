@@ -1,5 +1,6 @@
 #include "model/architecture.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <stdexcept>
@@ -12,15 +13,21 @@ namespace {
 using FA = FfnActivation;
 using SW = SlidingWindows;
 // name, rope, activation, qk_norm, post_norms, scale_embeddings, attn_softcap, final_softcap, windows,
-// default_window, default_period, local_rope_unscaled, big_model_layers, longrope_factors
+// default_window, default_period, local_rope_unscaled, big_model_layers, longrope_factors, moe
+using Experts = MoeSpec::Experts;
+constexpr MoeSpec kMixtral{Experts::Optional, ExpertGating::Softmax, true, false, true};
+constexpr MoeSpec kQwen3Moe{Experts::Required, ExpertGating::Softmax, true, false, false};
+constexpr MoeSpec kQwen2Moe{Experts::Required, ExpertGating::Softmax, false, true, false};
 constexpr ArchSpec kArchs[] = {
-    // Llama 2/3.x, Mistral, SmolLM: converters store Q/K permuted for the adjacent-pair rope.
-    {"llama", RopeLayout::Adjacent, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, true},
+    // Llama 2/3.x, Mistral, SmolLM: converters store Q/K permuted for the adjacent-pair rope. Mixtral: experts.
+    {"llama", RopeLayout::Adjacent, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, true, kMixtral},
     {"qwen2", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, false},
     {"qwen3", RopeLayout::NeoX, FA::Silu, true, false, false, 0, 0, SW::None, 0, 0, false, 0, false},
     {"gemma2", RopeLayout::NeoX, FA::GeluTanh, false, true, true, 50.0f, 30.0f, SW::Default, 4096, 2, false, 46, false},
     {"gemma3", RopeLayout::NeoX, FA::GeluTanh, true, true, true, 0, 0, SW::IfKey, 0, 6, true, 62, false},
     {"phi3", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::Ignored, 0, 0, false, 0, true},
+    {"qwen2moe", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kQwen2Moe},
+    {"qwen3moe", RopeLayout::NeoX, FA::Silu, true, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kQwen3Moe},
 };
 
 int get_size(const GgufFile& f, const std::string& key) {
@@ -66,6 +73,47 @@ void read_sliding_windows(const GgufFile& f, const std::string& p, const ArchSpe
   c.local_rope = {c.rope_theta, c.rope_freq_scale};
   if (arch.local_rope_unscaled) c.local_rope = {10000.0f, 1.0f};
   if (f.has(p + "rope.freq_base_swa")) c.local_rope.theta = get_positive(f, p + "rope.freq_base_swa", 10000.0);
+}
+
+// The experts' count, width and routing: the row's defaults, which the file's expert_* keys override.
+void read_experts(const GgufFile& f, const std::string& p, const ArchSpec& arch, LlamaConfig& c) {
+  const int64_t n = f.get_int(p + "expert_count", 0);
+  if (n == 0) {
+    if (arch.moe.experts == Experts::Required) f.fail("key '" + p + "expert_count' is required for " + c.arch);
+    return;
+  }
+  if (arch.moe.experts == Experts::None) f.fail("key '" + p + "expert_count': " + c.arch + " has no experts");
+  if (n < 0 || n > 1024) f.fail("key '" + p + "expert_count' = " + std::to_string(n) + " is out of range");
+  MoeConfig& m = c.moe;
+  m.n_experts = int(n);
+  m.n_used = get_size(f, p + "expert_used_count");
+  if (m.n_used > m.n_experts)
+    f.fail("key '" + p + "expert_used_count' = " + std::to_string(m.n_used) +
+           " is more than expert_count = " + std::to_string(m.n_experts));
+  if (arch.moe.width_is_dense)
+    m.expert_hidden = c.hidden_dim;
+  else
+    m.expert_hidden = f.has(p + "expert_feed_forward_length") ? get_size(f, p + "expert_feed_forward_length")
+                                                              : std::max(1, c.hidden_dim / m.n_used);
+  if (arch.moe.shared_expert)
+    m.shared_hidden = f.has(p + "expert_shared_feed_forward_length")
+                          ? get_size(f, p + "expert_shared_feed_forward_length")
+                          : c.hidden_dim;
+  m.gating = arch.moe.gating;
+  if (f.has(p + "expert_gating_func")) {  // llama.cpp's llama_expert_gating_func_type
+    const int64_t g = f.get_int(p + "expert_gating_func");
+    if (g == 1)
+      m.gating = ExpertGating::Softmax;
+    else if (g == 3)
+      m.gating = ExpertGating::SoftmaxSelected;
+    else
+      f.fail("key '" + p + "expert_gating_func' = " + std::to_string(g) +
+             " is a gating function Parley does not run (1: softmax, 3: softmax over the selected experts)");
+  }
+  m.normalize = f.get_bool(p + "expert_weights_norm", arch.moe.normalize);
+  const double scale = f.get_float(p + "expert_weights_scale", 0.0);  // llama.cpp: 0 means unscaled
+  if (!std::isfinite(scale) || scale < 0) f.fail("key '" + p + "expert_weights_scale' must be positive");
+  m.weights_scale = scale == 0.0 ? 1.0f : float(scale);
 }
 
 }  // namespace
@@ -120,6 +168,12 @@ void LlamaConfig::validate() const {
       throw std::invalid_argument("LlamaConfig: query_scale and softcaps must be finite and not negative");
   if (sliding_window < 0 || sliding_window_period < 0 || (sliding_window > 0 && sliding_window_period == 0))
     throw std::invalid_argument("LlamaConfig: a sliding window needs a positive period");
+  if (moe.n_experts < 0 || (moe.enabled() && (moe.n_used < 1 || moe.n_used > moe.n_experts || moe.expert_hidden < 1)))
+    throw std::invalid_argument("LlamaConfig: " + std::to_string(moe.n_used) + " of " + std::to_string(moe.n_experts) +
+                                " experts of width " + std::to_string(moe.expert_hidden) +
+                                " (needs 1 <= used <= count, width > 0)");
+  if (moe.shared_hidden < 0 || !(moe.weights_scale > 0.0f) || !std::isfinite(moe.weights_scale))
+    throw std::invalid_argument("LlamaConfig: the shared expert's width and the experts' weight scale");
 }
 
 LlamaConfig config_from_gguf(const GgufFile& f) {
@@ -177,12 +231,12 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
     c.vocab_size = get_size(f, p + "vocab_size");
   else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() == 2 && t->ne[1] <= INT_MAX)
     c.vocab_size = static_cast<int>(t->ne[1]);
+  read_experts(f, p, *arch, c);
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {
     f.fail(std::string("inconsistent model config: ") + e.what());
   }
-  if (f.get_int(p + "expert_count", 0) > 0) f.fail("mixture-of-experts models are not supported yet");
   return c;
 }
 

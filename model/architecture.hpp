@@ -18,6 +18,15 @@ enum class SlidingWindows {
   Ignored,  // the key exists but llama.cpp runs every layer global (Phi-3), so Parley does too
 };
 
+// Where an architecture's experts come from, when it has them.
+struct MoeSpec {
+  enum class Experts { None, Optional, Required } experts = Experts::None;
+  ExpertGating gating = ExpertGating::Softmax;  // unless the file has expert_gating_func
+  bool normalize = false;                       // unless the file has expert_weights_norm
+  bool shared_expert = false;                   // a shared expert behind a sigmoid gate (ffn_*_shexp)
+  bool width_is_dense = false;  // experts are feed_forward_length wide (Mixtral), not expert_feed_forward_length
+};
+
 struct ArchSpec {
   std::string_view name;
   RopeLayout rope;
@@ -33,6 +42,7 @@ struct ArchSpec {
   bool local_rope_unscaled;  // sliding layers keep scale 1 and rope.freq_base_swa (default 10000); else the global RoPE
   int big_model_layers;      // the block_count whose query scale is 1/sqrt(n_embd / n_head) (Gemma 27B); 0: none
   bool longrope_factors;     // rope_factors_long / rope_factors_short may replace rope_freqs (Phi-3)
+  MoeSpec moe = {};
 };
 
 // The row for a general.architecture value, or nullptr.

@@ -27,8 +27,8 @@ struct PlannedTensor {
 
 // Rows of several matrices, one after the other. Parts of one quantized type keep their blocks, so that a
 // rewrite in that type copies them as llama.cpp would copy the fused tensor.
-WeightMatrix concat_rows(std::initializer_list<const WeightMatrix*> parts) {
-  const WeightMatrix& first = **parts.begin();
+WeightMatrix concat_rows(const std::vector<const WeightMatrix*>& parts) {
+  const WeightMatrix& first = *parts.front();
   const bool same_blocks = !first.is_f32() && std::all_of(parts.begin(), parts.end(), [&](const WeightMatrix* p) {
     return p->type() == first.type() && p->cols() == first.cols();
   });
@@ -88,6 +88,26 @@ std::vector<float> neox_to_adjacent(const std::vector<float>& w, int n_heads, in
   return out;
 }
 
+// The experts' keys; routing that differs from the architecture's own is written out (llama.cpp's loaders read
+// those keys only for the architectures that vary them).
+void set_expert_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch) {
+  const MoeConfig& m = c.moe;
+  const std::string p = c.arch + ".";
+  if (arch.moe.experts == MoeSpec::Experts::None)
+    throw std::invalid_argument("write_model_gguf: " + c.arch + " files have no experts");
+  if ((m.shared_hidden > 0) != arch.moe.shared_expert)
+    throw std::invalid_argument("write_model_gguf: " + c.arch + " files fix whether a shared expert exists");
+  if (arch.moe.width_is_dense && m.expert_hidden != c.hidden_dim)
+    throw std::invalid_argument("write_model_gguf: " + c.arch + " experts are feed_forward_length wide");
+  g.set_u32(p + "expert_count", uint32_t(m.n_experts));
+  g.set_u32(p + "expert_used_count", uint32_t(m.n_used));
+  if (!arch.moe.width_is_dense) g.set_u32(p + "expert_feed_forward_length", uint32_t(m.expert_hidden));
+  if (m.shared_hidden > 0) g.set_u32(p + "expert_shared_feed_forward_length", uint32_t(m.shared_hidden));
+  if (m.gating != arch.moe.gating) g.set_u32(p + "expert_gating_func", m.gating == ExpertGating::Softmax ? 1u : 3u);
+  if (m.normalize != arch.moe.normalize) g.set_bool(p + "expert_weights_norm", m.normalize);
+  if (m.weights_scale != 1.0f) g.set_f32(p + "expert_weights_scale", m.weights_scale);
+}
+
 // The keys of the config's architecture, as llama.cpp reads them back (model/architecture.cpp).
 void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bool has_mtp) {
   auto fail = [&](const std::string& what) { throw std::invalid_argument("write_model_gguf: " + c.arch + " " + what); };
@@ -132,6 +152,7 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
   } else if (arch.windows == SlidingWindows::Default) {
     fail("files always have sliding-window layers");
   }
+  if (c.moe.enabled()) set_expert_keys(g, c, arch);
   if (c.attn_softcap > 0) g.set_f32(p + "attn_logit_softcapping", c.attn_softcap);
   if (c.final_softcap > 0)
     g.set_f32(p + "final_logit_softcapping", c.final_softcap);
@@ -213,6 +234,39 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     throw std::invalid_argument("write_model_gguf: " + c.arch + " files have " +
                                 (arch->rope == RopeLayout::NeoX ? "NeoX" : "adjacent") + " RoPE");
   const bool fused = c.arch == "phi3";  // Phi-3 files fuse Q/K/V and gate/up
+  // Each kind of expert matrix as one 3-D tensor [n_experts][rows][cols], experts in order.
+  auto add_expert_tensor = [&](const std::string& name, const std::vector<WeightMatrix>& parts,
+                               std::vector<uint64_t> ne) {
+    if (parts.size() != ne[2])
+      throw std::invalid_argument("write_model_gguf: " + name + " has " + std::to_string(parts.size()) + " experts");
+    add_built(
+        name,
+        [&parts] {
+          std::vector<const WeightMatrix*> all;
+          for (const WeightMatrix& p : parts) all.push_back(&p);
+          return concat_rows(all);
+        },
+        std::move(ne));
+  };
+  auto add_experts = [&](const std::string& b, const ExpertWeights& x) {
+    const uint64_t E = uint64_t(c.moe.n_experts), H = uint64_t(c.moe.expert_hidden), S = uint64_t(c.moe.shared_hidden);
+    add(b + "ffn_gate_inp.weight", x.router, {dim, E});
+    add_expert_tensor(b + "ffn_gate_exps.weight", x.gate, {dim, H, E});
+    add_expert_tensor(b + "ffn_down_exps.weight", x.down, {H, dim, E});
+    add_expert_tensor(b + "ffn_up_exps.weight", x.up, {dim, H, E});
+    if (c.moe.expert_biases) {
+      add_vector(b + "ffn_gate_inp.bias", x.router_bias, {E});
+      add_vector(b + "ffn_gate_exps.bias", x.gate_bias, {H, E});
+      add_vector(b + "ffn_down_exps.bias", x.down_bias, {dim, E});
+      add_vector(b + "ffn_up_exps.bias", x.up_bias, {H, E});
+    }
+    if (S > 0) {
+      add_vector(b + "ffn_gate_inp_shexp.weight", x.shared_gate, {dim});
+      add(b + "ffn_gate_shexp.weight", x.shared_w_gate, {dim, S});
+      add(b + "ffn_down_shexp.weight", x.shared_w_down, {S, dim});
+      add(b + "ffn_up_shexp.weight", x.shared_w_up, {dim, S});
+    }
+  };
   add("token_embd.weight", w.token_embedding, {dim, vocab});
   auto add_layer = [&](int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
@@ -251,12 +305,14 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     }
     add(b + "attn_output.weight", L.wo, {qd, dim});
     add_vector(b + "ffn_norm.weight", L.ffn_norm, {dim});
-    if (fused)
+    if (c.moe.enabled())
+      add_experts(b, L.experts);
+    else if (fused)
       add_built(b + "ffn_up.weight", [&L] { return concat_rows({&L.w_gate, &L.w_up}); }, {dim, 2 * hidden});
     else
       add(b + "ffn_gate.weight", L.w_gate, {dim, hidden});
-    add(b + "ffn_down.weight", L.w_down, {hidden, dim});  // llama.cpp's order: gate, down, up
-    if (!fused) add(b + "ffn_up.weight", L.w_up, {dim, hidden});
+    if (!c.moe.enabled()) add(b + "ffn_down.weight", L.w_down, {hidden, dim});  // llama.cpp's order: gate, down, up
+    if (!fused && !c.moe.enabled()) add(b + "ffn_up.weight", L.w_up, {dim, hidden});
     if (c.post_norms) {
       add_vector(b + "post_attention_norm.weight", L.post_attn_norm, {dim});
       add_vector(b + "post_ffw_norm.weight", L.post_ffn_norm, {dim});
@@ -288,6 +344,8 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
     if (c.arch == "gemma2")
       throw std::invalid_argument("write_model_gguf: gemma2 files tie the output to the embedding");
     add("output.weight", w.output, {dim, vocab});
+  } else if (c.arch == "qwen2moe") {
+    throw std::invalid_argument("write_model_gguf: qwen2moe files have their own output.weight (llama.cpp needs it)");
   }
   encode_tensors(g, plan, type, recipe_model(c, w.mtp.has_value()), observe);
   g.write(path);

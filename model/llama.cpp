@@ -30,8 +30,12 @@ LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   l.wqkv = Linear::stack(c.dim, {&w.wq, &w.wk, &w.wv});
   l.wo = Linear::stack(c.q_dim(), {&w.wo});
   l.ffn_norm = std::move(w.ffn_norm);
-  l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
-  l.w_down = Linear::stack(c.hidden_dim, {&w.w_down});
+  if (c.moe.enabled()) {
+    l.moe.emplace(c, w.experts);
+  } else {
+    l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
+    l.w_down = Linear::stack(c.hidden_dim, {&w.w_down});
+  }
   if (c.qkv_bias) {
     need(w.bq, size_t(c.q_dim()), "bq");
     need(w.bk, size_t(c.kv_dim()), "bk");
@@ -79,25 +83,31 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   malloc_trim(0);  // glibc keeps the heap chunks the file's blocks were freed from; give them back to the OS
 }
 
+size_t LlamaModel::layer_bytes(const Layer& l, bool active_only) {
+  const size_t ffn =
+      !l.moe ? l.w_gate_up.bytes() + l.w_down.bytes() : (active_only ? l.moe->active_bytes() : l.moe->bytes());
+  return l.wqkv.bytes() + l.wo.bytes() + ffn;
+}
+
 size_t LlamaModel::weight_bytes() const {
   size_t total = token_embedding_.bytes() + output_.bytes();
-  for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
-  if (mtp_)
-    total += mtp_->eh_proj.bytes() + mtp_->layer.wqkv.bytes() + mtp_->layer.wo.bytes() + mtp_->layer.w_gate_up.bytes() +
-             mtp_->layer.w_down.bytes();
+  for (const Layer& l : layers_) total += layer_bytes(l, false);
+  if (mtp_) total += mtp_->eh_proj.bytes() + layer_bytes(mtp_->layer, false);
   return total;
 }
 
 size_t LlamaModel::streamed_weight_bytes() const {
   size_t total = output_.bytes();
-  for (const Layer& l : layers_) total += l.wqkv.bytes() + l.wo.bytes() + l.w_gate_up.bytes() + l.w_down.bytes();
+  for (const Layer& l : layers_) total += layer_bytes(l, true);
   return total;
 }
 
 size_t LlamaModel::layer_weight_elements() const {
   size_t total = 0;
-  for (const Layer& l : layers_)
+  for (const Layer& l : layers_) {
     for (const Linear* m : {&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down}) total += size_t(m->N()) * size_t(m->K());
+    if (l.moe) total += l.moe->active_elements();
+  }
   return total;
 }
 
@@ -148,7 +158,7 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
   backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
 }
 
-void LlamaModel::run_layer(const Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
+void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
@@ -176,12 +186,18 @@ void LlamaModel::run_layer(const Layer& L, int l, KvCache& kv, const ForwardBatc
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
-  if (c.activation == FfnActivation::GeluTanh)
-    be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
-  else
-    be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
-  L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
+  if (L.moe) {
+    hb_.resize(std::max(hb_.size(), size_t(M) * dim));
+    L.moe->forward(be, xb_.data(), hb_.data(), M);
+    std::copy_n(hb_.data(), size_t(M) * dim, xb_.data());
+  } else {
+    L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
+    if (c.activation == FfnActivation::GeluTanh)
+      be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
+    else
+      be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
+    L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
+  }
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 }

@@ -9,6 +9,7 @@
 #include "model/kv_cache.hpp"
 #include "model/linear.hpp"
 #include "model/llama_weights.hpp"
+#include "model/moe_ffn.hpp"
 
 namespace parley {
 
@@ -44,9 +45,11 @@ class LlamaModel {
   const cpu::CpuBackend& backend() const { return *backend_; }
   // The matrices' resident bytes (packed, in their types), embedding included.
   size_t weight_bytes() const;
-  // What a decode step reads in full: the layers' matrices and the head (not a separate embedding, read by rows).
+  // What a decode step of one token reads: the layers' matrices (of experts, the router, the shared expert and the
+  // n_used experts' share) and the head (not a separate embedding, read by rows).
   size_t streamed_weight_bytes() const;
-  // Weight elements a token multiplies: through the layers' matrices, and through the head (logits rows only).
+  // Weight elements a token multiplies: through the layers' matrices (its experts only), and through the head
+  // (logits rows only).
   size_t layer_weight_elements() const;
   size_t head_weight_elements() const { return size_t(output_.N()) * size_t(output_.K()); }
 
@@ -69,6 +72,7 @@ class LlamaModel {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
     Linear wqkv, wo, w_gate_up, w_down;
+    std::optional<MoeFfn> moe;                         // in place of w_gate_up and w_down when the config has experts
     std::vector<float> bqkv;                           // [q_dim + 2 kv_dim] when the config has biases
     std::vector<float> q_norm, k_norm;                 // [head_dim] when the config has QK-norm
     std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] when the config has post-norms
@@ -80,11 +84,13 @@ class LlamaModel {
     Layer layer;
   };
   Layer pack_layer(LayerWeights& w, bool sliding) const;
+  // A layer's matrices' bytes; of its experts only the share one token reads when active_only.
+  static size_t layer_bytes(const Layer& l, bool active_only);
   // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.
   cpu::AttentionMetadata prepare(const ForwardBatch& batch);
   // One transformer block over x_ in place, writing its KV.
   // Layer l of the batch over KV group group_of_layer[l]'s tables.
-  void run_layer(const Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
+  void run_layer(Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
   // The token embeddings of the batch into x_ (scaled where the architecture scales them).
   void embed(const ForwardBatch& batch);
   // Q and K of one layer rotated in place by the layer's RoPE.

@@ -15,8 +15,30 @@ enum class RopeLayout {
 
 // The FFN's gate activation: out = act(gate) * up.
 enum class FfnActivation {
-  Silu,      // SwiGLU: Llama, Qwen, Phi-3
-  GeluTanh,  // GeGLU with GELU's tanh approximation: Gemma
+  Silu,       // SwiGLU: Llama, Qwen, Phi-3
+  GeluTanh,   // GeGLU with GELU's tanh approximation: Gemma
+  SwigluOai,  // gpt-oss: the gate capped at 7, up clamped to +-7, gate * sigmoid(1.702 gate) * (up + 1)
+};
+
+// How the router's logits become the chosen experts' weights (llama.cpp's expert_gating_func).
+enum class ExpertGating {
+  Softmax,          // softmax over every expert, then the top k (Qwen-MoE, Mixtral)
+  SoftmaxSelected,  // the top k logits, then softmax over those only (gpt-oss)
+};
+
+// A mixture-of-experts FFN: each token's router picks n_used of n_experts SwiGLU experts and sums their outputs,
+// weighted. Zero experts means a dense FFN of hidden_dim.
+struct MoeConfig {
+  int n_experts = 0;
+  int n_used = 0;         // experts per token (top-k)
+  int expert_hidden = 0;  // each expert's FFN width
+  int shared_hidden = 0;  // the shared expert's width, added for every token (Qwen2-MoE); 0: none
+  ExpertGating gating = ExpertGating::Softmax;
+  bool normalize = false;      // the chosen weights divided by their sum
+  float weights_scale = 1.0f;  // the chosen weights multiplied by this
+  bool expert_biases = false;  // the router and every expert matrix carry a bias (gpt-oss)
+
+  bool enabled() const { return n_experts > 0; }
 };
 
 // The rotary embedding of one kind of layer.
@@ -58,6 +80,7 @@ struct LlamaConfig {
   bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
   bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
   FfnActivation activation = FfnActivation::Silu;
+  MoeConfig moe;  // experts in place of the dense FFN when moe.enabled()
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }

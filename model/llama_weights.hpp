@@ -8,6 +8,20 @@
 
 namespace parley {
 
+// A mixture-of-experts FFN's weights (config.moe), each expert's matrices apart: GGUF stores each kind as one
+// 3-D tensor [n_experts][rows][cols], whose experts are consecutive row ranges. Empty for a dense FFN.
+struct ExpertWeights {
+  WeightMatrix router;                      // [n_experts][dim] (ffn_gate_inp)
+  std::vector<float> router_bias;           // [n_experts] when expert_biases
+  std::vector<WeightMatrix> gate, up;       // n_experts of [expert_hidden][dim]
+  std::vector<WeightMatrix> down;           // n_experts of [dim][expert_hidden]
+  std::vector<float> gate_bias, up_bias;    // [n_experts][expert_hidden] when expert_biases
+  std::vector<float> down_bias;             // [n_experts][dim] when expert_biases
+  std::vector<float> shared_gate;           // [dim]: the shared expert's sigmoid gate, when shared_hidden > 0
+  WeightMatrix shared_w_gate, shared_w_up;  // [shared_hidden][dim]
+  WeightMatrix shared_w_down;               // [dim][shared_hidden]
+};
+
 // Every matrix is row-major [out][in], as GGUF and llama2.c store them, in its file's type; vectors in F32.
 // The optional tensors are empty unless the config's flag asks for them.
 struct LayerWeights {
@@ -23,6 +37,7 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;                     // [q_dim], [kv_dim], [kv_dim] when qkv_bias
   std::vector<float> q_norm, k_norm;                 // [head_dim] each when qk_norm
   std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] each when post_norms
+  ExpertWeights experts;                             // in place of w_gate, w_up and w_down when moe.enabled()
 };
 
 // A multi-token-prediction module in DeepSeek-V3's form (GGUF: the "nextn" block after the main layers,

@@ -122,6 +122,46 @@ ModelFile model_from_gguf(const GgufFile& f) {
     return WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]),
                                      std::vector<uint8_t>(t.data, t.data + t.nbytes));
   };
+  // A 3-D tensor [n_experts][rows][cols] as one matrix per expert, copied out of the file one expert at a time.
+  auto load_experts = [&](const std::string& name, std::vector<uint64_t> ne) {
+    const GgufTensorInfo& t = checked(name, ne);
+    const size_t bytes = quant::row_bytes(t.type, int64_t(ne[0])) * size_t(ne[1]);
+    std::vector<WeightMatrix> out;
+    for (uint64_t e = 0; e < ne[2]; ++e) {
+      const uint8_t* at = t.data + e * bytes;
+      out.push_back(
+          WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]), std::vector<uint8_t>(at, at + bytes)));
+    }
+    return out;
+  };
+  auto load_moe = [&](const std::string& b) {
+    const uint64_t E = uint64_t(c.moe.n_experts), H = uint64_t(c.moe.expert_hidden), S = uint64_t(c.moe.shared_hidden);
+    ExpertWeights x;
+    x.router = load_matrix(b + "ffn_gate_inp.weight", {dim, E});
+    if (f.find_tensor(b + "ffn_gate_up_exps.weight")) {  // gate and up fused: each expert's gate rows, then its up rows
+      for (WeightMatrix& gu : load_experts(b + "ffn_gate_up_exps.weight", {dim, 2 * H, E})) {
+        x.gate.push_back(gu.row_slice(0, int64_t(H), int64_t(dim)));
+        x.up.push_back(gu.row_slice(int64_t(H), int64_t(H), int64_t(dim)));
+      }
+    } else {
+      x.gate = load_experts(b + "ffn_gate_exps.weight", {dim, H, E});
+      x.up = load_experts(b + "ffn_up_exps.weight", {dim, H, E});
+    }
+    x.down = load_experts(b + "ffn_down_exps.weight", {H, dim, E});
+    if (c.moe.expert_biases) {
+      x.router_bias = load(b + "ffn_gate_inp.bias", {E});
+      x.gate_bias = load(b + "ffn_gate_exps.bias", {H, E});
+      x.up_bias = load(b + "ffn_up_exps.bias", {H, E});
+      x.down_bias = load(b + "ffn_down_exps.bias", {dim, E});
+    }
+    if (S > 0) {
+      x.shared_gate = load(b + "ffn_gate_inp_shexp.weight", {dim});
+      x.shared_w_gate = load_matrix(b + "ffn_gate_shexp.weight", {dim, S});
+      x.shared_w_up = load_matrix(b + "ffn_up_shexp.weight", {dim, S});
+      x.shared_w_down = load_matrix(b + "ffn_down_shexp.weight", {S, dim});
+    }
+    return x;
+  };
   LlamaWeights& w = m.weights;
   w.token_embedding = load_matrix("token_embd.weight", {dim, vocab});
   auto load_layer = [&](int l) {
@@ -153,14 +193,16 @@ ModelFile model_from_gguf(const GgufFile& f) {
     }
     L.wo = load_matrix(b + "attn_output.weight", {qd, dim});
     L.ffn_norm = load(b + "ffn_norm.weight", {dim});
-    if (f.find_tensor(b + "ffn_gate.weight")) {
+    if (c.moe.enabled()) {
+      L.experts = load_moe(b);
+    } else if (f.find_tensor(b + "ffn_gate.weight")) {
       L.w_gate = load_matrix(b + "ffn_gate.weight", {dim, hidden});
       L.w_up = load_matrix(b + "ffn_up.weight", {dim, hidden});
     } else {  // Phi-3: one up matrix whose first half is the gate
       split_rows(load_matrix(b + "ffn_up.weight", {dim, 2 * hidden}), int64_t(dim),
                  {{&L.w_gate, hidden}, {&L.w_up, hidden}});
     }
-    L.w_down = load_matrix(b + "ffn_down.weight", {hidden, dim});
+    if (!c.moe.enabled()) L.w_down = load_matrix(b + "ffn_down.weight", {hidden, dim});
     if (c.post_norms) {
       L.post_attn_norm = load(b + "post_attention_norm.weight", {dim});
       L.post_ffn_norm = load(b + "post_ffw_norm.weight", {dim});

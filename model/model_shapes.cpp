@@ -43,6 +43,17 @@ void gemma3(LlamaConfig& c, int window) {
   c.local_rope = {10000.0f, 1.0f};
 }
 
+void experts(LlamaConfig& c, int n, int used, int width, bool normalize) {
+  c.moe.n_experts = n;
+  c.moe.n_used = used;
+  c.moe.expert_hidden = width;
+  c.moe.normalize = normalize;
+}
+void qwen3moe(LlamaConfig& c, int n, int used, int width) {
+  c.qk_norm = true;
+  experts(c, n, used, width, true);
+}
+
 struct NamedShape {
   std::string_view name;
   Sizes sizes;
@@ -78,6 +89,24 @@ constexpr NamedShape kTiny[] = {
        c.rope_attn_factor = std::sqrt(1.0f + std::log(512.0f / 32.0f) / std::log(32.0f));  // Phi-3's LongRoPE scale
      },
      true},
+    // Mixture-of-experts rows: top-k of 8 (Mixtral: of 4, as wide as the dense FFN) over 200-token tests.
+    {"qwen3moe",
+     {"qwen3moe", 64, 160, 3, 4, 2, 32, 512, 512, 1000000.0f},
+     [](LlamaConfig& c) { qwen3moe(c, 8, 3, 32); }},
+    {"qwen2moe",
+     {"qwen2moe", 64, 160, 3, 4, 2, 0, 512, 512, 1000000.0f},
+     [](LlamaConfig& c) {
+       c.qkv_bias = true;
+       c.tied_output = false;  // llama.cpp requires qwen2moe's output.weight
+       experts(c, 8, 2, 32, false);
+       c.moe.shared_hidden = 48;
+     }},
+    {"mixtral",
+     {"llama", 64, 96, 3, 4, 2, 0, 512, 512, 1000000.0f},
+     [](LlamaConfig& c) {
+       c.tied_output = false;
+       experts(c, 4, 2, 96, true);
+     }},
 };
 
 // The originals' sizes, heads, head size, context and RoPE base (builtin and 110m: random_model.hpp).
@@ -90,6 +119,10 @@ constexpr NamedShape kReal[] = {
      [](LlamaConfig& c) { gemma3(c, 512); }},
     {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
     {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
+    // Not a real model: Qwen3-30B-A3B's 128 experts and top 8, narrower and shallower for a quick run.
+    {"moe-small",
+     {"qwen3moe", 512, 1536, 8, 8, 4, 64, 32000, 4096, 1000000.0f},
+     [](LlamaConfig& c) { qwen3moe(c, 128, 8, 256); }},
     // Not a real model: every row a multiple of 256, so each K-quant applies (the quantization tests' shape).
     {"tiny-256", {"llama", 256, 768, 4, 4, 2, 0, 1024, 512, 10000.0f}, untied},
 };

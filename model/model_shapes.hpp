@@ -16,11 +16,13 @@ struct ModelShape {
 // --arch: llama (rope_freqs, head size != dim / heads, untied head), qwen2 (Q/K/V biases), qwen3 (QK-norm),
 // gemma2 (soft-capping, sliding windows of 12 on every other layer), gemma3 (5 local layers of window 8 to one
 // global, linear RoPE scaling on the global one), phi3 (fused tensors, partial rotary, LongRoPE past a context of
-// 32). Throws std::invalid_argument naming the known ones.
+// 32), qwen3moe (top 3 of 8 experts, renormalized), qwen2moe (top 2 of 8 and a gated shared expert), mixtral (a
+// llama with top 2 of 4 experts). Throws std::invalid_argument naming the known ones.
 ModelShape tiny_arch_shape(std::string_view arch);
 std::string known_tiny_archs();
 
-// --shape: builtin, 110m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma3-1b, phi3-mini, smollm2-135m.
+// --shape: builtin, 110m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma3-1b, phi3-mini, smollm2-135m,
+// moe-small.
 ModelShape named_shape(std::string_view name);
 std::string known_shapes();
 

@@ -149,6 +149,7 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
     L.wv = uniform(rng, kv, dim);
     L.wo = uniform(rng, dim, qd);
     L.ffn_norm.assign(dim, 1.0f);
+    if (cfg.moe.enabled()) return L;  // experts are drawn after every other tensor
     L.w_gate = uniform(rng, hidden, dim);
     L.w_down = uniform(rng, dim, hidden);
     L.w_up = uniform(rng, hidden, dim);
@@ -190,6 +191,33 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
       L.post_attn_norm = around_one(dim);
       L.post_ffn_norm = around_one(dim);
     }
+  }
+  if (cfg.moe.enabled()) {
+    const MoeConfig& moe = cfg.moe;
+    const size_t E = size_t(moe.n_experts), H = size_t(moe.expert_hidden), S = size_t(moe.shared_hidden);
+    auto draw_experts = [&](LayerWeights& L) {
+      ExpertWeights& x = L.experts;
+      x.router = uniform(rng, E, dim);
+      for (size_t e = 0; e < E; ++e) {
+        x.gate.push_back(uniform(rng, H, dim));
+        x.down.push_back(uniform(rng, dim, H));
+        x.up.push_back(uniform(rng, H, dim));
+      }
+      if (moe.expert_biases) {
+        x.router_bias = bias(E);
+        x.gate_bias = bias(E * H);
+        x.up_bias = bias(E * H);
+        x.down_bias = bias(E * dim);
+      }
+      if (S > 0) {
+        x.shared_gate = uniform(rng, 1, dim);
+        x.shared_w_gate = uniform(rng, S, dim);
+        x.shared_w_down = uniform(rng, dim, S);
+        x.shared_w_up = uniform(rng, S, dim);
+      }
+    };
+    for (LayerWeights& L : w.layers) draw_experts(L);
+    if (w.mtp) draw_experts(w.mtp->layer);
   }
   if (with_rope_factors) {  // Llama 3.1's shape: high frequencies kept, low ones divided by up to 8
     const int half = cfg.rotary_dims() / 2;

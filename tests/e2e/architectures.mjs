@@ -1,7 +1,8 @@
 // Every architecture against llama.cpp on the same file: `parley gen-model --arch` writes a tiny random model
 // that exercises each feature of llama (rope_freqs, key_length != n_embd / n_head), qwen2 (biases), qwen3
 // (QK-norm), gemma2 (soft-capping, windows of 12), gemma3 (windows of 8, local RoPE, linear scaling) and phi3
-// (fused tensors, partial rotary, LongRoPE past its original context); `parley serve` scores token sequences
+// (fused tensors, partial rotary, LongRoPE past its original context), and the experts of qwen3moe (top 3 of 8,
+// renormalized), qwen2moe (top 2 of 8 and a gated shared expert) and a Mixtral-style llama; `parley serve` scores token sequences
 // longer than the windows with prompt_logprobs, and node-llama-cpp (F32 KV cache, flash attention off) scores
 // them teacher-forced. Per position: the same top-1 token, and the top-5 logprobs and the prompt token's within
 // the tolerance. Gemma's is looser: llama.cpp's CPU GELU reads a table of F16 values (ggml-cpu/vec.h,
@@ -19,7 +20,8 @@ process.env.PARLEY_E2E_TIMEOUT_MS ??= '600000';
 const ARCHS = [
   { arch: 'llama', tol: 1e-3 }, { arch: 'qwen2', tol: 1e-3 }, { arch: 'qwen3', tol: 1e-3 },
   { arch: 'gemma2', tol: 3e-3 }, { arch: 'gemma3', tol: 3e-3 }, { arch: 'phi3', tol: 1e-3 },
-];
+  { arch: 'qwen3moe', tol: 1e-3 }, { arch: 'qwen2moe', tol: 1e-3 }, { arch: 'mixtral', tol: 1e-3 },
+].filter(({ arch }) => !process.env.PARLEY_ARCHS || process.env.PARLEY_ARCHS.split(',').includes(arch));
 const LENGTHS = [40, 100, 200];  // all past every window (8, 12) and phi3's original context (32)
 
 // Parley's prompt_logprobs entry as [{id, logprob}] by descending logprob (ties by id), and the prompt token's.

@@ -1,0 +1,201 @@
+#include "model/moe_ffn.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace parley {
+namespace {
+
+// gpt-oss's clamped SwiGLU (its reference implementation's constants).
+constexpr float kOaiAlpha = 1.702f, kOaiLimit = 7.0f;
+
+void softmax_in_place(float* v, int n) {
+  const float top = *std::max_element(v, v + n);
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += (v[i] = std::exp(v[i] - top));
+  for (int i = 0; i < n; ++i) v[i] /= sum;
+}
+
+void add_into(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+ExpertChoice route_token(const float* logits, const MoeConfig& moe) {
+  const int n = moe.n_experts, k = moe.n_used;
+  std::vector<float> probs(logits, logits + n);
+  if (moe.gating == ExpertGating::Softmax) softmax_in_place(probs.data(), n);
+  std::vector<int> order(size_t(n), 0);
+  std::iota(order.begin(), order.end(), 0);
+  // Ties go to the lower index, so the choice never depends on how a sort moves equal keys.
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return probs[size_t(a)] > probs[size_t(b)] || (probs[size_t(a)] == probs[size_t(b)] && a < b);
+  });
+  ExpertChoice c;
+  c.experts.assign(order.begin(), order.begin() + k);
+  for (int e : c.experts) c.weights.push_back(probs[size_t(e)]);
+  if (moe.gating == ExpertGating::SoftmaxSelected) softmax_in_place(c.weights.data(), k);
+  if (moe.normalize) {
+    float sum = 0.0f;
+    for (float w : c.weights) sum += w;
+    sum = std::max(sum, 6.103515625e-5f);  // as llama.cpp: F16's smallest normal, never a division by zero
+    for (float& w : c.weights) w /= sum;
+  }
+  if (moe.weights_scale != 1.0f)
+    for (float& w : c.weights) w *= moe.weights_scale;
+  return c;
+}
+
+MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w) : moe_(c.moe), activation_(c.activation), dim_(c.dim) {
+  const size_t E = size_t(moe_.n_experts), H = size_t(moe_.expert_hidden), dim = size_t(c.dim);
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("expert weights: " + what);
+  };
+  need(w.gate.size() == E && w.up.size() == E && w.down.size() == E,
+       std::to_string(w.gate.size()) + "/" + std::to_string(w.up.size()) + "/" + std::to_string(w.down.size()) +
+           " gate/up/down matrices for " + std::to_string(E) + " experts");
+  need(w.router.size() == E * dim, "the router has the wrong size");
+  router_ = Linear::stack(c.dim, {&w.router});
+  if (moe_.expert_biases) {
+    need(w.router_bias.size() == E && w.gate_bias.size() == E * H && w.up_bias.size() == E * H &&
+             w.down_bias.size() == E * dim,
+         "the biases have the wrong size");
+    router_bias_ = std::move(w.router_bias);
+  }
+  experts_.resize(E);
+  for (size_t e = 0; e < E; ++e) {
+    need(w.gate[e].size() == H * dim && w.up[e].size() == H * dim && w.down[e].size() == H * dim,
+         "expert " + std::to_string(e) + " has matrices of the wrong size");
+    Expert& x = experts_[e];
+    x.gate_up = Linear::stack(c.dim, {&w.gate[e], &w.up[e]});
+    x.down = Linear::stack(moe_.expert_hidden, {&w.down[e]});
+    if (moe_.expert_biases) {
+      x.gate_up_bias.assign(w.gate_bias.begin() + std::ptrdiff_t(e * H),
+                            w.gate_bias.begin() + std::ptrdiff_t((e + 1) * H));
+      x.gate_up_bias.insert(x.gate_up_bias.end(), w.up_bias.begin() + std::ptrdiff_t(e * H),
+                            w.up_bias.begin() + std::ptrdiff_t((e + 1) * H));
+      x.down_bias.assign(w.down_bias.begin() + std::ptrdiff_t(e * dim),
+                         w.down_bias.begin() + std::ptrdiff_t((e + 1) * dim));
+    }
+  }
+  if (moe_.shared_hidden > 0) {
+    const size_t S = size_t(moe_.shared_hidden);
+    need(w.shared_gate.size() == dim, "the shared expert's gate has the wrong size");
+    need(w.shared_w_gate.size() == S * dim && w.shared_w_up.size() == S * dim && w.shared_w_down.size() == S * dim,
+         "the shared expert has matrices of the wrong size");
+    shared_gate_ = std::move(w.shared_gate);
+    shared_.gate_up = Linear::stack(c.dim, {&w.shared_w_gate, &w.shared_w_up});
+    shared_.down = Linear::stack(moe_.shared_hidden, {&w.shared_w_down});
+  }
+  w = ExpertWeights{};
+}
+
+size_t MoeFfn::bytes() const {
+  size_t total = router_.bytes() + shared_.gate_up.bytes() + shared_.down.bytes();
+  for (const Expert& e : experts_) total += e.gate_up.bytes() + e.down.bytes();
+  return total;
+}
+
+size_t MoeFfn::active_bytes() const {
+  size_t experts = 0;
+  for (const Expert& e : experts_) experts += e.gate_up.bytes() + e.down.bytes();
+  return router_.bytes() + shared_.gate_up.bytes() + shared_.down.bytes() +
+         experts / size_t(moe_.n_experts) * size_t(moe_.n_used);
+}
+
+size_t MoeFfn::active_elements() const {
+  const size_t dim = size_t(dim_);
+  return dim * size_t(moe_.n_experts) + 3 * dim * size_t(moe_.expert_hidden) * size_t(moe_.n_used) +
+         3 * dim * size_t(moe_.shared_hidden);
+}
+
+void MoeFfn::run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, const float* x,
+                        const std::vector<int>& rows, float* y) {
+  const int R = int(rows.size()), dim = dim_;
+  gathered_.resize(size_t(R) * size_t(dim));
+  for (int i = 0; i < R; ++i)
+    std::copy_n(x + size_t(rows[size_t(i)]) * size_t(dim), dim, gathered_.data() + size_t(i) * size_t(dim));
+  gate_up_.resize(size_t(R) * 2 * size_t(hidden));
+  hidden_.resize(size_t(R) * size_t(hidden));
+  e.gate_up.matmul(be, gathered_.data(), gate_up_.data(), R, part_);
+  if (!e.gate_up_bias.empty())
+    for (int i = 0; i < R; ++i)
+      add_into(gate_up_.data() + size_t(i) * 2 * size_t(hidden), e.gate_up_bias.data(), 2 * size_t(hidden));
+  if (activation_ == FfnActivation::SwigluOai) {
+    for (int i = 0; i < R; ++i) {
+      const float* gate = gate_up_.data() + size_t(i) * 2 * size_t(hidden);
+      const float* up = gate + hidden;
+      float* h = hidden_.data() + size_t(i) * size_t(hidden);
+      for (int j = 0; j < hidden; ++j) {
+        const float g = std::min(gate[j], kOaiLimit), u = std::clamp(up[j], -kOaiLimit, kOaiLimit);
+        h[j] = g / (1.0f + std::exp(kOaiAlpha * -g)) * (u + 1.0f);
+      }
+    }
+  } else {
+    be.swiglu_rows(gate_up_.data(), hidden_.data(), R, hidden);
+  }
+  e.down.matmul(be, hidden_.data(), y, R, part_);
+  if (!e.down_bias.empty())
+    for (int i = 0; i < R; ++i) add_into(y + size_t(i) * size_t(dim), e.down_bias.data(), size_t(dim));
+}
+
+void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int M) {
+  const int E = moe_.n_experts, k = moe_.n_used, dim = dim_;
+  logits_.resize(size_t(M) * size_t(E));
+  router_.matmul(be, x, logits_.data(), M, part_);
+  // Each token's choice; then, per expert, the (token, slot) pairs routed to it in token order.
+  std::vector<ExpertChoice> choices(static_cast<size_t>(M));
+  std::vector<std::vector<int>> rows(static_cast<size_t>(E)), slots(static_cast<size_t>(E));
+  for (int t = 0; t < M; ++t) {
+    float* l = logits_.data() + size_t(t) * size_t(E);
+    if (!router_bias_.empty()) add_into(l, router_bias_.data(), size_t(E));
+    choices[size_t(t)] = route_token(l, moe_);
+    for (int s = 0; s < k; ++s) {
+      const int e = choices[size_t(t)].experts[size_t(s)];
+      rows[size_t(e)].push_back(t);
+      slots[size_t(e)].push_back(t * k + s);
+    }
+  }
+  // Every routed row's output, by (token, slot).
+  slots_.resize(size_t(M) * size_t(k) * size_t(dim));
+  for (int e = 0; e < E; ++e) {
+    if (rows[size_t(e)].empty()) continue;
+    y_.resize(rows[size_t(e)].size() * size_t(dim));
+    run_expert(be, experts_[size_t(e)], moe_.expert_hidden, x, rows[size_t(e)], y_.data());
+    for (size_t i = 0; i < rows[size_t(e)].size(); ++i)
+      std::copy_n(y_.data() + i * size_t(dim), dim, slots_.data() + size_t(slots[size_t(e)][i]) * size_t(dim));
+  }
+  // Weighted, summed in the token's slot order (best expert first), as llama.cpp adds its views.
+  for (int t = 0; t < M; ++t) {
+    float* o = out + size_t(t) * size_t(dim);
+    for (int s = 0; s < k; ++s) {
+      const float w = choices[size_t(t)].weights[size_t(s)];
+      const float* y = slots_.data() + (size_t(t) * size_t(k) + size_t(s)) * size_t(dim);
+      if (s == 0)
+        for (int j = 0; j < dim; ++j) o[j] = y[j] * w;
+      else
+        for (int j = 0; j < dim; ++j) o[j] += y[j] * w;
+    }
+  }
+  if (moe_.shared_hidden > 0) {
+    std::vector<int> all(static_cast<size_t>(M));
+    std::iota(all.begin(), all.end(), 0);
+    y_.resize(size_t(M) * size_t(dim));
+    run_expert(be, shared_, moe_.shared_hidden, x, all, y_.data());
+    for (int t = 0; t < M; ++t) {
+      const float* xt = x + size_t(t) * size_t(dim);
+      float g = 0.0f;
+      for (int j = 0; j < dim; ++j) g += xt[j] * shared_gate_[size_t(j)];
+      g = 1.0f / (1.0f + std::exp(-g));
+      float* o = out + size_t(t) * size_t(dim);
+      const float* y = y_.data() + size_t(t) * size_t(dim);
+      for (int j = 0; j < dim; ++j) o[j] += y[j] * g;
+    }
+  }
+}
+
+}  // namespace parley
