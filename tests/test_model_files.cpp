@@ -119,8 +119,13 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); });
     REQUIRE_THROWS_WITH(load_model_file(path),
                         Catch::Contains("RoPE scaling 'yarn' (key 'llama.rope.scaling.type') is not supported"));
-    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });
-    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("mixture-of-experts"));
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });  // a Mixtral needs its count
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("llama.expert_used_count"));
+    rewrite(kGguf, path, [](GgufWriter& w) {
+      w.set_u32("llama.expert_count", 8);
+      w.set_u32("llama.expert_used_count", 2);
+    });
+    REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("missing tensor 'blk.0.ffn_gate_inp.weight'"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.attention.value_length", 16); });
     REQUIRE_THROWS_WITH(load_model_file(path),
                         Catch::Contains("attention.value_length' differs from attention.key_length 8"));

@@ -48,6 +48,8 @@ class DeviceLlama final : public DeviceModel {
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
+    if (c_.moe.enabled())
+      throw std::invalid_argument("mixture-of-experts models run on the CPU only for now (--device cpu)");
     if (int(w.layers.size()) != c_.n_layers) throw std::invalid_argument("weights have the wrong layer count");
     if (!w.rope_freq_factors.empty() && w.rope_freq_factors.size() != size_t(c_.rotary_dims() / 2))
       throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
