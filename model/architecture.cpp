@@ -18,6 +18,7 @@ using Experts = MoeSpec::Experts;
 constexpr MoeSpec kMixtral{Experts::Optional, ExpertGating::Softmax, true, false, true};
 constexpr MoeSpec kQwen3Moe{Experts::Required, ExpertGating::Softmax, true, false, false};
 constexpr MoeSpec kQwen2Moe{Experts::Required, ExpertGating::Softmax, false, true, false};
+constexpr MoeSpec kGptOss{Experts::Required, ExpertGating::SoftmaxSelected, false, false, false, true};
 constexpr ArchSpec kArchs[] = {
     // Llama 2/3.x, Mistral, SmolLM: converters store Q/K permuted for the adjacent-pair rope. Mixtral: experts.
     {"llama", RopeLayout::Adjacent, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, true, kMixtral},
@@ -28,6 +29,9 @@ constexpr ArchSpec kArchs[] = {
     {"phi3", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::Ignored, 0, 0, false, 0, true},
     {"qwen2moe", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kQwen2Moe},
     {"qwen3moe", RopeLayout::NeoX, FA::Silu, true, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kQwen3Moe},
+    // gpt-oss: windows of 128 on every other layer, biases, sinks; its FFN norm is named post_attention_norm.
+    {"gpt-oss", RopeLayout::NeoX, FA::SwigluOai, false, false, false, 0, 0, SW::Default, 128, 2, false, 0, false,
+     kGptOss, true, "post_attention_norm"},
 };
 
 int get_size(const GgufFile& f, const std::string& key) {
@@ -42,7 +46,7 @@ float get_positive(const GgufFile& f, const std::string& key, double fallback) {
   return static_cast<float>(v);
 }
 
-// RoPE scaling: linear scales positions; LongRoPE's factors are tensors; YaRN is not implemented.
+// RoPE scaling: linear scales positions; LongRoPE's factors are tensors; YaRN scales them by a ramp over dimensions.
 void read_rope_scaling(const GgufFile& f, const std::string& p, const ArchSpec& arch, LlamaConfig& c) {
   const std::string type = f.has(p + "rope.scaling.type") ? f.get_string(p + "rope.scaling.type") : "linear";
   c.rope_original_context = c.max_seq_len;
@@ -50,15 +54,16 @@ void read_rope_scaling(const GgufFile& f, const std::string& p, const ArchSpec& 
     c.rope_original_context = get_size(f, p + "rope.scaling.original_context_length");
   c.rope_attn_factor = get_positive(f, p + "rope.scaling.attn_factor", 1.0);
   if (type == "none") return;
-  if (type == "linear") {
+  if (type == "linear" || type == "yarn") {
     const double factor = f.has(p + "rope.scaling.factor") ? f.get_float(p + "rope.scaling.factor") : 0.0;
     if (factor < 0 || !std::isfinite(factor)) f.fail("key '" + p + "rope.scaling.factor' must be positive");
     if (factor > 0) c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    c.rope_yarn = type == "yarn";  // llama.cpp's defaults: ext_factor 1, beta_fast 32, beta_slow 1 (keys not read)
   } else if (type == "longrope") {
     if (!arch.longrope_factors) f.fail("RoPE scaling 'longrope' is not defined for " + c.arch);
   } else {
     f.fail("RoPE scaling '" + type + "' (key '" + p +
-           "rope.scaling.type') is not supported (supported: none, linear, longrope)");
+           "rope.scaling.type') is not supported (supported: none, linear, yarn, longrope)");
   }
 }
 
@@ -100,6 +105,7 @@ void read_experts(const GgufFile& f, const std::string& p, const ArchSpec& arch,
                           ? get_size(f, p + "expert_shared_feed_forward_length")
                           : c.hidden_dim;
   m.gating = arch.moe.gating;
+  m.expert_biases = arch.moe.biases;
   if (f.has(p + "expert_gating_func")) {  // llama.cpp's llama_expert_gating_func_type
     const int64_t g = f.get_int(p + "expert_gating_func");
     if (g == 1)
@@ -117,6 +123,24 @@ void read_experts(const GgufFile& f, const std::string& p, const ArchSpec& arch,
 }
 
 }  // namespace
+
+cpu::RopeSpec rope_spec(const LlamaConfig& c, const RopeConfig& rope, const float* freq_factors) {
+  cpu::RopeSpec spec{rope.theta, c.rope_layout, c.rope_dims, rope.freq_scale, c.rope_attn_factor, freq_factors};
+  if (!c.rope_yarn) return spec;
+  // llama.cpp's YaRN: ext_factor 1, the ramp between the pairs beta_fast and beta_slow turn at in the original
+  // context, and cos and sin times 1 + 0.1 ln(factor) when it stretches positions.
+  const int rot = c.rotary_dims();
+  auto corr = [&](float turns) {
+    return float(rot) * std::log(float(c.rope_original_context) / (turns * 2.0f * float(M_PI))) /
+           (2.0f * std::log(rope.theta));
+  };
+  spec.ext_factor = 1.0f;
+  spec.yarn_low = std::max(0.0f, std::floor(corr(c.yarn_beta_fast)));
+  spec.yarn_high = std::min(float(rot - 1), std::ceil(corr(c.yarn_beta_slow)));
+  const float factor = 1.0f / rope.freq_scale;
+  if (factor > 1.0f) spec.attn_factor *= 1.0f + 0.1f * std::log(factor);
+  return spec;
+}
 
 const ArchSpec* find_arch(std::string_view name) {
   for (const auto& a : kArchs)
@@ -219,6 +243,8 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   c.post_norms = arch->post_norms;
   c.scale_embeddings = arch->scale_embeddings;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") || f.find_tensor("blk.0.attn_qkv.bias");
+  c.attn_out_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
+  c.attn_sinks = arch->attn_sinks;
   c.attn_softcap = arch->attn_softcap > 0 ? get_positive(f, p + "attn_logit_softcapping", arch->attn_softcap) : 0.0f;
   c.final_softcap =
       f.has(p + "final_logit_softcapping") ? get_positive(f, p + "final_logit_softcapping", 1.0) : arch->final_softcap;

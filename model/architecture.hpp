@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/cpu/ops.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley {
@@ -25,6 +26,7 @@ struct MoeSpec {
   bool normalize = false;                       // unless the file has expert_weights_norm
   bool shared_expert = false;                   // a shared expert behind a sigmoid gate (ffn_*_shexp)
   bool width_is_dense = false;  // experts are feed_forward_length wide (Mixtral), not expert_feed_forward_length
+  bool biases = false;          // the router and the experts carry biases (gpt-oss)
 };
 
 struct ArchSpec {
@@ -43,12 +45,18 @@ struct ArchSpec {
   int big_model_layers;      // the block_count whose query scale is 1/sqrt(n_embd / n_head) (Gemma 27B); 0: none
   bool longrope_factors;     // rope_factors_long / rope_factors_short may replace rope_freqs (Phi-3)
   MoeSpec moe = {};
+  bool attn_sinks = false;                 // attn_sinks per layer (gpt-oss)
+  std::string_view ffn_norm = "ffn_norm";  // the FFN's input norm tensor (gpt-oss: post_attention_norm)
 };
 
 // The row for a general.architecture value, or nullptr.
 const ArchSpec* find_arch(std::string_view name);
 // "llama, qwen2, ..." for error messages.
 std::string known_archs();
+
+// The RoPE of a layer with the given base and scaling: the config's layout, partial rotary, attention factor and
+// YaRN, for every backend.
+cpu::RopeSpec rope_spec(const LlamaConfig& c, const RopeConfig& rope, const float* freq_factors);
 
 // The model's shape and math from a GGUF's metadata (and which optional tensors it has), refusing keys whose
 // math Parley does not implement. Errors name the file and the key.

@@ -111,6 +111,7 @@ void set_expert_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch) 
 // The keys of the config's architecture, as llama.cpp reads them back (model/architecture.cpp).
 void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bool has_mtp) {
   auto fail = [&](const std::string& what) { throw std::invalid_argument("write_model_gguf: " + c.arch + " " + what); };
+  if (c.moe.enabled() && c.moe.expert_biases != arch.moe.biases) fail("files fix whether the experts have biases");
   if (c.qk_norm != arch.qk_norm || c.post_norms != arch.post_norms || c.scale_embeddings != arch.scale_embeddings ||
       c.activation != arch.activation)
     fail("files fix QK-norm, post-norms, embedding scale and activation; the config differs");
@@ -134,10 +135,13 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     g.set_u32(p + "attention.value_length", c.head_size);
   }
   g.set_f32(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
-  if (c.rope_freq_scale != 1.0f) {
-    g.set_string(p + "rope.scaling.type", "linear");
+  if (c.rope_freq_scale != 1.0f || c.rope_yarn) {
+    g.set_string(p + "rope.scaling.type", c.rope_yarn ? "yarn" : "linear");
     g.set_f32(p + "rope.scaling.factor", 1.0f / c.rope_freq_scale);
   }
+  if (c.rope_yarn && (c.yarn_beta_fast != 32.0f || c.yarn_beta_slow != 1.0f))
+    fail("files cannot carry YaRN's beta_fast and beta_slow (llama.cpp reads neither)");
+  if (c.attn_sinks != arch.attn_sinks) fail("files fix whether attention has sinks");
   if (c.rope_attn_factor != 1.0f) g.set_f32(p + "rope.scaling.attn_factor", c.rope_attn_factor);
   if (c.rope_original_context > 0 && c.rope_original_context != c.max_seq_len)
     g.set_u32(p + "rope.scaling.original_context_length", c.rope_original_context);
@@ -304,7 +308,9 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
       add_vector(b + "attn_k_norm.weight", L.k_norm, {hd});
     }
     add(b + "attn_output.weight", L.wo, {qd, dim});
-    add_vector(b + "ffn_norm.weight", L.ffn_norm, {dim});
+    if (c.attn_out_bias) add_vector(b + "attn_output.bias", L.bo, {dim});
+    if (c.attn_sinks) add_vector(b + "attn_sinks.weight", L.attn_sinks, {uint64_t(c.n_heads)});
+    add_vector(b + std::string(arch->ffn_norm) + ".weight", L.ffn_norm, {dim});
     if (c.moe.enabled())
       add_experts(b, L.experts);
     else if (fused)

@@ -42,6 +42,14 @@ LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
     need(w.bv, size_t(c.kv_dim()), "bv");
     for (auto* b : {&w.bq, &w.bk, &w.bv}) l.bqkv.insert(l.bqkv.end(), b->begin(), b->end());
   }
+  if (c.attn_out_bias) {
+    need(w.bo, size_t(c.dim), "bo");
+    l.bo = std::move(w.bo);
+  }
+  if (c.attn_sinks) {
+    need(w.attn_sinks, size_t(c.n_heads), "attn_sinks");
+    l.attn_sinks = std::move(w.attn_sinks);
+  }
   if (c.qk_norm) {
     need(w.q_norm, size_t(c.head_dim()), "q_norm");
     need(w.k_norm, size_t(c.head_dim()), "k_norm");
@@ -151,9 +159,7 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
     backend_->rmsnorm(k_.data(), L.k_norm.data(), k_.data(), M * c.n_kv_heads, hd, c.norm_eps);
   }
   const RopeConfig rope = L.sliding ? c.local_rope : RopeConfig{c.rope_theta, c.rope_freq_scale};
-  const cpu::RopeSpec spec{rope.theta,         c.rope_layout,
-                           c.rope_dims,        rope.freq_scale,
-                           c.rope_attn_factor, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data()};
+  const cpu::RopeSpec spec = rope_spec(c, rope, rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data());
   backend_->rope(q_.data(), batch.positions.data(), M, c.n_heads, hd, spec);
   backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
 }
@@ -179,9 +185,12 @@ void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& bat
   meta.block_tables = batch.group_block_tables(group);
   const cpu::KvLayerView kvl = kv.layer(l);
   be.kv_write(kvl, k_.data(), v_.data(), batch.group_slot_mapping(group), M);
-  const cpu::AttentionSpec attention{c.query_scale, c.attn_softcap, L.sliding ? c.sliding_window : 0};
+  const cpu::AttentionSpec attention{c.query_scale, c.attn_softcap, L.sliding ? c.sliding_window : 0,
+                                     L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
   L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
+  if (!L.bo.empty())
+    for (int i = 0; i < M; ++i) add_into(xb_.data() + size_t(i) * dim, L.bo.data(), dim);
   if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "model/architecture.hpp"
 #include "model/kv_cache.hpp"
 #include "model/linear.hpp"
 #include "model/llama_weights.hpp"
@@ -74,6 +75,8 @@ class LlamaModel {
     Linear wqkv, wo, w_gate_up, w_down;
     std::optional<MoeFfn> moe;                         // in place of w_gate_up and w_down when the config has experts
     std::vector<float> bqkv;                           // [q_dim + 2 kv_dim] when the config has biases
+    std::vector<float> bo;                             // [dim] when attn_out_bias
+    std::vector<float> attn_sinks;                     // [n_heads] when attn_sinks
     std::vector<float> q_norm, k_norm;                 // [head_dim] when the config has QK-norm
     std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] when the config has post-norms
     bool sliding = false;                              // attends only to the sliding window, with the local RoPE

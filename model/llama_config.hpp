@@ -68,7 +68,10 @@ struct LlamaConfig {
   int rope_dims = 0;              // rotated dimensions of a head (partial rotary); 0 means all
   float rope_freq_scale = 1.0f;   // global layers' linear position scaling
   float rope_attn_factor = 1.0f;  // multiplies RoPE's cos and sin (LongRoPE's attention factor)
-  int rope_original_context = 0;  // LongRoPE: the context its short factors serve (the long ones serve beyond)
+  int rope_original_context = 0;  // LongRoPE: the context its short factors serve (the long ones serve beyond); YaRN's
+  bool rope_yarn = false;         // YaRN: each frequency blends its scaled and unscaled angle by a ramp over dimensions
+  float yarn_beta_fast = 32.0f;   // YaRN's ramp: frequencies with fewer turns than beta_slow in the original context
+  float yarn_beta_slow = 1.0f;    // are scaled, those with more than beta_fast are not
   RopeConfig local_rope;          // the RoPE of sliding-window layers
   int sliding_window = 0;         // tokens a sliding-window layer sees, itself included; 0: no such layers
   int sliding_window_period = 0;  // layer l slides when l % period < period - 1 (llama.cpp's swa pattern)
@@ -77,6 +80,8 @@ struct LlamaConfig {
   float final_softcap = 0.0f;     // the same on the output logits
   bool scale_embeddings = false;  // embeddings times sqrt(dim) (Gemma)
   bool qkv_bias = false;          // Q, K and V projections carry biases (Qwen2)
+  bool attn_out_bias = false;     // the attention output projection carries a bias (gpt-oss)
+  bool attn_sinks = false;        // a learned logit per head joins each attention softmax's denominator (gpt-oss)
   bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
   bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
   FfnActivation activation = FfnActivation::Silu;

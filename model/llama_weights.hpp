@@ -35,6 +35,8 @@ struct LayerWeights {
   WeightMatrix w_down;                               // [dim][hidden]  (llama2.c w2)
   WeightMatrix w_up;                                 // [hidden][dim]  (llama2.c w3)
   std::vector<float> bq, bk, bv;                     // [q_dim], [kv_dim], [kv_dim] when qkv_bias
+  std::vector<float> bo;                             // [dim] when attn_out_bias
+  std::vector<float> attn_sinks;                     // [n_heads] when attn_sinks
   std::vector<float> q_norm, k_norm;                 // [head_dim] each when qk_norm
   std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] each when post_norms
   ExpertWeights experts;                             // in place of w_gate, w_up and w_down when moe.enabled()

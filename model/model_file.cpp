@@ -105,6 +105,7 @@ ModelFile model_from_gguf(const GgufFile& f) {
   m.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
   m.config = config_from_gguf(f);
   LlamaConfig& c = m.config;
+  const ArchSpec& arch = *find_arch(c.arch);
   const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
                  hd = c.head_dim();
   std::unordered_set<std::string> loaded;
@@ -192,7 +193,9 @@ ModelFile model_from_gguf(const GgufFile& f) {
       L.k_norm = load(b + "attn_k_norm.weight", {hd});
     }
     L.wo = load_matrix(b + "attn_output.weight", {qd, dim});
-    L.ffn_norm = load(b + "ffn_norm.weight", {dim});
+    if (c.attn_out_bias) L.bo = load(b + "attn_output.bias", {dim});
+    if (c.attn_sinks) L.attn_sinks = load(b + "attn_sinks.weight", {uint64_t(c.n_heads)});
+    L.ffn_norm = load(b + std::string(arch.ffn_norm) + ".weight", {dim});
     if (c.moe.enabled()) {
       L.experts = load_moe(b);
     } else if (f.find_tensor(b + "ffn_gate.weight")) {

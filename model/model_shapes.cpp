@@ -54,6 +54,21 @@ void qwen3moe(LlamaConfig& c, int n, int used, int width) {
   experts(c, n, used, width, true);
 }
 
+void gpt_oss(LlamaConfig& c, int window, float yarn_factor, int original_context) {
+  c.tied_output = false;  // llama.cpp requires gpt-oss's output.weight
+  c.activation = FfnActivation::SwigluOai;
+  c.qkv_bias = c.attn_out_bias = c.attn_sinks = true;
+  c.sliding_window = window;
+  c.sliding_window_period = 2;
+  c.rope_yarn = true;
+  c.rope_freq_scale = 1.0f / yarn_factor;
+  c.rope_original_context = original_context;
+  c.local_rope = {c.rope_theta, c.rope_freq_scale};
+  experts(c, 8, 2, 32, false);
+  c.moe.gating = ExpertGating::SoftmaxSelected;
+  c.moe.expert_biases = true;
+}
+
 struct NamedShape {
   std::string_view name;
   Sizes sizes;
@@ -92,7 +107,12 @@ constexpr NamedShape kTiny[] = {
     // Mixture-of-experts rows: top-k of 8 (Mixtral: of 4, as wide as the dense FFN) over 200-token tests.
     {"qwen3moe",
      {"qwen3moe", 64, 160, 3, 4, 2, 32, 512, 512, 1000000.0f},
-     [](LlamaConfig& c) { qwen3moe(c, 8, 3, 32); }},
+     [](LlamaConfig& c) {
+       qwen3moe(c, 8, 3, 32);
+       c.rope_yarn = true;  // as Qwen3's long-context files: YaRN x4 past an original context of 64
+       c.rope_freq_scale = 0.25f;
+       c.rope_original_context = 64;
+     }},
     {"qwen2moe",
      {"qwen2moe", 64, 160, 3, 4, 2, 0, 512, 512, 1000000.0f},
      [](LlamaConfig& c) {
@@ -101,6 +121,10 @@ constexpr NamedShape kTiny[] = {
        experts(c, 8, 2, 32, false);
        c.moe.shared_hidden = 48;
      }},
+    // gpt-oss: windows of 12 on every other layer, sinks, biases, YaRN (x4 past an original context of 64).
+    {"gpt-oss",
+     {"gpt-oss", 64, 160, 4, 4, 2, 32, 512, 512, 150000.0f},
+     [](LlamaConfig& c) { gpt_oss(c, 12, 4.0f, 64); }},
     {"mixtral",
      {"llama", 64, 96, 3, 4, 2, 0, 512, 512, 1000000.0f},
      [](LlamaConfig& c) {

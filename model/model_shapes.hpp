@@ -16,8 +16,9 @@ struct ModelShape {
 // --arch: llama (rope_freqs, head size != dim / heads, untied head), qwen2 (Q/K/V biases), qwen3 (QK-norm),
 // gemma2 (soft-capping, sliding windows of 12 on every other layer), gemma3 (5 local layers of window 8 to one
 // global, linear RoPE scaling on the global one), phi3 (fused tensors, partial rotary, LongRoPE past a context of
-// 32), qwen3moe (top 3 of 8 experts, renormalized), qwen2moe (top 2 of 8 and a gated shared expert), mixtral (a
-// llama with top 2 of 4 experts). Throws std::invalid_argument naming the known ones.
+// 32), qwen3moe (top 3 of 8 experts, renormalized; YaRN x4 past 64), qwen2moe (top 2 of 8 and a gated shared expert),
+// mixtral (a llama with top 2 of 4 experts), gpt-oss (sinks, biases, windows of 12 on every other layer, YaRN x4 past
+// 64, top 2 of 8 experts with the clamped SwiGLU). Throws std::invalid_argument naming the known ones.
 ModelShape tiny_arch_shape(std::string_view arch);
 std::string known_tiny_archs();
 

@@ -191,6 +191,11 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
       L.post_attn_norm = around_one(dim);
       L.post_ffn_norm = around_one(dim);
     }
+    if (cfg.attn_out_bias) L.bo = bias(dim);
+    if (cfg.attn_sinks) {  // logits of the scores' size, so a sink takes a real share
+      L.attn_sinks = bias(size_t(cfg.n_heads));
+      for (float& x : L.attn_sinks) x *= 4.0f;
+    }
   }
   if (cfg.moe.enabled()) {
     const MoeConfig& moe = cfg.moe;
@@ -198,10 +203,16 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
     auto draw_experts = [&](LayerWeights& L) {
       ExpertWeights& x = L.experts;
       x.router = uniform(rng, E, dim);
+      // gpt-oss clamps the gate and up at 7: draw them large enough that the clamp changes outputs.
+      const float reach = cfg.activation == FfnActivation::SwigluOai ? 12.0f : 1.0f;
+      auto scaled = [&](std::vector<float> v) {
+        for (float& y : v) y *= reach;
+        return v;
+      };
       for (size_t e = 0; e < E; ++e) {
-        x.gate.push_back(uniform(rng, H, dim));
+        x.gate.push_back(scaled(uniform(rng, H, dim)));
         x.down.push_back(uniform(rng, dim, H));
-        x.up.push_back(uniform(rng, H, dim));
+        x.up.push_back(scaled(uniform(rng, H, dim)));
       }
       if (moe.expert_biases) {
         x.router_bias = bias(E);

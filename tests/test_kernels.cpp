@@ -2,6 +2,8 @@
 // plus the batch-invariance property the engine relies on: a row's bits never depend on its company.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -159,6 +161,26 @@ TEST_CASE("rope rotates pairs in both layouts", "[kernels]") {
   REQUIRE(z == x);
 }
 
+TEST_CASE("rope: YaRN keeps the fast pairs' angles, scales the slow ones' and ramps between", "[kernels]") {
+  const int head_dim = 16, pos = 1000;
+  std::vector<float> x(head_dim);
+  for (int i = 0; i < head_dim / 2; ++i) x[size_t(i)] = 1.0f;  // NeoX: the first half is each pair's x0
+  RopeSpec spec{10000.0f, RopeLayout::NeoX, 0, 0.25f, 1.5f};
+  spec.ext_factor = 1.0f;
+  spec.yarn_low = 2.0f;
+  spec.yarn_high = 5.0f;
+  auto y = x;
+  CpuBackend(1).rope(y.data(), &pos, 1, 1, head_dim, spec);
+  for (int i = 0; i < head_dim / 2; ++i) {
+    CAPTURE(i);
+    const double freq = std::pow(10000.0, -2.0 * i / head_dim);
+    const double mix = 1.0 - std::clamp((i - 2.0) / 3.0, 0.0, 1.0);  // 1 below pair 2, 0 from pair 5
+    const double angle = pos * freq * (0.25 * (1 - mix) + mix);
+    REQUIRE(y[size_t(i)] == Approx(1.5 * std::cos(angle)).margin(1e-4));
+    REQUIRE(y[size_t(i + head_dim / 2)] == Approx(1.5 * std::sin(angle)).margin(1e-4));
+  }
+}
+
 TEST_CASE("rope: partial rotary, frequency factors, position scaling and the attention factor", "[kernels]") {
   const int head_dim = 16, n_heads = 3, pos = 37;
   const auto x = random_vec(n_heads * head_dim, 5);
@@ -221,8 +243,11 @@ TEST_CASE("paged attention matches the reference over scattered blocks with GQA"
       meta.max_blocks_per_seq = max_blocks;
       auto q = random_vec(positions.size() * n_heads * head_dim, 13);
       std::vector<float> got(q.size()), want(q.size());
-      // Llama's scores; then Gemma 2's: a query scale, soft-capping and a window of 5 (position 0 sees 1 key).
-      for (const AttentionSpec spec : {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 5}}) {
+      // Llama's scores; then Gemma 2's: a query scale, soft-capping and a window of 5 (position 0 sees 1 key);
+      // then gpt-oss's sinks, one above every score, one below, one between.
+      const std::vector<float> sinks{3.0f, -4.0f, 0.2f, 0.0f};
+      for (const AttentionSpec spec :
+           {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 5}, AttentionSpec{0.0f, 0.0f, 5, sinks.data()}}) {
         reference::paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, want.data(), spec);
         for (Isa isa : supported_isas()) {
           CpuBackend(2, isa).paged_attention(q.data(), kv, meta, n_heads, n_kv_heads, head_dim, got.data(), spec);
@@ -263,7 +288,9 @@ TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill
     }
     const int n = int(positions.size());
     const auto q = random_vec(size_t(n) * n_heads * head_dim, 23);
-    for (const AttentionSpec spec : {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 37}})
+    const std::vector<float> sinks{0.5f, -1.0f, 2.0f, 0.0f, 1.0f, -3.0f, 0.25f, 4.0f};
+    for (const AttentionSpec spec :
+         {AttentionSpec{}, AttentionSpec{0.3f, 2.0f, 37}, AttentionSpec{0.0f, 0.0f, 0, sinks.data()}})
       for (Isa isa : supported_isas()) {
         std::vector<float> batch(q.size());
         CpuBackend(2, isa).paged_attention(q.data(), kv,
@@ -280,6 +307,23 @@ TEST_CASE("paged attention: a query's bits are the same alone, in a long prefill
           REQUIRE(std::memcmp(alone.data(), batch.data() + size_t(tt) * n_heads * head_dim, alone.size() * 4) == 0);
         }
       }
+  }
+}
+
+TEST_CASE("an attention sink takes its share of the softmax and adds no value", "[kernels]") {
+  // One key: the output is its value times e^s / (e^s + e^sink).
+  const int head_dim = 4;
+  std::vector<float> keys{1, 0, 0, 0}, values{2, -1, 0.5f, 4}, q{0.5f, 0, 0, 0};
+  const KvLayerView kv{keys.data(), values.data(), 1, head_dim};
+  const int position = 0, seq = 0, table = 0;
+  const float sink = 0.7f, score = 0.5f / 2.0f;  // q . k / sqrt(4)
+  const float share = std::exp(score) / (std::exp(score) + std::exp(sink));
+  for (Isa isa : supported_isas()) {
+    std::vector<float> out(head_dim);
+    CpuBackend(1, isa).paged_attention(q.data(), kv, {1, &position, &seq, &table, 1}, 1, 1, head_dim, out.data(),
+                                       AttentionSpec{0.0f, 0.0f, 0, &sink});
+    INFO("isa " << isa_name(isa));
+    for (int d = 0; d < head_dim; ++d) REQUIRE(out[size_t(d)] == Approx(values[size_t(d)] * share).epsilon(1e-6));
   }
 }
 

@@ -116,9 +116,9 @@ TEST_CASE("broken GGUF files give their own error", "[gguf]") {
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("n_kv_heads"));
   }
   SECTION("math-changing keys we do not implement are refused, not ignored") {
-    rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "yarn"); });
+    rewrite(kGguf, path, [](GgufWriter& w) { w.set_string("llama.rope.scaling.type", "dynamic"); });
     REQUIRE_THROWS_WITH(load_model_file(path),
-                        Catch::Contains("RoPE scaling 'yarn' (key 'llama.rope.scaling.type') is not supported"));
+                        Catch::Contains("RoPE scaling 'dynamic' (key 'llama.rope.scaling.type') is not supported"));
     rewrite(kGguf, path, [](GgufWriter& w) { w.set_u32("llama.expert_count", 8); });  // a Mixtral needs its count
     REQUIRE_THROWS_WITH(load_model_file(path), Catch::Contains("llama.expert_used_count"));
     rewrite(kGguf, path, [](GgufWriter& w) {

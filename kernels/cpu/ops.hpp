@@ -53,6 +53,8 @@ struct AttentionMetadata {
 
 // How one rope() call rotates: the frequencies theta^(-2i/rot_dims) / freq_factors[i], positions times
 // freq_scale, cos and sin times attn_factor; dimensions past rot_dims pass through (partial rotary).
+// YaRN (ext_factor 1) blends each pair's scaled and unscaled angle: pairs below yarn_low keep the unscaled one,
+// pairs above yarn_high the scaled one, a linear ramp between (ggml's rope_yarn).
 struct RopeSpec {
   float theta = 10000.0f;
   RopeLayout layout = RopeLayout::Adjacent;
@@ -60,7 +62,26 @@ struct RopeSpec {
   float freq_scale = 1.0f;
   float attn_factor = 1.0f;
   const float* freq_factors = nullptr;  // [rot_dims / 2], or none
+  float ext_factor = 0.0f;              // 0: no YaRN
+  float yarn_low = 0.0f, yarn_high = 0.0f;
 };
+
+// The cos and sin (times attn_factor) that rotate pair i of rot at a position: one definition for every backend.
+PARLEY_HD inline void rope_cos_sin(const RopeSpec& spec, int position, int i, int rot, float* c, float* s) {
+  float freq = 1.0f / powf(spec.theta, static_cast<float>(2 * i) / static_cast<float>(rot));
+  if (spec.freq_factors) freq /= spec.freq_factors[i];
+  float val;
+  if (spec.ext_factor == 0.0f) {
+    val = static_cast<float>(position) * spec.freq_scale * freq;
+  } else {
+    const float extrap = static_cast<float>(position) * freq, interp = spec.freq_scale * extrap;
+    const float y = (static_cast<float>(i) - spec.yarn_low) / fmaxf(0.001f, spec.yarn_high - spec.yarn_low);
+    const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * spec.ext_factor;
+    val = interp * (1.0f - mix) + extrap * mix;
+  }
+  *c = cosf(val) * spec.attn_factor;
+  *s = sinf(val) * spec.attn_factor;
+}
 
 // The score of one (query, key) pair is softcap(q . k * scale); a query at position p sees keys at positions
 // [p - window + 1, p] (window 0: all of [0, p]). The CUDA attention kernels take it as it is.
@@ -68,6 +89,7 @@ struct AttentionSpec {
   float scale = 0.0f;    // 0: 1/sqrt(head_dim)
   float softcap = 0.0f;  // > 0: cap * tanh(score / cap)
   int window = 0;
+  const float* sinks = nullptr;  // [n_heads] host logits each head's softmax denominator also sums (CPU only)
   PARLEY_HD int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
   PARLEY_HD float score_scale(int head_dim) const {
     return scale > 0.0f ? scale : 1.0f / sqrtf(static_cast<float>(head_dim));

@@ -34,13 +34,7 @@ void rope(float* x, const int* positions, int M, int n_heads, int head_dim, cons
   thread_local std::vector<float> cos_sin;  // one token's rotation, the same for every head
   cos_sin.resize(2 * size_t(half));
   for (int m = 0; m < M; ++m) {
-    const float pos = static_cast<float>(positions[m]) * spec.freq_scale;
-    for (int i = 0; i < half; ++i) {
-      float freq = 1.0f / std::pow(spec.theta, static_cast<float>(2 * i) / static_cast<float>(rot));
-      if (spec.freq_factors) freq /= spec.freq_factors[i];
-      const float val = pos * freq;
-      cos_sin[2 * i] = std::cos(val) * spec.attn_factor, cos_sin[2 * i + 1] = std::sin(val) * spec.attn_factor;
-    }
+    for (int i = 0; i < half; ++i) rope_cos_sin(spec, positions[m], i, rot, &cos_sin[2 * i], &cos_sin[2 * i + 1]);
     for (int h = 0; h < n_heads; ++h) {
       float* head = x + (int64_t(m) * n_heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
@@ -125,7 +119,8 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
   const float* qh = q + (int64_t(token) * n_heads + head) * head_dim;
   const float scale = spec.score_scale(head_dim);
   const int first = spec.first_key(pos);
-  float max_score = -INFINITY;
+  const float sink = spec.sinks ? spec.sinks[head] : -INFINITY;
+  float max_score = sink;
   for (int j = first; j <= pos; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const int64_t kj = slot * kv.kv_dim + kv_head * head_dim;
@@ -139,6 +134,7 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
     scores[j] = std::exp(scores[j] - max_score);
     sum += scores[j];
   }
+  if (spec.sinks) sum += std::exp(sink - max_score);  // a sink takes its share and has no value
   float* oh = out + (int64_t(token) * n_heads + head) * head_dim;
   for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
   for (int j = first; j <= pos; ++j) {

@@ -144,9 +144,10 @@ typename V::T score_group(const float* q, const typename KvElem<D>::T* const* ke
   return V::hsum_each(acc);
 }
 
-// Softcap, max, exp and sum over one query's n scores (in place, from its first key); returns the sum.
+// Softcap, max, exp and sum over one query's n scores (in place, from its first key); returns the sum. A sink
+// (a logit without a value; -inf: none) joins the max and the sum.
 template <class V>
-float softmax_row(float* row, int n, float softcap) {
+float softmax_row(float* row, int n, float softcap, float sink) {
   using T = typename V::T;
   constexpr int W = V::W;
   if (softcap > 0.0f)
@@ -161,6 +162,7 @@ float softmax_row(float* row, int n, float softcap) {
     for (float x : lanes) max_score = std::max(max_score, x);
   }
   for (int i = full; i < n; ++i) max_score = std::max(max_score, row[i]);
+  max_score = std::max(max_score, sink);
   const T mv = V::set1(max_score);
   T sum = V::zero();
   for (int i = 0; i < full; i += W) {
@@ -177,7 +179,7 @@ float softmax_row(float* row, int n, float softcap) {
     std::copy_n(tail, n - full, row + full);
     sum = V::add(sum, e);
   }
-  return V::hsum(sum);
+  return sink == -INFINITY ? V::hsum(sum) : V::hsum(sum) + std::exp(sink - max_score);
 }
 
 // One query of the weighted sum: its exps (indexed by key), its accumulator row, the keys it sees and its head's rows.
@@ -314,7 +316,7 @@ void tile_over(const AttentionCall& c, int token_begin, int token_end, int kv_be
   }
   for (int q = 0; q < nq; ++q)
     sums[q] = softmax_row<V>(scores + int64_t(q) * row + first_key(q) - key_begin, last_key(q) + 1 - first_key(q),
-                             c.spec.softcap);
+                             c.spec.softcap, c.spec.sinks ? c.spec.sinks[q_row(q) % c.n_heads] : -INFINITY);
 
   // The weighted sum of values, a chunk of keys at a time, kQueries queries at once (of one head: sharing each row).
   SumQuery qs[kQueries];

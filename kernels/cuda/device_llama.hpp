@@ -422,9 +422,7 @@ class DeviceLlama final : public DeviceModel {
   // The layer's rotation, as the CPU forward picks it: local layers have their own base and scaling.
   cpu::RopeSpec rope_spec(const Layer& L) const {
     const RopeConfig rope = L.sliding ? c_.local_rope : RopeConfig{c_.rope_theta, c_.rope_freq_scale};
-    return {rope.theta,          c_.rope_layout,
-            c_.rope_dims,        rope.freq_scale,
-            c_.rope_attn_factor, rope_freq_factors_.bytes() ? rope_freq_factors_.template get<float>() : nullptr};
+    return parley::rope_spec(c_, rope, rope_freq_factors_.bytes() ? rope_freq_factors_.template get<float>() : nullptr);
   }
 
   // The final norm and the head over `rows` hidden states into logits_.

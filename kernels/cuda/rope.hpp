@@ -1,6 +1,6 @@
 // CUDA RoPE: one thread per rotated pair (token, head, i), in the adjacent-pair (llama2.c) or the NeoX
-// half layout, with the CPU reference's RopeSpec (partial rotary, frequency factors, linear scaling) and
-// its float arithmetic in its order, so both rotate bit for bit alike.
+// half layout, with the CPU reference's RopeSpec (partial rotary, frequency factors, linear scaling, YaRN) and
+// its cos and sin (cpu::rope_cos_sin), so both rotate bit for bit alike.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -22,11 +22,8 @@ PARLEY_HD inline void rope_at(float* x, const int* positions, int n_heads, int h
   const int64_t pair = i % half, head = i / half;  // head counts (token, head) rows
   const int64_t m = head / n_heads;
   float* h = x + head * head_dim;
-  const float pos = float(positions[m]) * spec.freq_scale;
-  float freq = 1.0f / powf(spec.theta, float(2 * pair) / float(rot));
-  if (spec.freq_factors) freq /= spec.freq_factors[pair];
-  const float val = pos * freq;
-  const float c = cosf(val) * spec.attn_factor, s = sinf(val) * spec.attn_factor;
+  float c, s;
+  cpu::rope_cos_sin(spec, positions[m], int(pair), rot, &c, &s);
   const int64_t a = spec.layout == RopeLayout::Adjacent ? 2 * pair : pair;
   const int64_t b = spec.layout == RopeLayout::Adjacent ? 2 * pair + 1 : pair + half;
   const float v0 = h[a], v1 = h[b];

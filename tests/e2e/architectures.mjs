@@ -21,6 +21,7 @@ const ARCHS = [
   { arch: 'llama', tol: 1e-3 }, { arch: 'qwen2', tol: 1e-3 }, { arch: 'qwen3', tol: 1e-3 },
   { arch: 'gemma2', tol: 3e-3 }, { arch: 'gemma3', tol: 3e-3 }, { arch: 'phi3', tol: 1e-3 },
   { arch: 'qwen3moe', tol: 1e-3 }, { arch: 'qwen2moe', tol: 1e-3 }, { arch: 'mixtral', tol: 1e-3 },
+  { arch: 'gpt-oss', tol: 1e-3 },
 ].filter(({ arch }) => !process.env.PARLEY_ARCHS || process.env.PARLEY_ARCHS.split(',').includes(arch));
 const LENGTHS = [40, 100, 200];  // all past every window (8, 12) and phi3's original context (32)
 
