@@ -147,6 +147,10 @@ constexpr NamedShape kReal[] = {
     {"moe-small",
      {"qwen3moe", 512, 1536, 8, 8, 4, 64, 32000, 4096, 1000000.0f},
      [](LlamaConfig& c) { qwen3moe(c, 128, 8, 256); }},
+    // Not a real model: tiny-256's rule for experts (the quantization tests' MoE shape).
+    {"moe-256",
+     {"qwen3moe", 256, 768, 4, 4, 2, 64, 1024, 512, 1000000.0f},
+     [](LlamaConfig& c) { qwen3moe(c, 8, 2, 256); }},
     // Not a real model: every row a multiple of 256, so each K-quant applies (the quantization tests' shape).
     {"tiny-256", {"llama", 256, 768, 4, 4, 2, 0, 1024, 512, 10000.0f}, untied},
 };

@@ -16,12 +16,19 @@ struct FileTypeInfo {
 
 // llama-quantize's order: the legacy quants, the K-quants, then the float types.
 constexpr FileTypeInfo kFileTypes[] = {
-    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},     {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
-    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},     {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
-    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},     {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
-    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K}, {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
-    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K}, {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
-    {FileType::F16, "f16", GgmlType::F16},        {FileType::BF16, "bf16", GgmlType::BF16},
+    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},
+    {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
+    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},
+    {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
+    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},
+    {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
+    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},
+    {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
+    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},
+    {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
+    {FileType::MXFP4_MOE, "mxfp4_moe", GgmlType::MXFP4},
+    {FileType::F16, "f16", GgmlType::F16},
+    {FileType::BF16, "bf16", GgmlType::BF16},
     {FileType::F32, "f32", GgmlType::F32},
 };
 
@@ -69,6 +76,8 @@ GgmlType shape_fallback(GgmlType type, uint64_t row_length) {
 // and ffn_down equal the block index here, as every block has one of each, visited in block order.
 GgmlType mix_type(FileType target, const RecipeModel& m, const RecipeTensor& t, GgmlType type) {
   const bool output = t.name == "output.weight", embedding = t.name == "token_embd.weight";
+  if (target == FileType::MXFP4_MOE)  // experts in MXFP4, every other weight (the head too) in Q8_0
+    return t.ne.size() >= 3 && t.ne[2] > 1 && !output ? GgmlType::MXFP4 : GgmlType::Q8_0;
   if (output || (embedding && !m.has_output)) {  // the output head keeps more bits
     if (t.ne[0] % uint64_t(quant::traits(type).block_size) != 0) return GgmlType::Q8_0;
     return type == GgmlType::Q8_0 ? type : GgmlType::Q6_K;

@@ -27,6 +27,7 @@ enum class FileType : uint32_t {
   Q5_K_M = 17,
   Q6_K = 18,
   BF16 = 32,
+  MXFP4_MOE = 38,  // experts (3-D tensors) in MXFP4, the rest Q8_0: gpt-oss's downloads
 };
 
 // llama-quantize's names: "q4_k_m", "f16", ... (lower case; parse_file_type ignores case).

@@ -34,6 +34,7 @@ const std::vector<TypeCase>& type_cases() {
       {GgmlType::Q5_1, {32, 224, 1184}},        {GgmlType::Q4_K, {256, 512, 2816, 4096}},
       {GgmlType::Q5_K, {256, 512, 2816, 4096}}, {GgmlType::Q6_K, {256, 512, 2816, 4096}},
       {GgmlType::F16, {1, 37, 1184}},           {GgmlType::BF16, {1, 37, 1184}},
+      {GgmlType::MXFP4, {32, 224, 1184}},
   };
   return cases;
 }
@@ -132,6 +133,8 @@ void power_of_two_scales(GgmlType type, std::vector<uint8_t>& bytes) {
     const uint16_t d = quant::float_to_half(0.0625f), m = quant::float_to_half(0.03125f);
     if (type == GgmlType::Q6_K)
       std::memcpy(block + 208, &d, 2);
+    else if (type == GgmlType::MXFP4)
+      block[0] = 124;  // 2^(124 - 128)
     else if (!floats_in(type))
       std::memcpy(block, &d, 2);
     if (type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K)
@@ -150,9 +153,9 @@ void largest_quants(GgmlType type, std::vector<uint8_t>& bytes) {
     GgmlType type;
     int from, to;  // a block's quant bytes (ggml-common.h); the K-quants' 6-bit scales and mins too (63 each)
   };
-  const Quants layouts[] = {{GgmlType::Q4_0, 2, 18},  {GgmlType::Q4_1, 4, 20}, {GgmlType::Q5_0, 2, 22},
-                            {GgmlType::Q5_1, 4, 24},  {GgmlType::Q8_0, 2, 34}, {GgmlType::Q4_K, 4, 144},
-                            {GgmlType::Q5_K, 4, 176}, {GgmlType::Q6_K, 0, 192}};
+  const Quants layouts[] = {{GgmlType::Q4_0, 2, 18},  {GgmlType::Q4_1, 4, 20},  {GgmlType::Q5_0, 2, 22},
+                            {GgmlType::Q5_1, 4, 24},  {GgmlType::Q8_0, 2, 34},  {GgmlType::Q4_K, 4, 144},
+                            {GgmlType::Q5_K, 4, 176}, {GgmlType::Q6_K, 0, 192}, {GgmlType::MXFP4, 1, 17}};
   const size_t block = quant::traits(type).block_bytes;
   for (const Quants& q : layouts)
     if (q.type == type)
@@ -397,7 +400,7 @@ TEST_CASE("Bad input: rows that are not whole blocks and types without a kernel 
         "pack_quant_matrix: q4_0 rows of K=48 elements are not whole blocks of 32");
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_0, bytes.data(), 0, 32); }) ==
         "pack_quant_matrix: a q8_0 matrix needs N > 0 and K > 0, got N=0 K=32");
-  const std::string supported = " (supported: q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16)";
+  const std::string supported = " (supported: q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, mxfp4)";
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_K, bytes.data(), 4, 256); }) ==
         "quantized matmul: no kernel for ggml type q8_K" + supported);
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::F32, bytes.data(), 4, 32); }) ==

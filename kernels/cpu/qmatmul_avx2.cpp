@@ -31,6 +31,9 @@ struct Avx2 : YmmColumns {
     return {_mm256_and_si256(_mm256_srli_epi16(b.lo, 4), m), _mm256_and_si256(_mm256_srli_epi16(b.hi, 4), m)};
   }
   static __m256i load_fifth(const uint8_t* p) { return load32(p); }
+  static Bytes fp4_values(Bytes b) {
+    return {_mm256_shuffle_epi8(fp4_table(), b.lo), _mm256_shuffle_epi8(fp4_table(), b.hi)};
+  }
   // Group g's fifth bits: bit g of byte i for columns 0-3 (bytes 0-31), bit 4 + g for columns 4-7, moved to bit 4.
   template <int Group>
   static Bytes with_bit4(Bytes b, __m256i high) {

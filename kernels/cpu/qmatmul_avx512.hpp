@@ -18,6 +18,7 @@ struct Avx512 : YmmColumns {
 
   static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
+  static Bytes fp4_values(Bytes b) { return _mm512_shuffle_epi8(_mm512_broadcast_i64x4(fp4_table()), b); }
   static Bytes hi_nibbles(Bytes b) { return _mm512_and_si512(_mm512_srli_epi16(b, 4), _mm512_set1_epi8(15)); }
   // The 32 bytes of fifth bits in both halves; group g's are bit g (columns 0-3) and bit 4 + g (columns 4-7).
   static __m512i load_fifth(const uint8_t* p) {

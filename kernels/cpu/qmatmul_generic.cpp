@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cpu/qmatmul_impl.hpp"
+#include "model/quant/blocks.hpp"
 #include "model/quant/half.hpp"
 
 namespace parley::cpu::qmm {
@@ -33,6 +34,10 @@ struct Generic {
   }
   static Bytes lo_nibbles(Bytes b) {
     for (uint8_t& v : b.v) v &= 15;
+    return b;
+  }
+  static Bytes fp4_values(Bytes b) {
+    for (uint8_t& v : b.v) v = static_cast<uint8_t>(quant::kFp4Doubled[v]);
     return b;
   }
   static Bytes hi_nibbles(Bytes b) {
@@ -146,6 +151,11 @@ struct Generic {
       std::memcpy(&h, p + 2 * c, 2);
       out.v[c] = quant::half_to_float(h);
     }
+    return out;
+  }
+  static F e8m0x8(const uint8_t* p) {
+    F out;
+    for (int c = 0; c < 8; ++c) out.v[c] = quant::e8m0_half(p[c]);
     return out;
   }
   static F bf16x8(const uint8_t* p) {

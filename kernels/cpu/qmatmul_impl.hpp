@@ -163,6 +163,22 @@ struct Q8 {
   }
 };
 
+// mxfp4: x = 2^(e - 128) * v with v the doubled e2m1 value of the nibble: looked up, then Q8's signed dot.
+struct Mxfp4 {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    typename V::Bytes g[4];
+    unpack_nibbles<V>(q, g);
+    for (auto& x : g) x = V::fp4_values(x);
+    const auto dw = V::e8m0x8(aux);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const auto isum = V::dot_signed(g, rows[r].qs + 32 * b, rows[r].sums[b]);
+      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+    }
+  }
+};
+
 // q4_K, q5_K: x = d * sc_j * q - dmin * m_j per sub-block j of 32; the mins meet the q8_K bsums.
 template <int Bits>
 struct K45 {
@@ -341,6 +357,8 @@ void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begi
       return quant_panels<V, Legacy1<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q8_0:
       return quant_panels<V, Q8>(x, w, out, m_begin, m_end, p_begin, p_end);
+    case GgmlType::MXFP4:
+      return quant_panels<V, Mxfp4>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q4_K:
       return quant_panels<V, K45<4>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q5_K:

@@ -38,6 +38,17 @@ struct YmmColumns {
   static F fset1(float a) { return _mm256_set1_ps(a); }
   static F to_float(Cols a) { return _mm256_cvtepi32_ps(a); }
   static F half8(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // 8 E8M0 bytes as 2^(e - 128) (ggml's GGML_E8M0_TO_FP32_HALF: subnormal below e = 2).
+  static F e8m0x8(const uint8_t* p) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+  }
+  static __m256i fp4_table() {  // the doubled e2m1 values, in both 128-bit lanes for vpshufb
+    return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2,
+                            -3, -4, -6, -8, -12);
+  }
   static F bf16x8(const uint8_t* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));

@@ -27,7 +27,7 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::Q4_0, 4, {32, 128, 16}},    {GgmlType::Q4_1, 4, {32, 128, 32}},    {GgmlType::Q5_0, 5, {32, 160, 16}},
     {GgmlType::Q5_1, 5, {32, 160, 32}},    {GgmlType::Q8_0, 8, {32, 256, 16}},    {GgmlType::Q4_K, 4, {256, 1024, 160}},
     {GgmlType::Q5_K, 5, {256, 1280, 160}}, {GgmlType::Q6_K, 6, {256, 1536, 144}}, {GgmlType::F16, 16, {1, 16, 0}},
-    {GgmlType::BF16, 16, {1, 16, 0}},
+    {GgmlType::BF16, 16, {1, 16, 0}},      {GgmlType::MXFP4, 4, {32, 128, 8}},
 };
 
 const TypeInfo* find_info(GgmlType type) {
@@ -129,6 +129,12 @@ Decoded decode(GgmlType type, const uint8_t* p) {
       std::memcpy(out.q, b.qs, 32);
       break;
     }
+    case GgmlType::MXFP4: {  // nibbles as they are (the kernel looks their values up); e in d's low byte
+      auto b = read_block<quant::BlockMxfp4>(p);
+      out.d = b.e;
+      split_nibbles(b.qs, out.q, 16);
+      break;
+    }
     case GgmlType::Q4_K:
       decode_k4(read_block<quant::BlockQ4_K>(p), out);
       break;
@@ -195,6 +201,10 @@ void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst,
 
 // d (and m or dmin) as 8 fp16 each, then the K-quants' per-sub-block bytes as [sub-block][column].
 void write_aux(GgmlType type, const Decoded (&cols)[8], uint8_t* aux) {
+  if (type == GgmlType::MXFP4) {  // one E8M0 byte per column
+    for (int c = 0; c < 8; ++c) aux[c] = static_cast<uint8_t>(cols[c].d);
+    return;
+  }
   for (int c = 0; c < 8; ++c) {
     std::memcpy(aux + 2 * c, &cols[c].d, 2);
     if (type == GgmlType::Q6_K) {

@@ -61,6 +61,10 @@ void read_units(int bits, const uint8_t* src, int elements, int unit_bytes, int 
 }
 
 void read_aux(GgmlType type, const uint8_t* aux, int c, Column& col) {
+  if (type == GgmlType::MXFP4) {
+    col.d = aux[c];
+    return;
+  }
   std::memcpy(&col.d, aux + 2 * c, 2);
   if (type == GgmlType::Q6_K) {
     for (int j = 0; j < 16; ++j) col.sc[j] = aux[16 + 8 * j + c];
@@ -103,6 +107,11 @@ void store(const Block& b, uint8_t* out) {
 
 void encode(GgmlType type, const Column& col, uint8_t* out) {
   switch (type) {
+    case GgmlType::MXFP4: {
+      quant::BlockMxfp4 b{static_cast<uint8_t>(col.d), {}};
+      join_nibbles(col.q, b.qs, 16);
+      return store(b, out);
+    }
     case GgmlType::Q4_0: {
       quant::BlockQ4_0 b{col.d, {}};
       join_nibbles(col.q, b.qs, 16);

@@ -70,6 +70,25 @@ struct BlockQ8_K {
   int16_t bsums[16];
 };
 
+// OCP microscaling FP4 (gpt-oss's experts): x = 2^(e - 128) * kFp4Doubled[q], the e2m1 values doubled so they are
+// integers; qs[j] holds element j (low nibble) and j + 16 (high nibble).
+struct BlockMxfp4 {
+  static constexpr int kElements = 32;
+  uint8_t e;  // E8M0
+  uint8_t qs[16];
+};
+inline constexpr int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128), subnormal for e < 2.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+  float f;
+  static_assert(sizeof(f) == sizeof(bits));
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+static_assert(sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);

@@ -130,6 +130,14 @@ void decode(const BlockQ6_K& b, float* y) {
   }
 }
 
+void decode(const BlockMxfp4& b, float* y) {
+  const float d = e8m0_half(b.e);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = static_cast<float>(kFp4Doubled[b.qs[j] & 0x0f]) * d;
+    y[j + 16] = static_cast<float>(kFp4Doubled[b.qs[j] >> 4]) * d;
+  }
+}
+
 void decode(const BlockQ8_K& b, float* y) {
   for (int j = 0; j < 256; ++j) y[j] = b.d * static_cast<float>(b.qs[j]);
 }
@@ -183,6 +191,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       return decode_blocks<BlockQ6_K>(src, dst, n);
     case GgmlType::Q8_K:
       return decode_blocks<BlockQ8_K>(src, dst, n);
+    case GgmlType::MXFP4:
+      return decode_blocks<BlockMxfp4>(src, dst, n);
     case GgmlType::Q8_1:
       break;
   }

@@ -24,6 +24,7 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::Q6_K, "q6_K", BlockQ6_K::kElements, sizeof(BlockQ6_K), true},
     TypeTraits{GgmlType::Q8_K, "q8_K", BlockQ8_K::kElements, sizeof(BlockQ8_K), false},
     TypeTraits{GgmlType::BF16, "bf16", 1, sizeof(uint16_t), true},
+    TypeTraits{GgmlType::MXFP4, "mxfp4", BlockMxfp4::kElements, sizeof(BlockMxfp4), true},
 };
 
 // ggml's type_name for every id of GGML_TYPE_COUNT (43); "" where ggml removed the type.

@@ -23,6 +23,7 @@ enum class GgmlType : uint32_t {
   Q6_K = 14,
   Q8_K = 15,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 inline constexpr int64_t kSuperBlock = 256;  // QK_K: the K-quants' super-block

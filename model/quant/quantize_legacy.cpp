@@ -157,6 +157,37 @@ void encode_q8_1(const float* x, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// The nearest doubled e2m1 value to x / d, the first of equals (ggml's best_index_mxfp4).
+uint8_t nearest_fp4(float x, float d) {
+  uint8_t best = 0;
+  float best_err = std::fabs(static_cast<float>(kFp4Doubled[0]) * d - x);
+  for (uint8_t i = 1; i < 16; ++i) {
+    const float err = std::fabs(static_cast<float>(kFp4Doubled[i]) * d - x);
+    if (err < best_err) best = i, best_err = err;
+  }
+  return best;
+}
+
+}  // namespace
+
+// ggml's quantize_row_mxfp4_ref: the shared exponent puts the block's largest magnitude in [4, 8) of the doubled
+// values (floor(log2(amax)) - 2), then each element takes its nearest.
+void encode_mxfp4(const float* x, void* dst, int64_t n) {
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j)
+      if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+    BlockMxfp4 b{};
+    b.e = amax > 0.0f ? static_cast<uint8_t>(std::floor(std::log2(amax)) - 2 + 127) : 0;
+    const float d = e8m0_half(b.e);
+    for (int j = 0; j < 16; ++j)
+      b.qs[j] = static_cast<uint8_t>(nearest_fp4(x[j], d) | (nearest_fp4(x[j + 16], d) << 4));
+    store_block(dst, i, b);
+  }
+}
+
 }  // namespace detail
 
 namespace {
@@ -202,6 +233,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       return detail::encode_q6_K(src, dst, n);
     case GgmlType::Q8_K:
       return detail::encode_q8_K(src, dst, n);
+    case GgmlType::MXFP4:
+      return detail::encode_mxfp4(src, dst, n);
   }
   throw std::invalid_argument("quantize_row: unsupported ggml type " + ggml_type_name(static_cast<uint32_t>(type)));
 }
