@@ -66,7 +66,7 @@ std::optional<RouteResult> parse_log_level(const std::string& body, std::string&
 
 }  // namespace
 
-RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config) {
+RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx) {
   const std::string path = req.target.substr(0, req.target.find('?'));
   if (config.admin_token.empty() && config.admin_read_token.empty())
     return error(404, "The admin endpoints are off: start the server with --admin-token.");
@@ -77,6 +77,7 @@ RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config)
 
   if (get) {
     if (path == "/admin/actors") return of_kind(RouteResult::Kind::AdminActors);
+    if (path == "/admin/model") return json(200, model_card(ctx, 0));
     if (path == "/admin/requests") return of_kind(RouteResult::Kind::AdminRequests);
     if (path == "/admin/events") return of_kind(RouteResult::Kind::AdminEvents, "text/event-stream");
     if (path == "/admin/config") {

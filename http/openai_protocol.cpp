@@ -77,16 +77,23 @@ std::string websocket_error(const ApiError& e, const std::string& id) {
   return dump(m);
 }
 
+std::string model_card(const ServingContext& ctx, long created) {
+  ojson card = {{"id", ctx.model_name},
+                {"object", "model"},
+                {"created", created},
+                {"owned_by", "parley"},
+                {"max_model_len", ctx.max_model_len},
+                {"architecture", ctx.architecture},
+                {"context_length", ctx.context_length},
+                {"vocab_size", ctx.vocab_size},
+                {"parameters", ctx.parameters},
+                {"active_parameters", ctx.active_parameters}};
+  if (ctx.n_experts > 0) card["experts"] = {{"count", ctx.n_experts}, {"used_per_token", ctx.n_experts_used}};
+  return dump(card);
+}
+
 std::string models_response(const ServingContext& ctx, long created) {
-  const ojson card = {{"id", ctx.model_name},
-                      {"object", "model"},
-                      {"created", created},
-                      {"owned_by", "parley"},
-                      {"max_model_len", ctx.max_model_len},
-                      {"architecture", ctx.architecture},
-                      {"context_length", ctx.context_length},
-                      {"vocab_size", ctx.vocab_size}};
-  return dump({{"object", "list"}, {"data", ojson::array({card})}});
+  return dump({{"object", "list"}, {"data", ojson::array({ojson::parse(model_card(ctx, created))})}});
 }
 
 // vLLM's TokenizeCompletionRequest ({"prompt"}) or TokenizeChatRequest ({"messages"}). Chat messages

@@ -44,7 +44,9 @@ struct ServingContext {
   std::string architecture;                           // general.architecture, for /v1/models
   int context_length = 0;                             // the model's own context (max_model_len may be less)
   int vocab_size = 0;
-  ToolServing tools;  // --tool-call-parser, --enable-auto-tool-choice, ...
+  int64_t parameters = 0, active_parameters = 0;  // weights in all, and those one token runs through
+  int n_experts = 0, n_experts_used = 0;          // 0: a dense model
+  ToolServing tools;                              // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
 enum class Endpoint { Completions, ChatCompletions };
@@ -116,6 +118,8 @@ std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id
 std::string stream_error_event(const ApiError& e);  // "data: {error...}\n\n"
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
 
+// The served model's card: /v1/models' entry and the admin console's header.
+std::string model_card(const ServingContext& ctx, long created);
 // GET /v1/models
 std::string models_response(const ServingContext& ctx, long created);
 // POST /tokenize and /detokenize (vLLM's shapes).

@@ -66,7 +66,7 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
                           std::to_string(req.authorization_headers) + ".");
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
     return error(401, "Unauthorized", "invalid_api_key");
-  if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config);
+  if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config, ctx);
   if (req.websocket) {
     if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
     RouteResult r;

@@ -56,7 +56,7 @@ bool bearer_matches(const std::string& authorization, const std::string& secret)
 
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
 // The /admin paths (http/admin.cpp): the page, the JSON views, the live feed and the actions.
-RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config);
+RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
 // Seconds since the Unix epoch (OpenAI's `created`).
 long epoch_seconds();
 

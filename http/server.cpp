@@ -45,6 +45,10 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.architecture = engine.model_config().arch;
   impl_->ctx.serving.context_length = engine.model_config().max_seq_len;
   impl_->ctx.serving.vocab_size = engine.model_config().vocab_size;
+  impl_->ctx.serving.parameters = engine.model_config().parameter_count(false);
+  impl_->ctx.serving.active_parameters = engine.model_config().parameter_count(true);
+  impl_->ctx.serving.n_experts = engine.model_config().moe.n_experts;
+  impl_->ctx.serving.n_experts_used = engine.model_config().moe.n_used;
   impl_->ctx.serving.chat_template =
       served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
   impl_->ctx.serving.max_n = engine.max_n();

@@ -94,6 +94,9 @@ struct LlamaConfig {
   bool is_sliding_layer(int layer) const {
     return sliding_window > 0 && sliding_window_period > 0 && layer % sliding_window_period < sliding_window_period - 1;
   }
+  // Weights of the matrices (embedding, head when untied, attention, FFN or experts with their router); with
+  // active_only, of the experts only the n_used a token runs through.
+  int64_t parameter_count(bool active_only) const;
   // Throws std::invalid_argument naming the inconsistent field.
   void validate() const;
 };

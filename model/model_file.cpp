@@ -1,6 +1,7 @@
 #include "model/model_file.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -247,6 +248,27 @@ ModelFile model_from_gguf(const GgufFile& f) {
 
 }  // namespace
 
+void check_fits_memory(const std::string& path, uint64_t need, uint64_t available) {
+  if (available == 0 || need <= available) return;
+  auto gib = [](uint64_t b) {
+    char s[32];
+    std::snprintf(s, sizeof(s), "%.2f GiB", double(b) / double(1ull << 30));
+    return std::string(s);
+  };
+  throw std::runtime_error("model file '" + path + "': its weights need " + gib(need) + " of memory and " +
+                           gib(available) + " is available (MemAvailable): free memory or pick a smaller quantization");
+}
+
+uint64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
 bool is_gguf_file(const std::string& path) {
   char magic[4] = {};
   std::ifstream in(path, std::ios::binary);
@@ -264,7 +286,13 @@ LlamaConfig load_model_config(const std::string& path) {
 
 ModelFile load_model_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary)) throw std::runtime_error("cannot open model file '" + path + "'");
-  if (is_gguf_file(path)) return model_from_gguf(GgufFile(path));
+  if (is_gguf_file(path)) {
+    const GgufFile f(path);
+    uint64_t need = 0;  // the weights are copied out of the mapping; their packing holds one matrix more at a time
+    for (const auto& t : f.tensors()) need += t.nbytes;
+    check_fits_memory(path, need, available_memory());
+    return model_from_gguf(f);
+  }
   return read_llama2c_checkpoint(path);
 }
 

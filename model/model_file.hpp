@@ -20,6 +20,12 @@ struct ModelFile {
 // with a message that names the file and the problem.
 ModelFile load_model_file(const std::string& path);
 
+// Refuses (std::runtime_error naming the file and both sizes) weights of `need` bytes when `available` bytes of
+// memory are left, rather than be killed by the OOM killer half way; available 0 means unknown (not checked).
+void check_fits_memory(const std::string& path, uint64_t need, uint64_t available);
+// /proc/meminfo's MemAvailable in bytes, or 0 when it cannot be read.
+uint64_t available_memory();
+
 // The model's shape alone (a GGUF's weights are not read). Throws as load_model_file does.
 LlamaConfig load_model_config(const std::string& path);
 

@@ -136,6 +136,26 @@ TEST_CASE("moe: active parameters count the chosen experts only", "[moe][model]"
   const size_t attention = size_t(c.dim) * (c.q_dim() + 2 * c.kv_dim()) + size_t(c.q_dim()) * c.dim;
   const size_t ffn = size_t(c.dim) * c.moe.n_experts + 3 * size_t(c.dim) * c.moe.expert_hidden * c.moe.n_used;
   REQUIRE(m.model.layer_weight_elements() == size_t(c.n_layers) * (attention + ffn));
+  // /v1/models' counts: the tied embedding once, then the layers; all experts, or the n_used of one token.
+  const int64_t embedding = int64_t(c.vocab_size) * c.dim;
+  REQUIRE(c.parameter_count(true) == embedding + int64_t(m.model.layer_weight_elements()));
+  REQUIRE(c.parameter_count(false) - c.parameter_count(true) ==
+          int64_t(c.n_layers) * 3 * c.dim * c.moe.expert_hidden * (c.moe.n_experts - c.moe.n_used));
+  // Qwen3-30B-A3B's shape: 30.5B parameters, 3.3B active (its model card's figures).
+  LlamaConfig q = c;
+  q.dim = 2048, q.n_layers = 48, q.n_heads = 32, q.n_kv_heads = 4, q.head_size = 128, q.vocab_size = 151936;
+  q.tied_output = false, q.moe.n_experts = 128, q.moe.n_used = 8, q.moe.expert_hidden = 768;
+  CHECK(q.parameter_count(false) == Approx(30.5e9).epsilon(0.01));
+  CHECK(q.parameter_count(true) == Approx(3.3e9).epsilon(0.02));
+}
+
+TEST_CASE("a file whose weights do not fit the free memory is refused with both sizes", "[moe][gguf]") {
+  REQUIRE_THROWS_WITH(check_fits_memory("big.gguf", 20ull << 30, 16ull << 30),
+                      "model file 'big.gguf': its weights need 20.00 GiB of memory and 16.00 GiB is available "
+                      "(MemAvailable): free memory or pick a smaller quantization");
+  REQUIRE_NOTHROW(check_fits_memory("big.gguf", 16ull << 30, 16ull << 30));
+  REQUIRE_NOTHROW(check_fits_memory("big.gguf", 20ull << 30, 0));  // unknown: not checked
+  REQUIRE(available_memory() > (64ull << 20));                     // this machine's /proc/meminfo is read
 }
 
 TEST_CASE("moe files: inconsistent experts, a bad count, an unknown gating function, truncation refused by name",

@@ -181,9 +181,17 @@ TEST_CASE("/v1/models lists the served model with its architecture, context and 
   ctx.architecture = "qwen3";
   ctx.context_length = 40960;
   ctx.vocab_size = 151936;
+  ctx.parameters = ctx.active_parameters = 596049920;
   CHECK(json::parse(models_response(ctx, kCreated)) == R"({"object": "list", "data": [{"id": "stories260K",
       "object": "model", "created": 1700000000, "owned_by": "parley", "max_model_len": 64, "architecture": "qwen3",
-      "context_length": 40960, "vocab_size": 151936}]})"_json);
+      "context_length": 40960, "vocab_size": 151936, "parameters": 596049920, "active_parameters": 596049920}]})"_json);
+  // A mixture of experts: its experts, and the parameters a token runs through.
+  ctx.architecture = "qwen3moe";
+  ctx.parameters = 30532122624, ctx.active_parameters = 3345357824;
+  ctx.n_experts = 128, ctx.n_experts_used = 8;
+  const json card = json::parse(models_response(ctx, kCreated))["data"][0];
+  CHECK(card["experts"] == R"({"count": 128, "used_per_token": 8})"_json);
+  CHECK(card["active_parameters"] == 3345357824);
 }
 
 TEST_CASE("/tokenize: a prompt or chat messages, BOS per add_special_tokens", "[openai]") {

@@ -53,11 +53,11 @@ TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor t
     uint32_t ftype;
     GgmlType type;
   };
-  const Row rows[] = {{"f32", 0, GgmlType::F32},      {"f16", 1, GgmlType::F16},      {"q4_0", 2, GgmlType::Q4_0},
-                      {"q4_1", 3, GgmlType::Q4_1},    {"q8_0", 7, GgmlType::Q8_0},    {"q5_0", 8, GgmlType::Q5_0},
-                      {"q5_1", 9, GgmlType::Q5_1},    {"q4_k_s", 14, GgmlType::Q4_K}, {"q4_k_m", 15, GgmlType::Q4_K},
-                      {"q5_k_s", 16, GgmlType::Q5_K}, {"q5_k_m", 17, GgmlType::Q5_K}, {"q6_k", 18, GgmlType::Q6_K},
-                      {"bf16", 32, GgmlType::BF16}};
+  const Row rows[] = {{"f32", 0, GgmlType::F32},      {"f16", 1, GgmlType::F16},         {"q4_0", 2, GgmlType::Q4_0},
+                      {"q4_1", 3, GgmlType::Q4_1},    {"q8_0", 7, GgmlType::Q8_0},       {"q5_0", 8, GgmlType::Q5_0},
+                      {"q5_1", 9, GgmlType::Q5_1},    {"q4_k_s", 14, GgmlType::Q4_K},    {"q4_k_m", 15, GgmlType::Q4_K},
+                      {"q5_k_s", 16, GgmlType::Q5_K}, {"q5_k_m", 17, GgmlType::Q5_K},    {"q6_k", 18, GgmlType::Q6_K},
+                      {"bf16", 32, GgmlType::BF16},   {"mxfp4_moe", 38, GgmlType::MXFP4}};
   for (const Row& r : rows) {
     INFO(r.name);
     const FileType t = parse_file_type(r.name);
@@ -66,13 +66,27 @@ TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor t
     CHECK(file_type_name(t) == r.name);
   }
   CHECK(parse_file_type("Q4_K_M") == FileType::Q4_K_M);  // llama-quantize ignores case
-  CHECK(file_type_names() == "q4_0, q4_1, q5_0, q5_1, q8_0, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32");
+  CHECK(file_type_names() ==
+        "q4_0, q4_1, q5_0, q5_1, q8_0, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, mxfp4_moe, f16, bf16, f32");
+}
+
+TEST_CASE("mxfp4_moe: the experts in MXFP4, every other weight in Q8_0, the router and norms as they are",
+          "[quantize]") {
+  const RecipeModel m = dense("gpt-oss", 24);
+  CHECK(type_of(FileType::MXFP4_MOE, m, "blk.3.ffn_gate_exps.weight", {2880, 2880, 32}) == std::string("mxfp4"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "blk.3.ffn_down_exps.weight", {2880, 2880, 32}) == std::string("mxfp4"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "blk.3.attn_q.weight", {2880, 4096}) == std::string("q8_0"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "output.weight", {2880, 201088}) == std::string("q8_0"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "token_embd.weight", {2880, 201088}) == std::string("q8_0"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "blk.3.ffn_gate_inp.weight", {2880, 32}) == std::string("f32"));
+  CHECK(type_of(FileType::Q4_K_M, m, "blk.3.ffn_gate_inp.weight", {2880, 32}) == std::string("f32"));
+  CHECK(type_of(FileType::MXFP4_MOE, m, "blk.3.attn_sinks.weight", {64}) == std::string("f32"));
 }
 
 TEST_CASE("an unknown type name is refused with the list of valid names", "[quantize]") {
   REQUIRE_THROWS_WITH(parse_file_type("q3_k_m"),
                       "unknown type 'q3_k_m' (expected one of q4_0, q4_1, q5_0, q5_1, q8_0, "
-                      "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, f16, bf16, f32)");
+                      "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, mxfp4_moe, f16, bf16, f32)");
   REQUIRE_THROWS_WITH(write_model_gguf(make_random_model(builtin_model_config(), 1), "/dev/null", GgmlType::Q4_K),
                       Catch::Contains("unsupported dtype q4_K"));
   const std::string out = run_cli("quantize --type q2_k /dev/null /tmp/never.gguf");
