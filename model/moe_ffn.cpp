@@ -1,5 +1,7 @@
 #include "model/moe_ffn.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -114,33 +116,56 @@ size_t MoeFfn::active_elements() const {
 }
 
 void MoeFfn::run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, const float* x,
-                        const std::vector<int>& rows, float* y) {
+                        const std::vector<int>& rows, Scratch& s) const {
   const int R = int(rows.size()), dim = dim_;
-  gathered_.resize(size_t(R) * size_t(dim));
+  const size_t H = size_t(hidden);
+  s.gathered.resize(size_t(R) * size_t(dim));
   for (int i = 0; i < R; ++i)
-    std::copy_n(x + size_t(rows[size_t(i)]) * size_t(dim), dim, gathered_.data() + size_t(i) * size_t(dim));
-  gate_up_.resize(size_t(R) * 2 * size_t(hidden));
-  hidden_.resize(size_t(R) * size_t(hidden));
-  e.gate_up.matmul(be, gathered_.data(), gate_up_.data(), R, part_);
+    std::copy_n(x + size_t(rows[size_t(i)]) * size_t(dim), dim, s.gathered.data() + size_t(i) * size_t(dim));
+  s.gate_up.resize(size_t(R) * 2 * H);
+  s.hidden.resize(size_t(R) * H);
+  s.y.resize(size_t(R) * size_t(dim));
+  e.gate_up.matmul(be, s.gathered.data(), s.gate_up.data(), R, s.part);
   if (!e.gate_up_bias.empty())
-    for (int i = 0; i < R; ++i)
-      add_into(gate_up_.data() + size_t(i) * 2 * size_t(hidden), e.gate_up_bias.data(), 2 * size_t(hidden));
+    for (int i = 0; i < R; ++i) add_into(s.gate_up.data() + size_t(i) * 2 * H, e.gate_up_bias.data(), 2 * H);
   if (activation_ == FfnActivation::SwigluOai) {
     for (int i = 0; i < R; ++i) {
-      const float* gate = gate_up_.data() + size_t(i) * 2 * size_t(hidden);
+      const float* gate = s.gate_up.data() + size_t(i) * 2 * H;
       const float* up = gate + hidden;
-      float* h = hidden_.data() + size_t(i) * size_t(hidden);
+      float* h = s.hidden.data() + size_t(i) * H;
       for (int j = 0; j < hidden; ++j) {
         const float g = std::min(gate[j], kOaiLimit), u = std::clamp(up[j], -kOaiLimit, kOaiLimit);
         h[j] = g / (1.0f + std::exp(kOaiAlpha * -g)) * (u + 1.0f);
       }
     }
   } else {
-    be.swiglu_rows(gate_up_.data(), hidden_.data(), R, hidden);
+    be.swiglu_rows(s.gate_up.data(), s.hidden.data(), R, hidden);
   }
-  e.down.matmul(be, hidden_.data(), y, R, part_);
+  e.down.matmul(be, s.hidden.data(), s.y.data(), R, s.part);
   if (!e.down_bias.empty())
-    for (int i = 0; i < R; ++i) add_into(y + size_t(i) * size_t(dim), e.down_bias.data(), size_t(dim));
+    for (int i = 0; i < R; ++i) add_into(s.y.data() + size_t(i) * size_t(dim), e.down_bias.data(), size_t(dim));
+}
+
+void MoeFfn::run_routed(const cpu::CpuBackend& be, const float* x, const std::vector<std::vector<int>>& rows,
+                        const std::vector<std::vector<int>>& slots) {
+  std::vector<int> active;
+  for (int e = 0; e < moe_.n_experts; ++e)
+    if (!rows[size_t(e)].empty()) active.push_back(e);
+  // Experts side by side, each on one thread: one fork per layer instead of two per expert. A row's bits are the
+  // same on one thread as on many (the kernels split over panels only), so this changes no token.
+  const int threads = std::min(be.threads(), int(active.size()));
+  const cpu::CpuBackend one(1, be.isa());
+  const cpu::CpuBackend& inner = threads > 1 ? one : be;
+  scratch_.resize(size_t(std::max(threads, 1)));
+  const size_t dim = size_t(dim_);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
+  for (size_t i = 0; i < active.size(); ++i) {
+    const size_t e = size_t(active[i]);
+    Scratch& s = scratch_[size_t(omp_get_thread_num())];
+    run_expert(inner, experts_[e], moe_.expert_hidden, x, rows[e], s);
+    for (size_t r = 0; r < rows[e].size(); ++r)
+      std::copy_n(s.y.data() + r * dim, dim, slots_.data() + size_t(slots[e][r]) * dim);
+  }
 }
 
 void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int M) {
@@ -160,15 +185,8 @@ void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int 
       slots[size_t(e)].push_back(t * k + s);
     }
   }
-  // Every routed row's output, by (token, slot).
   slots_.resize(size_t(M) * size_t(k) * size_t(dim));
-  for (int e = 0; e < E; ++e) {
-    if (rows[size_t(e)].empty()) continue;
-    y_.resize(rows[size_t(e)].size() * size_t(dim));
-    run_expert(be, experts_[size_t(e)], moe_.expert_hidden, x, rows[size_t(e)], y_.data());
-    for (size_t i = 0; i < rows[size_t(e)].size(); ++i)
-      std::copy_n(y_.data() + i * size_t(dim), dim, slots_.data() + size_t(slots[size_t(e)][i]) * size_t(dim));
-  }
+  run_routed(be, x, rows, slots);
   // Weighted, summed in the token's slot order (best expert first), as llama.cpp adds its views.
   for (int t = 0; t < M; ++t) {
     float* o = out + size_t(t) * size_t(dim);
@@ -184,15 +202,16 @@ void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int 
   if (moe_.shared_hidden > 0) {
     std::vector<int> all(static_cast<size_t>(M));
     std::iota(all.begin(), all.end(), 0);
-    y_.resize(size_t(M) * size_t(dim));
-    run_expert(be, shared_, moe_.shared_hidden, x, all, y_.data());
+    scratch_.resize(std::max<size_t>(scratch_.size(), 1));
+    Scratch& s = scratch_[0];
+    run_expert(be, shared_, moe_.shared_hidden, x, all, s);
     for (int t = 0; t < M; ++t) {
       const float* xt = x + size_t(t) * size_t(dim);
       float g = 0.0f;
       for (int j = 0; j < dim; ++j) g += xt[j] * shared_gate_[size_t(j)];
       g = 1.0f / (1.0f + std::exp(-g));
       float* o = out + size_t(t) * size_t(dim);
-      const float* y = y_.data() + size_t(t) * size_t(dim);
+      const float* y = s.y.data() + size_t(t) * size_t(dim);
       for (int j = 0; j < dim; ++j) o[j] += y[j] * g;
     }
   }

@@ -41,9 +41,15 @@ class MoeFfn {
     Linear gate_up, down;
     std::vector<float> gate_up_bias, down_bias;  // [2 * expert_hidden], [dim] when expert_biases
   };
-  // Rows x[rows[i]] through one expert into y[i]: gate and up, the activation, down.
+  struct Scratch {
+    std::vector<float> gathered, gate_up, hidden, y, part;
+  };
+  // Rows x[rows[i]] through one expert into s.y: gate and up, the activation, down.
   void run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, const float* x, const std::vector<int>& rows,
-                  float* y);
+                  Scratch& s) const;
+  // Each routed expert's rows, their outputs into slots_ at (token, slot).
+  void run_routed(const cpu::CpuBackend& be, const float* x, const std::vector<std::vector<int>>& rows,
+                  const std::vector<std::vector<int>>& slots);
   MoeConfig moe_;
   FfnActivation activation_ = FfnActivation::Silu;
   int dim_ = 0;
@@ -52,8 +58,9 @@ class MoeFfn {
   std::vector<Expert> experts_;
   Expert shared_;  // empty unless moe_.shared_hidden > 0
   std::vector<float> shared_gate_;
-  // Scratch reused across steps.
-  std::vector<float> logits_, gathered_, gate_up_, hidden_, y_, slots_, part_;
+  // Scratch reused across steps: one per thread running experts.
+  std::vector<float> logits_, slots_, part_;
+  std::vector<Scratch> scratch_;
 };
 
 }  // namespace parley
