@@ -16,19 +16,13 @@ struct FileTypeInfo {
 
 // llama-quantize's order: the legacy quants, the K-quants, then the float types.
 constexpr FileTypeInfo kFileTypes[] = {
-    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},
-    {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
-    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},
-    {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
-    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},
-    {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
-    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},
-    {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
-    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},
-    {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
-    {FileType::MXFP4_MOE, "mxfp4_moe", GgmlType::MXFP4},
-    {FileType::F16, "f16", GgmlType::F16},
-    {FileType::BF16, "bf16", GgmlType::BF16},
+    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},     {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
+    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},     {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
+    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},     {FileType::Q3_K_M, "q3_k_m", GgmlType::Q3_K},
+    {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K}, {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},
+    {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K}, {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},
+    {FileType::Q6_K, "q6_k", GgmlType::Q6_K},     {FileType::MXFP4_MOE, "mxfp4_moe", GgmlType::MXFP4},
+    {FileType::F16, "f16", GgmlType::F16},        {FileType::BF16, "bf16", GgmlType::BF16},
     {FileType::F32, "f32", GgmlType::F32},
 };
 
@@ -64,11 +58,25 @@ GgmlType shape_fallback(GgmlType type, uint64_t row_length) {
   GgmlType fallback = type;  // a 32-element type has nothing smaller: F16 below
   if (type == GgmlType::Q4_K)
     fallback = GgmlType::Q5_0;
+  else if (type == GgmlType::Q3_K)
+    fallback = GgmlType::Q4_0;
   else if (type == GgmlType::Q5_K)
     fallback = GgmlType::Q5_1;
   else if (type == GgmlType::Q6_K)
     fallback = GgmlType::Q8_0;
   return divides(fallback) ? fallback : GgmlType::F16;
+}
+
+// Q3_K_M's branches: attn_v Q5_K in the first two blocks then Q4_K, ffn_down Q5_K in the first sixteenth then Q4_K,
+// attn_output Q4_K; an 8-expert model's attn_v and attn_k Q8_0 and attn_output Q5_K; the rest Q3_K.
+GgmlType q3_k_m_type(const RecipeModel& m, const RecipeTensor& t, GgmlType type) {
+  const bool eight_experts = m.n_experts == 8;
+  if (contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight"))
+    return eight_experts ? GgmlType::Q8_0 : t.layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+  if (contains(t.name, "attn_k.weight") && eight_experts) return GgmlType::Q8_0;
+  if (contains(t.name, "ffn_down")) return t.layer < m.n_blocks / 16 ? GgmlType::Q5_K : GgmlType::Q4_K;
+  if (contains(t.name, "attn_output.weight")) return eight_experts ? GgmlType::Q5_K : GgmlType::Q4_K;
+  return type;
 }
 
 // llama_tensor_get_type_impl's branches that fire for these file types on a dense model; the others (the
@@ -83,6 +91,7 @@ GgmlType mix_type(FileType target, const RecipeModel& m, const RecipeTensor& t, 
     return type == GgmlType::Q8_0 ? type : GgmlType::Q6_K;
   }
   if (embedding) return type;
+  if (target == FileType::Q3_K_M) return q3_k_m_type(m, t, type);
   const bool k_m = target == FileType::Q4_K_M || target == FileType::Q5_K_M;
   // attn_qkv is attn_v-like: llama.cpp's own attn_qkv branch comes after this one and is never reached.
   if (contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight")) {
@@ -130,7 +139,7 @@ bool is_quantized(FileType t) {
 }
 
 RecipeModel recipe_model(const LlamaConfig& c, bool has_mtp) {
-  return {c.arch, c.n_layers + (has_mtp ? 1 : 0), c.n_layers, c.n_heads, c.n_kv_heads, !c.tied_output};
+  return {c.arch, c.n_layers + (has_mtp ? 1 : 0), c.n_layers, c.n_heads, c.n_kv_heads, !c.tied_output, c.moe.n_experts};
 }
 
 int block_index(std::string_view name) {

@@ -19,6 +19,7 @@ enum class FileType : uint32_t {
   Q4_0 = 2,
   Q4_1 = 3,
   Q8_0 = 7,
+  Q3_K_M = 12,
   Q5_0 = 8,
   Q5_1 = 9,
   Q4_K_S = 14,
@@ -48,6 +49,7 @@ struct RecipeModel {
   int n_layers = 0;  // the main layers alone (llama.cpp's model-size guess)
   int n_heads = 0, n_kv_heads = 0;
   bool has_output = true;  // an output.weight of its own; otherwise the embedding is the output and is treated so
+  int n_experts = 0;       // llama.cpp gives an 8-expert model (Mixtral) more bits in attention
 };
 RecipeModel recipe_model(const LlamaConfig& c, bool has_mtp);
 

@@ -29,6 +29,7 @@ Activations activations_for(GgmlType type) {
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
       return Activations::Q8_0WithOffsets;
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:

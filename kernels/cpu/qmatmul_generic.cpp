@@ -132,6 +132,10 @@ struct Generic {
     for (int32_t& v : a.v) v *= 32;
     return a;
   }
+  static Cols shl2(Cols a) {
+    for (int32_t& v : a.v) v *= 4;
+    return a;
+  }
 
   static F fzero() { return {}; }
   static F fset1(float a) {

@@ -215,8 +215,10 @@ struct K45 {
   }
 };
 
-// q6_K: x = d * sc_j * (q - 32) per sub-block j of 16; the 32 comes off as 32 * sum_j sc_j * bsum_j.
-struct K6 {
+// q6_K: x = d * sc_j * (q - 32) per sub-block j of 16; the 32 comes off as 32 * sum_j sc_j * bsum_j. q3_K is the
+// same with q - 4 (its 3-bit quants stored as nibbles, its scales as the signed sc - 32).
+template <int Bits>
+struct K16 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     const auto dw = V::half8(aux);
@@ -226,7 +228,10 @@ struct K6 {
     for (int r = 0; r < R; ++r) isum[r] = V::zero_sums();
     for (int u = 0; u < 8; ++u) {
       typename V::Bytes g[4];
-      unpack_six<V>(q + 192 * u, g);
+      if constexpr (Bits == 6)
+        unpack_six<V>(q + 192 * u, g);
+      else
+        unpack_nibbles<V>(q + 128 * u, g);
       const auto s0 = scale16_s8<V>(sc + 16 * u), s1 = scale16_s8<V>(sc + 16 * u + 8);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -242,7 +247,7 @@ struct K6 {
       const int32_t* bs = rows[r].sums + 16 * b;
       auto ssum = V::set1(0);
       for (int j = 0; j < 8; ++j) ssum = V::add(ssum, V::madd_pairs(scales[j], bs[2 * j], bs[2 * j + 1]));
-      const auto total = V::sub(V::col_sums(isum[r]), V::shl5(ssum));
+      const auto total = V::sub(V::col_sums(isum[r]), Bits == 6 ? V::shl5(ssum) : V::shl2(ssum));
       acc[r] = V::fma(V::to_float(total), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
     }
   }
@@ -364,7 +369,9 @@ void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begi
     case GgmlType::Q5_K:
       return quant_panels<V, K45<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q6_K:
-      return quant_panels<V, K6>(x, w, out, m_begin, m_end, p_begin, p_end);
+      return quant_panels<V, K16<6>>(x, w, out, m_begin, m_end, p_begin, p_end);
+    case GgmlType::Q3_K:
+      return quant_panels<V, K16<3>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::F16:
       return half_panels<V, false>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::BF16:

@@ -33,6 +33,7 @@ struct YmmColumns {
   static Cols add(Cols a, Cols b) { return _mm256_add_epi32(a, b); }
   static Cols sub(Cols a, Cols b) { return _mm256_sub_epi32(a, b); }
   static Cols shl5(Cols a) { return _mm256_slli_epi32(a, 5); }
+  static Cols shl2(Cols a) { return _mm256_slli_epi32(a, 2); }
 
   static F fzero() { return _mm256_setzero_ps(); }
   static F fset1(float a) { return _mm256_set1_ps(a); }

@@ -27,7 +27,7 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::Q4_0, 4, {32, 128, 16}},    {GgmlType::Q4_1, 4, {32, 128, 32}},    {GgmlType::Q5_0, 5, {32, 160, 16}},
     {GgmlType::Q5_1, 5, {32, 160, 32}},    {GgmlType::Q8_0, 8, {32, 256, 16}},    {GgmlType::Q4_K, 4, {256, 1024, 160}},
     {GgmlType::Q5_K, 5, {256, 1280, 160}}, {GgmlType::Q6_K, 6, {256, 1536, 144}}, {GgmlType::F16, 16, {1, 16, 0}},
-    {GgmlType::BF16, 16, {1, 16, 0}},      {GgmlType::MXFP4, 4, {32, 128, 8}},
+    {GgmlType::BF16, 16, {1, 16, 0}},      {GgmlType::MXFP4, 4, {32, 128, 8}},    {GgmlType::Q3_K, 4, {256, 1024, 144}},
 };
 
 const TypeInfo* find_info(GgmlType type) {
@@ -148,6 +148,15 @@ Decoded decode(GgmlType type, const uint8_t* p) {
         }
       break;
     }
+    case GgmlType::Q3_K: {  // q = the two low bits + 4 * the hmask bit (0..7), sc - 32 as int8, as q6_K keeps them
+      auto b = read_block<quant::BlockQ3_K>(p);
+      out.d = b.d;
+      for (int j = 0; j < 256; ++j)
+        out.q[j] = static_cast<uint8_t>(((b.qs[32 * (j / 128) + j % 32] >> (2 * (j % 128 / 32))) & 3) |
+                                        (((b.hmask[j % 32] >> (j / 32)) & 1) << 2));
+      for (int s = 0; s < 16; ++s) out.sc[s] = static_cast<uint8_t>(quant::q3_K_scale(b.scales, s));
+      break;
+    }
     case GgmlType::Q6_K: {
       auto b = read_block<quant::BlockQ6_K>(p);
       out.d = b.d;
@@ -207,7 +216,7 @@ void write_aux(GgmlType type, const Decoded (&cols)[8], uint8_t* aux) {
   }
   for (int c = 0; c < 8; ++c) {
     std::memcpy(aux + 2 * c, &cols[c].d, 2);
-    if (type == GgmlType::Q6_K) {
+    if (type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
       for (int j = 0; j < 16; ++j) aux[16 + 8 * j + c] = cols[c].sc[j];
       continue;
     }

@@ -66,7 +66,7 @@ void read_aux(GgmlType type, const uint8_t* aux, int c, Column& col) {
     return;
   }
   std::memcpy(&col.d, aux + 2 * c, 2);
-  if (type == GgmlType::Q6_K) {
+  if (type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
     for (int j = 0; j < 16; ++j) col.sc[j] = aux[16 + 8 * j + c];
     return;
   }
@@ -151,6 +151,20 @@ void encode(GgmlType type, const Column& col, uint8_t* out) {
         for (int l = 0; l < 32; ++l)
           b.qh[l] |= static_cast<uint8_t>((((col.q[64 * s + l] >> 4) & 1) << (2 * s)) |
                                           (((col.q[64 * s + 32 + l] >> 4) & 1) << (2 * s + 1)));
+      return store(b, out);
+    }
+    case GgmlType::Q3_K: {  // the inverse of quant_pack.cpp's q3_K decode
+      quant::BlockQ3_K b{};
+      b.d = col.d;
+      for (int j = 0; j < 16; ++j) {
+        const int l = static_cast<int8_t>(col.sc[j]) + 32;
+        b.scales[j % 8] |= static_cast<uint8_t>((l & 0xF) << (j < 8 ? 0 : 4));
+        b.scales[8 + j % 4] |= static_cast<uint8_t>((l >> 4) << (2 * (j / 4)));
+      }
+      for (int j = 0; j < 256; ++j) {
+        b.qs[32 * (j / 128) + j % 32] |= static_cast<uint8_t>((col.q[j] & 3) << (2 * (j % 128 / 32)));
+        b.hmask[j % 32] |= static_cast<uint8_t>(((col.q[j] >> 2) & 1) << (j / 32));
+      }
       return store(b, out);
     }
     case GgmlType::Q6_K: {

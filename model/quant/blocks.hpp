@@ -40,6 +40,21 @@ struct BlockQ8_1 {
   uint16_t d, s;
   int8_t qs[32];
 };
+// Sixteen sub-blocks of 16: x = d * (sc - 32) * (q - 4), q in 0..7 split into two low bits (qs) and a high bit
+// (hmask), sc 6 bits packed in 12 bytes.
+struct BlockQ3_K {
+  static constexpr int kElements = 256;
+  uint8_t hmask[32];
+  uint8_t qs[64];
+  uint8_t scales[12];
+  uint16_t d;
+};
+// Sub-block j's scale sc - 32 (-32..31): its low nibble in byte j (j < 8) or the high one of byte j - 8, its two
+// high bits in byte 8 + j % 4 at bit 2 * (j / 4).
+inline int q3_K_scale(const uint8_t* scales, int j) {
+  const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+  return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
 // Eight sub-blocks of 32: x = d * sc * q - dmin * m, with 6-bit sc and m packed in scales.
 struct BlockQ4_K {
   static constexpr int kElements = 256;
@@ -91,6 +106,7 @@ inline float e8m0_half(uint8_t e) {
 static_assert(sizeof(BlockMxfp4) == 17);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 

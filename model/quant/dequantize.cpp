@@ -109,6 +109,30 @@ void decode(const BlockQ5_K& b, float* y) {
   }
 }
 
+// ggml's dequantize_row_q3_K: the scales unpacked four bytes at a time, then 16 runs of 16 elements.
+void decode(const BlockQ3_K& b, float* y) {
+  uint32_t aux[4];
+  std::memcpy(aux, b.scales, 12);
+  const uint32_t tmp = aux[2], kmask1 = 0x03030303u, kmask2 = 0x0f0f0f0fu;
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+  int8_t scales[16];
+  std::memcpy(scales, aux, 16);
+  const float d_all = half_to_float(b.d);
+  const uint8_t* q = b.qs;
+  int is = 0;
+  uint8_t m = 1;
+  for (int half = 0; half < 2; ++half, q += 32)
+    for (int shift = 0; shift < 8; shift += 2, m = static_cast<uint8_t>(m << 1))
+      for (int part = 0; part < 2; ++part) {
+        const float dl = d_all * static_cast<float>(scales[is++] - 32);
+        for (int l = 16 * part; l < 16 * part + 16; ++l)
+          *y++ = dl * static_cast<float>(((q[l] >> shift) & 3) - ((b.hmask[l] & m) ? 0 : 4));
+      }
+}
+
 void decode(const BlockQ6_K& b, float* y) {
   const float d = half_to_float(b.d);
   const uint8_t* ql = b.ql;
@@ -183,6 +207,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       return decode_blocks<BlockQ5_1>(src, dst, n);
     case GgmlType::Q8_0:
       return decode_blocks<BlockQ8_0>(src, dst, n);
+    case GgmlType::Q3_K:
+      return decode_blocks<BlockQ3_K>(src, dst, n);
     case GgmlType::Q4_K:
       return decode_blocks<BlockQ4_K>(src, dst, n);
     case GgmlType::Q5_K:

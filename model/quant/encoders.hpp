@@ -11,6 +11,7 @@ void encode_q5_0(const float* x, void* dst, int64_t n);
 void encode_q5_1(const float* x, void* dst, int64_t n);
 void encode_q8_0(const float* x, void* dst, int64_t n);
 void encode_q8_1(const float* x, void* dst, int64_t n);
+void encode_q3_K(const float* x, void* dst, int64_t n);
 void encode_q4_K(const float* x, void* dst, int64_t n);
 void encode_q5_K(const float* x, void* dst, int64_t n);
 void encode_q6_K(const float* x, void* dst, int64_t n);

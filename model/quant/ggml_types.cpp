@@ -19,6 +19,7 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::Q5_1, "q5_1", BlockQ5_1::kElements, sizeof(BlockQ5_1), true},
     TypeTraits{GgmlType::Q8_0, "q8_0", BlockQ8_0::kElements, sizeof(BlockQ8_0), true},
     TypeTraits{GgmlType::Q8_1, "q8_1", BlockQ8_1::kElements, sizeof(BlockQ8_1), false},
+    TypeTraits{GgmlType::Q3_K, "q3_K", BlockQ3_K::kElements, sizeof(BlockQ3_K), true},
     TypeTraits{GgmlType::Q4_K, "q4_K", BlockQ4_K::kElements, sizeof(BlockQ4_K), true},
     TypeTraits{GgmlType::Q5_K, "q5_K", BlockQ5_K::kElements, sizeof(BlockQ5_K), true},
     TypeTraits{GgmlType::Q6_K, "q6_K", BlockQ6_K::kElements, sizeof(BlockQ6_K), true},

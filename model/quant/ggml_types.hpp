@@ -18,6 +18,7 @@ enum class GgmlType : uint32_t {
   Q5_1 = 7,
   Q8_0 = 8,
   Q8_1 = 9,
+  Q3_K = 11,
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,

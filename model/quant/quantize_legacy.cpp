@@ -225,6 +225,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       return detail::encode_q8_0(src, dst, n);
     case GgmlType::Q8_1:
       return detail::encode_q8_1(src, dst, n);
+    case GgmlType::Q3_K:
+      return detail::encode_q3_K(src, dst, n);
     case GgmlType::Q4_K:
       return detail::encode_q4_K(src, dst, n);
     case GgmlType::Q5_K:
