@@ -16,13 +16,21 @@ struct FileTypeInfo {
 
 // llama-quantize's order: the legacy quants, the K-quants, then the float types.
 constexpr FileTypeInfo kFileTypes[] = {
-    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},     {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
-    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},     {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
-    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},     {FileType::Q3_K_M, "q3_k_m", GgmlType::Q3_K},
-    {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K}, {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},
-    {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K}, {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},
-    {FileType::Q6_K, "q6_k", GgmlType::Q6_K},     {FileType::MXFP4_MOE, "mxfp4_moe", GgmlType::MXFP4},
-    {FileType::F16, "f16", GgmlType::F16},        {FileType::BF16, "bf16", GgmlType::BF16},
+    {FileType::Q4_0, "q4_0", GgmlType::Q4_0},
+    {FileType::Q4_1, "q4_1", GgmlType::Q4_1},
+    {FileType::Q5_0, "q5_0", GgmlType::Q5_0},
+    {FileType::Q5_1, "q5_1", GgmlType::Q5_1},
+    {FileType::Q8_0, "q8_0", GgmlType::Q8_0},
+    {FileType::Q3_K_M, "q3_k_m", GgmlType::Q3_K},
+    {FileType::Q4_K_S, "q4_k_s", GgmlType::Q4_K},
+    {FileType::Q4_K_M, "q4_k_m", GgmlType::Q4_K},
+    {FileType::Q5_K_S, "q5_k_s", GgmlType::Q5_K},
+    {FileType::Q5_K_M, "q5_k_m", GgmlType::Q5_K},
+    {FileType::Q6_K, "q6_k", GgmlType::Q6_K},
+    {FileType::IQ4_XS, "iq4_xs", GgmlType::IQ4_XS},
+    {FileType::MXFP4_MOE, "mxfp4_moe", GgmlType::MXFP4},
+    {FileType::F16, "f16", GgmlType::F16},
+    {FileType::BF16, "bf16", GgmlType::BF16},
     {FileType::F32, "f32", GgmlType::F32},
 };
 
@@ -60,6 +68,11 @@ GgmlType shape_fallback(GgmlType type, uint64_t row_length) {
     fallback = GgmlType::Q5_0;
   else if (type == GgmlType::Q3_K)
     fallback = GgmlType::Q4_0;
+  else if (type == GgmlType::IQ4_XS)
+    throw std::invalid_argument(
+        "iq4_xs: rows of " + std::to_string(row_length) +
+        " are not whole 256-blocks, and llama.cpp's fallback (iq4_nl) is a type Parley does not "
+        "write");
   else if (type == GgmlType::Q5_K)
     fallback = GgmlType::Q5_1;
   else if (type == GgmlType::Q6_K)
@@ -92,6 +105,13 @@ GgmlType mix_type(FileType target, const RecipeModel& m, const RecipeTensor& t, 
   }
   if (embedding) return type;
   if (target == FileType::Q3_K_M) return q3_k_m_type(m, t, type);
+  if (target == FileType::IQ4_XS) {  // without an importance matrix, as Parley quantizes
+    const bool attn_v = contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight");
+    if (attn_v && m.n_kv_heads > 0 && m.n_heads / m.n_kv_heads >= 4) return GgmlType::Q5_K;
+    if (contains(t.name, "ffn_down") && t.layer < m.n_blocks / 8) return GgmlType::Q5_K;
+    if (contains(t.name, "attn_output.weight") && m.n_experts == 8) return GgmlType::Q5_K;
+    return type;
+  }
   const bool k_m = target == FileType::Q4_K_M || target == FileType::Q5_K_M;
   // attn_qkv is attn_v-like: llama.cpp's own attn_qkv branch comes after this one and is never reached.
   if (contains(t.name, "attn_v.weight") || contains(t.name, "attn_qkv.weight")) {

@@ -27,6 +27,7 @@ enum class FileType : uint32_t {
   Q5_K_S = 16,
   Q5_K_M = 17,
   Q6_K = 18,
+  IQ4_XS = 30,
   BF16 = 32,
   MXFP4_MOE = 38,  // experts (3-D tensors) in MXFP4, the rest Q8_0: gpt-oss's downloads
 };

@@ -29,12 +29,19 @@ struct TypeCase {
 
 const std::vector<TypeCase>& type_cases() {
   static const std::vector<TypeCase> cases = {
-      {GgmlType::Q8_0, {32, 224, 1184}},        {GgmlType::Q4_0, {32, 224, 1184}},
-      {GgmlType::Q4_1, {32, 224, 1184}},        {GgmlType::Q5_0, {32, 224, 1184}},
-      {GgmlType::Q5_1, {32, 224, 1184}},        {GgmlType::Q4_K, {256, 512, 2816, 4096}},
-      {GgmlType::Q5_K, {256, 512, 2816, 4096}}, {GgmlType::Q6_K, {256, 512, 2816, 4096}},
-      {GgmlType::F16, {1, 37, 1184}},           {GgmlType::BF16, {1, 37, 1184}},
-      {GgmlType::MXFP4, {32, 224, 1184}},       {GgmlType::Q3_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q8_0, {32, 224, 1184}},
+      {GgmlType::Q4_0, {32, 224, 1184}},
+      {GgmlType::Q4_1, {32, 224, 1184}},
+      {GgmlType::Q5_0, {32, 224, 1184}},
+      {GgmlType::Q5_1, {32, 224, 1184}},
+      {GgmlType::Q4_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q5_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q6_K, {256, 512, 2816, 4096}},
+      {GgmlType::F16, {1, 37, 1184}},
+      {GgmlType::BF16, {1, 37, 1184}},
+      {GgmlType::MXFP4, {32, 224, 1184}},
+      {GgmlType::Q3_K, {256, 512, 2816, 4096}},
+      {GgmlType::IQ4_XS, {256, 512, 2816, 4096}},
   };
   return cases;
 }
@@ -44,7 +51,8 @@ constexpr int kMaxM = 64;
 
 std::string name_of(GgmlType type) { return quant::ggml_type_name(static_cast<uint32_t>(type)); }
 bool k_quant(GgmlType type) {
-  return type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  return type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
+         type == GgmlType::IQ4_XS;
 }
 bool floats_in(GgmlType type) { return type == GgmlType::F16 || type == GgmlType::BF16; }
 
@@ -157,10 +165,10 @@ void largest_quants(GgmlType type, std::vector<uint8_t>& bytes) {
     GgmlType type;
     int from, to;  // a block's quant bytes (ggml-common.h); the K-quants' 6-bit scales and mins too (63 each)
   };
-  const Quants layouts[] = {{GgmlType::Q4_0, 2, 18},  {GgmlType::Q4_1, 4, 20},  {GgmlType::Q5_0, 2, 22},
-                            {GgmlType::Q5_1, 4, 24},  {GgmlType::Q8_0, 2, 34},  {GgmlType::Q4_K, 4, 144},
-                            {GgmlType::Q5_K, 4, 176}, {GgmlType::Q6_K, 0, 192}, {GgmlType::MXFP4, 1, 17},
-                            {GgmlType::Q3_K, 0, 96}};
+  const Quants layouts[] = {{GgmlType::Q4_0, 2, 18},  {GgmlType::Q4_1, 4, 20},   {GgmlType::Q5_0, 2, 22},
+                            {GgmlType::Q5_1, 4, 24},  {GgmlType::Q8_0, 2, 34},   {GgmlType::Q4_K, 4, 144},
+                            {GgmlType::Q5_K, 4, 176}, {GgmlType::Q6_K, 0, 192},  {GgmlType::MXFP4, 1, 17},
+                            {GgmlType::Q3_K, 0, 96},  {GgmlType::IQ4_XS, 8, 136}};
   const size_t block = quant::traits(type).block_bytes;
   for (const Quants& q : layouts)
     if (q.type == type)
@@ -409,7 +417,8 @@ TEST_CASE("Bad input: rows that are not whole blocks and types without a kernel 
         "pack_quant_matrix: q4_0 rows of K=48 elements are not whole blocks of 32");
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_0, bytes.data(), 0, 32); }) ==
         "pack_quant_matrix: a q8_0 matrix needs N > 0 and K > 0, got N=0 K=32");
-  const std::string supported = " (supported: q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, mxfp4, q3_K)";
+  const std::string supported =
+      " (supported: q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, mxfp4, q3_K, iq4_xs)";
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::Q8_K, bytes.data(), 4, 256); }) ==
         "quantized matmul: no kernel for ggml type q8_K" + supported);
   CHECK(error_of([&] { pack_quant_matrix(GgmlType::F32, bytes.data(), 4, 32); }) ==

@@ -29,13 +29,14 @@ TEST_CASE("The type table has ggml's ids, block sizes and block bytes", "[quant]
   CHECK(has(GgmlType::Q8_0, 8, "q8_0", 32, 34));
   CHECK(has(GgmlType::MXFP4, 39, "mxfp4", 32, 17));
   CHECK(has(GgmlType::Q3_K, 11, "q3_K", 256, 110));
+  CHECK(has(GgmlType::IQ4_XS, 23, "iq4_xs", 256, 136));
   CHECK(has(GgmlType::Q8_1, 9, "q8_1", 32, 36));
   CHECK(has(GgmlType::Q4_K, 12, "q4_K", 256, 144));
   CHECK(has(GgmlType::Q5_K, 13, "q5_K", 256, 176));
   CHECK(has(GgmlType::Q6_K, 14, "q6_K", 256, 210));
   CHECK(has(GgmlType::Q8_K, 15, "q8_K", 256, 292));
   CHECK(has(GgmlType::BF16, 30, "bf16", 1, 2));
-  CHECK(all_types().size() == 15);
+  CHECK(all_types().size() == 16);
   CHECK(row_bytes(GgmlType::Q4_K, 4096) == 16 * 144);
   CHECK(ggml_type_name(10) == "q2_K");
   CHECK(ggml_type_name(16) == "iq2_xxs");
@@ -46,9 +47,9 @@ TEST_CASE("The type table has ggml's ids, block sizes and block bytes", "[quant]
 
 TEST_CASE("A tensor of a type Parley cannot decode is refused by type and tensor name", "[quant]") {
   CHECK(checked_weight_type(12, "blk.0.ffn_down.weight") == GgmlType::Q4_K);
-  CHECK(error_of([] { checked_weight_type(23, "blk.3.attn_v.weight"); }) ==
-        "tensor 'blk.3.attn_v.weight' has ggml type iq4_xs (id 23), which Parley does not load; supported: f32, f16, "
-        "q4_0, q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, bf16, mxfp4");
+  CHECK(error_of([] { checked_weight_type(21, "blk.3.attn_v.weight"); }) ==
+        "tensor 'blk.3.attn_v.weight' has ggml type iq3_s (id 21), which Parley does not load; supported: f32, f16, "
+        "q4_0, q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, iq4_xs, bf16, mxfp4");
   CHECK_THAT(error_of([] { checked_weight_type(10, "output.weight"); }),
              Catch::StartsWith("tensor 'output.weight' has ggml type q2_K (id 10)"));
   CHECK_THAT(error_of([] { checked_weight_type(19, "t"); }), Catch::Contains("iq1_s (id 19)"));

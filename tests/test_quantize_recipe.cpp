@@ -54,11 +54,12 @@ TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor t
     GgmlType type;
   };
   const Row rows[] = {
-      {"f32", 0, GgmlType::F32},      {"f16", 1, GgmlType::F16},          {"q4_0", 2, GgmlType::Q4_0},
-      {"q4_1", 3, GgmlType::Q4_1},    {"q8_0", 7, GgmlType::Q8_0},        {"q5_0", 8, GgmlType::Q5_0},
-      {"q5_1", 9, GgmlType::Q5_1},    {"q4_k_s", 14, GgmlType::Q4_K},     {"q4_k_m", 15, GgmlType::Q4_K},
-      {"q5_k_s", 16, GgmlType::Q5_K}, {"q5_k_m", 17, GgmlType::Q5_K},     {"q6_k", 18, GgmlType::Q6_K},
-      {"bf16", 32, GgmlType::BF16},   {"mxfp4_moe", 38, GgmlType::MXFP4}, {"q3_k_m", 12, GgmlType::Q3_K}};
+      {"f32", 0, GgmlType::F32},       {"f16", 1, GgmlType::F16},          {"q4_0", 2, GgmlType::Q4_0},
+      {"q4_1", 3, GgmlType::Q4_1},     {"q8_0", 7, GgmlType::Q8_0},        {"q5_0", 8, GgmlType::Q5_0},
+      {"q5_1", 9, GgmlType::Q5_1},     {"q4_k_s", 14, GgmlType::Q4_K},     {"q4_k_m", 15, GgmlType::Q4_K},
+      {"q5_k_s", 16, GgmlType::Q5_K},  {"q5_k_m", 17, GgmlType::Q5_K},     {"q6_k", 18, GgmlType::Q6_K},
+      {"bf16", 32, GgmlType::BF16},    {"mxfp4_moe", 38, GgmlType::MXFP4}, {"q3_k_m", 12, GgmlType::Q3_K},
+      {"iq4_xs", 30, GgmlType::IQ4_XS}};
   for (const Row& r : rows) {
     INFO(r.name);
     const FileType t = parse_file_type(r.name);
@@ -67,8 +68,9 @@ TEST_CASE("file types carry llama.cpp's llama_ftype numbers and default tensor t
     CHECK(file_type_name(t) == r.name);
   }
   CHECK(parse_file_type("Q4_K_M") == FileType::Q4_K_M);  // llama-quantize ignores case
-  CHECK(file_type_names() ==
-        "q4_0, q4_1, q5_0, q5_1, q8_0, q3_k_m, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, mxfp4_moe, f16, bf16, f32");
+  CHECK(
+      file_type_names() ==
+      "q4_0, q4_1, q5_0, q5_1, q8_0, q3_k_m, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_xs, mxfp4_moe, f16, bf16, f32");
 }
 
 TEST_CASE("mxfp4_moe: the experts in MXFP4, every other weight in Q8_0, the router and norms as they are",
@@ -101,10 +103,24 @@ TEST_CASE("q3_k_m: llama.cpp's mix of Q3_K with Q4_K and Q5_K where more bits pa
   CHECK(type_of(FileType::Q3_K_M, mixtral, "blk.9.attn_output.weight", {4096, 4096}) == std::string("q5_K"));
 }
 
+TEST_CASE("iq4_xs: llama.cpp's mix without an importance matrix", "[quantize]") {
+  const RecipeModel m = dense("qwen3moe", 48);  // 8 heads to 2 KV heads: GQA 4
+  CHECK(type_of(FileType::IQ4_XS, m, "blk.7.attn_v.weight", {2048, 512}) == std::string("q5_K"));
+  CHECK(type_of(FileType::IQ4_XS, m, "blk.5.ffn_down_exps.weight", {768, 2048, 128}) == std::string("q5_K"));
+  CHECK(type_of(FileType::IQ4_XS, m, "blk.6.ffn_down_exps.weight", {768, 2048, 128}) == std::string("iq4_xs"));
+  CHECK(type_of(FileType::IQ4_XS, m, "blk.6.ffn_up_exps.weight", {2048, 768, 128}) == std::string("iq4_xs"));
+  CHECK(type_of(FileType::IQ4_XS, m, "output.weight", {2048, 151936}) == std::string("q6_K"));
+  RecipeModel no_gqa = dense("llama", 16);
+  no_gqa.n_kv_heads = 8;
+  CHECK(type_of(FileType::IQ4_XS, no_gqa, "blk.7.attn_v.weight", {2048, 2048}) == std::string("iq4_xs"));
+  CHECK_THROWS_WITH(type_of(FileType::IQ4_XS, m, "blk.7.attn_q.weight", {2880, 4096}),
+                    Catch::Contains("iq4_xs: rows of 2880 are not whole 256-blocks"));
+}
+
 TEST_CASE("an unknown type name is refused with the list of valid names", "[quantize]") {
   REQUIRE_THROWS_WITH(parse_file_type("q3_k_s"),
                       "unknown type 'q3_k_s' (expected one of q4_0, q4_1, q5_0, q5_1, q8_0, q3_k_m, "
-                      "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, mxfp4_moe, f16, bf16, f32)");
+                      "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_xs, mxfp4_moe, f16, bf16, f32)");
   REQUIRE_THROWS_WITH(write_model_gguf(make_random_model(builtin_model_config(), 1), "/dev/null", GgmlType::Q4_K),
                       Catch::Contains("unsupported dtype q4_K"));
   const std::string out = run_cli("quantize --type q2_k /dev/null /tmp/never.gguf");
@@ -266,17 +282,17 @@ TEST_CASE("quantize requantizes a quantized model from its decoded values, and c
 
 TEST_CASE("a model with a tensor type Parley cannot decode is refused, naming the tensor", "[quantize]") {
   TempDir dir;
-  const std::string path = dir / "iq4xs.gguf";
+  const std::string path = dir / "iq3s.gguf";
   write_model_gguf(make_random_model(builtin_model_config(), 1), path, GgmlType::F32);
-  // Turn blk.1.attn_q.weight's type id into iq4_xs (23): it follows the name, the dimension count and 2 sizes.
+  // Turn blk.1.attn_q.weight's type id into iq3_s (21): it follows the name, the dimension count and 2 sizes.
   std::string bytes((std::istreambuf_iterator<char>(std::ifstream(path, std::ios::binary).rdbuf())), {});
   const std::string name = "blk.1.attn_q.weight";
   const size_t at = bytes.find(name) + name.size() + 4 + 2 * 8;
-  const uint32_t iq4_xs = 23;
-  std::memcpy(&bytes[at], &iq4_xs, 4);
+  const uint32_t iq3_s = 21;
+  std::memcpy(&bytes[at], &iq3_s, 4);
   std::ofstream(path, std::ios::binary) << bytes;
   REQUIRE_THROWS_WITH(quantize_model(path, "", dir / "out.gguf", FileType::Q4_K_M),
-                      Catch::Contains("blk.1.attn_q.weight") && Catch::Contains("iq4_xs"));
+                      Catch::Contains("blk.1.attn_q.weight") && Catch::Contains("iq3_s"));
   CHECK_THAT(run_cli("quantize --type q4_k_m " + path + " " + (dir / "out.gguf")),
              Catch::Contains("parley: error:") && Catch::Contains("blk.1.attn_q.weight"));
 }

@@ -30,6 +30,7 @@ Activations activations_for(GgmlType type) {
     case GgmlType::Q5_1:
       return Activations::Q8_0WithOffsets;
     case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:

@@ -31,8 +31,10 @@ struct Avx2 : YmmColumns {
     return {_mm256_and_si256(_mm256_srli_epi16(b.lo, 4), m), _mm256_and_si256(_mm256_srli_epi16(b.hi, 4), m)};
   }
   static __m256i load_fifth(const uint8_t* p) { return load32(p); }
-  static Bytes fp4_values(Bytes b) {
-    return {_mm256_shuffle_epi8(fp4_table(), b.lo), _mm256_shuffle_epi8(fp4_table(), b.hi)};
+  // Each byte (0..15) replaced by table[byte]: a 16-entry table in both 128-bit lanes for vpshufb.
+  static Bytes lookup(Bytes b, const int8_t* table) {
+    const __m256i t = _mm256_broadcastsi128_si256(table16(table));
+    return {_mm256_shuffle_epi8(t, b.lo), _mm256_shuffle_epi8(t, b.hi)};
   }
   // Group g's fifth bits: bit g of byte i for columns 0-3 (bytes 0-31), bit 4 + g for columns 4-7, moved to bit 4.
   template <int Group>
@@ -86,6 +88,20 @@ struct Avx2 : YmmColumns {
       const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
       auto part = [&](__m256i w) {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xb, w)), ones);
+      };
+      sum = {_mm256_add_epi32(sum.lo, part(g[i].lo)), _mm256_add_epi32(sum.hi, part(g[i].hi))};
+    }
+    return col_sums(sum);
+  }
+  // Signed weights against any activations, -128 included: |x| as u8 times w with x's sign (w is never -128).
+  static Cols dot_signed_any(const Bytes* g, const int8_t* x, int32_t) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    I32 sum{_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
+      auto part = [&](__m256i w) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(xb), _mm256_sign_epi8(w, xb)), ones);
       };
       sum = {_mm256_add_epi32(sum.lo, part(g[i].lo)), _mm256_add_epi32(sum.hi, part(g[i].hi))};
     }

@@ -18,7 +18,10 @@ struct Avx512 : YmmColumns {
 
   static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
-  static Bytes fp4_values(Bytes b) { return _mm512_shuffle_epi8(_mm512_broadcast_i64x4(fp4_table()), b); }
+  // Each byte (0..15) replaced by table[byte]: the 16-entry table in every 128-bit lane for vpshufb.
+  static Bytes lookup(Bytes b, const int8_t* table) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table16(table)), b);
+  }
   static Bytes hi_nibbles(Bytes b) { return _mm512_and_si512(_mm512_srli_epi16(b, 4), _mm512_set1_epi8(15)); }
   // The 32 bytes of fifth bits in both halves; group g's are bit g (columns 0-3) and bit 4 + g (columns 4-7).
   static __m512i load_fifth(const uint8_t* p) {
@@ -106,6 +109,23 @@ struct Avx512 : YmmColumns {
         const __m512i xb = broadcast8(x + 8 * i);
         const __m512i signed_x = _mm512_mask_sub_epi8(xb, _mm512_movepi8_mask(g[i]), _mm512_setzero_si512(), xb);
         sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(g[i]), signed_x), ones));
+      }
+      return col_sums(sum);
+    }
+  }
+  // Signed weights against any activations, -128 included. VNNI: dot_signed is exact; BW: |x| as u8 times w
+  // negated where x is negative (w is never -128).
+  static Cols dot_signed_any(const Bytes* g, const int8_t* x, int32_t xsum) {
+    if constexpr (Vnni) {
+      return dot_signed(g, x, xsum);
+    } else {
+      const __m512i ones = _mm512_set1_epi16(1);
+      __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512i xb = broadcast8(x + 8 * i);
+        const __m512i w = _mm512_mask_sub_epi8(g[i], _mm512_movepi8_mask(xb), _mm512_setzero_si512(), g[i]);
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(xb), w), ones));
       }
       return col_sums(sum);
     }

@@ -36,9 +36,18 @@ struct Generic {
     for (uint8_t& v : b.v) v &= 15;
     return b;
   }
-  static Bytes fp4_values(Bytes b) {
-    for (uint8_t& v : b.v) v = static_cast<uint8_t>(quant::kFp4Doubled[v]);
+  static Bytes lookup(Bytes b, const int8_t* table) {
+    for (uint8_t& v : b.v) v = static_cast<uint8_t>(table[v]);
     return b;
+  }
+  static Cols cols_s8(const int8_t* p) {
+    Cols out;
+    for (int c = 0; c < 8; ++c) out.v[c] = p[c];
+    return out;
+  }
+  static Cols mullo(Cols a, Cols b) {
+    for (int c = 0; c < 8; ++c) a.v[c] *= b.v[c];
+    return a;
   }
   static Bytes hi_nibbles(Bytes b) {
     for (uint8_t& v : b.v) v >>= 4;
@@ -87,6 +96,7 @@ struct Generic {
         for (int e = 0; e < 8; ++e) out.v[c] += int32_t(static_cast<int8_t>(g[i].v[8 * c + e])) * x[8 * i + e];
     return out;
   }
+  static Cols dot_signed_any(const Bytes* g, const int8_t* x, int32_t xsum) { return dot_signed(g, x, xsum); }
   static I32 zero_sums() { return {}; }
   static I32 add_sums(I32 a, I32 b) { return add(a, b); }
   static Cols col_sums(I32 a) { return a; }

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/qmatmul_kernels.hpp"
+#include "model/quant/blocks.hpp"
 
 namespace parley::cpu::qmm {
 namespace {
@@ -163,13 +164,40 @@ struct Q8 {
   }
 };
 
+// iq4_xs: x = d * ls_j * v per sub-block j of 32, v the non-linear grid value of the nibble, looked up; each
+// sub-block's signed dot (q8_K activations, -128 included) times its signed scale ls_j, summed, then d.
+struct Iq4Xs {
+  template <class V, int R>
+  static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
+    const auto dw = V::half8(aux);
+    const auto* sc = reinterpret_cast<const int8_t*>(aux + 16);
+    typename V::Cols isum[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) isum[r] = V::set1(0);
+    for (int u = 0; u < 8; ++u) {
+      typename V::Bytes g[4];
+      unpack_nibbles<V>(q + 128 * u, g);
+      for (auto& x : g) x = V::lookup(x, quant::kIq4nl);
+      const auto scale = V::cols_s8(sc + 8 * u);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const int32_t* bs = rows[r].sums + 16 * b;
+        const auto dot = V::dot_signed_any(g, rows[r].qs + 256 * b + 32 * u, bs[2 * u] + bs[2 * u + 1]);
+        isum[r] = V::add(isum[r], V::mullo(dot, scale));
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r] = V::fma(V::to_float(isum[r]), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+  }
+};
+
 // mxfp4: x = 2^(e - 128) * v with v the doubled e2m1 value of the nibble: looked up, then Q8's signed dot.
 struct Mxfp4 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     unpack_nibbles<V>(q, g);
-    for (auto& x : g) x = V::fp4_values(x);
+    for (auto& x : g) x = V::lookup(x, quant::kFp4Doubled);
     const auto dw = V::e8m0x8(aux);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -364,6 +392,8 @@ void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begi
       return quant_panels<V, Q8>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::MXFP4:
       return quant_panels<V, Mxfp4>(x, w, out, m_begin, m_end, p_begin, p_end);
+    case GgmlType::IQ4_XS:
+      return quant_panels<V, Iq4Xs>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q4_K:
       return quant_panels<V, K45<4>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q5_K:

@@ -46,10 +46,11 @@ struct YmmColumns {
     const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
     return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
   }
-  static __m256i fp4_table() {  // the doubled e2m1 values, in both 128-bit lanes for vpshufb
-    return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2,
-                            -3, -4, -6, -8, -12);
+  static __m128i table16(const int8_t* t) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(t)); }
+  static Cols cols_s8(const int8_t* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
+  static Cols mullo(Cols a, Cols b) { return _mm256_mullo_epi32(a, b); }
   static F bf16x8(const uint8_t* p) {
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));

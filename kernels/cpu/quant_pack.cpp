@@ -24,10 +24,13 @@ struct TypeInfo {
 };
 
 constexpr TypeInfo kTypes[] = {
-    {GgmlType::Q4_0, 4, {32, 128, 16}},    {GgmlType::Q4_1, 4, {32, 128, 32}},    {GgmlType::Q5_0, 5, {32, 160, 16}},
-    {GgmlType::Q5_1, 5, {32, 160, 32}},    {GgmlType::Q8_0, 8, {32, 256, 16}},    {GgmlType::Q4_K, 4, {256, 1024, 160}},
-    {GgmlType::Q5_K, 5, {256, 1280, 160}}, {GgmlType::Q6_K, 6, {256, 1536, 144}}, {GgmlType::F16, 16, {1, 16, 0}},
-    {GgmlType::BF16, 16, {1, 16, 0}},      {GgmlType::MXFP4, 4, {32, 128, 8}},    {GgmlType::Q3_K, 4, {256, 1024, 144}},
+    {GgmlType::Q4_0, 4, {32, 128, 16}},     {GgmlType::Q4_1, 4, {32, 128, 32}},
+    {GgmlType::Q5_0, 5, {32, 160, 16}},     {GgmlType::Q5_1, 5, {32, 160, 32}},
+    {GgmlType::Q8_0, 8, {32, 256, 16}},     {GgmlType::Q4_K, 4, {256, 1024, 160}},
+    {GgmlType::Q5_K, 5, {256, 1280, 160}},  {GgmlType::Q6_K, 6, {256, 1536, 144}},
+    {GgmlType::F16, 16, {1, 16, 0}},        {GgmlType::BF16, 16, {1, 16, 0}},
+    {GgmlType::MXFP4, 4, {32, 128, 8}},     {GgmlType::Q3_K, 4, {256, 1024, 144}},
+    {GgmlType::IQ4_XS, 4, {256, 1024, 80}},
 };
 
 const TypeInfo* find_info(GgmlType type) {
@@ -157,6 +160,15 @@ Decoded decode(GgmlType type, const uint8_t* p) {
       for (int s = 0; s < 16; ++s) out.sc[s] = static_cast<uint8_t>(quant::q3_K_scale(b.scales, s));
       break;
     }
+    case GgmlType::IQ4_XS: {  // grid indices as nibbles (the kernel looks their values up), ls - 32 as int8
+      auto b = read_block<quant::BlockIq4Xs>(p);
+      out.d = b.d;
+      for (int j = 0; j < 8; ++j) {
+        split_nibbles(b.qs + 16 * j, out.q + 32 * j, 16);
+        out.sc[j] = static_cast<uint8_t>(quant::iq4_xs_scale(b, j));
+      }
+      break;
+    }
     case GgmlType::Q6_K: {
       auto b = read_block<quant::BlockQ6_K>(p);
       out.d = b.d;
@@ -216,8 +228,8 @@ void write_aux(GgmlType type, const Decoded (&cols)[8], uint8_t* aux) {
   }
   for (int c = 0; c < 8; ++c) {
     std::memcpy(aux + 2 * c, &cols[c].d, 2);
-    if (type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
-      for (int j = 0; j < 16; ++j) aux[16 + 8 * j + c] = cols[c].sc[j];
+    if (type == GgmlType::Q6_K || type == GgmlType::Q3_K || type == GgmlType::IQ4_XS) {
+      for (int j = 0; j < (type == GgmlType::IQ4_XS ? 8 : 16); ++j) aux[16 + 8 * j + c] = cols[c].sc[j];
       continue;
     }
     if (type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0) continue;

@@ -66,8 +66,8 @@ void read_aux(GgmlType type, const uint8_t* aux, int c, Column& col) {
     return;
   }
   std::memcpy(&col.d, aux + 2 * c, 2);
-  if (type == GgmlType::Q6_K || type == GgmlType::Q3_K) {
-    for (int j = 0; j < 16; ++j) col.sc[j] = aux[16 + 8 * j + c];
+  if (type == GgmlType::Q6_K || type == GgmlType::Q3_K || type == GgmlType::IQ4_XS) {
+    for (int j = 0; j < (type == GgmlType::IQ4_XS ? 8 : 16); ++j) col.sc[j] = aux[16 + 8 * j + c];
     return;
   }
   if (type == GgmlType::Q4_0 || type == GgmlType::Q5_0 || type == GgmlType::Q8_0) return;
@@ -151,6 +151,17 @@ void encode(GgmlType type, const Column& col, uint8_t* out) {
         for (int l = 0; l < 32; ++l)
           b.qh[l] |= static_cast<uint8_t>((((col.q[64 * s + l] >> 4) & 1) << (2 * s)) |
                                           (((col.q[64 * s + 32 + l] >> 4) & 1) << (2 * s + 1)));
+      return store(b, out);
+    }
+    case GgmlType::IQ4_XS: {
+      quant::BlockIq4Xs b{};
+      b.d = col.d;
+      for (int j = 0; j < 8; ++j) {
+        const int ls = static_cast<int8_t>(col.sc[j]) + 32;
+        b.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xf) << (4 * (j % 2)));
+        b.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * j));
+        join_nibbles(col.q + 32 * j, b.qs + 16 * j, 16);
+      }
       return store(b, out);
     }
     case GgmlType::Q3_K: {  // the inverse of quant_pack.cpp's q3_K decode

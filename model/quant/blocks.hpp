@@ -85,6 +85,20 @@ struct BlockQ8_K {
   int16_t bsums[16];
 };
 
+// Eight sub-blocks of 32: x = d * (ls - 32) * kIq4nl[q], ls 6 bits (low nibble in scales_l, two high bits in
+// scales_h); qs[16 j + i] holds element 32 j + i (low nibble) and 32 j + 16 + i (high nibble).
+struct BlockIq4Xs {
+  static constexpr int kElements = 256;
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[4];
+  uint8_t qs[128];
+};
+inline constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+inline int iq4_xs_scale(const BlockIq4Xs& b, int j) {  // ls - 32 of sub-block j
+  return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
 // OCP microscaling FP4 (gpt-oss's experts): x = 2^(e - 128) * kFp4Doubled[q], the e2m1 values doubled so they are
 // integers; qs[j] holds element j (low nibble) and j + 16 (high nibble).
 struct BlockMxfp4 {
@@ -103,7 +117,7 @@ inline float e8m0_half(uint8_t e) {
   return f;
 }
 
-static_assert(sizeof(BlockMxfp4) == 17);
+static_assert(sizeof(BlockMxfp4) == 17 && sizeof(BlockIq4Xs) == 136);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ3_K) == 110);

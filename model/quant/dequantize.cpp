@@ -154,6 +154,17 @@ void decode(const BlockQ6_K& b, float* y) {
   }
 }
 
+void decode(const BlockIq4Xs& b, float* y) {
+  const float d = half_to_float(b.d);
+  for (int j = 0; j < 8; ++j, y += 32) {
+    const float dl = d * static_cast<float>(iq4_xs_scale(b, j));
+    for (int i = 0; i < 16; ++i) {
+      y[i] = dl * static_cast<float>(kIq4nl[b.qs[16 * j + i] & 0xf]);
+      y[i + 16] = dl * static_cast<float>(kIq4nl[b.qs[16 * j + i] >> 4]);
+    }
+  }
+}
+
 void decode(const BlockMxfp4& b, float* y) {
   const float d = e8m0_half(b.e);
   for (int j = 0; j < 16; ++j) {
@@ -219,6 +230,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
       return decode_blocks<BlockQ8_K>(src, dst, n);
     case GgmlType::MXFP4:
       return decode_blocks<BlockMxfp4>(src, dst, n);
+    case GgmlType::IQ4_XS:
+      return decode_blocks<BlockIq4Xs>(src, dst, n);
     case GgmlType::Q8_1:
       break;
   }

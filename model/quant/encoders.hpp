@@ -17,6 +17,7 @@ void encode_q5_K(const float* x, void* dst, int64_t n);
 void encode_q6_K(const float* x, void* dst, int64_t n);
 void encode_q8_K(const float* x, void* dst, int64_t n);
 void encode_mxfp4(const float* x, void* dst, int64_t n);
+void encode_iq4_xs(const float* x, void* dst, int64_t n);
 
 template <typename Block>
 void store_block(void* dst, int64_t i, const Block& block) {

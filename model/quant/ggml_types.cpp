@@ -24,6 +24,7 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::Q5_K, "q5_K", BlockQ5_K::kElements, sizeof(BlockQ5_K), true},
     TypeTraits{GgmlType::Q6_K, "q6_K", BlockQ6_K::kElements, sizeof(BlockQ6_K), true},
     TypeTraits{GgmlType::Q8_K, "q8_K", BlockQ8_K::kElements, sizeof(BlockQ8_K), false},
+    TypeTraits{GgmlType::IQ4_XS, "iq4_xs", BlockIq4Xs::kElements, sizeof(BlockIq4Xs), true},
     TypeTraits{GgmlType::BF16, "bf16", 1, sizeof(uint16_t), true},
     TypeTraits{GgmlType::MXFP4, "mxfp4", BlockMxfp4::kElements, sizeof(BlockMxfp4), true},
 };

@@ -237,6 +237,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       return detail::encode_q8_K(src, dst, n);
     case GgmlType::MXFP4:
       return detail::encode_mxfp4(src, dst, n);
+    case GgmlType::IQ4_XS:
+      return detail::encode_iq4_xs(src, dst, n);
   }
   throw std::invalid_argument("quantize_row: unsupported ggml type " + ggml_type_name(static_cast<uint32_t>(type)));
 }

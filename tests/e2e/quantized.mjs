@@ -24,8 +24,9 @@ process.env.PARLEY_E2E_TIMEOUT_MS ??= '600000';
 // 2345 for Parley and 66 for llama.cpp, moe-256 Q4_K_M 25 and 21, so the bound is 1.25x llama.cpp's plus 3.
 const MOE_LENGTHS = [60, 150, 300, 450, 80, 200, 350, 500, 100, 250, 400, 480];
 const CASES = [
-  ...['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'q6_k', 'q3_k_m'].map((type) => ({ type, gen: ['--shape', 'tiny-256'] })),
+  ...['q8_0', 'q4_0', 'q4_k_m', 'q5_k_m', 'q6_k', 'q3_k_m', 'iq4_xs'].map((type) => ({ type, gen: ['--shape', 'tiny-256'] })),
   { type: 'q3_k_m', gen: ['--shape', 'moe-256'], moe: true },
+  { type: 'iq4_xs', gen: ['--shape', 'moe-256'], moe: true },
   { type: 'q4_k_m', gen: ['--shape', 'moe-256'], moe: true },
   { type: 'mxfp4_moe', gen: ['--arch', 'gpt-oss'], moe: true },
 ].filter(({ type }) => !process.env.PARLEY_TYPES || process.env.PARLEY_TYPES.split(',').includes(type));
