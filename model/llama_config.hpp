@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/moe_routing.hpp"
+
 namespace parley {
 
 // How RoPE pairs the dimensions of a head.
@@ -39,6 +41,10 @@ struct MoeConfig {
   bool expert_biases = false;  // the router and every expert matrix carry a bias (gpt-oss)
 
   bool enabled() const { return n_experts > 0; }
+  // The routing as kernels/moe_routing.hpp runs it (on the CPU and on the device).
+  moe::Routing routing() const {
+    return {n_experts, n_used, gating == ExpertGating::Softmax, normalize, weights_scale};
+  }
 };
 
 // The rotary embedding of one kind of layer.

@@ -14,13 +14,6 @@ namespace {
 // gpt-oss's clamped SwiGLU (its reference implementation's constants).
 constexpr float kOaiAlpha = 1.702f, kOaiLimit = 7.0f;
 
-void softmax_in_place(float* v, int n) {
-  const float top = *std::max_element(v, v + n);
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += (v[i] = std::exp(v[i] - top));
-  for (int i = 0; i < n; ++i) v[i] /= sum;
-}
-
 void add_into(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -28,27 +21,9 @@ void add_into(float* x, const float* y, size_t n) {
 }  // namespace
 
 ExpertChoice route_token(const float* logits, const MoeConfig& moe) {
-  const int n = moe.n_experts, k = moe.n_used;
-  std::vector<float> probs(logits, logits + n);
-  if (moe.gating == ExpertGating::Softmax) softmax_in_place(probs.data(), n);
-  std::vector<int> order(size_t(n), 0);
-  std::iota(order.begin(), order.end(), 0);
-  // Ties go to the lower index, so the choice never depends on how a sort moves equal keys.
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-    return probs[size_t(a)] > probs[size_t(b)] || (probs[size_t(a)] == probs[size_t(b)] && a < b);
-  });
-  ExpertChoice c;
-  c.experts.assign(order.begin(), order.begin() + k);
-  for (int e : c.experts) c.weights.push_back(probs[size_t(e)]);
-  if (moe.gating == ExpertGating::SoftmaxSelected) softmax_in_place(c.weights.data(), k);
-  if (moe.normalize) {
-    float sum = 0.0f;
-    for (float w : c.weights) sum += w;
-    sum = std::max(sum, 6.103515625e-5f);  // as llama.cpp: F16's smallest normal, never a division by zero
-    for (float& w : c.weights) w /= sum;
-  }
-  if (moe.weights_scale != 1.0f)
-    for (float& w : c.weights) w *= moe.weights_scale;
+  std::vector<float> probs(logits, logits + moe.n_experts);
+  ExpertChoice c{std::vector<int>(size_t(moe.n_used)), std::vector<float>(size_t(moe.n_used))};
+  moe::route(probs.data(), moe.routing(), c.experts.data(), c.weights.data());
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/moe_routing.hpp"
 #include "model/linear.hpp"
 #include "model/llama_config.hpp"
 #include "model/llama_weights.hpp"

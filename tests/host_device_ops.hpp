@@ -24,6 +24,7 @@
 #include "kernels/cuda/sampling.hpp"
 #include "kernels/cuda/spec_verify.hpp"
 #include "kernels/cuda/glu.hpp"
+#include "kernels/cuda/moe.hpp"
 #include "kernels/cuda/pointwise.hpp"
 
 namespace parley::test {
@@ -188,6 +189,23 @@ class HostOps {
   }
   void sample(const float* logits, int vocab, const cuda::body::SampleParams* params, int rows, int* tokens) const {
     host_launch(rows, [&](int64_t r) { tokens[r] = cuda::body::sample_row(logits + r * vocab, vocab, params[r]); });
+  }
+  void route(float* logits, int M, const moe::Routing& r, int* experts, float* weights) const {
+    host_launch(M, [&](int64_t t) { cuda::body::route_at(logits, r, experts, weights, t); });
+  }
+  void expert_matmul(const float* x, bool per_slot, const Matrix& w, int n, const int* experts, int M, int k,
+                     float* out) const {
+    const float* p = w.w.data();
+    host_launch(int64_t(M) * k * n, [&](int64_t i) {
+      cuda::body::expert_dot_at(
+          x, per_slot, [p](int64_t j) { return p[j]; }, n, w.K, experts, k, out, i);
+    });
+  }
+  void moe_sum(const float* y, const float* weights, int M, int k, int dim, float* out) const {
+    host_launch(int64_t(M) * dim, [&](int64_t i) { cuda::body::moe_sum_at(y, weights, k, dim, out, i); });
+  }
+  void gated_add(float* out, const float* y, const float* gate, int M, int dim) const {
+    host_launch(int64_t(M) * dim, [&](int64_t i) { cuda::body::gated_add_at(out, y, gate, dim, i); });
   }
   void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const {
     host_launch(int64_t(S) * width, [&](int64_t i) { cuda::body::gather_rows_at(src, rows, width, dst, i); });

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_model.hpp"
 #include "kernels/cuda/device_batch.hpp"
+#include "kernels/cuda/device_moe.hpp"
 #include "kernels/cuda/staging_pool.hpp"
 #include "model/architecture.hpp"
 #include "model/device_model.hpp"
@@ -48,8 +50,9 @@ class DeviceLlama final : public DeviceModel {
       throw std::invalid_argument("--gpu-memory-utilization must be in (0, 1]");
     if (o_.staging_bytes < 0) throw std::invalid_argument("DeviceLlama: negative staging bytes");
     if (w.mtp) throw std::invalid_argument("the MTP head runs on the CPU only (--device cpu)");
-    if (c_.moe.enabled())
-      throw std::invalid_argument("mixture-of-experts models run on the CPU only for now (--device cpu)");
+    if (c_.attn_sinks || c_.attn_out_bias || c_.moe.expert_biases || c_.activation == FfnActivation::SwigluOai)
+      throw std::invalid_argument(
+          "gpt-oss's attention sinks, biased experts and clamped SwiGLU run on the CPU only for now (--device cpu)");
     if (int(w.layers.size()) != c_.n_layers) throw std::invalid_argument("weights have the wrong layer count");
     if (!w.rope_freq_factors.empty() && w.rope_freq_factors.size() != size_t(c_.rotary_dims() / 2))
       throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
@@ -71,7 +74,14 @@ class DeviceLlama final : public DeviceModel {
     for (Buffer* b : {&x_, &xb_}) *b = ops_->alloc(T * dim * 4);
     for (Buffer* b : {&q_, &attn_}) *b = ops_->alloc(T * qd * 4);
     for (Buffer* b : {&k_, &v_}) *b = ops_->alloc(T * kv * 4);
-    for (Buffer* b : {&gate_, &up_, &hid_}) *b = ops_->alloc(T * hidden * 4);
+    if (c_.moe.enabled()) {  // experts in place of the dense FFN: their own scratch
+      moe_.emplace(*ops_, MoeShape{c_.moe.routing(), dim, c_.moe.expert_hidden, c_.moe.shared_hidden}, max_tokens_);
+      for (int l = 0; l < c_.n_layers; ++l)
+        layers_[size_t(l)].moe = moe_->upload(host_experts(w.layers[size_t(l)].experts));
+      ffn_out_ = ops_->alloc(T * dim * 4);
+    } else {
+      for (Buffer* b : {&gate_, &up_, &hid_}) *b = ops_->alloc(T * hidden * 4);
+    }
     selected_ = ops_->alloc(size_t(max_logits_) * dim * 4);
     logits_ =
         ops_->alloc(size_t(max_logits_) * c_.vocab_size * 4);  // a graph's head covers all its tokens: <= max_logits_
@@ -83,7 +93,9 @@ class DeviceLlama final : public DeviceModel {
     sample_params_ = ops_->alloc(size_t(max_logits_) * sizeof(body::SampleParams)),
     sample_tokens_ = ops_->alloc(size_t(max_logits_) * 4);
     block_tables_ = ops_->alloc(G * max_seqs_ * max_blocks_ * 4);
-    ops_->reserve_matmul(max_tokens_, std::max({dim, qd, hidden}), std::max({c_.vocab_size, dim, qd, hidden, kv}));
+    const int expert_k = std::max(c_.moe.expert_hidden, c_.moe.shared_hidden);  // the experts' own GEMVs need none
+    ops_->reserve_matmul(max_tokens_, std::max({dim, qd, hidden, expert_k}),
+                         std::max({c_.vocab_size, dim, qd, hidden, kv, c_.moe.n_experts, expert_k}));
     ops_->reserve_attention(max_tokens_, c_.n_heads, c_.head_dim(), max_blocks_ * o.block_size);
     if (o_.num_blocks == 0) o_.num_blocks = blocks_in_share();
     allocate_kv();
@@ -197,7 +209,8 @@ class DeviceLlama final : public DeviceModel {
  private:
   struct Layer {
     Buffer attn_norm, ffn_norm;
-    Matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+    Matrix wq, wk, wv, wo, w_gate, w_up, w_down;  // w_gate, w_up, w_down: a dense FFN's
+    std::optional<typename DeviceMoe<Ops>::Layer> moe;
     Buffer bq, bk, bv;                     // qkv_bias
     Buffer q_norm, k_norm;                 // qk_norm: per head
     Buffer post_attn_norm, post_ffn_norm;  // post_norms
@@ -212,9 +225,11 @@ class DeviceLlama final : public DeviceModel {
         throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
       return upload(v);
     };
-    Layer L{upload(w.attn_norm),           upload(w.ffn_norm),          matrix(w.wq, qd, dim),
-            matrix(w.wk, kv, dim),         matrix(w.wv, kv, dim),       matrix(w.wo, dim, qd),
-            matrix(w.w_gate, hidden, dim), matrix(w.w_up, hidden, dim), matrix(w.w_down, dim, hidden)};
+    Layer L{upload(w.attn_norm),   upload(w.ffn_norm),    matrix(w.wq, qd, dim),
+            matrix(w.wk, kv, dim), matrix(w.wv, kv, dim), matrix(w.wo, dim, qd)};
+    if (!c_.moe.enabled())
+      L.w_gate = matrix(w.w_gate, hidden, dim), L.w_up = matrix(w.w_up, hidden, dim),
+      L.w_down = matrix(w.w_down, dim, hidden);
     if (c_.qkv_bias) L.bq = need(w.bq, qd, "bq"), L.bk = need(w.bk, kv, "bk"), L.bv = need(w.bv, kv, "bv");
     if (c_.qk_norm) L.q_norm = need(w.q_norm, hd, "q_norm"), L.k_norm = need(w.k_norm, hd, "k_norm");
     if (c_.post_norms)
@@ -235,6 +250,25 @@ class DeviceLlama final : public DeviceModel {
           ops_->copy(to_staging ? staging : kv, to_staging ? kv : staging, block);
           staging += block;
         }
+  }
+
+  // A layer's experts as host floats, each kind stacked by expert (decoded from the file's types).
+  static HostExperts host_experts(const ExpertWeights& w) {
+    HostExperts h;
+    auto stack = [](const std::vector<WeightMatrix>& parts) {
+      std::vector<float> out;
+      for (const WeightMatrix& p : parts) {
+        const std::vector<float> v = p.to_f32();
+        out.insert(out.end(), v.begin(), v.end());
+      }
+      return out;
+    };
+    h.router = w.router.to_f32(), h.gate = stack(w.gate), h.up = stack(w.up), h.down = stack(w.down);
+    h.shared_gate_inp = w.shared_gate;
+    if (!w.shared_w_gate.empty())
+      h.shared_gate = w.shared_w_gate.to_f32(), h.shared_up = w.shared_w_up.to_f32(),
+      h.shared_down = w.shared_w_down.to_f32();
+    return h;
   }
 
   // Quantized weights are decoded at load, then stored in the device's weight type.
@@ -407,6 +441,11 @@ class DeviceLlama final : public DeviceModel {
       if (c_.post_norms) ops_->rmsnorm(xb, L.post_attn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
       ops_->add(x, xb, int64_t(M) * dim);
       ops_->rmsnorm(x, L.ffn_norm.template get<float>(), xb, M, dim, c_.norm_eps);
+      if (L.moe) {
+        moe_->run(*L.moe, xb, ffn_out_.template get<float>(), M);
+        ops_->add(x, ffn_out_.template get<float>(), int64_t(M) * dim);
+        continue;
+      }
       ops_->matmul(xb, L.w_gate, gate, M);
       ops_->matmul(xb, L.w_up, up, M);
       if (c_.activation == FfnActivation::GeluTanh)
@@ -442,6 +481,8 @@ class DeviceLlama final : public DeviceModel {
   Buffer embedding_, output_norm_, rope_freq_factors_;
   Matrix output_;
   std::vector<Layer> layers_;
+  std::optional<DeviceMoe<Ops>> moe_;  // the experts' scratch, when the model has them
+  Buffer ffn_out_;                     // the experts' output
   std::vector<Buffer> keys_, values_;  // per slot: [num_blocks * block_size][kv_dim]
   // Activations, sized for the largest pass.
   Buffer x_, xb_, q_, k_, v_, attn_, gate_, up_, hid_, selected_, logits_, compact_;

@@ -10,6 +10,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/sampling.hpp"
+#include "kernels/moe_routing.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley::cuda {
@@ -75,6 +76,14 @@ class CudaBackend {
   void add(float* y, const float* x, int64_t count) const;
   // dst[s] = src[rows[s]] for S rows of width values (token embeddings, the rows the head or the sampler needs).
   void gather_rows(const float* src, const int* rows, int S, int width, float* dst) const;
+  // Mixtures of experts (kernels/cuda/moe.hpp): each token's routing, in place of its logits [M][n_experts];
+  // out[M * k][n] through each slot's expert of w, the experts' [n][K] matrices stacked, x per token or per slot;
+  // out[M][dim] = each token's slots weighted and summed; out += y * sigmoid(gate[t]).
+  void route(float* logits, int M, const moe::Routing& r, int* experts, float* weights) const;
+  void expert_matmul(const float* x, bool per_slot, const DeviceMatrix& w, int n, const int* experts, int M, int k,
+                     float* out) const;
+  void moe_sum(const float* y, const float* weights, int M, int k, int dim, float* out) const;
+  void gated_add(float* out, const float* y, const float* gate, int M, int dim) const;
   // tokens[r] for each of `rows` logits rows (vocab wide), with params[r] in device memory.
   void sample(const float* logits, int vocab, const body::SampleParams* params, int rows, int* tokens) const;
   // accepted[r]: the drafts of row r that stand, from sampled[r][1 + k] and drafts[r][k].
