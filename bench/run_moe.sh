@@ -3,12 +3,7 @@
 # and top 8, narrower and shallower) with Q4_K_M experts and with gpt-oss's MXFP4 experts; prefill of 512, decode
 # at 1, 8 and 32 sequences, batch-1 GB/s against the measured read peak, resident memory; then the plot
 # (bench/out/moe.png).   bench/run_moe.sh [threads]   (about 3 minutes on 2 cores)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-threads=${1:-$(nproc)}
-BUILD=${PARLEY_BUILD_DIR:-build}
-[ -d bench/peer/node_modules/node-llama-cpp ] || bench/peer/install.sh
-mkdir -p bench/out
+source "$(dirname "$0")/bench_env.sh"
 csv=bench/out/moe.csv
 rm -f "$csv"
 for dtype in q4_k_m mxfp4_moe; do

@@ -3,12 +3,7 @@
 # sequences, batch-1 GB/s against the measured read peak and resident memory, for the 110M, qwen3-0.6b and
 # llama3.2-1b shapes at Q8_0 and Q4_K_M; then the plot (bench/out/decode.png).
 #   bench/run_quantized.sh [threads]     (run on an otherwise idle machine; about 30 minutes on 2 cores)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-threads=${1:-$(nproc)}
-BUILD=${PARLEY_BUILD_DIR:-build}
-[ -d bench/peer/node_modules/node-llama-cpp ] || bench/peer/install.sh
-mkdir -p bench/out
+source "$(dirname "$0")/bench_env.sh"
 csv=bench/out/decode.csv
 rm -f "$csv"
 for row in "110m q8_0 32 2" "110m q4_k_m 32 2" "qwen3-0.6b q8_0 16 1" "qwen3-0.6b q4_k_m 16 1" \

@@ -369,9 +369,7 @@ TEST_CASE("Activations on exact halves are rounded as the scalar encoders round 
   }
 }
 
-// q3_K keeps its 3-bit quants as nibbles (the q4 unpacking) and its 6-bit scales as bytes: 4.56 bits a weight for
-// the file's 3.44, until a two-plane layout joins the kernels.
-TEST_CASE("The repacked matrix stays within 3% of the file's bytes (q3_K: 33%), in 64-byte aligned memory",
+TEST_CASE("The repacked matrix stays within 3% of the file's bytes (q3_K: 4%), in 64-byte aligned memory",
           "[qmatmul]") {
   for (const TypeCase& tc : type_cases()) {
     const int N = 64, K = tc.ks.back();
@@ -379,7 +377,7 @@ TEST_CASE("The repacked matrix stays within 3% of the file's bytes (q3_K: 33%), 
     const QuantMatrix w = pack_quant_matrix(tc.type, wt.bytes.data(), N, K);
     INFO(name_of(tc.type) << " packed " << w.bytes() << " file " << wt.bytes.size());
     REQUIRE(w.bytes() >= wt.bytes.size());
-    const double bound = tc.type == GgmlType::Q3_K ? 1.33 : 1.03;
+    const double bound = tc.type == GgmlType::Q3_K ? 1.04 : 1.03;  // q3_K: its 6-bit scales as bytes
     REQUIRE(double(w.bytes()) <= bound * double(wt.bytes.size()) + 64 * w.panels());
     REQUIRE(reinterpret_cast<uintptr_t>(w.data.data()) % 64 == 0);
     REQUIRE(w.panel_stride % 64 == 0);

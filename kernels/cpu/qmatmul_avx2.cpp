@@ -36,6 +36,21 @@ struct Avx2 : YmmColumns {
     const __m256i t = _mm256_broadcastsi128_si256(table16(table));
     return {_mm256_shuffle_epi8(t, b.lo), _mm256_shuffle_epi8(t, b.hi)};
   }
+  // Group g's two bits of each byte (bits 2g, 2g + 1) as 0..3.
+  template <int Group>
+  static Bytes crumbs(Bytes b) {
+    const __m256i m = _mm256_set1_epi8(3);
+    return {_mm256_and_si256(_mm256_srli_epi16(b.lo, 2 * Group), m),
+            _mm256_and_si256(_mm256_srli_epi16(b.hi, 2 * Group), m)};
+  }
+  // q3_K's third bit, laid out as the fifth bits below, moved to bit 2 (16-bit shifts: what crosses a byte is masked).
+  template <int Group>
+  static Bytes with_bit2(Bytes b, __m256i high) {
+    const __m256i m = _mm256_set1_epi8(0x04);
+    const __m256i lo = Group <= 2 ? _mm256_slli_epi16(high, 2 - Group) : _mm256_srli_epi16(high, Group - 2);
+    return {_mm256_or_si256(b.lo, _mm256_and_si256(lo, m)),
+            _mm256_or_si256(b.hi, _mm256_and_si256(_mm256_srli_epi16(high, Group + 2), m))};
+  }
   // Group g's fifth bits: bit g of byte i for columns 0-3 (bytes 0-31), bit 4 + g for columns 4-7, moved to bit 4.
   template <int Group>
   static Bytes with_bit4(Bytes b, __m256i high) {
@@ -79,34 +94,27 @@ struct Avx2 : YmmColumns {
     const Bytes s = products<n>(g, x);
     return {_mm256_madd_epi16(s.lo, scale.lo), _mm256_madd_epi16(s.hi, scale.hi)};
   }
-  // Signed weights: |w| times x with w's sign, each group widened alone (two products already reach 2^15).
-  static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t) {
+  // Signed weights, each group widened alone (two products already reach 2^15). maddubs takes one side as u8:
+  // |w| with x given w's sign (q8_0 activations, never -128), or |x| with w given x's sign (q8_K's -128; the
+  // weights are then never -128).
+  template <bool AbsOfX>
+  static Cols signed_dot(const Bytes* g, const int8_t* x) {
     const __m256i ones = _mm256_set1_epi16(1);
     I32 sum{_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
       auto part = [&](__m256i w) {
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xb, w)), ones);
+        const __m256i u = AbsOfX ? _mm256_abs_epi8(xb) : _mm256_abs_epi8(w);
+        const __m256i s = AbsOfX ? _mm256_sign_epi8(w, xb) : _mm256_sign_epi8(xb, w);
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones);
       };
       sum = {_mm256_add_epi32(sum.lo, part(g[i].lo)), _mm256_add_epi32(sum.hi, part(g[i].hi))};
     }
     return col_sums(sum);
   }
-  // Signed weights against any activations, -128 included: |x| as u8 times w with x's sign (w is never -128).
-  static Cols dot_signed_any(const Bytes* g, const int8_t* x, int32_t) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    I32 sum{_mm256_setzero_si256(), _mm256_setzero_si256()};
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const __m256i xb = _mm256_set1_epi64x(load_i64(x + 8 * i));
-      auto part = [&](__m256i w) {
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(xb), _mm256_sign_epi8(w, xb)), ones);
-      };
-      sum = {_mm256_add_epi32(sum.lo, part(g[i].lo)), _mm256_add_epi32(sum.hi, part(g[i].hi))};
-    }
-    return col_sums(sum);
-  }
+  static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t) { return signed_dot<false>(g, x); }
+  static Cols dot_signed_any(const Bytes* g, const int8_t* x, int32_t) { return signed_dot<true>(g, x); }
   static I32 zero_sums() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
   static I32 add_sums(I32 a, I32 b) { return {_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)}; }
   // hadd leaves columns 0 1 4 5 | 2 3 6 7; the 64-bit permute puts them in order.

@@ -27,10 +27,20 @@ struct Avx512 : YmmColumns {
   static __m512i load_fifth(const uint8_t* p) {
     return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  template <int Group>
+  template <int Group, int Value = 16>
   static Bytes with_bit4(Bytes b, __m512i high) {  // the bit is clear below: adding 16 sets it
     const __m512i select = _mm512_inserti64x4(_mm512_set1_epi8(1 << Group), _mm256_set1_epi8(1 << (4 + Group)), 1);
-    return _mm512_mask_add_epi8(b, _mm512_test_epi8_mask(high, select), b, _mm512_set1_epi8(16));
+    return _mm512_mask_add_epi8(b, _mm512_test_epi8_mask(high, select), b, _mm512_set1_epi8(Value));
+  }
+  // q3_K's third bit, from the same plane layout as the fifth bits, to bit 2.
+  template <int Group>
+  static Bytes with_bit2(Bytes b, __m512i high) {
+    return with_bit4<Group, 4>(b, high);
+  }
+  // Group g's two bits of each byte (bits 2g, 2g + 1) as 0..3.
+  template <int Group>
+  static Bytes crumbs(Bytes b) {
+    return _mm512_and_si512(_mm512_srli_epi16(b, 2 * Group), _mm512_set1_epi8(3));
   }
   // Bits Shift, Shift + 1 of each high byte to bits 4-5 of q: one 16-bit shift (what crosses a byte is masked off)
   // and one ternary-logic op, q | (bits & 0x30).

@@ -69,6 +69,19 @@ struct Generic {
     }
     return b;
   }
+  template <int Group>
+  static Bytes with_bit2(Bytes b, const Fifth& high) {
+    for (int i = 0; i < 32; ++i) {
+      b.v[i] |= static_cast<uint8_t>(((high.v[i] >> Group) & 1) << 2);
+      b.v[i + 32] |= static_cast<uint8_t>(((high.v[i] >> (4 + Group)) & 1) << 2);
+    }
+    return b;
+  }
+  template <int Group>
+  static Bytes crumbs(Bytes b) {
+    for (uint8_t& v : b.v) v = static_cast<uint8_t>((v >> (2 * Group)) & 3);
+    return b;
+  }
   template <int Shift>
   static Bytes with_hi2(Bytes q, Bytes high) {
     for (int i = 0; i < 64; ++i) q.v[i] |= static_cast<uint8_t>(((high.v[i] >> Shift) & 3) << 4);

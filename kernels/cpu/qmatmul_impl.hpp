@@ -64,6 +64,17 @@ inline void unpack_fifth(const uint8_t* q, typename V::Bytes (&g)[4]) {
   g[2] = V::template with_bit4<2>(g[2], high), g[3] = V::template with_bit4<3>(g[3], high);
 }
 
+// q3_K: each group's two low bits from one 64-byte plane, the third from a 32-byte plane laid out as the fifth bits.
+template <class V>
+inline void unpack_three(const uint8_t* q, typename V::Bytes (&g)[4]) {
+  const auto low = V::load(q);
+  const auto high = V::load_fifth(q + 64);
+  g[0] = V::template with_bit2<0>(V::template crumbs<0>(low), high);
+  g[1] = V::template with_bit2<1>(V::template crumbs<1>(low), high);
+  g[2] = V::template with_bit2<2>(V::template crumbs<2>(low), high);
+  g[3] = V::template with_bit2<3>(V::template crumbs<3>(low), high);
+}
+
 template <class V>
 inline void unpack_six(const uint8_t* q, typename V::Bytes (&g)[4]) {
   unpack_nibbles<V>(q, g);
@@ -150,17 +161,23 @@ struct Legacy1 {
   }
 };
 
+// One 32-block of signed weights g (scaled by dw per column) against R rows' q8_0 blocks b.
+template <class V, int R>
+inline void signed_block(const typename V::Bytes (&g)[4], typename V::F dw, const Row* rows, int b,
+                         typename V::F* acc) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const auto isum = V::dot_signed(g, rows[r].qs + 32 * b, rows[r].sums[b]);
+    acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
+  }
+}
+
 struct Q8 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     for (int i = 0; i < 4; ++i) g[i] = V::load(q + 64 * i);
-    const auto dw = V::half8(aux);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const auto isum = V::dot_signed(g, rows[r].qs + 32 * b, rows[r].sums[b]);
-      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
-    }
+    signed_block<V, R>(g, V::half8(aux), rows, b, acc);
   }
 };
 
@@ -198,12 +215,7 @@ struct Mxfp4 {
     typename V::Bytes g[4];
     unpack_nibbles<V>(q, g);
     for (auto& x : g) x = V::lookup(x, quant::kFp4Doubled);
-    const auto dw = V::e8m0x8(aux);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const auto isum = V::dot_signed(g, rows[r].qs + 32 * b, rows[r].sums[b]);
-      acc[r] = V::fma(V::to_float(isum), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
-    }
+    signed_block<V, R>(g, V::e8m0x8(aux), rows, b, acc);
   }
 };
 
@@ -244,7 +256,7 @@ struct K45 {
 };
 
 // q6_K: x = d * sc_j * (q - 32) per sub-block j of 16; the 32 comes off as 32 * sum_j sc_j * bsum_j. q3_K is the
-// same with q - 4 (its 3-bit quants stored as nibbles, its scales as the signed sc - 32).
+// same with q - 4 (its 3-bit quants in two planes, its scales as the signed sc - 32).
 template <int Bits>
 struct K16 {
   template <class V, int R>
@@ -259,7 +271,7 @@ struct K16 {
       if constexpr (Bits == 6)
         unpack_six<V>(q + 192 * u, g);
       else
-        unpack_nibbles<V>(q + 128 * u, g);
+        unpack_three<V>(q + 96 * u, g);
       const auto s0 = scale16_s8<V>(sc + 16 * u), s1 = scale16_s8<V>(sc + 16 * u + 8);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {

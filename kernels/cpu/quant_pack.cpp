@@ -29,7 +29,7 @@ constexpr TypeInfo kTypes[] = {
     {GgmlType::Q8_0, 8, {32, 256, 16}},     {GgmlType::Q4_K, 4, {256, 1024, 160}},
     {GgmlType::Q5_K, 5, {256, 1280, 160}},  {GgmlType::Q6_K, 6, {256, 1536, 144}},
     {GgmlType::F16, 16, {1, 16, 0}},        {GgmlType::BF16, 16, {1, 16, 0}},
-    {GgmlType::MXFP4, 4, {32, 128, 8}},     {GgmlType::Q3_K, 4, {256, 1024, 144}},
+    {GgmlType::MXFP4, 4, {32, 128, 8}},     {GgmlType::Q3_K, 3, {256, 768, 144}},
     {GgmlType::IQ4_XS, 4, {256, 1024, 80}},
 };
 
@@ -201,6 +201,17 @@ void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst,
     uint8_t* out = dst + u * unit_bytes;
     if (bits == 8) {
       std::memcpy(out, g, sizeof(g));
+      continue;
+    }
+    if (bits == 3) {  // two low bits of the four groups to a byte, then the third bits as the fifth bits are laid out
+      for (int i = 0; i < 64; ++i)
+        out[i] =
+            static_cast<uint8_t>((g[0][i] & 3) | ((g[1][i] & 3) << 2) | ((g[2][i] & 3) << 4) | ((g[3][i] & 3) << 6));
+      for (int i = 0; i < 32; ++i) {
+        int high = 0;
+        for (int gi = 0; gi < 4; ++gi) high |= (((g[gi][i] >> 2) & 1) << gi) | (((g[gi][i + 32] >> 2) & 1) << (4 + gi));
+        out[64 + i] = static_cast<uint8_t>(high);
+      }
       continue;
     }
     for (int t = 0; t < 2; ++t)

@@ -32,6 +32,8 @@ int stored_bits(GgmlType type) {
       return 5;
     case GgmlType::Q6_K:
       return 6;
+    case GgmlType::Q3_K:
+      return 3;
     default:
       return 4;
   }
@@ -48,6 +50,9 @@ void read_units(int bits, const uint8_t* src, int elements, int unit_bytes, int 
         uint8_t v;
         if (bits == 8) {
           v = in[64 * g + i];
+        } else if (bits == 3) {
+          v = static_cast<uint8_t>(((in[i] >> (2 * g)) & 3) |
+                                   (((i < 32 ? in[64 + i] >> g : in[64 + i - 32] >> (4 + g)) & 1) << 2));
         } else {
           const uint8_t packed = in[64 * (g % 2) + i];
           v = g < 2 ? packed & 15 : packed >> 4;
