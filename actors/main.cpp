@@ -270,6 +270,9 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
                 "Allow tool_choice \"auto\" (the default when a request has tools): the model decides whether to call");
   cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
                 "With tool_choice \"none\", render the chat template without the tools");
+  cmd->add_flag("--strict-request-fields", s.strict_request_fields,
+                "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
+                "parley:request_fields_ignored_total, as vLLM does)");
   cmd->add_option("--shutdown-grace", s.shutdown_grace_s,
                   "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
       ->capture_default_str()

@@ -22,7 +22,12 @@ class ConnectionMetrics {
                                "HTTP and websocket connections cut because the client did not read its output: a "
                                "write past --write-timeout, or output past --max-output-backlog-bytes; their "
                                "requests are aborted.",
-                               {"reason"})) {
+                               {"reason"})),
+        ignored_fields_(registry_
+                            .counter("parley:request_fields_ignored_total",
+                                     "Request fields neither OpenAI's API nor Parley knows, accepted and "
+                                     "ignored (--strict-request-fields answers 400 instead).")
+                            .get()) {
     for (const char* reason : {kWriteTimeout, kOutputBacklog}) cut_.labels({reason});  // both shown from the start
   }
 
@@ -47,6 +52,10 @@ class ConnectionMetrics {
     std::lock_guard lock(mutex_);
     cut_.labels({reason}).inc();
   }
+  void on_ignored_fields(size_t count) {
+    std::lock_guard lock(mutex_);
+    ignored_fields_.inc(double(count));
+  }
   std::string render() const {
     std::lock_guard lock(mutex_);
     return registry_.render();
@@ -59,6 +68,7 @@ class ConnectionMetrics {
   prom::Gauge& open_;
   prom::Family<prom::Counter>& refused_;
   prom::Family<prom::Counter>& cut_;
+  prom::Counter& ignored_fields_;
 };
 
 }  // namespace parley::http

@@ -314,6 +314,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
                  gen->request().params.n, gen->request().params.max_tokens, stream,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));
+    note_ignored_fields(ctx_, gen->id(), gen->request().ignored_fields);
     auto specs = gen->engine_requests();
     auto sink = std::make_shared<StrandSink<HttpSession>>(weak_from_this(), stream_.get_executor(), gen->id());
     auto registered = register_live(ctx_, *gen, specs);

@@ -1,5 +1,7 @@
 #include "http/openai_fields.hpp"
 
+#include <algorithm>
+
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -59,12 +61,16 @@ json parse_object(std::string_view body) {
   return j;
 }
 
+std::vector<std::string> unknown_fields(const json& body, std::span<const std::string_view> allowed) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : body.items())
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) out.push_back(key);
+  return out;
+}
+
 void reject_unknown_fields(const json& body, std::span<const std::string_view> allowed) {
-  for (const auto& [key, value] : body.items()) {
-    bool known = false;
-    for (auto a : allowed) known = known || key == a;
-    if (!known) fail("Unrecognized request argument supplied: " + key, key);
-  }
+  for (const std::string& key : unknown_fields(body, allowed))
+    fail("Unrecognized request argument supplied: " + key, key);
 }
 
 void check_model(const json& body, const ServingContext& ctx) {

@@ -347,6 +347,19 @@ std::string param_of(const std::string& message, const GenerateRequest& req, con
   return std::find(fields.begin(), fields.end(), word) != fields.end() ? word : "";
 }
 
+// As vLLM: fields the API defines and Parley does not act on are accepted, unknown ones accepted and reported
+// (the server logs and counts them); strict, every field outside Parley's own list is a 400.
+std::vector<std::string> checked_unknown_fields(const json& j, bool chat, bool strict) {
+  using Fields = std::span<const std::string_view>;
+  std::vector<std::string> ignored;
+  for (std::string& key : unknown_fields(j, chat ? Fields(kChatFields) : Fields(kCompletionFields))) {
+    if (strict) fail("Unrecognized request argument supplied: " + key, key);
+    if (std::find(std::begin(kAcceptedNoOpFields), std::end(kAcceptedNoOpFields), key) == std::end(kAcceptedNoOpFields))
+      ignored.push_back(std::move(key));
+  }
+  return ignored;
+}
+
 }  // namespace
 
 std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
@@ -354,13 +367,10 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
   try {
     const json j = parse_object(body);
     const bool chat = endpoint == Endpoint::ChatCompletions;
-    if (chat)
-      reject_unknown_fields(j, kChatFields);
-    else
-      reject_unknown_fields(j, kCompletionFields);
+    GenerateRequest req;
+    req.ignored_fields = checked_unknown_fields(j, chat, ctx.strict_request_fields);
     check_model(j, ctx);
     const int vocab = ctx.tokenizer->vocab().size();
-    GenerateRequest req;
     req.user = get_string(j, "user").value_or("");  // OpenAI's end-user id: logged with the request
     req.endpoint = endpoint;
     req.model = ctx.model_name;

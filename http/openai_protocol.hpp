@@ -44,6 +44,7 @@ struct ServingContext {
   std::string architecture;                           // general.architecture, for /v1/models
   int context_length = 0;                             // the model's own context (max_model_len may be less)
   int vocab_size = 0;
+  bool strict_request_fields = false;  // --strict-request-fields: an unknown request field is a 400, not ignored
   int64_t parameters = 0, active_parameters = 0;  // weights in all, and those one token runs through
   int n_experts = 0, n_experts_used = 0;          // 0: a dense model
   ToolServing tools;                              // --tool-call-parser, --enable-auto-tool-choice, ...
@@ -66,6 +67,7 @@ struct GenerateRequest {
   int prompt_logprobs = -1;                 // -1: not asked; else the alternatives per prompt token (vLLM's field)
   std::string user;                         // OpenAI's end-user id, logged with the request ("" if none)
   std::optional<ToolCalling> tool_calling;  // chat with tools (tool_choice not none): the output is read for calls
+  std::vector<std::string> ignored_fields;  // unknown fields accepted: the server logs and counts them
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),

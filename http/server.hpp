@@ -28,6 +28,7 @@ struct ServerOptions {
   std::string tool_call_parser;          // --tool-call-parser (vLLM's names); "": recognised from the chat template
   bool enable_auto_tool_choice = false;  // --enable-auto-tool-choice
   bool exclude_tools_when_tool_choice_none = false;  // --exclude-tools-when-tool-choice-none
+  bool strict_request_fields = false;                // --strict-request-fields
 };
 
 class HttpServer {

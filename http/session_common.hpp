@@ -7,9 +7,12 @@
 #include <atomic>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "http/admin_state.hpp"
 #include "http/connection_metrics.hpp"
 #include "http/generation.hpp"
+#include "http/log_text.hpp"
 #include "http/server.hpp"
 
 namespace parley::http {
@@ -80,6 +83,15 @@ inline std::unique_ptr<LiveRequests::Entry> register_live(ServerContext& ctx, co
   const auto& texts = gen.request().prompt_texts;
   std::string prompt = ctx.options.admin_show_prompts && !texts.empty() ? texts.front().substr(0, 200) : "";
   return ctx.live_requests.add(gen.id(), std::move(engine_ids), std::move(prompt));
+}
+
+// Unknown request fields a generation accepted: one warning naming them, and their count in /metrics.
+inline void note_ignored_fields(ServerContext& ctx, const std::string& id, const std::vector<std::string>& fields) {
+  if (fields.empty()) return;
+  std::string names;
+  for (const std::string& f : fields) names += (names.empty() ? "" : ", ") + log_excerpt(f);
+  spdlog::warn("{} ignored request fields Parley does not know: {}", id, names);
+  ctx.connections.on_ignored_fields(fields.size());
 }
 
 // Starts an HTTP session on an accepted connection.

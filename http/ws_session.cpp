@@ -105,6 +105,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), log_excerpt(id), gen->request().params.n,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));
+    note_ignored_fields(ctx_, gen->id(), gen->request().ignored_fields);
     auto specs = gen->engine_requests();
     auto registered = register_live(ctx_, *gen, specs);
     live_.emplace(id,
