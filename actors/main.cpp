@@ -5,6 +5,7 @@
 
 #include "actors/cli_config.hpp"
 #include "actors/commands.hpp"
+#include "http/reasoning.hpp"
 #include "http/tool_calls.hpp"
 #include "model/model_shapes.hpp"
 
@@ -270,6 +271,16 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
                 "Allow tool_choice \"auto\" (the default when a request has tools): the model decides whether to call");
   cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
                 "With tool_choice \"none\", render the chat template without the tools");
+  cmd->add_option("--reasoning-parser", s.reasoning_parser,
+                  "Split a thinking model's chat output into reasoning_content and content (deepseek_r1, qwen3)")
+      ->check([](const std::string& name) -> std::string {
+        try {
+          parley::http::parse_reasoning_parser(name);
+          return "";
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      });
   cmd->add_flag("--strict-request-fields", s.strict_request_fields,
                 "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
                 "parley:request_fields_ignored_total, as vLLM does)");

@@ -38,6 +38,8 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
     if (request_.echo) choices_[k].text = request_.prompt_texts[size_t(k / n)];
   }
   for (const auto& p : request_.prompts) usage_.prompt_tokens += int(p.size());  // once per prompt, not per sample
+  if (request_.reasoning && transport_ == Transport::Sse)
+    for (int k = 0; k < total; ++k) reasoning_streams_.emplace_back(*request_.reasoning);
   if (request_.tool_calling && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k)
       tool_streams_.emplace_back(request_.tool_calling->parser, choice_request_id(id_, k),
@@ -90,14 +92,32 @@ std::string Generation::on_output(const RequestOutput& out) {
   const bool first = !started_[size_t(k)];
   const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
   std::optional<ChatToolDelta> tools;
-  if (!tool_streams_.empty()) {  // the text goes out as the tool-call stream decides it
+  std::string content = out.text;
+  std::vector<ToolStreamEvent> thinking;  // reasoning first: it ends before the answer begins
+  if (!reasoning_streams_.empty()) {
+    ReasoningStream& rs = reasoning_streams_[size_t(k)];
+    std::vector<ReasoningPiece> pieces = rs.feed(out.text);
+    if (out.finished())
+      for (ReasoningPiece& p : rs.finish()) pieces.push_back(std::move(p));
+    content.clear();
+    for (ReasoningPiece& p : pieces)
+      if (p.reasoning)
+        thinking.push_back({std::move(p.text), std::nullopt, true});
+      else
+        content += p.text;
+    tools.emplace();
+  }
+  if (!tool_streams_.empty()) {  // the answer goes out as the tool-call stream decides it
     ToolCallStream& stream = tool_streams_[size_t(k)];
     tools.emplace();
-    tools->events = stream.feed(out.text);
+    tools->events = stream.feed(content);
     if (out.finished())
       for (auto& e : stream.finish()) tools->events.push_back(std::move(e));
     tools->tools_called = stream.tools_called();
+  } else if (tools && !content.empty()) {
+    tools->events.push_back({std::move(content), std::nullopt});
   }
+  if (tools) tools->events.insert(tools->events.begin(), thinking.begin(), thinking.end());
   const bool nothing = tools ? tools->events.empty() : out.text.empty();
   if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
   started_[size_t(k)] = true;

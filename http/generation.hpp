@@ -44,8 +44,10 @@ class Generation {
   Transport transport_;
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
-  std::vector<StreamCursor> cursors_;         // per streamed choice: text offset and previous token
-  std::vector<ToolCallStream> tool_streams_;  // per streamed chat choice read for tool calls
+  std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
+  std::vector<ToolCallStream> tool_streams_;
+  std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser  // per
+                                                    // streamed chat choice read for tool calls
   int num_finished_ = 0;
   Usage usage_;
   std::optional<ApiError> failure_;

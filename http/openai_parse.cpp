@@ -304,6 +304,7 @@ std::optional<StructuredOutputsParams> read_tools(const json& body, const Servin
                                                       : std::string_view();
   ToolRequest tools = read_tool_request(body, ctx.tools, source);
   if (!tools.render_tools) chat.inputs.tools = nullptr;  // --exclude-tools-when-tool-choice-none
+  req.reasoning = ctx.reasoning_parser;                  // chat only: completions are raw text
   if (!tools.calling) return std::nullopt;
   req.tool_calling = tools.calling;
   // vLLM's hermes and mistral parsers: their markers are special tokens in some vocabularies, kept in the text.

@@ -11,6 +11,7 @@
 
 #include "engine/output_processor.hpp"
 #include "engine/sampling_params.hpp"
+#include "http/reasoning.hpp"
 #include "http/tool_calls.hpp"
 #include "model/tokenizer.hpp"
 
@@ -45,9 +46,10 @@ struct ServingContext {
   int context_length = 0;                             // the model's own context (max_model_len may be less)
   int vocab_size = 0;
   bool strict_request_fields = false;  // --strict-request-fields: an unknown request field is a 400, not ignored
-  int64_t parameters = 0, active_parameters = 0;  // weights in all, and those one token runs through
-  int n_experts = 0, n_experts_used = 0;          // 0: a dense model
-  ToolServing tools;                              // --tool-call-parser, --enable-auto-tool-choice, ...
+  std::optional<ReasoningParser> reasoning_parser;  // --reasoning-parser: chat output split into reasoning and content
+  int64_t parameters = 0, active_parameters = 0;    // weights in all, and those one token runs through
+  int n_experts = 0, n_experts_used = 0;            // 0: a dense model
+  ToolServing tools;                                // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
 enum class Endpoint { Completions, ChatCompletions };
@@ -61,13 +63,14 @@ struct GenerateRequest {
   std::vector<std::string> prompt_texts;  // decoded prompt per prompt (for echo)
   SamplingParams params;                  // validated; max_tokens resolved (default: what fits the context)
   bool stream = false;
-  bool include_usage = false;               // stream_options.include_usage
-  bool echo = false;                        // completions only
-  int top_logprobs = -1;                    // -1: no logprobs; else the number of alternatives per token
-  int prompt_logprobs = -1;                 // -1: not asked; else the alternatives per prompt token (vLLM's field)
-  std::string user;                         // OpenAI's end-user id, logged with the request ("" if none)
-  std::optional<ToolCalling> tool_calling;  // chat with tools (tool_choice not none): the output is read for calls
-  std::vector<std::string> ignored_fields;  // unknown fields accepted: the server logs and counts them
+  bool include_usage = false;                // stream_options.include_usage
+  bool echo = false;                         // completions only
+  int top_logprobs = -1;                     // -1: no logprobs; else the number of alternatives per token
+  int prompt_logprobs = -1;                  // -1: not asked; else the alternatives per prompt token (vLLM's field)
+  std::string user;                          // OpenAI's end-user id, logged with the request ("" if none)
+  std::optional<ToolCalling> tool_calling;   // chat with tools (tool_choice not none): the output is read for calls
+  std::vector<std::string> ignored_fields;   // unknown fields accepted: the server logs and counts them
+  std::optional<ReasoningParser> reasoning;  // chat with --reasoning-parser: reasoning_content beside content
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),

@@ -190,10 +190,18 @@ std::string completion_response(const GenerateRequest& req, const std::string& i
     ojson choice = {{"index", c.index}};
     bool tools_called = false;
     if (is_chat(req)) {
-      ojson message = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+      // The answer is what follows the reasoning (split by the same stream the streamed deltas come from).
+      const SplitReasoning split = req.reasoning ? split_reasoning(*req.reasoning, c.text) : SplitReasoning{{}, c.text};
+      const std::string answer = split.content.value_or("");
+      ojson message = {
+          {"role", "assistant"}, {"content", split.content ? ojson(answer) : ojson(nullptr)}, {"refusal", nullptr}};
+      if (req.reasoning) {  // vLLM's field, and its newer name
+        message["reasoning_content"] = split.reasoning ? ojson(*split.reasoning) : ojson(nullptr);
+        message["reasoning"] = message["reasoning_content"];
+      }
       if (req.tool_calling) {
         const ExtractedToolCalls parsed =
-            extract_tool_calls(req.tool_calling->parser, c.text, req.tool_calling->parallel_tool_calls);
+            extract_tool_calls(req.tool_calling->parser, answer, req.tool_calling->parallel_tool_calls);
         message["content"] = parsed.content ? ojson(*parsed.content) : ojson(nullptr);
         ojson calls = ojson::array();
         for (size_t k = 0; k < parsed.calls.size(); ++k)
@@ -258,8 +266,9 @@ std::string stream_chunk(const GenerateRequest& req, const std::string& id, long
       deltas.push_back({{"content", text}});
     else
       for (const ToolStreamEvent& e : tools->events)
-        deltas.push_back(e.tool_call ? ojson{{"tool_calls", ojson::array({tool_call_delta_json(*e.tool_call)})}}
-                                     : ojson{{"content", e.content}});
+        deltas.push_back(e.tool_call   ? ojson{{"tool_calls", ojson::array({tool_call_delta_json(*e.tool_call)})}}
+                         : e.reasoning ? ojson{{"reasoning_content", e.content}, {"reasoning", e.content}}
+                                       : ojson{{"content", e.content}});
     if (deltas.empty()) deltas.push_back({{"content", ""}});
     const ojson logprobs = logprobs_json(req, delta.token_ids, delta.logprobs, prev, at.text_offset, tok);
     const ojson finish = chat_finish_reason_json(req, delta.finish_reason, tools && tools->tools_called);

@@ -53,6 +53,8 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
       served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
   impl_->ctx.serving.max_n = engine.max_n();
   impl_->ctx.serving.strict_request_fields = impl_->ctx.options.strict_request_fields;
+  if (!impl_->ctx.options.reasoning_parser.empty())
+    impl_->ctx.serving.reasoning_parser = parse_reasoning_parser(impl_->ctx.options.reasoning_parser);
   ToolServing& tools = impl_->ctx.serving.tools;
   const ServerOptions& o = impl_->ctx.options;
   if (!o.tool_call_parser.empty()) tools.parser = parse_tool_call_parser(o.tool_call_parser);

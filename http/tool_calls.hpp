@@ -58,6 +58,7 @@ struct ToolCallDelta {
 struct ToolStreamEvent {
   std::string content;
   std::optional<ToolCallDelta> tool_call;
+  bool reasoning = false;  // content is reasoning (--reasoning-parser), sent as reasoning_content
 };
 
 // The text of one choice as it streams. Text that could still become a call (a marker's first characters,
