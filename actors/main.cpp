@@ -11,6 +11,19 @@
 
 namespace {
 
+// A CLI11 check: the value passes when parse accepts it, else parse's message says why.
+template <class Parse>
+auto accepted_by(Parse parse) {
+  return [parse](const std::string& value) -> std::string {
+    try {
+      parse(value);
+      return "";
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+  };
+}
+
 // A file type by llama.cpp's name (f32 ... q4_k_m), parsed once here.
 CLI::Option* file_type_option(CLI::App* cmd, const std::string& flag, parley::FileType& type, const std::string& help) {
   return cmd->add_option_function<std::string>(
@@ -259,28 +272,14 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option("--tool-call-parser", s.tool_call_parser,
                   "How tool calls are read from the output (" + parley::http::known_tool_call_parsers() +
                       "); default: the format the chat template shows")
-      ->check([](const std::string& name) -> std::string {
-        try {
-          parley::http::parse_tool_call_parser(name);
-          return "";
-        } catch (const std::invalid_argument& e) {
-          return e.what();
-        }
-      });
+      ->check(accepted_by(parley::http::parse_tool_call_parser));
   cmd->add_flag("--enable-auto-tool-choice", s.enable_auto_tool_choice,
                 "Allow tool_choice \"auto\" (the default when a request has tools): the model decides whether to call");
   cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
                 "With tool_choice \"none\", render the chat template without the tools");
   cmd->add_option("--reasoning-parser", s.reasoning_parser,
                   "Split a thinking model's chat output into reasoning_content and content (deepseek_r1, qwen3)")
-      ->check([](const std::string& name) -> std::string {
-        try {
-          parley::http::parse_reasoning_parser(name);
-          return "";
-        } catch (const std::invalid_argument& e) {
-          return e.what();
-        }
-      });
+      ->check(accepted_by(parley::http::parse_reasoning_parser));
   cmd->add_flag("--strict-request-fields", s.strict_request_fields,
                 "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
                 "parley:request_fields_ignored_total, as vLLM does)");

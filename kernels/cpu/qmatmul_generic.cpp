@@ -61,21 +61,17 @@ struct Generic {
     std::memcpy(f.v, p, sizeof(f.v));
     return f;
   }
-  template <int Group>
+  template <int Group, int To = 4>  // the plane's bit for group Group to bit To
   static Bytes with_bit4(Bytes b, const Fifth& high) {
     for (int i = 0; i < 32; ++i) {
-      b.v[i] |= static_cast<uint8_t>(((high.v[i] >> Group) & 1) << 4);
-      b.v[i + 32] |= static_cast<uint8_t>(((high.v[i] >> (4 + Group)) & 1) << 4);
+      b.v[i] |= static_cast<uint8_t>(((high.v[i] >> Group) & 1) << To);
+      b.v[i + 32] |= static_cast<uint8_t>(((high.v[i] >> (4 + Group)) & 1) << To);
     }
     return b;
   }
   template <int Group>
   static Bytes with_bit2(Bytes b, const Fifth& high) {
-    for (int i = 0; i < 32; ++i) {
-      b.v[i] |= static_cast<uint8_t>(((high.v[i] >> Group) & 1) << 2);
-      b.v[i + 32] |= static_cast<uint8_t>(((high.v[i] >> (4 + Group)) & 1) << 2);
-    }
-    return b;
+    return with_bit4<Group, 2>(b, high);
   }
   template <int Group>
   static Bytes crumbs(Bytes b) {

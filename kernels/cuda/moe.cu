@@ -6,6 +6,23 @@
 #include "kernels/cuda/ops.hpp"
 
 namespace parley::cuda {
+namespace {
+
+__device__ inline float widen(float v) { return v; }
+__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float widen(__half v) { return __half2float(v); }
+
+// One thread per (token, slot, output) of the experts' stacked weights p (F32, BF16 or F16).
+template <class W>
+void launch_expert_dots(cudaStream_t stream, const float* x, bool per_slot, const W* p, int K, int n,
+                        const int* experts, int M, int k, float* out) {
+  launch_1d("expert_matmul", int64_t(M) * k * n, stream, [=] __device__(int64_t i) {
+    body::expert_dot_at(
+        x, per_slot, [p](int64_t j) { return widen(p[j]); }, n, K, experts, k, out, i);
+  });
+}
+
+}  // namespace
 
 void CudaBackend::route(float* logits, int M, const moe::Routing& r, int* experts, float* weights) const {
   launch_1d("moe_route", M, stream_, [=] __device__(int64_t t) { body::route_at(logits, r, experts, weights, t); });
@@ -13,33 +30,13 @@ void CudaBackend::route(float* logits, int M, const moe::Routing& r, int* expert
 
 void CudaBackend::expert_matmul(const float* x, bool per_slot, const DeviceMatrix& w, int n, const int* experts, int M,
                                 int k, float* out) const {
-  const int K = w.K;
-  const int64_t count = int64_t(M) * k * n;
   switch (w.dtype) {
-    case DType::F32: {
-      const float* p = w.data.get<float>();
-      launch_1d("expert_matmul", count, stream_, [=] __device__(int64_t i) {
-        body::expert_dot_at(
-            x, per_slot, [p](int64_t j) { return p[j]; }, n, K, experts, k, out, i);
-      });
-      break;
-    }
-    case DType::BF16: {
-      const __nv_bfloat16* p = w.data.get<__nv_bfloat16>();
-      launch_1d("expert_matmul", count, stream_, [=] __device__(int64_t i) {
-        body::expert_dot_at(
-            x, per_slot, [p](int64_t j) { return __bfloat162float(p[j]); }, n, K, experts, k, out, i);
-      });
-      break;
-    }
-    case DType::F16: {
-      const __half* p = w.data.get<__half>();
-      launch_1d("expert_matmul", count, stream_, [=] __device__(int64_t i) {
-        body::expert_dot_at(
-            x, per_slot, [p](int64_t j) { return __half2float(p[j]); }, n, K, experts, k, out, i);
-      });
-      break;
-    }
+    case DType::F32:
+      return launch_expert_dots(stream_, x, per_slot, w.data.get<float>(), w.K, n, experts, M, k, out);
+    case DType::BF16:
+      return launch_expert_dots(stream_, x, per_slot, w.data.get<__nv_bfloat16>(), w.K, n, experts, M, k, out);
+    case DType::F16:
+      return launch_expert_dots(stream_, x, per_slot, w.data.get<__half>(), w.K, n, experts, M, k, out);
   }
 }
 
