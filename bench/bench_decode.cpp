@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Parley decode/prefill benchmark"};
   std::string model_path, seqs_arg = "1,8,32", isa = "auto", csv_path, label;
   int threads = 0, P = 32, prefill = 0, G = 64, rounds = 3, prefill_reps = 5;
-  bool peer = false;
+  bool peer = false, peer_first = false;
   app.add_option("--model", model_path, "GGUF or llama2.c model")->required()->check(CLI::ExistingFile);
   app.add_option("--threads", threads, "Threads (0: all cores)");
   app.add_option("--isa", isa, "auto, amx, avx512 (AMX off), avx2, generic");
@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
       "--kv-cache-dtype", [](const std::string& v) { kv_cache_dtype = parse_kv_dtype(v); },
       "KV cache element type: f32 (default), f16 or bf16");
   app.add_flag("--peer", peer, "Also measure llama.cpp (node-llama-cpp) on the same file");
+  app.add_flag("--peer-first", peer_first,
+               "Measure llama.cpp's rounds before loading the model here: for a file too large to be resident twice");
   app.add_option("--csv", csv_path,
                  "Append the figures to this file: label,type,seqs,parley,llama.cpp tok/s (seqs 0: prefill)");
   app.add_option("--label", label, "The model's name in --csv (default: the file name)");
@@ -164,10 +166,23 @@ int main(int argc, char** argv) {
   std::stringstream ss(seqs_arg);
   for (std::string item; std::getline(ss, item, ',');) seqs.push_back(std::stoi(item));
 
+  const cpu::CpuBackend backend(threads, cpu::parse_isa(isa));
+  const int n = int(seqs.size()) + 1;  // prefill, then one decode figure per sequence count
+  std::vector<double> ours(n, 0.0), theirs(n, 0.0);
+  auto peer_round = [&](int round) {
+    std::fprintf(stderr, "round %d: llama.cpp...\n", round + 1);
+    const nlohmann::json p = run_peer(model_path, backend.threads(), seqs_arg, P, prefill, prefill_reps, G);
+    theirs[0] = std::max(theirs[0], p.value("prefill_tokens_per_s", 0.0));
+    for (const auto& d : p.value("decode", nlohmann::json::array()))
+      for (int i = 0; i + 1 < n; ++i)
+        if (d.value("seqs", 0) == seqs[i]) theirs[i + 1] = std::max(theirs[i + 1], d.value("tokens_per_s", 0.0));
+  };
+  if (peer && peer_first)
+    for (int round = 0; round < rounds; ++round) peer_round(round);
+
   // Resident memory: before loading, once the model is ready, and with the largest run's KV cache beside it.
   const size_t rss_start = bench::resident_bytes();
   ModelFile file = load_model_file(model_path);
-  const cpu::CpuBackend backend(threads, cpu::parse_isa(isa));
   LlamaModel model(file.config, std::move(file.weights), backend);
   const size_t rss_model = bench::resident_bytes(), file_bytes = std::filesystem::file_size(model_path);
   size_t kv_bytes = 0, rss_kv = 0;
@@ -182,19 +197,10 @@ int main(int argc, char** argv) {
   bench::MultiplyPeak multiply = bench::multiply_peak(quant_isa, backend.threads());
   const std::string dtype = file_type_of(model_path);
 
-  // Rounds alternate the two engines; each figure is its best round, since interference on a shared
-  // machine only ever slows a run down.
-  const int n = int(seqs.size()) + 1;  // prefill, then one decode figure per sequence count
-  std::vector<double> ours(n, 0.0), theirs(n, 0.0);
+  // Rounds alternate the two engines (unless the peer ran first); each figure is its best round, since
+  // interference on a shared machine only ever slows a run down.
   for (int round = 0; round < rounds; ++round) {
-    if (peer) {
-      std::fprintf(stderr, "round %d: llama.cpp...\n", round + 1);
-      const nlohmann::json p = run_peer(model_path, backend.threads(), seqs_arg, P, prefill, prefill_reps, G);
-      theirs[0] = std::max(theirs[0], p.value("prefill_tokens_per_s", 0.0));
-      for (const auto& d : p.value("decode", nlohmann::json::array()))
-        for (int i = 0; i + 1 < n; ++i)
-          if (d.value("seqs", 0) == seqs[i]) theirs[i + 1] = std::max(theirs[i + 1], d.value("tokens_per_s", 0.0));
-    }
+    if (peer && !peer_first) peer_round(round);
     std::fprintf(stderr, "round %d: parley prefill %d...\n", round + 1, prefill);
     ours[0] = std::max(ours[0], prefill_tps(model, prefill, prefill_reps));
     for (int i = 0; i + 1 < n; ++i) {
