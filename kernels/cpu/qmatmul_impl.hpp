@@ -18,7 +18,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/qmatmul_kernels.hpp"
-#include "model/quant/blocks.hpp"
+#include "kernels/quant_grids.hpp"
 
 namespace parley::cpu::qmm {
 namespace {

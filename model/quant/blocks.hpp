@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/quant_grids.hpp"
+
 namespace parley::quant {
 
 // x = d * (q - 8), q in 0..15; qs[j] holds element j (low nibble) and j + 16 (high nibble).
@@ -94,7 +96,6 @@ struct BlockIq4Xs {
   uint8_t scales_l[4];
   uint8_t qs[128];
 };
-inline constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 inline int iq4_xs_scale(const BlockIq4Xs& b, int j) {  // ls - 32 of sub-block j
   return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
@@ -106,7 +107,6 @@ struct BlockMxfp4 {
   uint8_t e;  // E8M0
   uint8_t qs[16];
 };
-inline constexpr int8_t kFp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128), subnormal for e < 2.
 inline float e8m0_half(uint8_t e) {
