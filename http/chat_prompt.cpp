@@ -187,6 +187,14 @@ ChatRequest read_chat_request(std::string_view body, const json& parsed) {
     if (!kwargs->is_object()) wrong_type("chat_template_kwargs", "an object", *kwargs);
     out.inputs.kwargs = ordered.at("chat_template_kwargs");
   }
+  // OpenAI's reasoning_effort reaches the template as the variable gpt-oss's reads (as vLLM passes it), unless
+  // chat_template_kwargs sets it.
+  if (const auto effort = get_string(parsed, "reasoning_effort")) {
+    if (*effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
+      fail("reasoning_effort must be one of minimal, low, medium, high; got '" + *effort + "'.", "reasoning_effort");
+    if (!out.inputs.kwargs.is_object()) out.inputs.kwargs = ojson::object();
+    if (!out.inputs.kwargs.contains("reasoning_effort")) out.inputs.kwargs["reasoning_effort"] = *effort;
+  }
   if (const json* tools = field(parsed, "tools")) {
     check_tools(*tools);
     out.inputs.tools = ordered.at("tools");

@@ -30,9 +30,8 @@ void reject_unknown_fields(const json& body, std::span<const std::string_view> a
 std::vector<std::string> unknown_fields(const json& body, std::span<const std::string_view> allowed);
 // Fields OpenAI's chat and completions APIs define that Parley accepts and does not act on, as vLLM does.
 inline constexpr std::string_view kAcceptedNoOpFields[] = {
-    "store",           "metadata",           "service_tier",     "prediction",        "modalities",
-    "audio",           "web_search_options", "prompt_cache_key", "safety_identifier", "verbosity",
-    "reasoning_effort"};
+    "store", "metadata",           "service_tier",     "prediction",        "modalities",
+    "audio", "web_search_options", "prompt_cache_key", "safety_identifier", "verbosity"};
 // 404 unless `model` is absent, null or the served name.
 void check_model(const json& body, const ServingContext& ctx);
 

@@ -171,6 +171,20 @@ TEST_CASE("unknown request fields are accepted and reported, or a 400 with --str
   }
 }
 
+TEST_CASE("reasoning_effort reaches the chat template unless chat_template_kwargs sets it", "[openai]") {
+  const std::string msgs =
+      R"("messages": [{"role": "user", "content": "Hi"}], "chat_template": "[{{ reasoning_effort }}]")";
+  CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + R"(, "reasoning_effort": "low"})").prompt_texts ==
+        std::vector<std::string>{"[low]"});
+  CHECK(parse_ok(Endpoint::ChatCompletions,
+                 "{" + msgs + R"(, "reasoning_effort": "low", "chat_template_kwargs": {"reasoning_effort": "high"}})")
+            .prompt_texts == std::vector<std::string>{"[high]"});
+  CHECK(parse_ok(Endpoint::ChatCompletions, "{" + msgs + "}").prompt_texts == std::vector<std::string>{"[]"});
+  check_error(parse_error(Endpoint::ChatCompletions, "{" + msgs + R"(, "reasoning_effort": "max"})"), 400,
+              "BadRequestError", "reasoning_effort",
+              "reasoning_effort must be one of minimal, low, medium, high; got 'max'.");
+}
+
 TEST_CASE("an unknown model is a 404 NotFoundError and a missing one is the served model", "[openai]") {
   check_error(parse_error(Endpoint::Completions, R"({"model": "gpt-4", "prompt": "Hi"})"), 404, "NotFoundError",
               "model", "The model `gpt-4` does not exist.", "model_not_found");
