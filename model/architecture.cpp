@@ -156,11 +156,7 @@ std::string known_archs() {
 
 int64_t LlamaConfig::parameter_count(bool active_only) const {
   const int64_t d = dim, attention = d * (q_dim() + 2 * kv_dim()) + int64_t(q_dim()) * d;
-  int64_t ffn = 3 * d * hidden_dim;
-  if (moe.enabled()) {
-    const int64_t experts = active_only ? moe.n_used : moe.n_experts;
-    ffn = d * moe.n_experts + 3 * d * moe.expert_hidden * experts + 3 * d * moe.shared_hidden;
-  }
+  const int64_t ffn = moe.enabled() ? moe.ffn_elements(d, active_only) : 3 * d * hidden_dim;
   const int64_t embedding = int64_t(vocab_size) * d * (tied_output ? 1 : 2);
   return embedding + int64_t(n_layers) * (attention + ffn);
 }

@@ -41,6 +41,11 @@ struct MoeConfig {
   bool expert_biases = false;  // the router and every expert matrix carry a bias (gpt-oss)
 
   bool enabled() const { return n_experts > 0; }
+  // Weight elements of one layer's experts for a model `dim` wide: the router, every expert (or the n_used one
+  // token runs through) and the shared expert.
+  int64_t ffn_elements(int64_t dim, bool active_only) const {
+    return dim * n_experts + 3 * dim * expert_hidden * (active_only ? n_used : n_experts) + 3 * dim * shared_hidden;
+  }
   // The routing as kernels/moe_routing.hpp runs it (on the CPU and on the device).
   moe::Routing routing() const {
     return {n_experts, n_used, gating == ExpertGating::Softmax, normalize, weights_scale};

@@ -84,11 +84,7 @@ size_t MoeFfn::active_bytes() const {
          experts / size_t(moe_.n_experts) * size_t(moe_.n_used);
 }
 
-size_t MoeFfn::active_elements() const {
-  const size_t dim = size_t(dim_);
-  return dim * size_t(moe_.n_experts) + 3 * dim * size_t(moe_.expert_hidden) * size_t(moe_.n_used) +
-         3 * dim * size_t(moe_.shared_hidden);
-}
+size_t MoeFfn::active_elements() const { return size_t(moe_.ffn_elements(dim_, true)); }
 
 void MoeFfn::run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, const float* x,
                         const std::vector<int>& rows, Scratch& s) const {
@@ -121,9 +117,11 @@ void MoeFfn::run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, 
     for (int i = 0; i < R; ++i) add_into(s.y.data() + size_t(i) * size_t(dim), e.down_bias.data(), size_t(dim));
 }
 
-void MoeFfn::run_routed(const cpu::CpuBackend& be, const float* x, const std::vector<std::vector<int>>& rows,
-                        const std::vector<std::vector<int>>& slots) {
-  std::vector<int> active;
+void MoeFfn::run_routed(const cpu::CpuBackend& be, const float* x) {
+  const std::vector<std::vector<int>>& rows = rows_;
+  const std::vector<std::vector<int>>& slots = slots_of_rows_;
+  std::vector<int>& active = active_;
+  active.clear();
   for (int e = 0; e < moe_.n_experts; ++e)
     if (!rows[size_t(e)].empty()) active.push_back(e);
   // Experts side by side, each on one thread: one fork per layer instead of two per expert. A row's bits are the
@@ -147,26 +145,30 @@ void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int 
   const int E = moe_.n_experts, k = moe_.n_used, dim = dim_;
   logits_.resize(size_t(M) * size_t(E));
   router_.matmul(be, x, logits_.data(), M, part_);
-  // Each token's choice; then, per expert, the (token, slot) pairs routed to it in token order.
-  std::vector<ExpertChoice> choices(static_cast<size_t>(M));
-  std::vector<std::vector<int>> rows(static_cast<size_t>(E)), slots(static_cast<size_t>(E));
+  // Each token's choice (routed in place on its logits); then, per expert, the (token, slot) pairs routed to it.
+  chosen_.resize(size_t(M) * size_t(k));
+  weights_.resize(size_t(M) * size_t(k));
+  rows_.resize(size_t(E));
+  slots_of_rows_.resize(size_t(E));
+  for (int e = 0; e < E; ++e) rows_[size_t(e)].clear(), slots_of_rows_[size_t(e)].clear();
+  const moe::Routing routing = moe_.routing();
   for (int t = 0; t < M; ++t) {
     float* l = logits_.data() + size_t(t) * size_t(E);
     if (!router_bias_.empty()) add_into(l, router_bias_.data(), size_t(E));
-    choices[size_t(t)] = route_token(l, moe_);
+    moe::route(l, routing, chosen_.data() + size_t(t) * size_t(k), weights_.data() + size_t(t) * size_t(k));
     for (int s = 0; s < k; ++s) {
-      const int e = choices[size_t(t)].experts[size_t(s)];
-      rows[size_t(e)].push_back(t);
-      slots[size_t(e)].push_back(t * k + s);
+      const int e = chosen_[size_t(t) * size_t(k) + size_t(s)];
+      rows_[size_t(e)].push_back(t);
+      slots_of_rows_[size_t(e)].push_back(t * k + s);
     }
   }
   slots_.resize(size_t(M) * size_t(k) * size_t(dim));
-  run_routed(be, x, rows, slots);
+  run_routed(be, x);
   // Weighted, summed in the token's slot order (best expert first), as llama.cpp adds its views.
   for (int t = 0; t < M; ++t) {
     float* o = out + size_t(t) * size_t(dim);
     for (int s = 0; s < k; ++s) {
-      const float w = choices[size_t(t)].weights[size_t(s)];
+      const float w = weights_[size_t(t) * size_t(k) + size_t(s)];
       const float* y = slots_.data() + (size_t(t) * size_t(k) + size_t(s)) * size_t(dim);
       if (s == 0)
         for (int j = 0; j < dim; ++j) o[j] = y[j] * w;
@@ -175,11 +177,11 @@ void MoeFfn::forward(const cpu::CpuBackend& be, const float* x, float* out, int 
     }
   }
   if (moe_.shared_hidden > 0) {
-    std::vector<int> all(static_cast<size_t>(M));
-    std::iota(all.begin(), all.end(), 0);
+    active_.resize(size_t(M));  // every token, in order
+    std::iota(active_.begin(), active_.end(), 0);
     scratch_.resize(std::max<size_t>(scratch_.size(), 1));
     Scratch& s = scratch_[0];
-    run_expert(be, shared_, moe_.shared_hidden, x, all, s);
+    run_expert(be, shared_, moe_.shared_hidden, x, active_, s);
     for (int t = 0; t < M; ++t) {
       const float* xt = x + size_t(t) * size_t(dim);
       float g = 0.0f;

@@ -48,9 +48,8 @@ class MoeFfn {
   // Rows x[rows[i]] through one expert into s.y: gate and up, the activation, down.
   void run_expert(const cpu::CpuBackend& be, const Expert& e, int hidden, const float* x, const std::vector<int>& rows,
                   Scratch& s) const;
-  // Each routed expert's rows, their outputs into slots_ at (token, slot).
-  void run_routed(const cpu::CpuBackend& be, const float* x, const std::vector<std::vector<int>>& rows,
-                  const std::vector<std::vector<int>>& slots);
+  // Each routed expert's rows (rows_), their outputs into slots_ at (token, slot) (slots_of_rows_).
+  void run_routed(const cpu::CpuBackend& be, const float* x);
   MoeConfig moe_;
   FfnActivation activation_ = FfnActivation::Silu;
   int dim_ = 0;
@@ -59,8 +58,10 @@ class MoeFfn {
   std::vector<Expert> experts_;
   Expert shared_;  // empty unless moe_.shared_hidden > 0
   std::vector<float> shared_gate_;
-  // Scratch reused across steps: one per thread running experts.
-  std::vector<float> logits_, slots_, part_;
+  // Scratch reused across steps (one Scratch per thread running experts), so a step allocates nothing once warm.
+  std::vector<float> logits_, weights_, slots_, part_;
+  std::vector<int> chosen_, active_;                    // [M][n_used] experts; the experts routed to (or rows)
+  std::vector<std::vector<int>> rows_, slots_of_rows_;  // per expert: its tokens, and their (token, slot) indices
   std::vector<Scratch> scratch_;
 };
 

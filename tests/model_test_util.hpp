@@ -66,9 +66,33 @@ inline std::vector<std::pair<std::string, std::vector<float>>> tensors_of(const 
         {"attn_q_norm.weight", &L.q_norm},
         {"attn_k_norm.weight", &L.k_norm},
         {"post_attention_norm.weight", &L.post_attn_norm},
-        {"post_ffw_norm.weight", &L.post_ffn_norm}};
+        {"post_ffw_norm.weight", &L.post_ffn_norm},
+        {"attn_output.bias", &L.bo},
+        {"attn_sinks.weight", &L.attn_sinks}};
     for (const auto& [n, v] : optional)
       if (!v->empty()) out.emplace_back(b + n, *v);
+    // Experts, one matrix each, and their router, biases and shared expert.
+    const ExpertWeights& x = L.experts;
+    if (!x.router.empty()) out.emplace_back(b + "ffn_gate_inp.weight", x.router.to_f32());
+    for (size_t e = 0; e < x.gate.size(); ++e) {
+      const std::string n = b + "expert " + std::to_string(e) + " ";
+      out.emplace_back(n + "gate", x.gate[e].to_f32());
+      out.emplace_back(n + "up", x.up[e].to_f32());
+      out.emplace_back(n + "down", x.down[e].to_f32());
+    }
+    const std::pair<const char*, const std::vector<float>*> expert_vectors[] = {
+        {"ffn_gate_inp.bias", &x.router_bias},
+        {"ffn_gate_exps.bias", &x.gate_bias},
+        {"ffn_up_exps.bias", &x.up_bias},
+        {"ffn_down_exps.bias", &x.down_bias},
+        {"ffn_gate_inp_shexp.weight", &x.shared_gate}};
+    for (const auto& [n, v] : expert_vectors)
+      if (!v->empty()) out.emplace_back(b + n, *v);
+    if (!x.shared_w_gate.empty())
+      for (const auto& [n, m] :
+           {std::pair{"ffn_gate_shexp", &x.shared_w_gate}, std::pair{"ffn_up_shexp", &x.shared_w_up},
+            std::pair{"ffn_down_shexp", &x.shared_w_down}})
+        out.emplace_back(b + n + ".weight", m->to_f32());
   }
   if (!w.rope_freq_factors.empty()) out.emplace_back("rope factors", w.rope_freq_factors);
   out.emplace_back("output_norm.weight", w.output_norm);
@@ -106,6 +130,21 @@ inline void require_same_config(const LlamaConfig& a, const LlamaConfig& b) {
   CHECK(a.qk_norm == b.qk_norm);
   CHECK(a.post_norms == b.post_norms);
   CHECK(a.activation == b.activation);
+  CHECK(a.attn_out_bias == b.attn_out_bias);
+  CHECK(a.attn_sinks == b.attn_sinks);
+  CHECK(a.rope_yarn == b.rope_yarn);
+  auto original_context = [](const LlamaConfig& c) {
+    return c.rope_original_context ? c.rope_original_context : c.max_seq_len;
+  };
+  CHECK(original_context(a) == original_context(b));  // 0: the context length, as a GGUF without the key reads
+  CHECK(a.moe.n_experts == b.moe.n_experts);
+  CHECK(a.moe.n_used == b.moe.n_used);
+  CHECK(a.moe.expert_hidden == b.moe.expert_hidden);
+  CHECK(a.moe.shared_hidden == b.moe.shared_hidden);
+  CHECK(a.moe.gating == b.moe.gating);
+  CHECK(a.moe.normalize == b.moe.normalize);
+  CHECK(a.moe.weights_scale == b.moe.weights_scale);
+  CHECK(a.moe.expert_biases == b.moe.expert_biases);
 }
 
 inline void require_same_weights(const ModelFile& a, const ModelFile& b) {

@@ -149,6 +149,43 @@ TEST_CASE("moe: active parameters count the chosen experts only", "[moe][model]"
   CHECK(q.parameter_count(true) == Approx(3.3e9).epsilon(0.02));
 }
 
+TEST_CASE("moe files: a fused ffn_gate_up_exps loads as the separate gate and up tensors do", "[moe][gguf]") {
+  // llama.cpp's fused layout: per expert, its gate rows then its up rows, [n_embd, 2 * n_ff_exp, n_expert].
+  parley_test::TempDir tmp;
+  const std::string split = tmp / "split.gguf", fused = tmp / "fused.gguf";
+  write_model_gguf(test::tiny_model("qwen3moe"), split, GgmlType::F32);
+  const GgufFile f(split);
+  const ModelFile want = load_model_file(split);
+  const LlamaConfig& c = want.config;
+  const size_t rows = size_t(c.moe.expert_hidden) * size_t(c.dim);  // one expert's gate (or up) floats
+  parley_test::rewrite(
+      split, fused,
+      [&](GgufWriter& w) {
+        for (int l = 0; l < c.n_layers; ++l) {
+          const std::string b = "blk." + std::to_string(l) + ".";
+          const auto* gate = reinterpret_cast<const float*>(f.tensor(b + "ffn_gate_exps.weight").data);
+          const auto* up = reinterpret_cast<const float*>(f.tensor(b + "ffn_up_exps.weight").data);
+          std::vector<float> both;
+          for (int e = 0; e < c.moe.n_experts; ++e) {
+            both.insert(both.end(), gate + e * rows, gate + (e + 1) * rows);
+            both.insert(both.end(), up + e * rows, up + (e + 1) * rows);
+          }
+          w.add_tensor(b + "ffn_gate_up_exps.weight",
+                       {uint64_t(c.dim), 2 * uint64_t(c.moe.expert_hidden), uint64_t(c.moe.n_experts)}, GgmlType::F32,
+                       both.data());
+        }
+      },
+      [](const GgufTensorInfo& t) {
+        return t.name.find("ffn_gate_exps") == std::string::npos && t.name.find("ffn_up_exps") == std::string::npos;
+      });
+  const ModelFile got = load_model_file(fused);
+  for (int l = 0; l < c.n_layers; ++l) {
+    CAPTURE(l);
+    REQUIRE(got.weights.layers[size_t(l)].experts.gate == want.weights.layers[size_t(l)].experts.gate);
+    REQUIRE(got.weights.layers[size_t(l)].experts.up == want.weights.layers[size_t(l)].experts.up);
+  }
+}
+
 TEST_CASE("a file whose weights do not fit the free memory is refused with both sizes", "[moe][gguf]") {
   REQUIRE_THROWS_WITH(check_fits_memory("big.gguf", 20ull << 30, 16ull << 30),
                       "model file 'big.gguf': its weights need 20.00 GiB of memory and 16.00 GiB is available "
