@@ -118,7 +118,7 @@ void read_experts(const GgufFile& f, const std::string& p, const ArchSpec& arch,
   }
   m.normalize = f.get_bool(p + "expert_weights_norm", arch.moe.normalize);
   const double scale = f.get_float(p + "expert_weights_scale", 0.0);  // llama.cpp: 0 means unscaled
-  if (!std::isfinite(scale) || scale < 0) f.fail("key '" + p + "expert_weights_scale' must be positive");
+  if (!std::isfinite(scale) || scale < 0) f.fail("key '" + p + "expert_weights_scale' must not be negative");
   m.weights_scale = scale == 0.0 ? 1.0f : float(scale);
 }
 
