@@ -48,12 +48,23 @@ int run_gen_model(const GenModelOptions& o) {
     hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);
     cfg.vocab_size = hf->vocab.size();
   }
-  std::fprintf(stderr, "generating %s: dim %d, %d layers, vocab %d...\n", cfg.arch.c_str(), cfg.dim, cfg.n_layers,
-               cfg.vocab_size);
-  ModelFile model = make_random_model(cfg, o.seed, o.with_mtp, hf ? std::optional<Vocab>(hf->vocab) : std::nullopt,
-                                      shape.rope_factors);
+  // Past 8 GiB of F32 weights a model is drawn one tensor at a time as it is written (another random stream).
+  const bool drawn = cfg.parameter_count(false) * int64_t(sizeof(float)) > (int64_t(8) << 30);
+  std::fprintf(stderr, "generating %s: dim %d, %d layers, vocab %d%s...\n", cfg.arch.c_str(), cfg.dim, cfg.n_layers,
+               cfg.vocab_size, drawn ? ", each tensor drawn as it is written" : "");
+  std::optional<Vocab> vocab = hf ? std::optional<Vocab>(hf->vocab) : std::nullopt;
+  if (drawn && (o.with_mtp || shape.rope_factors))
+    throw std::invalid_argument("a model this large is drawn as it is written, without an MTP head or RoPE factors");
+  ModelFile model = drawn ? random_model_outline(cfg, o.seed, std::move(vocab))
+                          : make_random_model(cfg, o.seed, o.with_mtp, std::move(vocab), shape.rope_factors);
   if (hf) model.chat_template = hf->chat_template;
-  write_model_gguf(model, o.out, o.dtype, print_tensor);
+  const auto start = std::chrono::steady_clock::now();
+  if (drawn)
+    write_drawn_gguf(model, o.out, o.dtype, random_tensor_draw(cfg, o.seed), print_tensor);
+  else
+    write_model_gguf(model, o.out, o.dtype, print_tensor);
+  std::fprintf(stderr, "%.2f GiB in %.0f s\n", mib(o.out) / 1024.0,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::printf(
       "wrote %s (%s %s, dim %d, %d layers%s, vocab %d%s)\n", o.out.c_str(), cfg.arch.c_str(),
       std::string(file_type_name(o.dtype)).c_str(), cfg.dim, cfg.n_layers, o.with_mtp ? " and an MTP head" : "",

@@ -51,9 +51,15 @@ WeightMatrix concat_rows(const std::vector<const WeightMatrix*>& parts) {
 
 // Each tensor in the recipe's type: a quantized source is decoded to F32 and encoded again, as llama.cpp
 // requantizes, except that a source already in the chosen type is copied byte for byte (as llama.cpp does).
-void encode_tensors(GgufWriter& g, const std::vector<PlannedTensor>& plan, FileType type, const RecipeModel& model,
-                    const TensorObserver& observe) {
-  for (size_t i = 0; i < plan.size(); ++i) {
+// Tensors are declared first and built, encoded and written one at a time, so the file is never held whole.
+void write_tensors(GgufWriter& g, const std::string& path, const std::vector<PlannedTensor>& plan, FileType type,
+                   const RecipeModel& model, const TensorObserver& observe) {
+  std::vector<GgmlType> chosen;
+  for (const PlannedTensor& t : plan) {
+    chosen.push_back(recipe_tensor_type(type, model, {t.name, t.ne, block_index(t.name)}));
+    g.declare_tensor(t.name, t.ne, chosen.back());
+  }
+  g.write(path, [&](size_t i) {
     const PlannedTensor& t = plan[i];
     WeightMatrix built;
     const WeightMatrix& data = t.matrix ? *t.matrix : (built = t.build());
@@ -62,16 +68,13 @@ void encode_tensors(GgufWriter& g, const std::vector<PlannedTensor>& plan, FileT
     if (data.size() != n)
       throw std::invalid_argument("write_model_gguf: tensor '" + t.name + "' has " + std::to_string(data.size()) +
                                   " values, its shape needs " + std::to_string(n));
-    const GgmlType chosen = recipe_tensor_type(type, model, {t.name, t.ne, block_index(t.name)});
-    const bool copied = !data.is_f32() && data.type() == chosen;
-    if (copied)
-      g.add_tensor_bytes(t.name, t.ne, chosen, data.blocks());
-    else if (data.is_f32())
-      g.add_tensor(t.name, t.ne, chosen, data.data());
-    else
-      g.add_tensor(t.name, t.ne, chosen, data.to_f32().data());
-    if (observe) observe({i, plan.size(), t.name, t.ne, data.type(), chosen, copied});
-  }
+    const bool copied = !data.is_f32() && data.type() == chosen[i];
+    std::vector<uint8_t> bytes = copied          ? data.blocks()
+                                 : data.is_f32() ? encode_tensor(t.name, t.ne, chosen[i], data.data())
+                                                 : encode_tensor(t.name, t.ne, chosen[i], data.to_f32().data());
+    if (observe) observe({i, plan.size(), t.name, t.ne, data.type(), chosen[i], copied});
+    return bytes;
+  });
 }
 
 // NeoX pairs (i, i + d/2) become Adjacent pairs (2i, 2i+1): the same rotation frequencies, and
@@ -164,9 +167,9 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     fail("files always cap the final logits");
 }
 
-}  // namespace
-
-void write_model_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe) {
+// The model's tensors in llama.cpp's layout, in the recipe's types; draw, when set, gives every tensor's values.
+void write_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe,
+                const TensorDraw& draw) {
   const LlamaConfig& c = m.config;
   c.validate();
   const LlamaWeights& w = m.weights;
@@ -241,7 +244,7 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
   // Each kind of expert matrix as one 3-D tensor [n_experts][rows][cols], experts in order.
   auto add_expert_tensor = [&](const std::string& name, const std::vector<WeightMatrix>& parts,
                                std::vector<uint64_t> ne) {
-    if (parts.size() != ne[2])
+    if (!draw && parts.size() != ne[2])
       throw std::invalid_argument("write_model_gguf: " + name + " has " + std::to_string(parts.size()) + " experts");
     add_built(
         name,
@@ -275,7 +278,7 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
   auto add_layer = [&](int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
     add_vector(b + "attn_norm.weight", L.attn_norm, {dim});
-    if (L.wq.size() != qd * dim || L.wk.size() != kv * dim)
+    if (!draw && (L.wq.size() != qd * dim || L.wk.size() != kv * dim))
       throw std::invalid_argument("write_model_gguf: layer " + std::to_string(l) + " wq/wk have the wrong size");
     if (fused) {
       add_built(b + "attn_qkv.weight", [&L] { return concat_rows({&L.wq, &L.wk, &L.wv}); }, {dim, qd + 2 * kv});
@@ -353,8 +356,24 @@ void write_model_gguf(const ModelFile& m, const std::string& path, FileType type
   } else if (c.arch == "qwen2moe") {
     throw std::invalid_argument("write_model_gguf: qwen2moe files have their own output.weight (llama.cpp needs it)");
   }
-  encode_tensors(g, plan, type, recipe_model(c, w.mtp.has_value()), observe);
-  g.write(path);
+  if (draw)
+    for (PlannedTensor& t : plan) {
+      t.matrix = nullptr;
+      t.build = [&draw, &t] { return WeightMatrix(draw(t.name, t.ne)); };
+    }
+  write_tensors(g, path, plan, type, recipe_model(c, w.mtp.has_value()), observe);
+}
+
+}  // namespace
+
+void write_model_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe) {
+  write_gguf(m, path, type, observe, {});
+}
+
+void write_drawn_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorDraw& draw,
+                      const TensorObserver& observe) {
+  if (!draw) throw std::invalid_argument("write_drawn_gguf: no draw function");
+  write_gguf(m, path, type, observe, draw);
 }
 
 void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtype) {

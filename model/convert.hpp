@@ -30,6 +30,12 @@ using TensorObserver = std::function<void(const TensorWritten&)>;
 // each tensor as it is encoded. Throws std::invalid_argument for an inconsistent model, std::runtime_error if it
 // cannot write.
 void write_model_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe = {});
+// A tensor's values from its name and shape (GGUF order, ne[0] the row length).
+using TensorDraw = std::function<std::vector<float>(const std::string& name, const std::vector<uint64_t>& ne)>;
+// As write_model_gguf, with every tensor's values drawn instead of taken from m's weights, which may be empty (m
+// gives the config, vocabulary and layers' count): a model too large to hold in F32 is written one tensor at a time.
+void write_drawn_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorDraw& draw,
+                      const TensorObserver& observe = {});
 // The file type of one type: f32, f16, bf16 or q8_0 (which falls back to F16 for rows not a multiple of 32).
 void write_model_gguf(const ModelFile& m, const std::string& path, GgmlType dtype);
 // f32, f16, bf16 and q8_0 as file types; throws std::invalid_argument for another type.

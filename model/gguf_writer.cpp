@@ -6,8 +6,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 namespace parley {
 
@@ -91,33 +93,58 @@ bool GgufWriter::remove(const std::string& key) {
   return true;
 }
 
-void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, const float* data) {
+std::vector<uint8_t> encode_tensor(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type,
+                                   const float* data) {
   if (ne.empty()) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
   uint64_t rows = 1;
   for (size_t d = 1; d < ne.size(); ++d) rows *= ne[d];
-  const int64_t block = quant::traits(type).block_size;
+  const int64_t block = quant::traits(type).block_size, row = int64_t(ne[0]);
   if (ne[0] % uint64_t(block) != 0)
     throw std::invalid_argument("GGUF tensor '" + name + "': " + quant::traits(type).name +
                                 " needs a row length that is a multiple of " + std::to_string(block) + ", got " +
                                 std::to_string(ne[0]));
-  std::vector<uint8_t> bytes(quant::row_bytes(type, int64_t(ne[0])) * rows);
-  quant::quantize_chunk(type, data, bytes.data(), 0, int64_t(rows), int64_t(ne[0]));
+  std::vector<uint8_t> bytes(quant::row_bytes(type, row) * rows);
+  // Rows are encoded independently, so slices on several threads write the same bytes as one pass.
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t parts = std::clamp<int64_t>(int64_t(rows * ne[0] >> 20), 1, std::min<int64_t>(cores, int64_t(rows)));
+  std::vector<std::thread> threads;
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t first = int64_t(rows) * p / parts, last = int64_t(rows) * (p + 1) / parts;
+    threads.emplace_back(
+        [&, first, last] { quant::quantize_chunk(type, data, bytes.data(), first * row, last - first, row); });
+  }
+  for (std::thread& t : threads) t.join();
+  return bytes;
+}
+
+void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, const float* data) {
+  std::vector<uint8_t> bytes = encode_tensor(name, ne, type, data);
   add_tensor_bytes(name, std::move(ne), type, std::move(bytes));
+}
+
+void GgufWriter::check_new(const std::string& name, const std::vector<uint64_t>& ne) const {
+  if (ne.empty() || ne.size() > 4) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
+  for (const auto& t : tensors_)
+    if (t.name == name) throw std::invalid_argument("GGUF tensor '" + name + "' added twice");
 }
 
 void GgufWriter::add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type,
                                   std::vector<uint8_t> bytes) {
-  if (ne.empty() || ne.size() > 4) throw std::invalid_argument("GGUF tensor '" + name + "': needs 1 to 4 dimensions");
+  check_new(name, ne);
   const uint64_t need = quant::checked_tensor_bytes(type, ne, UINT64_MAX, name);
   if (bytes.size() != need)
     throw std::invalid_argument("GGUF tensor '" + name + "': " + std::to_string(bytes.size()) +
                                 " bytes given, its shape and type need " + std::to_string(need));
-  for (const auto& t : tensors_)
-    if (t.name == name) throw std::invalid_argument("GGUF tensor '" + name + "' added twice");
-  tensors_.push_back({name, std::move(ne), type, std::move(bytes)});
+  tensors_.push_back({name, std::move(ne), type, need, std::move(bytes)});
 }
 
-void GgufWriter::write(const std::string& path) const {
+void GgufWriter::declare_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type) {
+  check_new(name, ne);
+  const uint64_t need = quant::checked_tensor_bytes(type, ne, UINT64_MAX, name);
+  tensors_.push_back({name, std::move(ne), type, need, {}});
+}
+
+void GgufWriter::write(const std::string& path, const TensorProducer& produce) const {
   uint64_t alignment = kGgufDefaultAlignment;
   for (const auto& [key, v] : kv_)
     if (key == "general.alignment") {
@@ -143,20 +170,40 @@ void GgufWriter::write(const std::string& path) const {
     for (uint64_t d : t.ne) put<uint64_t>(header, d);
     put<uint32_t>(header, static_cast<uint32_t>(t.type));
     put<uint64_t>(header, offset);
-    offset += align_up(t.bytes.size(), alignment);
+    offset += align_up(t.size, alignment);
   }
   header.resize(align_up(header.size(), alignment), '\0');
 
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("cannot create GGUF file '" + path + "'");
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  const std::string zeros(alignment, '\0');
-  for (const auto& t : tensors_) {
-    out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-    out.write(zeros.data(), static_cast<std::streamsize>(align_up(t.bytes.size(), alignment) - t.bytes.size()));
+  try {
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    write_data(out, alignment, produce);
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write GGUF file '" + path + "' (disk full?)");
+  } catch (...) {
+    out.close();
+    std::filesystem::remove(path);  // a half-written file would fail later with a less clear error
+    throw;
   }
-  out.flush();
-  if (!out) throw std::runtime_error("cannot write GGUF file '" + path + "' (disk full?)");
+}
+
+void GgufWriter::write_data(std::ofstream& out, uint64_t alignment, const TensorProducer& produce) const {
+  const std::string zeros(alignment, '\0');
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    std::vector<uint8_t> produced;
+    if (t.bytes.empty()) {
+      if (!produce) throw std::invalid_argument("GGUF tensor '" + t.name + "' was declared but nothing produces it");
+      produced = produce(i);
+      if (produced.size() != t.size)
+        throw std::invalid_argument("GGUF tensor '" + t.name + "': " + std::to_string(produced.size()) +
+                                    " bytes produced, its shape and type need " + std::to_string(t.size));
+    }
+    const std::vector<uint8_t>& bytes = t.bytes.empty() ? produced : t.bytes;
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(zeros.data(), static_cast<std::streamsize>(align_up(bytes.size(), alignment) - bytes.size()));
+  }
 }
 
 }  // namespace parley

@@ -1,6 +1,9 @@
-// GGUF v3 writer: ordered metadata of any type, tensors encoded from F32 (or given as raw bytes).
+// GGUF v3 writer: ordered metadata of any type, tensors encoded from F32, given as raw bytes, or declared and
+// produced one at a time while the file is written (so a file larger than memory never sits in it whole).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +11,11 @@
 #include "model/gguf.hpp"
 
 namespace parley {
+
+// n_elements(ne) floats encoded as `type` (ne in GGUF order, ne[0] the row length), rows split over the cores.
+// Throws std::invalid_argument naming the tensor when the row length is not a multiple of the type's block.
+std::vector<uint8_t> encode_tensor(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type,
+                                   const float* data);
 
 class GgufWriter {
  public:
@@ -29,17 +37,27 @@ class GgufWriter {
   // Adds already-encoded bytes (e.g. copied from another GGUF); their size must match ne and type.
   void add_tensor_bytes(const std::string& name, std::vector<uint64_t> ne, GgmlType type, std::vector<uint8_t> bytes);
 
-  // Writes the file; data offsets and the data section honour general.alignment (default 32).
-  // Throws std::runtime_error naming the path when it cannot be written.
-  void write(const std::string& path) const;
+  // Declares a tensor whose bytes write's producer returns when its turn comes.
+  void declare_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type);
+
+  // The bytes of the index-th tensor added (a declared one), its size as its shape and type need.
+  using TensorProducer = std::function<std::vector<uint8_t>(size_t index)>;
+  // Writes the file; data offsets and the data section honour general.alignment (default 32). Declared tensors
+  // take produce's bytes, in order, one held at a time. Throws std::runtime_error naming the path when it cannot
+  // be written, std::invalid_argument when a declared tensor has no producer or gets the wrong size; a file left
+  // unfinished by a throw is removed.
+  void write(const std::string& path, const TensorProducer& produce = {}) const;
 
  private:
   struct Tensor {
     std::string name;
     std::vector<uint64_t> ne;
     GgmlType type;
-    std::vector<uint8_t> bytes;
+    uint64_t size;               // bytes in the file
+    std::vector<uint8_t> bytes;  // empty for a declared tensor
   };
+  void check_new(const std::string& name, const std::vector<uint64_t>& ne) const;
+  void write_data(std::ofstream& out, uint64_t alignment, const TensorProducer& produce) const;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<Tensor> tensors_;
 };

@@ -54,7 +54,8 @@ void qwen3moe(LlamaConfig& c, int n, int used, int width) {
   experts(c, n, used, width, true);
 }
 
-void gpt_oss(LlamaConfig& c, int window, float yarn_factor, int original_context) {
+void gpt_oss(LlamaConfig& c, int window, float yarn_factor, int original_context, int n_experts = 8, int used = 2,
+             int width = 32) {
   c.tied_output = false;  // llama.cpp requires gpt-oss's output.weight
   c.activation = FfnActivation::SwigluOai;
   c.qkv_bias = c.attn_out_bias = c.attn_sinks = true;
@@ -64,7 +65,7 @@ void gpt_oss(LlamaConfig& c, int window, float yarn_factor, int original_context
   c.rope_freq_scale = 1.0f / yarn_factor;
   c.rope_original_context = original_context;
   c.local_rope = {c.rope_theta, c.rope_freq_scale};
-  experts(c, 8, 2, 32, false);
+  experts(c, n_experts, used, width, false);
   c.moe.gating = ExpertGating::SoftmaxSelected;
   c.moe.expert_biases = true;
 }
@@ -143,6 +144,17 @@ constexpr NamedShape kReal[] = {
      [](LlamaConfig& c) { gemma3(c, 512); }},
     {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
     {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
+    // Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B): 128 experts 768 wide, top 8 renormalized; its own output head.
+    {"qwen3-30b-a3b",
+     {"qwen3moe", 2048, 6144, 48, 32, 4, 128, 151936, 40960, 1000000.0f},
+     [](LlamaConfig& c) {
+       qwen3moe(c, 128, 8, 768);
+       c.tied_output = false;
+     }},
+    // gpt-oss-20b: 32 experts 2880 wide, top 4; windows of 128 on every other layer; YaRN x32 past 4096.
+    {"gpt-oss-20b",
+     {"gpt-oss", 2880, 2880, 24, 64, 8, 64, 201088, 131072, 150000.0f},
+     [](LlamaConfig& c) { gpt_oss(c, 128, 32.0f, 4096, 32, 4, 2880); }},
     // Not a real model: Qwen3-30B-A3B's 128 experts and top 8, narrower and shallower for a quick run.
     {"moe-small",
      {"qwen3moe", 512, 1536, 8, 8, 4, 64, 32000, 4096, 1000000.0f},

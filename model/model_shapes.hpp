@@ -23,7 +23,8 @@ ModelShape tiny_arch_shape(std::string_view arch);
 std::string known_tiny_archs();
 
 // --shape: builtin, 110m, llama3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma3-1b, phi3-mini, smollm2-135m,
-// moe-small, moe-256 (tiny-256's rule with 8 experts).
+// qwen3-30b-a3b, gpt-oss-20b, moe-small (qwen3moe's experts, narrower and shallower), moe-256 (tiny-256's rule
+// with 8 experts).
 ModelShape named_shape(std::string_view name);
 std::string known_shapes();
 

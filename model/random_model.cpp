@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <unordered_set>
 
 namespace parley {
@@ -51,6 +52,13 @@ struct SplitMix64 {
   // Uniform in [-1, 1): 24 random bits are exact in a float, so no rounding differs by platform.
   float symmetric() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
 };
+
+// 64-bit FNV-1a: a tensor's name picks its own stream, so tensors can be drawn in any order.
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char ch : text) h = (h ^ uint8_t(ch)) * 0x100000001b3ull;
+  return h;
+}
 
 std::vector<float> uniform(SplitMix64& rng, size_t rows, size_t in_features) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(in_features));
@@ -235,6 +243,44 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
     for (int i = 0; i < half; ++i) w.rope_freq_factors.push_back(1.0f + 7.0f * float(i) / float(std::max(1, half - 1)));
   }
   return m;
+}
+
+ModelFile random_model_outline(const LlamaConfig& cfg, uint64_t seed, std::optional<Vocab> given_vocab) {
+  cfg.validate();
+  ModelFile m;
+  m.name = "random-" + std::to_string(seed);
+  m.config = cfg;
+  m.vocab = given_vocab ? std::move(*given_vocab) : make_synthetic_vocab(cfg.vocab_size);
+  m.weights.layers.resize(size_t(cfg.n_layers));
+  return m;
+}
+
+TensorDraw random_tensor_draw(const LlamaConfig& cfg, uint64_t seed) {
+  const bool clamped = cfg.activation == FfnActivation::SwigluOai;
+  return [seed, clamped](const std::string& name, const std::vector<uint64_t>& ne) {
+    size_t n = 1;
+    for (uint64_t d : ne) n *= size_t(d);
+    auto ends_with = [&](std::string_view tail) { return name.ends_with(tail); };
+    // The same ranges as make_random_model: norms 1, biases +-0.5, sinks +-2, matrices +-1/sqrt(in_features),
+    // gpt-oss's gate and up 12 times wider so that the clamp applies.
+    float scale = 1.0f / std::sqrt(float(ne[0]));
+    if (ends_with("norm.weight")) return std::vector<float>(n, 1.0f);
+    if (ends_with(".bias")) scale = 0.5f;
+    if (ends_with("attn_sinks.weight")) scale = 2.0f;
+    if (clamped && (ends_with("ffn_gate_exps.weight") || ends_with("ffn_up_exps.weight"))) scale *= 12.0f;
+    std::vector<float> v(n);
+    const uint64_t start = seed ^ fnv1a(name);
+    const size_t parts = std::clamp<size_t>(n >> 22, 1, std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> threads;
+    for (size_t p = 0; p < parts; ++p)
+      threads.emplace_back([&, p] {
+        const size_t first = n * p / parts, last = n * (p + 1) / parts;
+        SplitMix64 rng{start + first * 0x9e3779b97f4a7c15ull};  // the stream's state before value `first`
+        for (size_t i = first; i < last; ++i) v[i] = rng.symmetric() * scale;
+      });
+    for (std::thread& t : threads) t.join();
+    return v;
+  };
 }
 
 }  // namespace parley

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "model/convert.hpp"
 #include "model/model_file.hpp"
 
 namespace parley {
@@ -23,6 +24,13 @@ LlamaConfig bench_110m_config();
 // Throws std::invalid_argument for an invalid config or a vocab_size below 354.
 ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp = false,
                             std::optional<Vocab> vocab = std::nullopt, bool with_rope_factors = false);
+
+// A model too large to draw whole: cfg, its vocabulary (as make_random_model's) and empty layers, for
+// write_drawn_gguf with random_tensor_draw.
+ModelFile random_model_outline(const LlamaConfig& cfg, uint64_t seed, std::optional<Vocab> vocab = std::nullopt);
+// Each tensor drawn from its own splitmix64 stream (the seed and the tensor's name), in make_random_model's ranges,
+// on every core; the values do not depend on the order tensors are drawn in or on the core count.
+TensorDraw random_tensor_draw(const LlamaConfig& cfg, uint64_t seed);
 
 // <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, the 95 printable ASCII characters, then
 // unique multi-character pieces (" "+letter, common English words and pieces, letter pairs and

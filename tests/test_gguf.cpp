@@ -2,12 +2,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "model/convert.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/llama2c.hpp"
 #include "model/model_file.hpp"
+#include "model/model_shapes.hpp"
 #include "model/quant/half.hpp"
 #include "model/quant/quantize.hpp"
 #include "model/random_model.hpp"
@@ -307,4 +309,85 @@ TEST_CASE("GgufWriter writes metadata of every type and aligned tensors", "[gguf
   CHECK(f.dequantize(f.tensor("c")) == std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f, -0.0f, 65536.0f});
   std::vector<float> d = f.dequantize(f.tensor("d"));
   for (int i = 0; i < 64; ++i) CHECK(d[i] == Approx(ramp[i]).margin(ramp[i < 32 ? 31 : 63] / 127 * 0.57));
+}
+
+TEST_CASE("GgufWriter streams declared tensors, one produced at a time, and removes a file it could not finish",
+          "[gguf]") {
+  TempDir tmp;
+  const float data[4] = {1.0f, -2.0f, 0.5f, 3.0f};
+  GgufWriter w;
+  w.add_tensor("given", {4}, GgmlType::F32, data);
+  w.declare_tensor("made", {2, 2}, GgmlType::F16);
+  w.declare_tensor("later", {4}, GgmlType::F32);
+  CHECK_THROWS_WITH(w.declare_tensor("made", {4}, GgmlType::F32), Catch::Contains("added twice"));
+  std::vector<size_t> asked;
+  const std::string path = tmp / "streamed.gguf";
+  w.write(path, [&](size_t i) {
+    asked.push_back(i);
+    return encode_tensor("t", {4}, i == 1 ? GgmlType::F16 : GgmlType::F32, data);
+  });
+  CHECK(asked == std::vector<size_t>{1, 2});  // in file order, never the tensor given as bytes
+  GgufFile f(path);
+  CHECK(f.dequantize(f.tensor("made")) == std::vector<float>(data, data + 4));
+  CHECK(f.dequantize(f.tensor("later")) == std::vector<float>(data, data + 4));
+
+  const std::string broken = tmp / "broken.gguf";
+  CHECK_THROWS_WITH(w.write(broken), Catch::Contains("'made' was declared but nothing produces it"));
+  CHECK_FALSE(std::filesystem::exists(broken));
+  CHECK_THROWS_WITH(w.write(broken, [&](size_t) { return std::vector<uint8_t>(3); }),
+                    Catch::Contains("'made': 3 bytes produced, its shape and type need 8"));
+  CHECK_FALSE(std::filesystem::exists(broken));
+}
+
+TEST_CASE("encode_tensor on several threads writes the bytes of one pass", "[gguf]") {
+  // 3 x 2^20 rows' worth of Q4_K: at least two slices on a machine with two cores.
+  const std::vector<uint64_t> ne{256, 3 << 12};
+  std::vector<float> values(ne[0] * ne[1]);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(float(i) * 0.37f) * float(1 + i % 7);
+  const std::vector<uint8_t> bytes = encode_tensor("w", ne, GgmlType::Q4_K, values.data());
+  std::vector<uint8_t> one(bytes.size());
+  quant::quantize_chunk(GgmlType::Q4_K, values.data(), one.data(), 0, int64_t(ne[1]), int64_t(ne[0]));
+  CHECK(bytes == one);
+}
+
+TEST_CASE("a drawn model writes each tensor from its own stream, in make_random_model's ranges", "[gguf]") {
+  TempDir tmp;
+  LlamaConfig cfg = tiny_arch_shape("gpt-oss").config;
+  const TensorDraw draw = random_tensor_draw(cfg, 7);
+  const std::string path = tmp / "drawn.gguf";
+  size_t written = 0;
+  write_drawn_gguf(random_model_outline(cfg, 7), path, FileType::F32, draw, [&](const TensorWritten&) { ++written; });
+  GgufFile f(path);
+  CHECK(written == f.tensors().size());
+  for (const GgufTensorInfo& t : f.tensors()) CHECK(f.dequantize(t) == draw(t.name, t.ne));  // order-free
+  // The same draw again, and a different seed differs.
+  const auto q = f.dequantize(f.tensor("blk.1.attn_q.weight"));
+  CHECK(q == random_tensor_draw(cfg, 7)("blk.1.attn_q.weight", {64, 128}));
+  CHECK(q != random_tensor_draw(cfg, 8)("blk.1.attn_q.weight", {64, 128}));
+  const float bound = 1.0f / std::sqrt(64.0f);
+  CHECK(*std::max_element(q.begin(), q.end()) < bound);
+  CHECK(*std::max_element(q.begin(), q.end()) > 0.9f * bound);
+  CHECK(f.dequantize(f.tensor("blk.0.attn_norm.weight")) == std::vector<float>(64, 1.0f));
+  const auto up = f.dequantize(f.tensor("blk.0.ffn_up_exps.weight"));  // gpt-oss: 12x, so the clamp applies
+  CHECK(*std::max_element(up.begin(), up.end()) > 0.9f * 12.0f * bound);
+  // A tensor drawn in slices on every core is one sequential splitmix64 stream seeded by the seed and FNV-1a(name).
+  const std::vector<uint64_t> ne{1 << 10, 1 << 13};
+  const std::vector<float> big = draw("big", ne);
+  uint64_t state = 0xcbf29ce484222325ull;
+  for (char ch : std::string("big")) state = (state ^ uint8_t(ch)) * 0x100000001b3ull;
+  state ^= 7;
+  size_t mismatched = 0;
+  for (size_t i = 0; i < big.size(); ++i) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float want = (float(z >> 40) * (2.0f / 16777216.0f) - 1.0f) * (1.0f / 32.0f);
+    mismatched += big[i] != want;
+  }
+  CHECK(mismatched == 0);
+  // The model loads and runs.
+  ModelFile m = load_model_file(path);
+  CHECK(m.config.moe.n_experts == 8);
+  CHECK(m.config.attn_sinks);
 }
