@@ -53,7 +53,7 @@ WeightMatrix concat_rows(const std::vector<const WeightMatrix*>& parts) {
 // requantizes, except that a source already in the chosen type is copied byte for byte (as llama.cpp does).
 // Tensors are declared first and built, encoded and written one at a time, so the file is never held whole.
 void write_tensors(GgufWriter& g, const std::string& path, const std::vector<PlannedTensor>& plan, FileType type,
-                   const RecipeModel& model, const TensorObserver& observe) {
+                   const RecipeModel& model, const TensorObserver& observe, const TensorDraw& draw) {
   std::vector<GgmlType> chosen;
   for (const PlannedTensor& t : plan) {
     chosen.push_back(recipe_tensor_type(type, model, {t.name, t.ne, block_index(t.name)}));
@@ -62,7 +62,9 @@ void write_tensors(GgufWriter& g, const std::string& path, const std::vector<Pla
   g.write(path, [&](size_t i) {
     const PlannedTensor& t = plan[i];
     WeightMatrix built;
-    const WeightMatrix& data = t.matrix ? *t.matrix : (built = t.build());
+    const WeightMatrix& data = draw       ? (built = draw(t.name, t.ne, chosen[i]))
+                               : t.matrix ? *t.matrix
+                                          : (built = t.build());
     uint64_t n = 1;
     for (uint64_t d : t.ne) n *= d;
     if (data.size() != n)
@@ -356,12 +358,7 @@ void write_gguf(const ModelFile& m, const std::string& path, FileType type, cons
   } else if (c.arch == "qwen2moe") {
     throw std::invalid_argument("write_model_gguf: qwen2moe files have their own output.weight (llama.cpp needs it)");
   }
-  if (draw)
-    for (PlannedTensor& t : plan) {
-      t.matrix = nullptr;
-      t.build = [&draw, &t] { return WeightMatrix(draw(t.name, t.ne)); };
-    }
-  write_tensors(g, path, plan, type, recipe_model(c, w.mtp.has_value()), observe);
+  write_tensors(g, path, plan, type, recipe_model(c, w.mtp.has_value()), observe, draw);
 }
 
 }  // namespace

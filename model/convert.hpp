@@ -30,8 +30,9 @@ using TensorObserver = std::function<void(const TensorWritten&)>;
 // each tensor as it is encoded. Throws std::invalid_argument for an inconsistent model, std::runtime_error if it
 // cannot write.
 void write_model_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorObserver& observe = {});
-// A tensor's values from its name and shape (GGUF order, ne[0] the row length).
-using TensorDraw = std::function<std::vector<float>(const std::string& name, const std::vector<uint64_t>& ne)>;
+// A tensor's values from its name, shape (GGUF order, ne[0] the row length) and the type the file gives it: in that
+// type (its blocks are then copied as they are), or in F32 (and encoded).
+using TensorDraw = std::function<WeightMatrix(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type)>;
 // As write_model_gguf, with every tensor's values drawn instead of taken from m's weights, which may be empty (m
 // gives the config, vocabulary and layers' count): a model too large to hold in F32 is written one tensor at a time.
 void write_drawn_gguf(const ModelFile& m, const std::string& path, FileType type, const TensorDraw& draw,

@@ -1,8 +1,15 @@
 #include "model/random_model.hpp"
 
+#include "model/gguf_writer.hpp"
+#include "model/quant/ggml_types.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -255,31 +262,72 @@ ModelFile random_model_outline(const LlamaConfig& cfg, uint64_t seed, std::optio
   return m;
 }
 
+namespace {
+
+// The values of one tensor, each its own splitmix64 stream, sliced over the cores (the same values on any count).
+std::vector<float> draw_values(uint64_t stream, size_t n, float scale) {
+  std::vector<float> v(n);
+  const size_t parts = std::clamp<size_t>(n >> 22, 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t p = 0; p < parts; ++p)
+    threads.emplace_back([&, p] {
+      const size_t first = n * p / parts, last = n * (p + 1) / parts;
+      SplitMix64 rng{stream + first * 0x9e3779b97f4a7c15ull};  // the stream's state before value `first`
+      for (size_t i = first; i < last; ++i) v[i] = rng.symmetric() * scale;
+    });
+  for (std::thread& t : threads) t.join();
+  return v;
+}
+
+// Quantized tensors are blocks picked from a pool of 65,536 ggml-encoded random blocks of the same row length and
+// range: ggml's search-based K-quant rounding of 30B weights takes hours on two cores; picking takes seconds, and
+// the kernels read the same bytes per weight.
+class QuantizedBlockDraw {
+ public:
+  static constexpr size_t kPoolBlocks = size_t(1) << 16;
+  WeightMatrix draw(uint64_t stream, GgmlType type, const std::vector<uint64_t>& ne, size_t n, float scale) {
+    const size_t block_bytes = quant::traits(type).block_bytes, row = ne[0];
+    const std::vector<uint8_t>& pool = pool_of(type, row, scale);
+    const size_t pool_blocks = pool.size() / block_bytes, blocks = n / size_t(quant::traits(type).block_size);
+    std::vector<uint8_t> bytes(blocks * block_bytes);
+    SplitMix64 rng{stream};
+    for (size_t b = 0; b < blocks; ++b)
+      std::memcpy(&bytes[b * block_bytes], &pool[(rng.next() % pool_blocks) * block_bytes], block_bytes);
+    return WeightMatrix::from_blocks(type, int64_t(n / row), int64_t(row), std::move(bytes));
+  }
+
+ private:
+  const std::vector<uint8_t>& pool_of(GgmlType type, size_t row, float scale) {
+    std::vector<uint8_t>& pool = pools_[{int(type), row, scale}];
+    if (pool.empty()) {
+      const size_t rows = kPoolBlocks * size_t(quant::traits(type).block_size) / row;
+      const std::vector<float> values = draw_values(fnv1a(quant::traits(type).name) ^ row, rows * row, scale);
+      pool = encode_tensor("pool", {row, rows}, type, values.data());
+    }
+    return pool;
+  }
+  std::map<std::tuple<int, size_t, float>, std::vector<uint8_t>> pools_;
+};
+
+}  // namespace
+
 TensorDraw random_tensor_draw(const LlamaConfig& cfg, uint64_t seed) {
   const bool clamped = cfg.activation == FfnActivation::SwigluOai;
-  return [seed, clamped](const std::string& name, const std::vector<uint64_t>& ne) {
+  auto quantized = std::make_shared<QuantizedBlockDraw>();
+  return [seed, clamped, quantized](const std::string& name, const std::vector<uint64_t>& ne, GgmlType type) {
     size_t n = 1;
     for (uint64_t d : ne) n *= size_t(d);
     auto ends_with = [&](std::string_view tail) { return name.ends_with(tail); };
     // The same ranges as make_random_model: norms 1, biases +-0.5, sinks +-2, matrices +-1/sqrt(in_features),
     // gpt-oss's gate and up 12 times wider so that the clamp applies.
     float scale = 1.0f / std::sqrt(float(ne[0]));
-    if (ends_with("norm.weight")) return std::vector<float>(n, 1.0f);
+    if (ends_with("norm.weight")) return WeightMatrix(std::vector<float>(n, 1.0f));
     if (ends_with(".bias")) scale = 0.5f;
     if (ends_with("attn_sinks.weight")) scale = 2.0f;
     if (clamped && (ends_with("ffn_gate_exps.weight") || ends_with("ffn_up_exps.weight"))) scale *= 12.0f;
-    std::vector<float> v(n);
-    const uint64_t start = seed ^ fnv1a(name);
-    const size_t parts = std::clamp<size_t>(n >> 22, 1, std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> threads;
-    for (size_t p = 0; p < parts; ++p)
-      threads.emplace_back([&, p] {
-        const size_t first = n * p / parts, last = n * (p + 1) / parts;
-        SplitMix64 rng{start + first * 0x9e3779b97f4a7c15ull};  // the stream's state before value `first`
-        for (size_t i = first; i < last; ++i) v[i] = rng.symmetric() * scale;
-      });
-    for (std::thread& t : threads) t.join();
-    return v;
+    const uint64_t stream = seed ^ fnv1a(name);
+    if (quant::traits(type).block_size > 1) return quantized->draw(stream, type, ne, n, scale);
+    return WeightMatrix(draw_values(stream, n, scale));
   };
 }
 

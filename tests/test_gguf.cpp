@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "model/convert.hpp"
 #include "model/gguf.hpp"
@@ -359,11 +360,12 @@ TEST_CASE("a drawn model writes each tensor from its own stream, in make_random_
   write_drawn_gguf(random_model_outline(cfg, 7), path, FileType::F32, draw, [&](const TensorWritten&) { ++written; });
   GgufFile f(path);
   CHECK(written == f.tensors().size());
-  for (const GgufTensorInfo& t : f.tensors()) CHECK(f.dequantize(t) == draw(t.name, t.ne));  // order-free
+  for (const GgufTensorInfo& t : f.tensors())  // order-free
+    CHECK(f.dequantize(t) == draw(t.name, t.ne, GgmlType::F32).to_f32());
   // The same draw again, and a different seed differs.
   const auto q = f.dequantize(f.tensor("blk.1.attn_q.weight"));
-  CHECK(q == random_tensor_draw(cfg, 7)("blk.1.attn_q.weight", {64, 128}));
-  CHECK(q != random_tensor_draw(cfg, 8)("blk.1.attn_q.weight", {64, 128}));
+  CHECK(q == random_tensor_draw(cfg, 7)("blk.1.attn_q.weight", {64, 128}, GgmlType::F32).to_f32());
+  CHECK(q != random_tensor_draw(cfg, 8)("blk.1.attn_q.weight", {64, 128}, GgmlType::F32).to_f32());
   const float bound = 1.0f / std::sqrt(64.0f);
   CHECK(*std::max_element(q.begin(), q.end()) < bound);
   CHECK(*std::max_element(q.begin(), q.end()) > 0.9f * bound);
@@ -372,7 +374,7 @@ TEST_CASE("a drawn model writes each tensor from its own stream, in make_random_
   CHECK(*std::max_element(up.begin(), up.end()) > 0.9f * 12.0f * bound);
   // A tensor drawn in slices on every core is one sequential splitmix64 stream seeded by the seed and FNV-1a(name).
   const std::vector<uint64_t> ne{1 << 10, 1 << 13};
-  const std::vector<float> big = draw("big", ne);
+  const std::vector<float> big = draw("big", ne, GgmlType::F32).to_f32();
   uint64_t state = 0xcbf29ce484222325ull;
   for (char ch : std::string("big")) state = (state ^ uint8_t(ch)) * 0x100000001b3ull;
   state ^= 7;
@@ -386,8 +388,28 @@ TEST_CASE("a drawn model writes each tensor from its own stream, in make_random_
     mismatched += big[i] != want;
   }
   CHECK(mismatched == 0);
-  // The model loads and runs.
+  // The model loads.
   ModelFile m = load_model_file(path);
   CHECK(m.config.moe.n_experts == 8);
   CHECK(m.config.attn_sinks);
+}
+
+TEST_CASE("a drawn quantized tensor is made of ggml-encoded random blocks in the matrix's range", "[gguf]") {
+  const TensorDraw draw = random_tensor_draw(tiny_arch_shape("qwen3moe").config, 3);
+  const std::vector<uint64_t> ne{512, 64, 16};
+  const WeightMatrix w = draw("blk.0.ffn_up_exps.weight", ne, GgmlType::Q4_K);
+  REQUIRE(w.type() == GgmlType::Q4_K);
+  CHECK(w.blocks() == draw("blk.0.ffn_up_exps.weight", ne, GgmlType::Q4_K).blocks());
+  CHECK(w.blocks() != draw("blk.0.ffn_gate_exps.weight", ne, GgmlType::Q4_K).blocks());
+  // The pool is random values of this range encoded by ggml's rounding, so the blocks decode within it.
+  const std::vector<float> values = w.to_f32();
+  const float bound = 1.0f / std::sqrt(512.0f);
+  float top = 0;
+  for (float v : values) top = std::max(top, std::abs(v));
+  CHECK(top <= bound * 1.1f);  // 6-bit sub-block scales round up by a few percent
+  CHECK(top > bound * 0.9f);
+  std::set<std::vector<uint8_t>> distinct;
+  for (size_t b = 0; b < w.blocks().size(); b += 144)
+    distinct.emplace(w.blocks().begin() + b, w.blocks().begin() + b + 144);
+  CHECK(distinct.size() > 500);  // of 512 blocks drawn from 65,536
 }
