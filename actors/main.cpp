@@ -278,8 +278,11 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_flag("--exclude-tools-when-tool-choice-none", s.exclude_tools_when_tool_choice_none,
                 "With tool_choice \"none\", render the chat template without the tools");
   cmd->add_option("--reasoning-parser", s.reasoning_parser,
-                  "Split a thinking model's chat output into reasoning_content and content (deepseek_r1, qwen3)")
-      ->check(accepted_by(parley::http::parse_reasoning_parser));
+                  "Split a thinking model's chat output into reasoning_content and content (deepseek_r1, qwen3, "
+                  "openai_gptoss; auto: the chat template's format)")
+      ->check([](const std::string& v) {
+        return v == "auto" ? std::string() : accepted_by(parley::http::parse_reasoning_parser)(v);
+      });
   cmd->add_flag("--strict-request-fields", s.strict_request_fields,
                 "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
                 "parley:request_fields_ignored_total, as vLLM does)");

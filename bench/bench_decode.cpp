@@ -24,6 +24,7 @@
 #include "bench/bench_memory.hpp"
 #include "engine/sampler.hpp"
 #include "model/gguf.hpp"
+#include "model/kv_cache_layout.hpp"
 #include "model/llama.hpp"
 #include "model/model_file.hpp"
 #include "model/quantize_recipe.hpp"
@@ -37,27 +38,38 @@ KvDtype kv_cache_dtype = KvDtype::F32;  // --kv-cache-dtype: every Run's cache
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// S sequences of up to P + G tokens, each with its own contiguous run of blocks in one cache.
+// S sequences of up to P + G tokens, each with its own contiguous run of blocks in one cache, in every KV group
+// (a sliding-window model's window layers and full layers keep separate blocks).
 struct Run {
   static constexpr int bs = 16;
-  int blocks_per_seq;
+  int blocks_per_seq, seqs, groups;
   KvCache kv;
   Run(const LlamaModel& m, int S, int P, int G)
-      : blocks_per_seq((P + G + bs - 1) / bs), kv(m.config(), S * blocks_per_seq, bs, kv_cache_dtype) {}
+      : blocks_per_seq((P + G + bs - 1) / bs),
+        seqs(S),
+        groups(KvCacheLayout::for_model(m.config()).num_groups()),
+        kv(m.config(), groups * S * blocks_per_seq, bs, kv_cache_dtype) {}
 
-  ForwardBatch batch_for(const std::vector<int>& seqs, const std::vector<int>& tokens, int start, int count) {
+  int block(int g, int seq, int i) const { return (g * seqs + seq) * blocks_per_seq + i; }
+  ForwardBatch batch_for(const std::vector<int>& rows, const std::vector<int>& tokens, int start, int count) {
     ForwardBatch b;
     b.max_blocks_per_seq = blocks_per_seq;
-    for (size_t r = 0; r < seqs.size(); ++r) {
-      for (int i = 0; i < blocks_per_seq; ++i) b.block_tables.push_back(seqs[r] * blocks_per_seq + i);
+    b.num_kv_groups = groups;
+    for (int g = 0; g < groups; ++g)
+      for (int seq : rows)
+        for (int i = 0; i < blocks_per_seq; ++i) b.block_tables.push_back(block(g, seq, i));
+    for (size_t r = 0; r < rows.size(); ++r) {
       for (int p = start; p < start + count; ++p) {
         b.token_ids.push_back(tokens[r * count + (p - start)]);
         b.positions.push_back(p);
         b.token_seq.push_back(int(r));
-        b.slot_mapping.push_back(int64_t(b.block_tables[r * blocks_per_seq + p / bs]) * bs + p % bs);
       }
       b.logits_indices.push_back(int((r + 1) * count - 1));
     }
+    for (int g = 0; g < groups; ++g)
+      for (size_t r = 0; r < rows.size(); ++r)
+        for (int p = start; p < start + count; ++p)
+          b.slot_mapping.push_back(int64_t(block(g, rows[r], p / bs)) * bs + p % bs);
     return b;
   }
 };

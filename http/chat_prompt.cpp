@@ -36,6 +36,24 @@ std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& mode
 
 }  // namespace parley::http
 
+namespace parley::http {
+
+std::string generation_prompt(const ChatTemplate& chat_template, const nlohmann::ordered_json& kwargs) {
+  ChatInputs inputs;
+  inputs.kwargs = kwargs;
+  inputs.messages.push_back({{"role", "user"}, {"content", "Hi"}});
+  try {
+    const std::string with = chat_template.apply(inputs);
+    inputs.add_generation_prompt = false;
+    const std::string without = chat_template.apply(inputs);
+    return with.starts_with(without) ? with.substr(without.size()) : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace parley::http
+
 namespace parley::http::detail {
 namespace {
 

@@ -30,6 +30,11 @@ std::shared_ptr<const ChatTemplate> make_chat_template(std::string source, const
 std::shared_ptr<const ChatTemplate> served_chat_template(const std::string& model_template,
                                                          const std::string& override_file, const Tokenizer& tokenizer);
 
+// What the template appends for the assistant's turn: one user message rendered with and without the generation
+// prompt (with these chat_template_kwargs), the difference ("" when a template raises or appends nothing).
+std::string generation_prompt(const ChatTemplate& chat_template,
+                              const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object());
+
 // What a chat body asks to render. Fields: messages (required), add_generation_prompt (default true),
 // chat_template_kwargs (an object), tools (OpenAI function tools; tool_choice is read_tool_request's), chat_template
 // (a per-request template source, vLLM's field).

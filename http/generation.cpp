@@ -76,6 +76,7 @@ std::string Generation::on_output(const RequestOutput& out) {
   const int k = choice_of(out.req_id);
   if (k < 0 || finished_[size_t(k)]) return "";
   Choice& c = choices_[size_t(k)];
+  c.token_text_starts.insert(c.token_text_starts.end(), out.token_ids.size(), c.text.size());
   c.text += out.text;
   c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
   c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
@@ -135,12 +136,25 @@ std::string Generation::on_output(const RequestOutput& out) {
   return m.dump();
 }
 
+Usage Generation::final_usage() const {
+  Usage u = usage_;
+  if (!request_.reasoning) return u;
+  // A token is the reasoning's when its output began before the answer did (the end marker's included).
+  u.reasoning_tokens = 0;
+  for (const Choice& c : choices_) {
+    const size_t answer = split_reasoning(*request_.reasoning, c.text).content_start;
+    for (size_t at : c.token_text_starts) *u.reasoning_tokens += at < answer;
+  }
+  return u;
+}
+
 std::string Generation::closing_text() const {
+  const Usage usage = final_usage();
   switch (transport_) {
     case Transport::Json:
-      return completion_response(request_, id_, created_, choices_, usage_, *tokenizer_);
+      return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
     case Transport::Sse: {
-      std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage_) : "";
+      std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage) : "";
       return s + std::string(kStreamDone);
     }
     case Transport::WebSocket: {
@@ -149,7 +163,7 @@ std::string Generation::closing_text() const {
         choices.push_back({{"index", c.index},
                            {"finish_reason", finish_reason_name(c.finish_reason)},
                            {"stop_reason", stop_reason_json(c.stop_reason)}});
-      return nlohmann::json{{"id", client_id_}, {"type", "final"}, {"choices", choices}, {"usage", usage_json(usage_)}}
+      return nlohmann::json{{"id", client_id_}, {"type", "final"}, {"choices", choices}, {"usage", usage_json(usage)}}
           .dump();
     }
   }

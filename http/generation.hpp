@@ -36,6 +36,7 @@ class Generation {
 
  private:
   int choice_of(const std::string& req_id) const;  // -1 if not ours
+  Usage final_usage() const;                       // with the reasoning tokens counted
 
   GenerateRequest request_;
   std::string id_, client_id_;
@@ -44,10 +45,9 @@ class Generation {
   Transport transport_;
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
-  std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
-  std::vector<ToolCallStream> tool_streams_;
-  std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser  // per
-                                                    // streamed chat choice read for tool calls
+  std::vector<StreamCursor> cursors_;               // per streamed choice: text offset and previous token
+  std::vector<ToolCallStream> tool_streams_;        // per streamed chat choice read for tool calls
+  std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser
   int num_finished_ = 0;
   Usage usage_;
   std::optional<ApiError> failure_;

@@ -306,6 +306,8 @@ std::optional<StructuredOutputsParams> read_tools(const json& body, const Servin
   ToolRequest tools = read_tool_request(body, ctx.tools, source);
   if (!tools.render_tools) chat.inputs.tools = nullptr;  // --exclude-tools-when-tool-choice-none
   req.reasoning = ctx.reasoning_parser;                  // chat only: completions are raw text
+  // Harmony's channels are special tokens: the parser reads them as text and drops them.
+  if (req.reasoning == ReasoningParser::GptOss) req.params.skip_special_tokens = false;
   if (!tools.calling) return std::nullopt;
   req.tool_calling = tools.calling;
   // vLLM's hermes and mistral parsers: their markers are special tokens in some vocabularies, kept in the text.
@@ -388,6 +390,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
       // vLLM: the template writes BOS, so chat adds no special tokens unless asked.
       req.prompts.push_back(ctx.tokenizer->encode(text, get_bool(j, "add_special_tokens").value_or(false)));
       req.prompt_texts.push_back(text);
+      if (req.reasoning) req.reasoning = parser_for_prompt(*req.reasoning, text);
     } else {
       req.echo = get_bool(j, "echo").value_or(false);
       reject_unsupported(j, req);

@@ -90,9 +90,11 @@ struct Choice {
   FinishReason finish_reason = FinishReason::None;
   StopReason stop_reason;
   std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.., when the engine scored the prompt
+  std::vector<size_t> token_text_starts;       // per generated token: where its output's text began in `text`
 };
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
+  std::optional<int> reasoning_tokens;  // with a reasoning parser: completion_tokens_details.reasoning_tokens
 };
 
 // Full JSON responses (non-streamed). `created` is seconds since the epoch.

@@ -44,9 +44,11 @@ ojson stop_reason_json(const StopReason& r) {
 }
 
 ojson usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  ojson out = {{"prompt_tokens", u.prompt_tokens},
+               {"completion_tokens", u.completion_tokens},
+               {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.reasoning_tokens) out["completion_tokens_details"] = {{"reasoning_tokens", *u.reasoning_tokens}};
+  return out;
 }
 
 double clamp_logprob(float lp) { return std::isnan(lp) ? -9999.0 : std::max<double>(lp, -9999.0); }  // vLLM's floor

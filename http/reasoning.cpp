@@ -1,11 +1,16 @@
 #include "http/reasoning.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace parley::http {
 namespace {
 
 constexpr std::string_view kStart = "<think>", kEnd = "</think>";
+// Harmony's markup (gpt-oss), special tokens decoded as their text.
+constexpr std::string_view kStartTag = "<|start|>", kChannel = "<|channel|>", kMessage = "<|message|>";
+constexpr std::string_view kBodyEnds[] = {"<|end|>", "<|return|>", "<|call|>", kStartTag, kChannel};
+constexpr size_t kMaxHeader = 256;  // "<|start|>assistant<|channel|>commentary to=functions.x <|constrain|>json"
 
 // The length of text's longest suffix that is a proper prefix of marker: it may still become the marker.
 size_t partial_marker(std::string_view text, std::string_view marker) {
@@ -19,14 +24,40 @@ size_t partial_marker(std::string_view text, std::string_view marker) {
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "deepseek_r1") return ReasoningParser::DeepSeekR1;
   if (name == "qwen3") return ReasoningParser::Qwen3;
-  throw std::invalid_argument("unknown reasoning parser '" + std::string(name) + "' (known: deepseek_r1, qwen3)");
+  if (name == "openai_gptoss" || name == "gpt_oss" || name == "gpt-oss") return ReasoningParser::GptOss;
+  throw std::invalid_argument("unknown reasoning parser '" + std::string(name) +
+                              "' (known: deepseek_r1, qwen3, openai_gptoss, auto)");
 }
 
 std::string_view reasoning_parser_name(ReasoningParser p) {
-  return p == ReasoningParser::DeepSeekR1 ? "deepseek_r1" : "qwen3";
+  switch (p) {
+    case ReasoningParser::DeepSeekR1:
+      return "deepseek_r1";
+    case ReasoningParser::Qwen3:
+      return "qwen3";
+    case ReasoningParser::GptOss:
+      return "openai_gptoss";
+  }
+  return "";
 }
 
-ReasoningStream::ReasoningStream(ReasoningParser parser) : parser_(parser), state_(State::Opening) {}
+ReasoningParser parser_for_prompt(ReasoningParser parser, std::string_view prompt) {
+  const size_t last = prompt.find_last_not_of(" \t\r\n");
+  const bool closed = last != std::string_view::npos && prompt.substr(0, last + 1).ends_with(kEnd);
+  return parser == ReasoningParser::DeepSeekR1 && closed ? ReasoningParser::Qwen3 : parser;
+}
+
+std::optional<ReasoningParser> detect_reasoning_parser(std::string_view source, std::string_view generation_prompt) {
+  if (source.find(kChannel) != std::string_view::npos) return ReasoningParser::GptOss;
+  if (source.find(kStart) == std::string_view::npos) return std::nullopt;
+  // DeepSeek-R1's templates open the thinking in the prompt; Qwen3's leave it to the model (or close it at once).
+  const bool opened = generation_prompt.find(kStart) != std::string_view::npos &&
+                      generation_prompt.find(kEnd) == std::string_view::npos;
+  return opened ? ReasoningParser::DeepSeekR1 : ReasoningParser::Qwen3;
+}
+
+ReasoningStream::ReasoningStream(ReasoningParser parser)
+    : parser_(parser), state_(parser == ReasoningParser::GptOss ? State::Header : State::Opening) {}
 
 void ReasoningStream::emit(bool reasoning, std::string text, std::vector<ReasoningPiece>& out) {
   if (text.empty()) return;
@@ -36,41 +67,105 @@ void ReasoningStream::emit(bool reasoning, std::string text, std::vector<Reasoni
     out.push_back({reasoning, std::move(text)});
 }
 
+void ReasoningStream::enter_content(size_t held_at) {
+  if (!content_start_) content_start_ = fed_ - held_.size() + held_at;
+}
+
 std::vector<ReasoningPiece> ReasoningStream::feed(std::string_view delta) {
   std::vector<ReasoningPiece> out;
   held_ += delta;
+  fed_ += delta.size();
+  if (parser_ == ReasoningParser::GptOss)
+    feed_harmony(out);
+  else
+    feed_think(out);
+  return out;
+}
+
+void ReasoningStream::feed_think(std::vector<ReasoningPiece>& out) {
   for (;;) {
     if (state_ == State::Opening) {  // is the output opening with <think>?
-      if (held_.size() < kStart.size() && kStart.substr(0, held_.size()) == held_) return out;  // not known yet
+      if (held_.size() < kStart.size() && kStart.substr(0, held_.size()) == held_) return;  // not known yet
       const bool opens = held_.compare(0, kStart.size(), kStart) == 0;
       if (opens) held_.erase(0, kStart.size());
       state_ = opens || parser_ == ReasoningParser::DeepSeekR1 ? State::Reasoning : State::Content;
+      if (state_ == State::Content) enter_content(0);
       continue;
     }
     if (state_ == State::Content) {
       emit(false, std::move(held_), out);
       held_.clear();
-      return out;
+      return;
     }
     const size_t end = held_.find(kEnd);
     if (end == std::string::npos) {  // all reasoning but what may be the end marker's start
       const size_t keep = partial_marker(held_, kEnd);
       emit(true, held_.substr(0, held_.size() - keep), out);
       held_.erase(0, held_.size() - keep);
-      return out;
+      return;
     }
     emit(true, held_.substr(0, end), out);
+    enter_content(end + kEnd.size());
     held_.erase(0, end + kEnd.size());
     state_ = State::Content;
+  }
+}
+
+bool ReasoningStream::read_header() {
+  const size_t message = held_.find(kMessage);
+  if (message == std::string::npos) return false;
+  const std::string_view header = std::string_view(held_).substr(0, message);
+  const size_t channel = header.find(kChannel);
+  std::string_view name = channel == std::string_view::npos ? "" : header.substr(channel + kChannel.size());
+  name = name.substr(0, name.find_first_of(" <"));
+  analysis_ = name == "analysis";
+  held_.erase(0, message + kMessage.size());
+  return true;
+}
+
+void ReasoningStream::feed_harmony(std::vector<ReasoningPiece>& out) {
+  for (;;) {
+    if (state_ == State::Header) {
+      // A header starts with a marker ("<|start|>assistant<|channel|>final..."); other text is an unformatted answer.
+      const bool header = held_.starts_with("<|") || std::string_view("<|").starts_with(held_);
+      if (header && !read_header()) {
+        if (held_.size() <= kMaxHeader) return;  // not known yet
+        analysis_ = false;                       // too long for a header: text, not markup
+      } else if (!header) {
+        analysis_ = false;
+      }
+      state_ = State::Body;
+      if (!analysis_) enter_content(0);
+      continue;
+    }
+    // The body runs to the next marker: a message's end, or another header.
+    size_t at = std::string::npos, length = 0, keep = 0;
+    for (std::string_view marker : kBodyEnds) {
+      const size_t found = held_.find(marker);
+      if (found < at) at = found, length = marker.size();
+      keep = std::max(keep, partial_marker(held_, marker));
+    }
+    if (at == std::string::npos) {
+      emit(analysis_, held_.substr(0, held_.size() - keep), out);
+      held_.erase(0, held_.size() - keep);
+      return;
+    }
+    emit(analysis_, held_.substr(0, at), out);
+    const bool opens_header =
+        held_.compare(at, kStartTag.size(), kStartTag) == 0 || held_.compare(at, kChannel.size(), kChannel) == 0;
+    held_.erase(0, opens_header ? at : at + length);
+    state_ = State::Header;
   }
 }
 
 std::vector<ReasoningPiece> ReasoningStream::finish() {
   std::vector<ReasoningPiece> out;
   // Held text never became a marker: it is what the state says (an unopened output's start is content, or
-  // reasoning for deepseek_r1).
-  const bool reasoning =
-      state_ == State::Reasoning || (state_ == State::Opening && parser_ == ReasoningParser::DeepSeekR1);
+  // reasoning for deepseek_r1; an unfinished Harmony header is dropped).
+  bool reasoning = state_ == State::Reasoning || (state_ == State::Opening && parser_ == ReasoningParser::DeepSeekR1);
+  if (state_ == State::Body) reasoning = analysis_;
+  if (state_ == State::Header) held_.clear();
+  if (!reasoning && !held_.empty()) enter_content(0);
   emit(reasoning, std::move(held_), out);
   held_.clear();
   return out;
@@ -86,6 +181,7 @@ SplitReasoning split_reasoning(ReasoningParser parser, std::string_view text) {
     part = part.value_or("") + p.text;
   }
   if (!out.content && !out.reasoning) out.content = "";
+  out.content_start = stream.content_start().value_or(text.size());
   return out;
 }
 

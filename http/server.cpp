@@ -17,6 +17,24 @@ std::string new_request_id(ServerContext& ctx, const char* prefix) {
   return buf;
 }
 
+namespace {
+
+// --reasoning-parser: a named one, auto (the chat template's format, logged), or none ("").
+std::optional<ReasoningParser> served_reasoning_parser(const std::string& name, const ChatTemplate* chat_template) {
+  if (name.empty()) return std::nullopt;
+  if (name != "auto") return parse_reasoning_parser(name);
+  const auto detected = chat_template
+                            ? detect_reasoning_parser(chat_template->source(), generation_prompt(*chat_template))
+                            : std::nullopt;
+  if (detected)
+    spdlog::info("reasoning: split with the {} parser (the chat template's format)", reasoning_parser_name(*detected));
+  else
+    spdlog::info("reasoning: the chat template shows no thinking format; the output stays whole in content");
+  return detected;
+}
+
+}  // namespace
+
 struct HttpServer::Impl {
   ServerContext ctx;
   net::io_context ioc;
@@ -51,10 +69,10 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.n_experts_used = engine.model_config().moe.n_used;
   impl_->ctx.serving.chat_template =
       served_chat_template(engine.chat_template(), impl_->ctx.options.chat_template_file, engine.tokenizer());
+  impl_->ctx.serving.reasoning_parser =
+      served_reasoning_parser(impl_->ctx.options.reasoning_parser, impl_->ctx.serving.chat_template.get());
   impl_->ctx.serving.max_n = engine.max_n();
   impl_->ctx.serving.strict_request_fields = impl_->ctx.options.strict_request_fields;
-  if (!impl_->ctx.options.reasoning_parser.empty())
-    impl_->ctx.serving.reasoning_parser = parse_reasoning_parser(impl_->ctx.options.reasoning_parser);
   ToolServing& tools = impl_->ctx.serving.tools;
   const ServerOptions& o = impl_->ctx.options;
   if (!o.tool_call_parser.empty()) tools.parser = parse_tool_call_parser(o.tool_call_parser);
