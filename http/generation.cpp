@@ -40,6 +40,8 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
   for (const auto& p : request_.prompts) usage_.prompt_tokens += int(p.size());  // once per prompt, not per sample
   if (request_.reasoning && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k) reasoning_streams_.emplace_back(*request_.reasoning);
+  if (request_.endpoint == Endpoint::Messages && transport_ == Transport::Sse)
+    message_stream_.emplace(id_, request_.model, usage_.prompt_tokens);
   if (request_.tool_calling && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k)
       tool_streams_.emplace_back(request_.tool_calling->parser, choice_request_id(id_, k),
@@ -72,25 +74,7 @@ int Generation::choice_of(const std::string& req_id) const {
   }
 }
 
-std::string Generation::on_output(const RequestOutput& out) {
-  const int k = choice_of(out.req_id);
-  if (k < 0 || finished_[size_t(k)]) return "";
-  Choice& c = choices_[size_t(k)];
-  c.text += out.text;
-  c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
-  c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
-  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
-  if (!out.error.empty() && !failure_) failure_ = api_error(503, out.error);
-  if (out.finished()) {
-    c.finish_reason = out.finish_reason;
-    c.stop_reason = out.stop_reason;
-    finished_[size_t(k)] = true;
-    ++num_finished_;
-    usage_.completion_tokens += out.num_output_tokens;
-  }
-  if (transport_ == Transport::Json) return "";
-  const bool first = !started_[size_t(k)];
-  const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
+std::optional<ChatToolDelta> Generation::split_output(int k, const RequestOutput& out) {
   std::optional<ChatToolDelta> tools;
   std::string content = out.text;
   std::vector<ToolStreamEvent> thinking;  // reasoning first: it ends before the answer begins
@@ -118,6 +102,36 @@ std::string Generation::on_output(const RequestOutput& out) {
     tools->events.push_back({std::move(content), std::nullopt});
   }
   if (tools) tools->events.insert(tools->events.begin(), thinking.begin(), thinking.end());
+  return tools;
+}
+
+std::string Generation::on_output(const RequestOutput& out) {
+  const int k = choice_of(out.req_id);
+  if (k < 0 || finished_[size_t(k)]) return "";
+  Choice& c = choices_[size_t(k)];
+  c.text += out.text;
+  c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+  c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
+  if (!out.error.empty() && !failure_) failure_ = api_error(503, out.error);
+  if (out.finished()) {
+    c.finish_reason = out.finish_reason;
+    c.stop_reason = out.stop_reason;
+    finished_[size_t(k)] = true;
+    ++num_finished_;
+    usage_.completion_tokens += out.num_output_tokens;
+  }
+  if (transport_ == Transport::Json) return "";
+  const bool first = !started_[size_t(k)];
+  const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
+  std::optional<ChatToolDelta> tools = split_output(k, out);
+  if (message_stream_) {
+    started_[size_t(k)] = true;
+    std::vector<ToolStreamEvent> events;
+    if (tools) events = std::move(tools->events);
+    if (!tools && !out.text.empty()) events.push_back({out.text, std::nullopt});
+    return message_stream_->feed(events, first, out.finished());
+  }
   const bool nothing = tools ? tools->events.empty() : out.text.empty();
   if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
   started_[size_t(k)] = true;
@@ -138,8 +152,10 @@ std::string Generation::on_output(const RequestOutput& out) {
 std::string Generation::closing_text() const {
   switch (transport_) {
     case Transport::Json:
+      if (request_.endpoint == Endpoint::Messages) return message_response(request_, id_, choices_[0], usage_);
       return completion_response(request_, id_, created_, choices_, usage_, *tokenizer_);
     case Transport::Sse: {
+      if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage_.completion_tokens);
       std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage_) : "";
       return s + std::string(kStreamDone);
     }
@@ -159,13 +175,18 @@ std::string Generation::closing_text() const {
 std::string Generation::error_text(const ApiError& e) const {
   switch (transport_) {
     case Transport::Json:
-      return error_body(e);
+      return error_json(e);
     case Transport::Sse:
+      if (message_stream_) return anthropic_error_event(e);
       return stream_error_event(e) + std::string(kStreamDone);
     case Transport::WebSocket:
       return websocket_error(e, client_id_);
   }
   return "";
+}
+
+std::string Generation::error_json(const ApiError& e) const {
+  return request_.endpoint == Endpoint::Messages ? anthropic_error_body(e) : error_body(e);
 }
 
 std::vector<std::string> Generation::unfinished_req_ids() const {
