@@ -12,12 +12,12 @@ namespace {
 
 // Fields acted on; seed and structured_outputs are vLLM's sampling extensions, as on chat completions.
 constexpr std::string_view kMessagesFields[] = {
-    "model",       "messages", "max_tokens", "system",   "stop_sequences", "stream", "temperature",       "top_p",
-    "top_k",       "tools",    "tool_choice", "thinking", "metadata",       "seed",   "structured_outputs", "output_config"};
+    "model", "messages", "max_tokens",  "system",   "stop_sequences", "stream", "temperature",        "top_p",
+    "top_k", "tools",    "tool_choice", "thinking", "metadata",       "seed",   "structured_outputs", "output_config"};
 // Fields Anthropic defines that Parley accepts and does not act on.
 constexpr std::string_view kMessagesNoOpFields[] = {
-    "service_tier", "container", "mcp_servers",     "context_management", "cache_control",
-    "diagnostics",  "speed",     "inference_geo",   "user_profile_id",    "workspace_id"};
+    "service_tier", "container", "mcp_servers",   "context_management", "cache_control",
+    "diagnostics",  "speed",     "inference_geo", "user_profile_id",    "workspace_id"};
 
 std::string at(const std::string& path, size_t index) { return path + "." + std::to_string(index); }
 
@@ -79,7 +79,8 @@ void add_user(const json& content, const std::string& path, Translation& t) {
       t.messages.push_back(
           {{"role", "tool"}, {"tool_call_id", id}, {"content", result ? text_of(*result, bpath + ".content") : ""}});
     } else {
-      fail_at(bpath + ".type", "'" + type + "' blocks are not supported in user messages; 'text' and 'tool_result' are");
+      fail_at(bpath + ".type",
+              "'" + type + "' blocks are not supported in user messages; 'text' and 'tool_result' are");
     }
   }
   if (has_text || content.empty()) t.messages.push_back({{"role", "user"}, {"content", text}});
@@ -102,9 +103,8 @@ void add_assistant(const json& content, const ojson& ordered, const std::string&
       if (!required(content[i], bpath, "input").is_object())
         fail_at(bpath + ".input", "Input should be a valid dictionary");
       if (!t.tool_use_ids.insert(id).second) fail_at(bpath + ".id", "'" + id + "' is the id of an earlier tool_use");
-      calls.push_back({{"id", id},
-                       {"type", "function"},
-                       {"function", {{"name", name}, {"arguments", dump(ordered[i]["input"])}}}});
+      calls.push_back(
+          {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", dump(ordered[i]["input"])}}}});
     } else if (type == "thinking") {
       thinking += string_at(content[i], bpath, "thinking");
     } else if (type != "redacted_thinking") {
@@ -173,7 +173,7 @@ void translate_tool_choice(const json& choice, const json* tools, ojson& chat) {
   if (type == "auto" || type == "none") {
     if (any_tools) chat["tool_choice"] = type;  // Anthropic takes either without tools: nothing to call
   } else if (type == "any" || type == "tool") {
-    if (!any_tools) fail_at("tool_choice", "tool_choice '" + type + "' needs tools");
+    if (!any_tools) fail_at("tool_choice", "'" + type + "' needs tools");
     if (type == "any") return void(chat["tool_choice"] = "required");
     const std::string name = string_at(choice, "tool_choice", "name");
     if (std::none_of(tools->begin(), tools->end(), [&](const json& t) { return t.value("name", "") == name; }))
@@ -206,8 +206,9 @@ void translate_output_config(const json& config, const ojson& ordered, ojson& ch
   if (!format->is_object() || format->value("type", "") != "json_schema" || !field(*format, "schema") ||
       !(*format)["schema"].is_object())
     fail_at("output_config.format", "Input should be {\"type\": \"json_schema\", \"schema\": {...}}");
-  chat["response_format"] = {{"type", "json_schema"},
-                             {"json_schema", {{"name", "output"}, {"schema", ordered["output_config"]["format"]["schema"]}}}};
+  chat["response_format"] = {
+      {"type", "json_schema"},
+      {"json_schema", {{"name", "output"}, {"schema", ordered["output_config"]["format"]["schema"]}}}};
 }
 
 void copy_sampling(const json& body, const ojson& ordered, ojson& chat) {
@@ -248,8 +249,8 @@ namespace {
 std::vector<std::string> checked_fields(const json& body, bool strict) {
   std::vector<std::string> ignored;
   for (std::string& key : unknown_fields(body, kMessagesFields)) {
-    const bool no_op = std::find(std::begin(kMessagesNoOpFields), std::end(kMessagesNoOpFields), key) !=
-                       std::end(kMessagesNoOpFields);
+    const bool no_op =
+        std::find(std::begin(kMessagesNoOpFields), std::end(kMessagesNoOpFields), key) != std::end(kMessagesNoOpFields);
     if (strict) fail_at(key, "Extra inputs are not permitted");
     if (!no_op) ignored.push_back(std::move(key));
   }

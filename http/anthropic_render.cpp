@@ -31,7 +31,9 @@ ojson error_json(const ApiError& e) {
   return {{"type", "error"}, {"error", {{"type", error_type(e.status)}, {"message", e.message}}}};
 }
 
-std::string event(const ojson& data) { return "event: " + data["type"].get<std::string>() + "\ndata: " + dump(data) + "\n\n"; }
+std::string event(const ojson& data) {
+  return "event: " + data["type"].get<std::string>() + "\ndata: " + dump(data) + "\n\n";
+}
 
 // Parley counts the prompt and the output; the cache, server tool and tier fields have no value here.
 ojson usage_json(int input_tokens, int output_tokens) {
@@ -79,7 +81,8 @@ ojson thinking_block(const std::string& thinking) {
   return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};  // no signature: nothing to verify here
 }
 ojson tool_use_block(const std::string& id, const std::string& name, ojson input) {
-  return {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}, {"caller", {{"type", "direct"}}}};
+  return {
+      {"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}, {"caller", {{"type", "direct"}}}};
 }
 
 constexpr std::string_view kChatToolPrefix = "chatcmpl-tool-";
@@ -107,15 +110,15 @@ std::string message_response(const GenerateRequest& req, const std::string& id, 
   if (split.reasoning) content.push_back(thinking_block(*split.reasoning));
   ExtractedToolCalls answer{split.content, {}};
   if (req.tool_calling)
-    answer = extract_tool_calls(req.tool_calling->parser, split.content.value_or(""),
-                                req.tool_calling->parallel_tool_calls);
+    answer =
+        extract_tool_calls(req.tool_calling->parser, split.content.value_or(""), req.tool_calling->parallel_tool_calls);
   if (answer.content && !answer.content->empty()) content.push_back(text_block(*answer.content));
   for (size_t k = 0; k < answer.calls.size(); ++k)
     content.push_back(tool_use_block(tool_use_id(choice_request_id(id, choice.index), int(k)), answer.calls[k].name,
                                      ojson::parse(answer.calls[k].arguments)));
   const ojson stop = stop_json(choice, !answer.calls.empty());
-  return dump(message_json(id, req.model, std::move(content), stop,
-                           usage_json(usage.prompt_tokens, usage.completion_tokens)));
+  return dump(
+      message_json(id, req.model, std::move(content), stop, usage_json(usage.prompt_tokens, usage.completion_tokens)));
 }
 
 MessageStream::MessageStream(std::string id, std::string model, int input_tokens)
@@ -141,14 +144,17 @@ std::string MessageStream::feed(const std::vector<ToolStreamEvent>& events, bool
     out += event({{"type", "message_start"},
                   {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
   }
-  auto delta = [&](ojson d) { out += event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}}); };
+  auto delta = [&](ojson d) {
+    out += event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});
+  };
   for (const ToolStreamEvent& e : events) {
     if (e.tool_call && e.tool_call->id) {  // a call's first piece names it: a tool_use block of its own
-      out += start_block(Block::ToolUse,
-                         tool_use_block(tool_use_id_of(*e.tool_call->id), e.tool_call->name.value_or(""), ojson::object()));
+      out += start_block(Block::ToolUse, tool_use_block(tool_use_id_of(*e.tool_call->id),
+                                                        e.tool_call->name.value_or(""), ojson::object()));
     }
     if (e.tool_call) {
-      if (!e.tool_call->arguments.empty()) delta({{"type", "input_json_delta"}, {"partial_json", e.tool_call->arguments}});
+      if (!e.tool_call->arguments.empty())
+        delta({{"type", "input_json_delta"}, {"partial_json", e.tool_call->arguments}});
       continue;
     }
     if (e.content.empty()) continue;
@@ -163,7 +169,8 @@ std::string MessageStream::feed(const std::vector<ToolStreamEvent>& events, bool
 
 std::string MessageStream::close(const Choice& choice, bool tools_called, int output_tokens) const {
   ojson usage = usage_json(input_tokens_, output_tokens);
-  for (const char* key : {"cache_creation", "inference_geo", "service_tier", "speed"}) usage.erase(key);  // MessageDeltaUsage's
+  for (const char* key : {"cache_creation", "inference_geo", "service_tier", "speed"})
+    usage.erase(key);  // MessageDeltaUsage's
   ojson delta = stop_json(choice, tools_called);
   delta["stop_details"] = nullptr;
   delta["container"] = nullptr;

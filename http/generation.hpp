@@ -51,7 +51,7 @@ class Generation {
   Transport transport_;
   std::vector<Choice> choices_;
   std::vector<bool> started_, finished_;
-  std::vector<StreamCursor> cursors_;  // per streamed choice: text offset and previous token
+  std::vector<StreamCursor> cursors_;               // per streamed choice: text offset and previous token
   std::vector<ToolCallStream> tool_streams_;        // per streamed chat choice read for tool calls
   std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser
   std::optional<MessageStream> message_stream_;     // a streamed /v1/messages: Anthropic's events

@@ -312,9 +312,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const BodyFraming framing = !stream         ? BodyFraming::Length
                                 : version == 10 ? BodyFraming::UntilClose
                                                 : BodyFraming::Chunked;
-    auto gen =
-        std::make_unique<Generation>(std::move(req), new_request_id(ctx_, id_prefix), epoch_seconds(),
-                                     *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
+    auto gen = std::make_unique<Generation>(std::move(req), new_request_id(ctx_, id_prefix), epoch_seconds(),
+                                            *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
                  gen->request().params.n, gen->request().params.max_tokens, stream,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));

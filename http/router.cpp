@@ -75,7 +75,8 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     return error(400, "Only one Authorization header is allowed; this request has " +
                           std::to_string(req.authorization_headers) + ".");
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !api_key_matches(req, config.api_key))
-    return error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)", "invalid_api_key");
+    return error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)",
+                 "invalid_api_key");
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config, ctx);
   if (req.websocket) {
     if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
@@ -126,7 +127,8 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages") {
     if (auto e = only(post)) return *e;
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
-    auto parsed = path == "/v1/messages" ? parse_messages_request(req.body, ctx) : parse_generate_request(ep, req.body, ctx);
+    auto parsed =
+        path == "/v1/messages" ? parse_messages_request(req.body, ctx) : parse_generate_request(ep, req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
     if (auto e = admission_error(req.admission)) return error_response(*e, path);
     RouteResult r;
