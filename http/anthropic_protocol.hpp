@@ -16,8 +16,8 @@ namespace parley::http {
 
 // /v1/messages and the paths below it: every error there is in Anthropic's shape.
 bool is_messages_path(std::string_view path);
-// {"type": "error", "error": {"type", "message"}}, the type named by the HTTP status (400 invalid_request_error,
-// 401 authentication_error, 404 not_found_error, 503 overloaded_error, ...).
+// {"type": "error", "error": {"type", "message"}, "request_id": null}, the type named by the HTTP status (400
+// invalid_request_error, 401 authentication_error, 404 not_found_error, 503 overloaded_error, ...).
 std::string anthropic_error_body(const ApiError& e);
 std::string anthropic_error_event(const ApiError& e);  // "event: error\ndata: {...}\n\n"
 

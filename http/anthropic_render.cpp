@@ -8,6 +8,7 @@ namespace {
 
 using namespace detail;
 
+// The SDK's ErrorType names (413 has none of its own there).
 const char* error_type(int status) {
   switch (status) {
     case 401:
@@ -16,8 +17,6 @@ const char* error_type(int status) {
       return "permission_error";
     case 404:
       return "not_found_error";
-    case 413:
-      return "request_too_large";
     case 429:
       return "rate_limit_error";
     case 503:
@@ -28,7 +27,8 @@ const char* error_type(int status) {
 }
 
 ojson error_json(const ApiError& e) {
-  return {{"type", "error"}, {"error", {{"type", error_type(e.status)}, {"message", e.message}}}};
+  return {
+      {"type", "error"}, {"error", {{"type", error_type(e.status)}, {"message", e.message}}}, {"request_id", nullptr}};
 }
 
 std::string event(const ojson& data) {

@@ -243,12 +243,15 @@ TEST_CASE("messages: each bad input is a 400 invalid_request_error with its own 
     CHECK(e.status == 400);
     CHECK(e.message == message);
     CHECK(json::parse(anthropic_error_body(e)) ==
-          json{{"type", "error"}, {"error", {{"type", "invalid_request_error"}, {"message", message}}}});
+          json{{"type", "error"},
+               {"error", {{"type", "invalid_request_error"}, {"message", message}}},
+               {"request_id", nullptr}});
   }
   const ApiError unknown_model = messages_error(hi(R"(,"model":"claude-x")"));
   CHECK(json::parse(anthropic_error_body(unknown_model)) ==
         json::parse(
-            R"({"type":"error","error":{"type":"not_found_error","message":"The model `claude-x` does not exist."}})"));
+            R"({"type":"error","error":{"type":"not_found_error","message":"The model `claude-x` does not exist."},)"
+            R"("request_id":null})"));
 }
 
 TEST_CASE("messages: an error's type follows its HTTP status, in the body and as a stream event", "[messages]") {
@@ -256,14 +259,15 @@ TEST_CASE("messages: an error's type follows its HTTP status, in the body and as
                                                           {401, "authentication_error"},
                                                           {403, "permission_error"},
                                                           {404, "not_found_error"},
-                                                          {413, "request_too_large"},
+                                                          {413, "invalid_request_error"},
                                                           {429, "rate_limit_error"},
                                                           {500, "api_error"},
                                                           {503, "overloaded_error"}};
   for (const auto& [status, type] : types)
     CHECK(json::parse(anthropic_error_body(api_error(status, "m")))["error"]["type"] == type);
   CHECK(anthropic_error_event(api_error(503, "busy")) ==
-        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n");
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"},"
+        "\"request_id\":null}\n\n");
 }
 
 TEST_CASE("messages: the request runs as the same chat request, endpoint Messages", "[messages]") {
