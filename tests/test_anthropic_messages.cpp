@@ -402,14 +402,15 @@ TEST_CASE("messages: the reasoning parser's split comes out as thinking blocks, 
                                  "content_block_stop", "message_delta", "message_stop"});
 }
 
-TEST_CASE("messages: an engine failure mid-stream is an error event; refused, an error body", "[messages]") {
+TEST_CASE("messages: an engine failure mid-stream is an error event, and a refusal an error body", "[messages]") {
   const GenerateRequest req = messages_ok(hi(R"(,"stream":true)"));
   const Generation g(req, "msg_t", kCreated, tok512(), Transport::Sse);
   CHECK(sse_events(g.error_text(api_error(503, "queue full"))).at(0).data["error"]["type"] == "overloaded_error");
   CHECK(json::parse(g.error_json(api_error(503, "queue full")))["error"]["message"] == "queue full");
 }
 
-TEST_CASE("messages: x-api-key opens /v1 as a Bearer key does; a wrong key is Anthropic's 401", "[messages][router]") {
+TEST_CASE("messages: x-api-key opens /v1 as a Bearer key does, and a wrong key is Anthropic's 401",
+          "[messages][router]") {
   const RouterConfig keyed{"sekrit", "", "", "0.1.0", ""};
   auto route = [&](const std::string& method, const std::string& target, const std::string& authorization,
                    const std::string& x_api_key, const std::string& body = "") {
