@@ -74,37 +74,6 @@ int Generation::choice_of(const std::string& req_id) const {
   }
 }
 
-std::optional<ChatToolDelta> Generation::split_output(int k, const RequestOutput& out) {
-  std::optional<ChatToolDelta> tools;
-  std::string content = out.text;
-  std::vector<ToolStreamEvent> thinking;  // reasoning first: it ends before the answer begins
-  if (!reasoning_streams_.empty()) {
-    ReasoningStream& rs = reasoning_streams_[size_t(k)];
-    std::vector<ReasoningPiece> pieces = rs.feed(out.text);
-    if (out.finished())
-      for (ReasoningPiece& p : rs.finish()) pieces.push_back(std::move(p));
-    content.clear();
-    for (ReasoningPiece& p : pieces)
-      if (p.reasoning)
-        thinking.push_back({std::move(p.text), std::nullopt, true});
-      else
-        content += p.text;
-    tools.emplace();
-  }
-  if (!tool_streams_.empty()) {  // the answer goes out as the tool-call stream decides it
-    ToolCallStream& stream = tool_streams_[size_t(k)];
-    tools.emplace();
-    tools->events = stream.feed(content);
-    if (out.finished())
-      for (auto& e : stream.finish()) tools->events.push_back(std::move(e));
-    tools->tools_called = stream.tools_called();
-  } else if (tools && !content.empty()) {
-    tools->events.push_back({std::move(content), std::nullopt});
-  }
-  if (tools) tools->events.insert(tools->events.begin(), thinking.begin(), thinking.end());
-  return tools;
-}
-
 std::string Generation::on_output(const RequestOutput& out) {
   const int k = choice_of(out.req_id);
   if (k < 0 || finished_[size_t(k)]) return "";
@@ -147,6 +116,37 @@ std::string Generation::on_output(const RequestOutput& out) {
     m["stop_reason"] = stop_reason_json(delta.stop_reason);
   }
   return m.dump();
+}
+
+std::optional<ChatToolDelta> Generation::split_output(int k, const RequestOutput& out) {
+  std::optional<ChatToolDelta> tools;
+  std::string content = out.text;
+  std::vector<ToolStreamEvent> thinking;  // reasoning first: it ends before the answer begins
+  if (!reasoning_streams_.empty()) {
+    ReasoningStream& rs = reasoning_streams_[size_t(k)];
+    std::vector<ReasoningPiece> pieces = rs.feed(out.text);
+    if (out.finished())
+      for (ReasoningPiece& p : rs.finish()) pieces.push_back(std::move(p));
+    content.clear();
+    for (ReasoningPiece& p : pieces)
+      if (p.reasoning)
+        thinking.push_back({std::move(p.text), std::nullopt, true});
+      else
+        content += p.text;
+    tools.emplace();
+  }
+  if (!tool_streams_.empty()) {  // the answer goes out as the tool-call stream decides it
+    ToolCallStream& stream = tool_streams_[size_t(k)];
+    tools.emplace();
+    tools->events = stream.feed(content);
+    if (out.finished())
+      for (auto& e : stream.finish()) tools->events.push_back(std::move(e));
+    tools->tools_called = stream.tools_called();
+  } else if (tools && !content.empty()) {
+    tools->events.push_back({std::move(content), std::nullopt});
+  }
+  if (tools) tools->events.insert(tools->events.begin(), thinking.begin(), thinking.end());
+  return tools;
 }
 
 std::string Generation::closing_text() const {
