@@ -217,8 +217,8 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_option("--port", s.port, "Port (0: any free port)")
       ->capture_default_str()
       ->check(parley::in_range(0, 65535));
-  CLI::Option* key =
-      cmd->add_option("--api-key", s.router.api_key, "Require `Authorization: Bearer KEY` on /v1 (default: open)");
+  CLI::Option* key = cmd->add_option("--api-key", s.router.api_key,
+                                     "Require `Authorization: Bearer KEY` or `x-api-key: KEY` on /v1 (default: open)");
   cmd->add_option_function<std::string>(
          "--api-key-file",
          [&s](const std::string& path) { s.router.api_key = parley::read_secret_file("--api-key-file", path); },

@@ -33,8 +33,10 @@ int run_serve(const ServeOptions& o) {
   // The HTTP threads (this one, those server.run() starts, the signal thread) stay off the compute CPUs.
   if (!pin_this_thread(engine->service_cpus())) spdlog::warn("the HTTP threads could not be pinned to their CPUs");
   server.start();
-  spdlog::info("serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; websocket /v1/ws)",
-               engine->model_name(), o.server.host, server.port());
+  spdlog::info(
+      "serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; Anthropic /v1/messages; websocket "
+      "/v1/ws)",
+      engine->model_name(), o.server.host, server.port());
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -40,6 +40,8 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
   for (const auto& p : request_.prompts) usage_.prompt_tokens += int(p.size());  // once per prompt, not per sample
   if (request_.reasoning && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k) reasoning_streams_.emplace_back(*request_.reasoning);
+  if (request_.endpoint == Endpoint::Messages && transport_ == Transport::Sse)
+    message_stream_.emplace(id_, request_.model, usage_.prompt_tokens);
   if (request_.tool_calling && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k)
       tool_streams_.emplace_back(request_.tool_calling->parser, choice_request_id(id_, k),
@@ -92,6 +94,32 @@ std::string Generation::on_output(const RequestOutput& out) {
   if (transport_ == Transport::Json) return "";
   const bool first = !started_[size_t(k)];
   const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
+  std::optional<ChatToolDelta> tools = split_output(k, out);
+  if (message_stream_) {
+    started_[size_t(k)] = true;
+    std::vector<ToolStreamEvent> events;
+    if (tools) events = std::move(tools->events);
+    if (!tools && !out.text.empty()) events.push_back({out.text, std::nullopt});
+    return message_stream_->feed(events, first, out.finished());
+  }
+  const bool nothing = tools ? tools->events.empty() : out.text.empty();
+  if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
+  started_[size_t(k)] = true;
+  if (transport_ == Transport::Sse)
+    return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)],
+                        tools ? &*tools : nullptr);
+  RequestOutput delta = out;
+  if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
+  nlohmann::json m = {
+      {"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
+  if (delta.finished()) {
+    m["finish_reason"] = finish_reason_name(delta.finish_reason);
+    m["stop_reason"] = stop_reason_json(delta.stop_reason);
+  }
+  return m.dump();
+}
+
+std::optional<ChatToolDelta> Generation::split_output(int k, const RequestOutput& out) {
   std::optional<ChatToolDelta> tools;
   std::string content = out.text;
   std::vector<ToolStreamEvent> thinking;  // reasoning first: it ends before the answer begins
@@ -119,21 +147,7 @@ std::string Generation::on_output(const RequestOutput& out) {
     tools->events.push_back({std::move(content), std::nullopt});
   }
   if (tools) tools->events.insert(tools->events.begin(), thinking.begin(), thinking.end());
-  const bool nothing = tools ? tools->events.empty() : out.text.empty();
-  if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
-  started_[size_t(k)] = true;
-  if (transport_ == Transport::Sse)
-    return stream_chunk(request_, id_, created_, k, out, *tokenizer_, first, &cursors_[size_t(k)],
-                        tools ? &*tools : nullptr);
-  RequestOutput delta = out;
-  if (first && request_.echo) delta.text = request_.prompt_texts[size_t(k) / size_t(request_.params.n)] + delta.text;
-  nlohmann::json m = {
-      {"id", client_id_}, {"type", "delta"}, {"index", k}, {"text", delta.text}, {"token_ids", delta.token_ids}};
-  if (delta.finished()) {
-    m["finish_reason"] = finish_reason_name(delta.finish_reason);
-    m["stop_reason"] = stop_reason_json(delta.stop_reason);
-  }
-  return m.dump();
+  return tools;
 }
 
 Usage Generation::final_usage() const {
@@ -152,8 +166,10 @@ std::string Generation::closing_text() const {
   const Usage usage = final_usage();
   switch (transport_) {
     case Transport::Json:
+      if (request_.endpoint == Endpoint::Messages) return message_response(request_, id_, choices_[0], usage);
       return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
     case Transport::Sse: {
+      if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage.completion_tokens);
       std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage) : "";
       return s + std::string(kStreamDone);
     }
@@ -173,13 +189,18 @@ std::string Generation::closing_text() const {
 std::string Generation::error_text(const ApiError& e) const {
   switch (transport_) {
     case Transport::Json:
-      return error_body(e);
+      return error_json(e);
     case Transport::Sse:
+      if (message_stream_) return anthropic_error_event(e);
       return stream_error_event(e) + std::string(kStreamDone);
     case Transport::WebSocket:
       return websocket_error(e, client_id_);
   }
   return "";
+}
+
+std::string Generation::error_json(const ApiError& e) const {
+  return request_.endpoint == Endpoint::Messages ? anthropic_error_body(e) : error_body(e);
 }
 
 std::vector<std::string> Generation::unfinished_req_ids() const {

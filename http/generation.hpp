@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/engine_client.hpp"
+#include "http/anthropic_protocol.hpp"
 #include "http/openai_protocol.hpp"
 
 namespace parley::http {
@@ -15,7 +16,7 @@ enum class Transport { Sse, Json, WebSocket };
 
 class Generation {
  public:
-  // id: "cmpl-..." or "chatcmpl-..."; engine request ids are id + "-" + choice index.
+  // id: "cmpl-...", "chatcmpl-..." or "msg_..."; engine request ids are id + "-" + choice index.
   Generation(GenerateRequest request, std::string id, long created, const Tokenizer& tokenizer, Transport transport,
              std::string client_id = "");
 
@@ -28,6 +29,8 @@ class Generation {
   std::string closing_text() const;
   // Refused or failed: the error as this transport shows it (Sse: in-band event then [DONE]).
   std::string error_text(const ApiError& e) const;
+  // An error as a JSON body in the API's shape (OpenAI's, or Anthropic's for /v1/messages).
+  std::string error_json(const ApiError& e) const;
   std::vector<std::string> unfinished_req_ids() const;
   // The engine failed a choice (an output with an error): the generation ends with this error instead.
   const std::optional<ApiError>& failure() const { return failure_; }
@@ -37,6 +40,10 @@ class Generation {
  private:
   int choice_of(const std::string& req_id) const;  // -1 if not ours
   Usage final_usage() const;                       // with the reasoning tokens counted
+  // The pieces this output adds to choice k's answer as the reasoning and tool-call streams decide them (none
+  // when neither reads the stream: the text goes out as it comes).
+  std::optional<ChatToolDelta> split_output(int k, const RequestOutput& out);
+  bool tools_called(int k) const { return !tool_streams_.empty() && tool_streams_[size_t(k)].tools_called(); }
 
   GenerateRequest request_;
   std::string id_, client_id_;
@@ -48,6 +55,7 @@ class Generation {
   std::vector<StreamCursor> cursors_;               // per streamed choice: text offset and previous token
   std::vector<ToolCallStream> tool_streams_;        // per streamed chat choice read for tool calls
   std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser
+  std::optional<MessageStream> message_stream_;     // a streamed /v1/messages: Anthropic's events
   int num_finished_ = 0;
   Usage usage_;
   std::optional<ApiError> failure_;

@@ -96,8 +96,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (!gen_ || conn_ == Conn::Closed) return;
     if (gen_->head_sent) return finish_generation(gen_->gen->error_text(api_error(status, message)), status);
     const bool keep_alive = gen_->keep_alive;
+    const std::string body = gen_->gen->error_json(api_error(status, message));  // in the API's own shape
     gen_.reset();
-    answer(status, error_json(status, message), "application/json", keep_alive);
+    answer(status, body, "application/json", keep_alive);
   }
 
  private:
@@ -206,7 +207,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          std::string(req[bhttp::field::host]),
                          int(req.count(bhttp::field::authorization)),
                          admission(ctx_),
-                         websocket};
+                         websocket,
+                         std::string(req["x-api-key"])};
     RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
     switch (r.kind) {
       case RouteResult::Kind::Respond:
@@ -302,15 +304,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void start_generation(GenerateRequest req, bool keep_alive, unsigned version) {
-    const bool chat = req.endpoint == Endpoint::ChatCompletions;
+    const char* id_prefix = req.endpoint == Endpoint::Messages          ? "msg_"
+                            : req.endpoint == Endpoint::ChatCompletions ? "chatcmpl-"
+                                                                        : "cmpl-";
     const bool stream = req.stream;
     // HTTP/1.0 has no chunked encoding: a stream's end is the connection's end.
     const BodyFraming framing = !stream         ? BodyFraming::Length
                                 : version == 10 ? BodyFraming::UntilClose
                                                 : BodyFraming::Chunked;
-    auto gen =
-        std::make_unique<Generation>(std::move(req), new_request_id(ctx_, chat ? "chatcmpl" : "cmpl"), epoch_seconds(),
-                                     *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
+    auto gen = std::make_unique<Generation>(std::move(req), new_request_id(ctx_, id_prefix), epoch_seconds(),
+                                            *ctx_.serving.tokenizer, stream ? Transport::Sse : Transport::Json);
     spdlog::info("{} {} prompt(s), n={}, max_tokens={}, stream={}{}{}", gen->id(), gen->request().prompts.size(),
                  gen->request().params.n, gen->request().params.max_tokens, stream,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));

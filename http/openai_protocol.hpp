@@ -52,7 +52,9 @@ struct ServingContext {
   ToolServing tools;                                // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
-enum class Endpoint { Completions, ChatCompletions };
+// Messages: Anthropic's /v1/messages, parsed as chat completions and rendered in Anthropic's shapes
+// (http/anthropic_protocol.hpp).
+enum class Endpoint { Completions, ChatCompletions, Messages };
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
 

@@ -15,8 +15,20 @@ RouteResult respond(int status, std::string body, std::string type = "applicatio
   return r;
 }
 
-RouteResult error(int status, std::string message, std::string code = "") {
-  return respond(status, error_body(api_error(status, std::move(message), std::move(code))));
+// An error in the shape of the API its path belongs to: Anthropic's under /v1/messages, OpenAI's elsewhere.
+RouteResult error_response(const ApiError& e, const std::string& path) {
+  return respond(e.status, is_messages_path(path) ? anthropic_error_body(e) : error_body(e));
+}
+
+// Every byte of the longer string is visited whatever the mismatch: no early exit to time.
+bool same_secret(const std::string& given, const std::string& secret) {
+  unsigned diff = unsigned(given.size() ^ secret.size());
+  const size_t n = std::max(given.size(), secret.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char a = i < given.size() ? given[i] : 0, b = i < secret.size() ? secret[i] : 0;
+    diff |= unsigned(a ^ b);
+  }
+  return diff == 0;
 }
 
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
@@ -46,26 +58,25 @@ std::optional<ApiError> admission_error(Admission a) {
 
 bool bearer_matches(const std::string& authorization, const std::string& secret) {
   const std::optional<std::string> credentials = credentials_of(authorization, "bearer");
-  if (!credentials) return false;
-  const std::string& given = *credentials;
-  // Every byte of the longer string is visited whatever the mismatch: no early exit to time.
-  unsigned diff = unsigned(given.size() ^ secret.size());
-  const size_t n = std::max(given.size(), secret.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char a = i < given.size() ? given[i] : 0, b = i < secret.size() ? secret[i] : 0;
-    diff |= unsigned(a ^ b);
-  }
-  return diff == 0;
+  return credentials && same_secret(*credentials, secret);
+}
+
+bool api_key_matches(const HttpRequestView& req, const std::string& key) {
+  return bearer_matches(req.authorization, key) || same_secret(req.x_api_key, key);
 }
 
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx) {
   const std::string path = path_of(req.target);
   const bool get = req.method == "GET", post = req.method == "POST";
+  auto error = [&](int status, std::string message, std::string code = "") {
+    return error_response(api_error(status, std::move(message), std::move(code)), path);
+  };
   if (req.authorization_headers > 1)
     return error(400, "Only one Authorization header is allowed; this request has " +
                           std::to_string(req.authorization_headers) + ".");
-  if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !bearer_matches(req.authorization, config.api_key))
-    return error(401, "Unauthorized", "invalid_api_key");
+  if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !api_key_matches(req, config.api_key))
+    return error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)",
+                 "invalid_api_key");
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config, ctx);
   if (req.websocket) {
     if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
@@ -107,12 +118,19 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     if (auto* e = std::get_if<ApiError>(&out)) return respond(e->status, error_body(*e));
     return respond(200, std::get<std::string>(out));
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+  if (path == "/v1/messages/count_tokens") {
+    if (auto e = only(post)) return *e;
+    auto out = count_tokens_response(req.body, ctx);
+    if (auto* e = std::get_if<ApiError>(&out)) return error_response(*e, path);
+    return respond(200, std::get<std::string>(out));
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages") {
     if (auto e = only(post)) return *e;
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
-    auto parsed = parse_generate_request(ep, req.body, ctx);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return respond(e->status, error_body(*e));
-    if (auto e = admission_error(req.admission)) return respond(503, error_body(*e));
+    auto parsed =
+        path == "/v1/messages" ? parse_messages_request(req.body, ctx) : parse_generate_request(ep, req.body, ctx);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
+    if (auto e = admission_error(req.admission)) return error_response(*e, path);
     RouteResult r;
     r.kind = RouteResult::Kind::Generate;
     r.generate = std::move(std::get<GenerateRequest>(parsed));

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/anthropic_protocol.hpp"
 #include "http/openai_protocol.hpp"
 
 namespace parley::http {
@@ -31,6 +32,7 @@ struct HttpRequestView {
   int authorization_headers = 0;
   Admission admission = Admission::Open;
   bool websocket = false;  // a websocket upgrade request: only /v1/ws takes one (Kind::WebSocket)
+  std::string x_api_key;   // Anthropic's header: the API key, as good as a Bearer one
 };
 
 // What an /admin action asks the session to do (http/admin.cpp parses, the session acts and audits).
@@ -53,6 +55,8 @@ struct RouteResult {
 
 // Bearer check in time independent of where the strings differ; the scheme's case is free (RFC 7235).
 bool bearer_matches(const std::string& authorization, const std::string& secret);
+// The request carries the key: as a Bearer token or in x-api-key (Anthropic's clients send that one).
+bool api_key_matches(const HttpRequestView& req, const std::string& key);
 
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
 // The /admin paths (http/admin.cpp): the page, the JSON views, the live feed and the actions.

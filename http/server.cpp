@@ -12,7 +12,7 @@ namespace parley::http {
 std::string new_request_id(ServerContext& ctx, const char* prefix) {
   static const uint64_t boot = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s-%08llx%06llx", prefix, (unsigned long long)(boot & 0xffffffffu),
+  std::snprintf(buf, sizeof buf, "%s%08llx%06llx", prefix, (unsigned long long)(boot & 0xffffffffu),
                 (unsigned long long)ctx.next_id.fetch_add(1));
   return buf;
 }

@@ -73,6 +73,7 @@ struct StrandSink : RequestSink {
   }
 };
 
+// prefix and 14 hex digits unique to this server's life ("chatcmpl-", "cmpl-", "msg_": each API's own).
 std::string new_request_id(ServerContext& ctx, const char* prefix);
 // A generation registered for /admin while it runs (abort by its id; with --admin-show-prompts the first 200
 // bytes of its prompt, else none).

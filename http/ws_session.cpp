@@ -101,7 +101,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (auto e = admission_error(admission(ctx_))) return send(websocket_error(*e, id));
     const Endpoint ep = request.endpoint;
     auto gen = std::make_unique<Generation>(std::move(request),
-                                            new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl" : "chatcmpl"),
+                                            new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl-" : "chatcmpl-"),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), log_excerpt(id), gen->request().params.n,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));

@@ -1,0 +1,181 @@
+// Messages, stream events and errors in Anthropic's shapes, every field the SDK's types declare (Message, Usage,
+// RawMessageStreamEvent), the ones Parley has no value for null.
+#include "http/anthropic_protocol.hpp"
+#include "http/openai_fields.hpp"
+
+namespace parley::http {
+namespace {
+
+using namespace detail;
+
+// The SDK's ErrorType names (413 has none of its own there).
+const char* error_type(int status) {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+  }
+  return status >= 500 ? "api_error" : "invalid_request_error";
+}
+
+ojson error_json(const ApiError& e) {
+  return {
+      {"type", "error"}, {"error", {{"type", error_type(e.status)}, {"message", e.message}}}, {"request_id", nullptr}};
+}
+
+std::string event(const ojson& data) {
+  return "event: " + data["type"].get<std::string>() + "\ndata: " + dump(data) + "\n\n";
+}
+
+// Parley counts the prompt and the output; the cache, server tool and tier fields have no value here.
+ojson usage_json(int input_tokens, int output_tokens) {
+  return {{"input_tokens", input_tokens},
+          {"output_tokens", output_tokens},
+          {"cache_creation_input_tokens", nullptr},
+          {"cache_read_input_tokens", nullptr},
+          {"cache_creation", nullptr},
+          {"inference_geo", nullptr},
+          {"output_tokens_details", nullptr},
+          {"server_tool_use", nullptr},
+          {"service_tier", nullptr},
+          {"speed", nullptr}};
+}
+
+ojson message_json(const std::string& id, const std::string& model, ojson content, const ojson& stop, ojson usage) {
+  return {{"id", id},
+          {"type", "message"},
+          {"role", "assistant"},
+          {"model", model},
+          {"content", std::move(content)},
+          {"stop_reason", stop["stop_reason"]},
+          {"stop_sequence", stop["stop_sequence"]},
+          {"stop_details", nullptr},
+          {"container", nullptr},
+          {"diagnostics", nullptr},
+          {"usage", std::move(usage)}};
+}
+
+// A call ends the turn as tool_use; a stop string as stop_sequence (naming it); the length as max_tokens.
+ojson stop_json(const Choice& c, bool tools_called) {
+  ojson reason = nullptr, sequence = nullptr;
+  if (c.finish_reason == FinishReason::Length) {
+    reason = "max_tokens";
+  } else if (c.finish_reason != FinishReason::None) {
+    const std::string* stop_string = std::get_if<std::string>(&c.stop_reason);
+    reason = tools_called ? "tool_use" : stop_string ? "stop_sequence" : "end_turn";
+    if (stop_string && !tools_called) sequence = *stop_string;
+  }
+  return {{"stop_reason", reason}, {"stop_sequence", sequence}};
+}
+
+ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", nullptr}}; }
+ojson thinking_block(const std::string& thinking) {
+  return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};  // no signature: nothing to verify here
+}
+ojson tool_use_block(const std::string& id, const std::string& name, ojson input) {
+  return {
+      {"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}, {"caller", {{"type", "direct"}}}};
+}
+
+constexpr std::string_view kChatToolPrefix = "chatcmpl-tool-";
+
+std::string tool_use_id_of(std::string_view chat_id) {
+  if (chat_id.starts_with(kChatToolPrefix)) chat_id.remove_prefix(kChatToolPrefix.size());
+  return "toolu_" + std::string(chat_id);
+}
+
+}  // namespace
+
+std::string anthropic_error_body(const ApiError& e) { return dump(error_json(e)); }
+std::string anthropic_error_event(const ApiError& e) { return event(error_json(e)); }
+
+std::string tool_use_id(std::string_view request_id, int call_index) {
+  return tool_use_id_of(tool_call_id(request_id, call_index));
+}
+
+std::string message_response(const GenerateRequest& req, const std::string& id, const Choice& choice,
+                             const Usage& usage) {
+  // The same splits the streamed events come from: reasoning first, then the answer read for calls.
+  const SplitReasoning split =
+      req.reasoning ? split_reasoning(*req.reasoning, choice.text) : SplitReasoning{std::nullopt, choice.text};
+  ojson content = ojson::array();
+  if (split.reasoning) content.push_back(thinking_block(*split.reasoning));
+  ExtractedToolCalls answer{split.content, {}};
+  if (req.tool_calling)
+    answer =
+        extract_tool_calls(req.tool_calling->parser, split.content.value_or(""), req.tool_calling->parallel_tool_calls);
+  if (answer.content && !answer.content->empty()) content.push_back(text_block(*answer.content));
+  for (size_t k = 0; k < answer.calls.size(); ++k)
+    content.push_back(tool_use_block(tool_use_id(choice_request_id(id, choice.index), int(k)), answer.calls[k].name,
+                                     ojson::parse(answer.calls[k].arguments)));
+  const ojson stop = stop_json(choice, !answer.calls.empty());
+  return dump(
+      message_json(id, req.model, std::move(content), stop, usage_json(usage.prompt_tokens, usage.completion_tokens)));
+}
+
+MessageStream::MessageStream(std::string id, std::string model, int input_tokens)
+    : id_(std::move(id)), model_(std::move(model)), input_tokens_(input_tokens) {}
+
+std::string MessageStream::start_block(Block kind, ojson block) {
+  std::string out = stop_block();
+  block_ = kind;
+  ++index_;
+  return out + event({{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
+}
+
+std::string MessageStream::stop_block() {
+  if (block_ == Block::None) return "";
+  block_ = Block::None;
+  return event({{"type", "content_block_stop"}, {"index", index_}});
+}
+
+std::string MessageStream::feed(const std::vector<ToolStreamEvent>& events, bool first, bool finished) {
+  std::string out;
+  if (first) {
+    const ojson stop = {{"stop_reason", nullptr}, {"stop_sequence", nullptr}};
+    out += event({{"type", "message_start"},
+                  {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
+  }
+  auto delta = [&](ojson d) {
+    out += event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});
+  };
+  for (const ToolStreamEvent& e : events) {
+    if (e.tool_call && e.tool_call->id) {  // a call's first piece names it: a tool_use block of its own
+      out += start_block(Block::ToolUse, tool_use_block(tool_use_id_of(*e.tool_call->id),
+                                                        e.tool_call->name.value_or(""), ojson::object()));
+    }
+    if (e.tool_call) {
+      if (!e.tool_call->arguments.empty())
+        delta({{"type", "input_json_delta"}, {"partial_json", e.tool_call->arguments}});
+      continue;
+    }
+    if (e.content.empty()) continue;
+    const Block kind = e.reasoning ? Block::Thinking : Block::Text;
+    if (block_ != kind) out += start_block(kind, e.reasoning ? thinking_block("") : text_block(""));
+    delta(e.reasoning ? ojson{{"type", "thinking_delta"}, {"thinking", e.content}}
+                      : ojson{{"type", "text_delta"}, {"text", e.content}});
+  }
+  if (finished) out += stop_block();
+  return out;
+}
+
+std::string MessageStream::close(const Choice& choice, bool tools_called, int output_tokens) const {
+  ojson usage = usage_json(input_tokens_, output_tokens);
+  for (const char* key : {"cache_creation", "inference_geo", "service_tier", "speed"})
+    usage.erase(key);  // MessageDeltaUsage's
+  ojson delta = stop_json(choice, tools_called);
+  delta["stop_details"] = nullptr;
+  delta["container"] = nullptr;
+  return event({{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", std::move(usage)}}) +
+         event({{"type", "message_stop"}});
+}
+
+}  // namespace parley::http
