@@ -283,6 +283,10 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
       ->check([](const std::string& v) {
         return v == "auto" ? std::string() : accepted_by(parley::http::parse_reasoning_parser)(v);
       });
+  cmd->add_flag(
+      "--structured-outputs-in-reasoning", s.structured_outputs_in_reasoning,
+      "With --reasoning-parser, apply structured outputs and forced tool calls from the first token, not from "
+      "the reasoning's end (vLLM's enable_in_reasoning)");
   cmd->add_flag("--strict-request-fields", s.strict_request_fields,
                 "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
                 "parley:request_fields_ignored_total, as vLLM does)");

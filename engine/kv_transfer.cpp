@@ -110,7 +110,9 @@ std::string encode_prefill_request(const Request& r, const KvLayout& decode_layo
   params["logprobs"] = optional_int(p.logprobs);
   params["prompt_logprobs"] = optional_int(p.prompt_logprobs);
   if (p.structured_outputs)
-    params["structured_outputs"] = {{"kind", int(p.structured_outputs->kind)}, {"spec", p.structured_outputs->spec}};
+    params["structured_outputs"] = {{"kind", int(p.structured_outputs->kind)},
+                                    {"spec", p.structured_outputs->spec},
+                                    {"starts_after", p.structured_outputs->starts_after}};
   return nlohmann::json{{"version", kVersion},
                         {"request_id", r.request_id},
                         {"prompt_token_ids", r.prompt_token_ids},
@@ -151,7 +153,8 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
       if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar))
         bad("structured output kind " + std::to_string(kind));
       p.structured_outputs =
-          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
+          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>(),
+                                  exact_array<int>(so->at("starts_after"))};
     }
     Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
               exact<uint64_t>(j.at("seed")));

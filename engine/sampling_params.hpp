@@ -18,6 +18,9 @@ struct StructuredOutputsParams {
   // Json: a JSON Schema as JSON text; JsonObject: empty (any JSON object); Regex: the pattern;
   // Choice: a JSON array of strings; Grammar: GBNF text (engine/structured_output/grammar.hpp).
   std::string spec;
+  // The constraint begins after these tokens first appear in the output (a reasoning's end marker, as vLLM's
+  // reasoning-aware structured outputs); the tokens up to them are free. Empty: from the first token.
+  std::vector<int> starts_after;
   bool operator==(const StructuredOutputsParams&) const = default;
 };
 

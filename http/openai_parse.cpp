@@ -399,6 +399,10 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     read_prompt_logprobs(j, req);
     read_structured_outputs(body, j, req.params);
     constrain_to_tool_calls(tool_constraint, req.params);
+    // Constraints begin where the reasoning ends (vLLM's reasoning-aware structured outputs): thinking stays free.
+    if (chat && req.reasoning && req.params.structured_outputs && !ctx.structured_outputs_in_reasoning)
+      if (const auto marker = reasoning_end_marker(*req.reasoning, req.prompt_texts.front()))
+        req.params.structured_outputs->starts_after = ctx.tokenizer->encode(*marker, false);
     resolve_max_tokens(j, ctx, req);
     try {
       req.params.validate(vocab);

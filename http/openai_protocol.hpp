@@ -47,6 +47,7 @@ struct ServingContext {
   int vocab_size = 0;
   bool strict_request_fields = false;  // --strict-request-fields: an unknown request field is a 400, not ignored
   std::optional<ReasoningParser> reasoning_parser;  // --reasoning-parser: chat output split into reasoning and content
+  bool structured_outputs_in_reasoning = false;     // constraints from the first token, not the reasoning's end
   int64_t parameters = 0, active_parameters = 0;    // weights in all, and those one token runs through
   int n_experts = 0, n_experts_used = 0;            // 0: a dense model
   ToolServing tools;                                // --tool-call-parser, --enable-auto-tool-choice, ...

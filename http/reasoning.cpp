@@ -41,10 +41,21 @@ std::string_view reasoning_parser_name(ReasoningParser p) {
   return "";
 }
 
-ReasoningParser parser_for_prompt(ReasoningParser parser, std::string_view prompt) {
+namespace {
+bool closes_thinking(std::string_view prompt) {
   const size_t last = prompt.find_last_not_of(" \t\r\n");
-  const bool closed = last != std::string_view::npos && prompt.substr(0, last + 1).ends_with(kEnd);
-  return parser == ReasoningParser::DeepSeekR1 && closed ? ReasoningParser::Qwen3 : parser;
+  return last != std::string_view::npos && prompt.substr(0, last + 1).ends_with(kEnd);
+}
+}  // namespace
+
+ReasoningParser parser_for_prompt(ReasoningParser parser, std::string_view prompt) {
+  return parser == ReasoningParser::DeepSeekR1 && closes_thinking(prompt) ? ReasoningParser::Qwen3 : parser;
+}
+
+std::optional<std::string> reasoning_end_marker(ReasoningParser parser, std::string_view prompt) {
+  if (parser == ReasoningParser::GptOss) return std::string(kChannel) + "final" + std::string(kMessage);
+  if (closes_thinking(prompt)) return std::nullopt;
+  return std::string(kEnd);
 }
 
 std::optional<ReasoningParser> detect_reasoning_parser(std::string_view source, std::string_view generation_prompt) {

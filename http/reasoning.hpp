@@ -25,6 +25,9 @@ std::string_view reasoning_parser_name(ReasoningParser p);
 // The parser for one request's prompt: deepseek_r1's open thinking read as qwen3's optional one when the prompt
 // already closed it (a template given enable_thinking false ends the prompt with </think>).
 ReasoningParser parser_for_prompt(ReasoningParser parser, std::string_view prompt);
+// The text that ends the reasoning in an output, after which structured outputs and forced tool calls begin
+// ("</think>"; Harmony's "<|channel|>final<|message|>"); nullopt when the prompt already closed the thinking.
+std::optional<std::string> reasoning_end_marker(ReasoningParser parser, std::string_view prompt);
 // --reasoning-parser auto: the format a chat template shows. generation_prompt is what the template appends for
 // the assistant's turn (a template that opens <think> there is deepseek_r1's); nullopt: no thinking format.
 std::optional<ReasoningParser> detect_reasoning_parser(std::string_view source, std::string_view generation_prompt);

@@ -29,6 +29,7 @@ struct ServerOptions {
   bool enable_auto_tool_choice = false;  // --enable-auto-tool-choice
   bool exclude_tools_when_tool_choice_none = false;  // --exclude-tools-when-tool-choice-none
   bool strict_request_fields = false;                // --strict-request-fields
+  bool structured_outputs_in_reasoning = false;      // --structured-outputs-in-reasoning
   std::string reasoning_parser;                      // --reasoning-parser: "" none
 };
 

@@ -227,8 +227,72 @@ TEST_CASE("Prefill on one instance and decode on another under a grammar equals 
   CHECK(pd.transfers == int64_t(reqs.size()));
 }
 
+TEST_CASE("A grammar that starts after a marker leaves the tokens up to it free, then constrains", "[structured]") {
+  // Tokens: 0 "a", 1 "{", 2 "}", 3 "END" (the marker), 4 the end of generation.
+  const auto vocab = std::make_shared<const GrammarVocabulary>(
+      std::vector<std::optional<std::string>>{"a", "{", "}", "END", std::nullopt});
+  StructuredOutputManager m(vocab);
+  auto g = m.grammar_for({StructuredOutputsParams::Kind::Regex, R"(\{\})", {0, 3}}, {4});
+  auto allowed = [&](std::vector<int> output) {
+    g->sync(output);
+    std::vector<float> logits(5, 1.0f);
+    g->apply_mask(logits.data(), 5);
+    std::vector<int> out;
+    for (int t = 0; t < 5; ++t)
+      if (logits[t] == 1.0f) out.push_back(t);
+    return out;
+  };
+  using V = std::vector<int>;
+  CHECK(allowed({}) == V{0, 1, 2, 3, 4});  // free: nothing masked, nothing terminated
+  CHECK_FALSE(g->is_terminated());
+  CHECK(allowed({2, 2, 3, 0}) == V{0, 1, 2, 3, 4});  // "} } END a": the marker is "a END", not yet
+  CHECK(allowed({2, 0, 3}) == V{1});                 // after "a END": the regex's first byte
+  CHECK(allowed({2, 0, 3, 1}) == V{2});
+  CHECK(allowed({2, 0, 3, 1, 2}) == V{4});
+  CHECK(g->is_terminated());
+  CHECK(allowed({2, 0}) == V{0, 1, 2, 3, 4});  // rolled back past the marker: free again
+  CHECK(allowed({2, 0, 3, 0, 3, 1}) == V{4});  // the first marker counts: "a" after it is refused: only the end
+  // The same grammar from the first token: one compiled grammar serves both (starts_after is the matcher's).
+  auto at_once = m.grammar_for({StructuredOutputsParams::Kind::Regex, R"(\{\})"}, {4});
+  at_once->sync(std::vector<int>{});
+  std::vector<float> logits(5, 1.0f);
+  at_once->apply_mask(logits.data(), 5);
+  CHECK(logits == std::vector<float>{-INFINITY, 1.0f, -INFINITY, -INFINITY, -INFINITY});
+}
+
+TEST_CASE("A grammar after a marker: the same ids as unconstrained up to the marker, the grammar's after it",
+          "[structured][model]") {
+  const Tokenizer tok(*stories().file.vocab);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.max_tokens = 60;
+  const Request free_run("free", tok.encode("Once upon a time", true), p, 77);
+  const std::vector<int> free_ids = run_structured({free_run}, config(), false).tokens.at("free");
+  REQUIRE(free_ids.size() > 8);
+  // The marker: the output's tokens 2 and 3, where they first occur together.
+  const std::vector<int> marker = {free_ids[2], free_ids[3]};
+  REQUIRE(std::search(free_ids.begin(), free_ids.end(), marker.begin(), marker.end()) == free_ids.begin() + 2);
+  Request after = free_run;
+  after.request_id = "after";
+  after.sampling_params.structured_outputs = {StructuredOutputsParams::Kind::Grammar, kListGrammar, marker};
+  Request never = after;  // a marker the free output never writes: the run is the free one, token for token
+  never.request_id = "never";
+  never.sampling_params.structured_outputs->starts_after = {free_ids[0], free_ids[0], free_ids[0], free_ids[0]};
+  REQUIRE(std::search(free_ids.begin(), free_ids.end(), never.sampling_params.structured_outputs->starts_after.begin(),
+                      never.sampling_params.structured_outputs->starts_after.end()) == free_ids.end());
+  const CoreRun run = run_structured({after, never}, config(), false);
+  CHECK(run.tokens.at("never") == free_ids);
+  const std::vector<int>& ids = run.tokens.at("after");
+  REQUIRE(ids.size() > 4);
+  CHECK(std::vector<int>(ids.begin(), ids.begin() + 4) == std::vector<int>(free_ids.begin(), free_ids.begin() + 4));
+  const std::string constrained = text_of(std::vector<int>(ids.begin() + 4, ids.end()));
+  INFO(constrained);
+  CHECK(Grammar::parse(kListGrammar).matches(constrained));
+}
+
 TEST_CASE("The prefill request carries its structured output across processes", "[structured]") {
   for (const auto& so : {StructuredOutputsParams{StructuredOutputsParams::Kind::Json, R"({"type": "integer"})"},
+                         StructuredOutputsParams{StructuredOutputsParams::Kind::Regex, "ab", {7, 8}},
                          StructuredOutputsParams{StructuredOutputsParams::Kind::Choice, R"(["a", "b"])"},
                          StructuredOutputsParams{StructuredOutputsParams::Kind::JsonObject, ""}}) {
     SamplingParams p;

@@ -85,12 +85,26 @@ std::shared_ptr<const TokenBitmask> CompiledGrammar::compute_mask(int state) {
   return mask;
 }
 
-StructuredOutputGrammar::StructuredOutputGrammar(std::shared_ptr<CompiledGrammar> grammar, std::vector<int> end_tokens)
-    : grammar_(std::move(grammar)), end_tokens_(std::move(end_tokens)) {
+StructuredOutputGrammar::StructuredOutputGrammar(std::shared_ptr<CompiledGrammar> grammar, std::vector<int> end_tokens,
+                                                 std::vector<int> starts_after)
+    : grammar_(std::move(grammar)),
+      end_tokens_(std::move(end_tokens)),
+      starts_after_(std::move(starts_after)),
+      free_tokens_(starts_after_.empty() ? 0 : kNotYet) {
   states_.push_back(grammar_->initial_state());
 }
 
 void StructuredOutputGrammar::sync(std::span<const int> output_token_ids) {
+  if (!starts_after_.empty()) {
+    const auto at =
+        std::search(output_token_ids.begin(), output_token_ids.end(), starts_after_.begin(), starts_after_.end());
+    const size_t free =
+        at == output_token_ids.end() ? kNotYet : size_t(at - output_token_ids.begin()) + starts_after_.size();
+    if (free != free_tokens_) states_.resize(1);  // the marker came, or a rollback took it back: start over
+    free_tokens_ = free;
+    if (free == kNotYet) return;
+    output_token_ids = output_token_ids.subspan(free);
+  }
   if (output_token_ids.size() + 1 < states_.size()) states_.resize(output_token_ids.size() + 1);
   for (size_t k = states_.size() - 1; k < output_token_ids.size(); ++k) {
     const int token = output_token_ids[k];
@@ -106,10 +120,12 @@ void StructuredOutputGrammar::prefetch_mask() {
 }
 
 bool StructuredOutputGrammar::is_terminated() {
-  return state() == CompiledGrammar::kDead || (grammar_->accepting(state()) && !grammar_->can_continue(state()));
+  return constrained() &&
+         (state() == CompiledGrammar::kDead || (grammar_->accepting(state()) && !grammar_->can_continue(state())));
 }
 
 void StructuredOutputGrammar::apply_mask(float* logits, int vocab_size) {
+  if (!constrained()) return;
   const auto start = std::chrono::steady_clock::now();
   const std::shared_ptr<const TokenBitmask> mask = grammar_->allowed_tokens(state());
   const int known = std::min(vocab_size, grammar_->vocabulary().size());

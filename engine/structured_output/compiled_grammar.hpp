@@ -61,8 +61,10 @@ class CompiledGrammar {
 // One request's position in its grammar, derived from its output tokens.
 class StructuredOutputGrammar {
  public:
-  // end_tokens (EOS and the request's stop tokens) are allowed exactly where the text is complete.
-  StructuredOutputGrammar(std::shared_ptr<CompiledGrammar> grammar, std::vector<int> end_tokens);
+  // end_tokens (EOS and the request's stop tokens) are allowed exactly where the text is complete. The grammar
+  // begins after starts_after's first occurrence in the output (empty: at once); until then nothing is masked.
+  StructuredOutputGrammar(std::shared_ptr<CompiledGrammar> grammar, std::vector<int> end_tokens,
+                          std::vector<int> starts_after = {});
 
   // Catches up with the output so far: feeds the tokens appended since the last call, or rolls back
   // when there are fewer (a token the grammar refuses leaves only the end tokens allowed).
@@ -72,16 +74,20 @@ class StructuredOutputGrammar {
   // Complete and nothing more may follow (or a refused token): only an end token can come next.
   bool is_terminated();
   // The current state's mask is not cached yet (after sync): prefetch_mask would walk the trie.
-  bool mask_missing() { return !grammar_->has_mask(state()); }
+  bool mask_missing() { return constrained() && !grammar_->has_mask(state()); }
   // Computes and caches the current state's mask, so that apply_mask finds it (MaskPrefetch's thread).
   void prefetch_mask();
 
  private:
   int state() const { return states_.back(); }
+  bool constrained() const { return free_tokens_ != kNotYet; }
+  static constexpr size_t kNotYet = SIZE_MAX;
 
   std::shared_ptr<CompiledGrammar> grammar_;
   std::vector<int> end_tokens_;
-  std::vector<int> states_;                       // states_[k]: after k output tokens
+  std::vector<int> starts_after_;
+  size_t free_tokens_ = 0;                        // output tokens before the grammar's first; kNotYet: not begun
+  std::vector<int> states_;                       // states_[k]: after k constrained output tokens
   std::vector<std::pair<int, float>> kept_ends_;  // apply_mask's scratch, reused every token
 };
 

@@ -56,7 +56,7 @@ std::unique_ptr<StructuredOutputGrammar> StructuredOutputManager::grammar_for(co
   {
     std::lock_guard lock(mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
-      if (it->first == params) {
+      if (it->first.kind == params.kind && it->first.spec == params.spec) {  // starts_after is the matcher's
         cache_.splice(cache_.begin(), cache_, it);
         compiled = it->second;
         break;
@@ -68,7 +68,7 @@ std::unique_ptr<StructuredOutputGrammar> StructuredOutputManager::grammar_for(co
     cache_.emplace_front(params, compiled);
     if (cache_.size() > kMaxCachedGrammars) cache_.pop_back();
   }
-  return std::make_unique<StructuredOutputGrammar>(std::move(compiled), std::move(end_tokens));
+  return std::make_unique<StructuredOutputGrammar>(std::move(compiled), std::move(end_tokens), params.starts_after);
 }
 
 }  // namespace parley::structured

