@@ -400,7 +400,9 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     read_structured_outputs(body, j, req.params);
     constrain_to_tool_calls(tool_constraint, req.params);
     // Constraints begin where the reasoning ends (vLLM's reasoning-aware structured outputs): thinking stays free.
-    if (chat && req.reasoning && req.params.structured_outputs && !ctx.structured_outputs_in_reasoning)
+    // A forced Harmony call is a commentary message, not the final one: it is constrained from the first token.
+    const bool harmony_call = tool_constraint && req.reasoning == ReasoningParser::GptOss;
+    if (chat && req.reasoning && req.params.structured_outputs && !ctx.structured_outputs_in_reasoning && !harmony_call)
       if (const auto marker = reasoning_end_marker(*req.reasoning, req.prompt_texts.front()))
         req.params.structured_outputs->starts_after = ctx.tokenizer->encode(*marker, false);
     resolve_max_tokens(j, ctx, req);

@@ -9,7 +9,8 @@ namespace {
 constexpr std::string_view kStart = "<think>", kEnd = "</think>";
 // Harmony's markup (gpt-oss), special tokens decoded as their text.
 constexpr std::string_view kStartTag = "<|start|>", kChannel = "<|channel|>", kMessage = "<|message|>";
-constexpr std::string_view kBodyEnds[] = {"<|end|>", "<|return|>", "<|call|>", kStartTag, kChannel};
+constexpr std::string_view kCall = "<|call|>", kToolHeader = "<|channel|>commentary to=";
+constexpr std::string_view kBodyEnds[] = {"<|end|>", "<|return|>", kCall, kStartTag, kChannel};
 constexpr size_t kMaxHeader = 256;  // "<|start|>assistant<|channel|>commentary to=functions.x <|constrain|>json"
 
 // The length of text's longest suffix that is a proper prefix of marker: it may still become the marker.
@@ -122,28 +123,41 @@ void ReasoningStream::feed_think(std::vector<ReasoningPiece>& out) {
   }
 }
 
-bool ReasoningStream::read_header() {
+bool ReasoningStream::read_header(std::vector<ReasoningPiece>& out) {
   const size_t message = held_.find(kMessage);
   if (message == std::string::npos) return false;
   const std::string_view header = std::string_view(held_).substr(0, message);
-  const size_t channel = header.find(kChannel);
-  std::string_view name = channel == std::string_view::npos ? "" : header.substr(channel + kChannel.size());
-  name = name.substr(0, name.find_first_of(" <"));
-  analysis_ = name == "analysis";
+  auto word_after = [&](std::string_view key) {  // the header's value after key, up to a space or a marker
+    const size_t at = header.find(key);
+    if (at == std::string_view::npos) return std::string_view();
+    const std::string_view value = header.substr(at + key.size());
+    return value.substr(0, value.find_first_of(" <"));
+  };
+  const std::string_view channel = word_after(kChannel), recipient = word_after("to=");
+  analysis_ = channel == "analysis";
+  to_function_ = recipient.starts_with("functions.");
+  std::string call_header =
+      to_function_ ? std::string(kToolHeader) + std::string(recipient) + std::string(kMessage) : "";
   held_.erase(0, message + kMessage.size());
+  if (to_function_) {
+    enter_content(0);
+    emit(false, std::move(call_header), out);
+  }
   return true;
 }
 
 void ReasoningStream::feed_harmony(std::vector<ReasoningPiece>& out) {
   for (;;) {
     if (state_ == State::Header) {
-      // A header starts with a marker ("<|start|>assistant<|channel|>final..."); other text is an unformatted answer.
-      const bool header = held_.starts_with("<|") || std::string_view("<|").starts_with(held_);
-      if (header && !read_header()) {
+      // A header starts with a marker ("<|start|>assistant<|channel|>final...") or, right after the prompt's
+      // "<|start|>assistant", a recipient (" to=functions.f<|channel|>..."); other text is an unformatted answer.
+      const bool header = held_.starts_with("<|") || held_.starts_with(" to=") ||
+                          std::string_view("<|").starts_with(held_) || std::string_view(" to=").starts_with(held_);
+      if (header && !read_header(out)) {
         if (held_.size() <= kMaxHeader) return;  // not known yet
-        analysis_ = false;                       // too long for a header: text, not markup
+        analysis_ = to_function_ = false;        // too long for a header: text, not markup
       } else if (!header) {
-        analysis_ = false;
+        analysis_ = to_function_ = false;
       }
       state_ = State::Body;
       if (!analysis_) enter_content(0);
@@ -162,6 +176,7 @@ void ReasoningStream::feed_harmony(std::vector<ReasoningPiece>& out) {
       return;
     }
     emit(analysis_, held_.substr(0, at), out);
+    if (to_function_) emit(false, std::string(kCall), out);  // the call's end, in the one form
     const bool opens_header =
         held_.compare(at, kStartTag.size(), kStartTag) == 0 || held_.compare(at, kChannel.size(), kChannel) == 0;
     held_.erase(0, opens_header ? at : at + length);

@@ -15,7 +15,9 @@ enum class ReasoningParser {
                // <think> of its own is dropped); no </think>: all reasoning
   Qwen3,       // reasoning only when the output opens with <think>, until </think>; otherwise all content
   GptOss,      // Harmony: <|channel|>analysis<|message|>... is reasoning, the final and commentary channels content;
-               // the headers and <|start|>, <|end|>, <|return|>, <|call|> markers are dropped (decoded as text)
+               // the headers and <|start|>, <|end|>, <|return|>, <|call|> markers are dropped (decoded as text);
+               // a message to a function is content in one header form for the openai tool-call parser:
+               // <|channel|>commentary to=functions.NAME<|message|>ARGUMENTS<|call|>
 };
 
 // "deepseek_r1", "qwen3", "openai_gptoss" (vLLM's name; also "gpt_oss", "gpt-oss"); throws std::invalid_argument
@@ -54,14 +56,17 @@ class ReasoningStream {
   void emit(bool reasoning, std::string text, std::vector<ReasoningPiece>& out);
   void feed_think(std::vector<ReasoningPiece>& out);
   void feed_harmony(std::vector<ReasoningPiece>& out);
-  bool read_header();  // Harmony: a whole header held (up to <|message|>) is read; false while it is not
+  // Harmony: a whole header held (up to <|message|>) is read (a function call's goes out in one form); false while
+  // it is not.
+  bool read_header(std::vector<ReasoningPiece>& out);
   void enter_content(size_t held_at);  // the answer starts at held_[held_at]
   ReasoningParser parser_;
   State state_;
   std::string held_;
   size_t fed_ = 0;  // bytes fed so far
   std::optional<size_t> content_start_;
-  bool analysis_ = false;  // Harmony: the current message is on the analysis channel
+  bool analysis_ = false;     // Harmony: the current message is on the analysis channel
+  bool to_function_ = false;  // Harmony: the current message calls a function (its text is content as it is)
 };
 
 // A whole output split: the reasoning (nullopt when there was none) and the content (nullopt when empty after

@@ -87,6 +87,14 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
     spdlog::info("tool calls: read with the {} parser (the chat template's format)", tool_call_parser_name(*detected));
   else
     spdlog::info("tool calls: the chat template shows no format Parley reads; --tool-call-parser names one");
+  // Harmony's calls reach the openai parser through the Harmony reading of the output.
+  auto& reasoning = impl_->ctx.serving.reasoning_parser;
+  const std::optional<ToolCallParser> reads_calls = tools.parser ? tools.parser : detected;
+  if (!reasoning && reads_calls == ToolCallParser::OpenAi) {
+    reasoning = ReasoningParser::GptOss;
+    spdlog::info(
+        "reasoning: split with the openai_gptoss parser (the openai tool-call parser reads Harmony through it)");
+  }
 }
 
 HttpServer::~HttpServer() { stop(); }

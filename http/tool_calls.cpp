@@ -18,6 +18,8 @@ using ojson = nlohmann::ordered_json;
 constexpr size_t npos = std::string_view::npos;
 constexpr std::string_view kHermesStart = "<tool_call>", kHermesEnd = "</tool_call>";
 constexpr std::string_view kMistralStart = "[TOOL_CALLS]", kPythonTag = "<|python_tag|>";
+constexpr std::string_view kOpenAiStart = "<|channel|>commentary to=functions.", kOpenAiArguments = "<|message|>",
+                           kOpenAiEnd = "<|call|>";
 constexpr int kMaxJsonDepth = 64;  // as request bodies: deeper model output stays content
 
 struct NamedParser {
@@ -26,7 +28,8 @@ struct NamedParser {
 };
 constexpr NamedParser kParsers[] = {{ToolCallParser::Llama3Json, "llama3_json"},
                                     {ToolCallParser::Hermes, "hermes"},
-                                    {ToolCallParser::Mistral, "mistral"}};
+                                    {ToolCallParser::Mistral, "mistral"},
+                                    {ToolCallParser::OpenAi, "openai"}};
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 size_t skip_space(std::string_view s, size_t i = 0) {
@@ -126,6 +129,25 @@ CallScan scan_mistral(std::string_view s, bool final) {
   return {CallScan::Calls, end, std::move(calls)};
 }
 
+// gpt-oss: one call per Harmony message, its arguments the message's JSON object (<|call|> after it optional).
+CallScan scan_openai(std::string_view s, bool final) {
+  if (!s.starts_with(kOpenAiStart)) return not_yet(final, could_become(s, kOpenAiStart), 0);
+  const size_t arguments = s.find(kOpenAiArguments, kOpenAiStart.size());
+  if (arguments == npos) return not_yet(final, true, kOpenAiStart.size());
+  const std::string_view name = s.substr(kOpenAiStart.size(), arguments - kOpenAiStart.size());
+  const size_t open = skip_space(s, arguments + kOpenAiArguments.size());
+  if (open == s.size()) return not_yet(final, true, kOpenAiStart.size());
+  const size_t end = s[open] == '{' ? json_value_end(s, open) : 0;
+  if (end == npos) return not_yet(final, true, kOpenAiStart.size());
+  const ojson args = end ? ojson::parse(s.substr(open, end - open), nullptr, false) : ojson(nullptr);
+  if (name.empty() || !args.is_object()) return {CallScan::Malformed, kOpenAiStart.size()};
+  const size_t after = skip_space(s, end);
+  const std::string_view rest = s.substr(after);
+  if (!final && could_become(rest, kOpenAiEnd)) return {CallScan::NeedMore};
+  std::vector<ToolCall> calls{{std::string(name), args.dump(-1, ' ', false, ojson::error_handler_t::replace)}};
+  return {CallScan::Calls, rest.starts_with(kOpenAiEnd) ? after + kOpenAiEnd.size() : end, std::move(calls)};
+}
+
 // Llama 3: calls lead the output (after <|python_tag|> when the model writes it), separated by ';'.
 CallScan scan_llama3(std::string_view s, bool final, bool at_start) {
   size_t i = 0;
@@ -194,6 +216,8 @@ std::optional<ToolCallParser> detect_tool_call_parser(std::string_view source) {
       if (has(xml)) return std::nullopt;
     return has("arguments") ? std::optional(ToolCallParser::Hermes) : std::nullopt;
   }
+  // gpt-oss's Harmony: calls are messages to a recipient.
+  if (has("<|channel|>") && has("to=")) return ToolCallParser::OpenAi;
   // Llama 3.1+: 'Respond in the format {"name": function name, "parameters": ...}'.
   if (has("\"name\": function name, \"parameters\"")) return ToolCallParser::Llama3Json;
   return std::nullopt;
@@ -241,6 +265,7 @@ std::vector<ToolStreamEvent> ToolCallStream::advance(bool final) {
       const std::string_view at = rest.substr(ws);
       CallScan c = parser_ == ToolCallParser::Hermes    ? scan_hermes(at, final)
                    : parser_ == ToolCallParser::Mistral ? scan_mistral(at, final)
+                   : parser_ == ToolCallParser::OpenAi  ? scan_openai(at, final)
                                                         : scan_llama3(at, final, decided_ == 0 && !after_call_);
       switch (c.kind) {
         case CallScan::NeedMore:
@@ -264,7 +289,9 @@ std::vector<ToolStreamEvent> ToolCallStream::advance(bool final) {
     if (ws && after_call_) return {Piece::Drop, ws};
     if (content_only_ || llama) return {Piece::Content, rest.size()};
     // Content up to where a call could start, less the whitespace before it.
-    const std::string_view marker = parser_ == ToolCallParser::Hermes ? kHermesStart : kMistralStart;
+    const std::string_view marker = parser_ == ToolCallParser::Hermes   ? kHermesStart
+                                    : parser_ == ToolCallParser::OpenAi ? kOpenAiStart
+                                                                        : kMistralStart;
     size_t end = rest.find(marker);
     if (end == npos) end = final ? rest.size() : rest.size() - held_marker_prefix(rest, marker);
     while (end > 0 && is_space(rest[end - 1])) --end;

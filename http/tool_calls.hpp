@@ -22,7 +22,9 @@
 
 namespace parley::http {
 
-enum class ToolCallParser { Llama3Json, Hermes, Mistral };
+// OpenAi: gpt-oss's Harmony calls as the openai_gptoss reasoning parser passes them on,
+// <|channel|>commentary to=functions.NAME<|message|>ARGUMENTS<|call|> (vLLM's "openai").
+enum class ToolCallParser { Llama3Json, Hermes, Mistral, OpenAi };
 
 std::string_view tool_call_parser_name(ToolCallParser parser);  // vLLM's --tool-call-parser name
 std::string known_tool_call_parsers();                          // "llama3_json, hermes, mistral"

@@ -24,6 +24,7 @@ std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::ordere
   structured::JsonSchemaConverter converter;
   // Each call exactly as the template's own example writes it, so the model meets its training format.
   const bool llama = calling.parser == ToolCallParser::Llama3Json, hermes = calling.parser == ToolCallParser::Hermes;
+  const bool harmony = calling.parser == ToolCallParser::OpenAi;  // the arguments are the message itself
   const std::string open = hermes ? "<tool_call>\n" : "", close = hermes ? "\n</tool_call>" : "";
   const std::string key = llama ? "parameters" : "arguments";
   std::string one;
@@ -44,14 +45,17 @@ std::string tool_call_grammar(const ToolCalling& calling, const nlohmann::ordere
       const std::string choice = calling.choice == ToolChoice::Named ? "naming it" : "\"required\"";
       throw ToolGrammarError(field, "Invalid '" + field + "' for tool_choice " + choice + ": " + e.what());
     }
-    const std::string head = open + "{\"name\": " + nlohmann::json(name).dump() + ", \"" + key + "\": ";
-    one += (one.empty() ? "" : " | ") + gbnf_literal(head) + " " + arguments + " " + gbnf_literal("}" + close);
+    const std::string head = harmony ? "<|channel|>commentary to=functions." + name + "<|message|>"
+                                     : open + "{\"name\": " + nlohmann::json(name).dump() + ", \"" + key + "\": ";
+    const std::string tail = harmony ? "<|call|>" : "}" + close;
+    one += (one.empty() ? "" : " | ") + gbnf_literal(head) + " " + arguments + " " + gbnf_literal(tail);
     if (calling.choice == ToolChoice::Named) break;
   }
   one = "( " + one + " )";
   const bool many = calling.choice == ToolChoice::Required && calling.parallel_tool_calls;
-  const std::string separator = hermes ? "\n" : llama ? "; " : ", ";
-  std::string calls = one + (many ? " ( " + gbnf_literal(separator) + " " + one + " )*" : "");
+  const std::string separator = hermes ? "\n" : llama ? "; " : harmony ? "" : ", ";
+  const std::string more = separator.empty() ? one : gbnf_literal(separator) + " " + one;
+  std::string calls = one + (many ? " ( " + more + " )*" : "");
   if (calling.parser == ToolCallParser::Mistral)
     calls = gbnf_literal("[TOOL_CALLS][") + " " + calls + " " + gbnf_literal("]");
   return converter.grammar(calls);

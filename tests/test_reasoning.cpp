@@ -85,8 +85,19 @@ TEST_CASE("reasoning: the split of whole outputs", "[reasoning]") {
   check(P::GptOss,
         "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f "
         "<|constrain|>json<|message|>{\"x\": 1}<|call|>",
-        "a", "{\"x\": 1}");
+        "a", "<|channel|>commentary to=functions.f<|message|>{\"x\": 1}<|call|>");
   check(P::GptOss, "<|channel|>analysis<|message|>a<|end|><|start|>assist", "a", std::nullopt);  // a header cut off
+  // A message to a function: content in the one form the openai tool-call parser reads, whichever header order.
+  const std::string call = "<|channel|>commentary to=functions.get_weather<|message|>{\"city\":\"Oslo\"}<|call|>";
+  check(P::GptOss,
+        "<|channel|>analysis<|message|>think<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary "
+        "json<|message|>{\"city\":\"Oslo\"}<|call|>",
+        "think", call);
+  check(P::GptOss, " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Oslo\"}<|call|>",
+        std::nullopt, call);
+  check(P::GptOss,
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Oslo\"}<|call|>",
+        std::nullopt, call);
 }
 
 TEST_CASE("reasoning: a prompt that closed the thinking gets deepseek_r1's answer as content", "[reasoning]") {
@@ -126,7 +137,12 @@ TEST_CASE("reasoning: every cut of the text into two or three deltas gives the w
                                           "</think>",
                                           "<think></think>z",
                                           "q</think"};
-  const std::vector<std::string> harmony = {kHarmony, "<|channel|>analysis<|message|>a<|e<|end|>", "<|", "x<|y",
+  const std::vector<std::string> harmony = {kHarmony,
+                                            "<|channel|>analysis<|message|>a<|e<|end|>",
+                                            "<|",
+                                            "x<|y",
+                                            "<|channel|>analysis<|message|>t<|end|><|start|>assistant to=functions.f"
+                                            "<|channel|>commentary json<|message|>{}<|call|>",
                                             "<|channel|>final<|message|><|channel|>analysis<|message|>z"};
   for (ReasoningParser p : {ReasoningParser::Qwen3, ReasoningParser::DeepSeekR1, ReasoningParser::GptOss})
     for (const std::string& text : p == ReasoningParser::GptOss ? harmony : think) {

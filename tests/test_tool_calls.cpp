@@ -72,6 +72,13 @@ const std::map<ToolCallParser, std::vector<std::string>> kOutputs = {
       "I will call. [TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"s\": \"]\"}}] after",
       "[TOOL_CALLS]{\"name\": \"single\", \"arguments\": {}}", "[TOOL_CALLS][{\"name\": \"a\"}]",
       "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}", "[TOOL_C", "no calls [TOOL at all", ""}},
+    {ToolCallParser::OpenAi,
+     {"<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Paris\"}<|call|>",
+      "Let me look. <|channel|>commentary to=functions.a<|message|>{}<|call|><|channel|>commentary "
+      "to=functions.b<|message|>{\"x\": [1, {\"y\": \"<|call|>}\"}]}<|call|> done",
+      "<|channel|>commentary to=functions.a<|message|>not json<|call|>",
+      "<|channel|>commentary to=functions.cut<|message|>{\"a\": 1", "<|channel|>commentary to=functions.x<|message|>{}",
+      "<|channel|>comm", "plain <|chan text <|channel|>commentary to=", ""}},
 };
 
 }  // namespace
@@ -225,6 +232,19 @@ TEST_CASE("a stream holds back what may open a call and sends content before it 
   CHECK(out.content == "Checking the weather<toolbox");  // the space after a call is the call's
 }
 
+TEST_CASE("openai (gpt-oss) calls are read from Harmony messages to functions", "[tool_calls]") {
+  const ExtractedToolCalls two =
+      extract_tool_calls(ToolCallParser::OpenAi,
+                         "Let me look. <|channel|>commentary to=functions.a<|message|>{}<|call|><|channel|>commentary "
+                         "to=functions.b<|message|> {\"x\": [1, {\"y\": \"<|call|>}\"}]} <|call|>");
+  CHECK(two.calls == std::vector<ToolCall>{{"a", "{}"}, {"b", R"({"x":[1,{"y":"<|call|>}"}]})"}});
+  CHECK(two.content == "Let me look.");
+  const ExtractedToolCalls bad =
+      extract_tool_calls(ToolCallParser::OpenAi, "<|channel|>commentary to=functions.a<|message|>[1]<|call|>");
+  CHECK(bad.calls.empty());  // arguments that are not an object stay content
+  CHECK(bad.content == "<|channel|>commentary to=functions.a<|message|>[1]<|call|>");
+}
+
 TEST_CASE("tool call ids are chatcmpl-tool- and 32 hex digits from the request and index", "[tool_calls]") {
   const std::string id = tool_call_id("chatcmpl-abc-0", 0);
   CHECK(std::regex_match(id, std::regex("chatcmpl-tool-[0-9a-f]{32}")));
@@ -234,14 +254,14 @@ TEST_CASE("tool call ids are chatcmpl-tool- and 32 hex digits from the request a
 }
 
 TEST_CASE("tool call parsers have vLLM's names and an unknown one lists them", "[tool_calls]") {
-  for (auto p : {ToolCallParser::Llama3Json, ToolCallParser::Hermes, ToolCallParser::Mistral})
+  for (auto p : {ToolCallParser::Llama3Json, ToolCallParser::Hermes, ToolCallParser::Mistral, ToolCallParser::OpenAi})
     CHECK(parse_tool_call_parser(tool_call_parser_name(p)) == p);
   CHECK(tool_call_parser_name(ToolCallParser::Llama3Json) == "llama3_json");
   try {
     parse_tool_call_parser("pythonic");
     FAIL("no error");
   } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()) == "unknown tool call parser 'pythonic'; known: llama3_json, hermes, mistral");
+    CHECK(std::string(e.what()) == "unknown tool call parser 'pythonic'; known: llama3_json, hermes, mistral, openai");
   }
 }
 
@@ -265,7 +285,8 @@ TEST_CASE("the format is recognised from the real chat templates that teach one"
       {"meetkai-functionary-medium-v3.1", std::nullopt},
       {"google-gemma-4-31B-it", std::nullopt},
       {"deepseek-ai-DeepSeek-V3.2", std::nullopt},
-      {"llama-cpp-rwkv-world", std::nullopt}};
+      {"llama-cpp-rwkv-world", std::nullopt},
+      {"openai-gpt-oss-120b", P::OpenAi}};
   const char* dir = std::getenv("PARLEY_SHARED_DIR");
   const auto folder = std::filesystem::path(dir && *dir ? dir : PARLEY_SHARED_DIR) / "chat_templates";
   for (const auto& [name, parser] : expected) {

@@ -120,7 +120,7 @@ TEST_CASE("auto needs --enable-auto-tool-choice and any call needs a known forma
             .tool_calling);
   const ApiError no_format =
       chat_error(R"(,"tools":)" + kTools + R"(,"tool_choice":"required")", tool_context(std::nullopt));
-  CHECK(no_format.message.find("--tool-call-parser (llama3_json, hermes, mistral)") != std::string::npos);
+  CHECK(no_format.message.find("--tool-call-parser (llama3_json, hermes, mistral, openai)") != std::string::npos);
 }
 
 TEST_CASE("the parser comes from the request's chat template when no flag names one", "[tool_calls]") {
@@ -236,6 +236,9 @@ TEST_CASE("the tool-call grammar of each format takes its calls and nothing else
       {ToolCallParser::Mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
        "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": "
        "{\"city\": \"Lima\"}}]"},
+      {ToolCallParser::OpenAi, "<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Oslo\"}<|call|>",
+       "<|channel|>commentary to=functions.get_time<|message|>{}<|call|><|channel|>commentary "
+       "to=functions.get_weather<|message|>{\"city\": \"Lima\"}<|call|>"},
   };
   for (const Case& c : cases) {
     INFO(tool_call_parser_name(c.parser));

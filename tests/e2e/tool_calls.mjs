@@ -191,7 +191,7 @@ main('tool_calls', async (parley, ctx) => {
     assert.match(noAuto.message, /--enable-auto-tool-choice/);
     const noFormat = assertErrorShape(await post(plain.base, '/v1/chat/completions',
                                                  { messages: MESSAGES, tools: TOOLS, tool_choice: 'required' }), 400, 'format');
-    assert.match(noFormat.message, /--tool-call-parser \(llama3_json, hermes, mistral\)/);
+    assert.match(noFormat.message, /--tool-call-parser \(llama3_json, hermes, mistral, openai\)/);
     const none = await post(plain.base, '/v1/chat/completions', { messages: MESSAGES, tools: TOOLS, tool_choice: 'none', max_tokens: 4 });
     assert.equal(none.status, 200, none.text);
     ctx.check();
