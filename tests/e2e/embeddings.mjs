@@ -21,7 +21,8 @@ const MODELS = [
   { arch: 'qwen3', pooling: 'cls' },
 ];
 const LENGTHS = [6, 40, 130];
-const TOL = 1e-4;
+const TOL = 1e-4;      // cosine distance
+const REL_TOL = 2e-3;  // |ours - llama.cpp's| / |llama.cpp's|: its embedding context keeps an F16 KV cache
 
 function cosineDistance(a, b) {
   assert.equal(a.length, b.length, 'vectors of one length');
@@ -46,7 +47,7 @@ main('embeddings', async (parley, ctx) => {
       const file = path.join(dir, `${name}.gguf`);
       execFileSync(parley, ['gen-model', '--arch', arch, '--pooling', pooling, '--out', file, '--seed', '3']);
       const server = await ctx.start([], { label: name, model: file });
-      let worst = 0;
+      let worst = 0, worstRel = 0;
       for (const [k, n] of LENGTHS.entries()) {
         const ids = await embeddingInput(file, randomTokenIds(n, 7 * k + arch.length));
         const want = await llamaEmbedding(file, ids);
@@ -59,12 +60,14 @@ main('embeddings', async (parley, ctx) => {
           worst = Math.max(worst, d);
           assert.ok(d <= TOL, `${where}: ${what} cosine distance ${d} to llama.cpp's`);
         }
-        // Raw is llama.cpp's own scale; normalized is raw over its L2 norm.
-        assert.ok(Math.abs(norm(raw) / norm(want) - 1) < 1e-3, `${where}: raw norm ${norm(raw)} vs ${norm(want)}`);
+        // Raw is llama.cpp's own vector, scale included (cosine alone misses a scale: the final norm's, say).
+        const rel = norm(raw.map((x, i) => x - want[i])) / norm(want);
+        worstRel = Math.max(worstRel, rel);
+        assert.ok(rel <= REL_TOL, `${where}: raw differs from llama.cpp's by ${rel} of its norm`);
         assert.ok(Math.abs(norm(unit) - 1) < 1e-5, `${where}: normalized norm ${norm(unit)}`);
         ctx.check();
       }
-      ctx.note(`${name} ${worst.toExponential(1)}`);
+      ctx.note(`${name} ${worst.toExponential(1)} (raw ${worstRel.toExponential(1)})`);
 
       // Every input of a batch gets the vector it gets alone, bit for bit, in input order.
       const inputs = LENGTHS.map((n, k) => randomTokenIds(n, 100 + k));
