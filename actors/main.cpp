@@ -214,8 +214,7 @@ void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
 CLI::Option* add_pooling_flag(CLI::App* cmd, std::optional<parley::PoolingType>& target, const std::string& what) {
   return cmd
       ->add_option_function<std::string>(
-          "--pooling", [&target](const std::string& v) { target = parley::parse_choice<parley::PoolingType>(v); },
-          what)
+          "--pooling", [&target](const std::string& v) { target = parley::parse_choice<parley::PoolingType>(v); }, what)
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
 }
 

@@ -270,7 +270,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.ran_graph = device_->forward(forward_, logits_, &device_sampling_);
   phase.emplace(profile_, StepPhase::Sample);
   mask_prefetch_.wait();
-  if (!pooled_rows_.empty()) pool_rows();  // before anything else runs the model
+  if (!pooled_rows_.empty()) pool_rows();               // before anything else runs the model
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
     const auto hidden = device_->hidden_states();
     const size_t dim = size_t(device_->config().dim);

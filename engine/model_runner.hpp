@@ -127,9 +127,9 @@ class ModelRunner {
   std::unordered_map<std::string, PooledSequence> pooling_;
   struct PooledRow {
     int row;
-    int first_hidden;    // its first row in the device's normed_hidden_states()
-    PooledRange range;   // the prompt positions it feeds this step
-    bool ends;           // the step computes its prompt's last token
+    int first_hidden;   // its first row in the device's normed_hidden_states()
+    PooledRange range;  // the prompt positions it feeds this step
+    bool ends;          // the step computes its prompt's last token
   };
   std::vector<PooledRow> pooled_rows_;
   PromptLogprobsRows prompt_rows_;  // this step's prompt positions scored for prompt_logprobs, after all of the above

@@ -56,10 +56,12 @@ PoolingType served_pooling(EngineTask task, std::optional<PoolingType> flag, Poo
   if (task == EngineTask::Generate || (task == EngineTask::Auto && pooling == PoolingType::None))
     return PoolingType::None;
   if (pooling == PoolingType::None)
-    throw std::invalid_argument("--task embed needs a pooling type: the model file names none (--pooling mean|cls|last)");
+    throw std::invalid_argument(
+        "--task embed needs a pooling type: the model file names none (--pooling mean|cls|last)");
   if (pooling == PoolingType::Rank)
-    throw std::invalid_argument("the model pools by rank (a reranker): not served yet (--task generate or --pooling "
-                                "mean|cls|last)");
+    throw std::invalid_argument(
+        "the model pools by rank (a reranker): not served yet (--task generate or --pooling "
+        "mean|cls|last)");
   return pooling;
 }
 

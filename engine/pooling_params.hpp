@@ -5,8 +5,8 @@
 namespace parley {
 
 struct PoolingParams {
-  int dimensions = 0;      // > 0: the first `dimensions` values only (Matryoshka), cut before normalizing
-  bool normalize = true;   // divided by its L2 norm (vLLM's default for embeddings, llama.cpp's embd_normalize 2)
+  int dimensions = 0;     // > 0: the first `dimensions` values only (Matryoshka), cut before normalizing
+  bool normalize = true;  // divided by its L2 norm (vLLM's default for embeddings, llama.cpp's embd_normalize 2)
   bool operator==(const PoolingParams&) const = default;
 };
 

@@ -70,7 +70,7 @@ struct Request {
   std::vector<TokenLogprobs> prompt_logprobs;
   SamplingParams sampling_params;
   std::optional<PoolingParams> pooling_params;  // set: a pooling request (prefill only; its output is one vector)
-  uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
+  uint64_t seed = 0;                            // the generator's key: params.seed, or drawn at admission
   int num_preemptions = 0;
   int num_lost_steps = 0;             // steps it was in that failed and were resynchronised (see Scheduler::resync)
   std::optional<int> stop_token;      // the token that stopped it (EOS or a stop_token_id)

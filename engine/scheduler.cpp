@@ -194,8 +194,7 @@ SchedulerOutput Scheduler::schedule() {
     r->worker_knows = true;
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                       r->seed, kv_.block_ids(*r), num_hit,
-                                      r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{},
-                                      r->pooling_params});
+                                      r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}, r->pooling_params});
     scheduled_new.push_back({r, n, 0});
     budget -= n;
   }
@@ -232,9 +231,9 @@ SchedulerOutput Scheduler::schedule() {
 bool Scheduler::certain_to_finish(const Request& r) const {
   const int in_flight = r.num_output_placeholders;
   // A hand-off to a decode instance ends with its first token(s), a pooling request with its prompt.
-  return in_flight > 0 &&
-         (r.kv_transfer == KvTransfer::ToDecode || r.is_pooling() || r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
-          r.num_tokens() + in_flight >= config_.max_model_len);
+  return in_flight > 0 && (r.kv_transfer == KvTransfer::ToDecode || r.is_pooling() ||
+                           r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
+                           r.num_tokens() + in_flight >= config_.max_model_len);
 }
 
 RequestStatus Scheduler::check_stop(const Request& r) const {
@@ -389,7 +388,7 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
     if (r && i < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[i]);
     const bool pooled = i < mro.pooled.size() && !mro.pooled[i].empty();
     if (mro.sampled(i).empty() && !pooled) continue;  // a prefill chunk that does not reach the end yet
-    if (!r) {                       // planned before the request finished or was preempted
+    if (!r) {                                         // planned before the request finished or was preempted
       const std::string& id = so.num_scheduled_tokens[i].first;
       if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end() && --stale->second == 0)
         stale_outputs_.erase(stale);

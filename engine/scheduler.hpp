@@ -49,7 +49,7 @@ struct SchedulerConfig {
   // The model's pooling (None: pooling requests are refused). Only last-token pooling reads cached prefixes: the
   // others need the hidden state of the first or of every prompt token.
   PoolingType pooling = PoolingType::None;
-  void validate() const;                // throws std::invalid_argument naming the bad field
+  void validate() const;  // throws std::invalid_argument naming the bad field
 };
 
 // Cumulative counters and a snapshot, for metrics and the admin view.

@@ -47,9 +47,10 @@ void Scheduler::check_request(const Request& request) const {
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary of " +
                                     std::to_string(config_.vocab_size));
   // Drafts in verification and a drafting model's lookahead may reach past the last output token.
-  const int longest = std::min(request.num_prompt_tokens() + (request.is_pooling() ? 0 : request.sampling_params.max_tokens) +
-                                   config_.num_speculative_tokens + config_.num_lookahead_tokens,
-                               config_.max_model_len);
+  const int longest =
+      std::min(request.num_prompt_tokens() + (request.is_pooling() ? 0 : request.sampling_params.max_tokens) +
+                   config_.num_speculative_tokens + config_.num_lookahead_tokens,
+               config_.max_model_len);
   const int step_tokens =
       config_.max_num_batched_tokens + config_.num_speculative_tokens + config_.num_lookahead_tokens;
   const int most_blocks = kv_.max_blocks_held(longest, step_tokens);

@@ -11,8 +11,8 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kEmbeddingFields[] = {"model",     "input",     "encoding_format",        "dimensions",
-                                                 "user",      "normalize", "truncate_prompt_tokens", "add_special_tokens"};
+constexpr std::string_view kEmbeddingFields[] = {"model", "input",     "encoding_format",        "dimensions",
+                                                 "user",  "normalize", "truncate_prompt_tokens", "add_special_tokens"};
 
 // vLLM's truncate_prompt_tokens: the last N tokens of each input (-1: the context's length).
 void truncate_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {

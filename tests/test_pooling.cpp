@@ -217,8 +217,7 @@ TEST_CASE("last-token pooling reads cached prefixes; mean pooling recomputes eve
   }
 }
 
-TEST_CASE("a pooling prompt may fill the context; an engine that does not pool refuses pooling requests",
-          "[pooling]") {
+TEST_CASE("a pooling prompt may fill the context; an engine that does not pool refuses pooling requests", "[pooling]") {
   PoolingModel m(PoolingType::Mean);
   SchedulerConfig c = scheduler_config(PoolingType::Mean);
   c.max_model_len = 48;
