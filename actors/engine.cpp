@@ -147,8 +147,8 @@ class ActorEngine final : public EngineClient {
     const bool cuda = config.device == DeviceKind::Cuda;
     // The served config says what the engine does: a pooling type embeds, None generates.
     file_.config.pooling = served_pooling(config.task, config.pooling, file_.config.pooling);
-    if (cuda && file_.config.pooling != PoolingType::None)
-      throw std::invalid_argument("--task embed runs on --device cpu only for now");
+    if (file_.config.pooling != PoolingType::None && (cuda || config.role != Role::Colocated))
+      throw std::invalid_argument("--task embed runs on --device cpu in a colocated instance only for now");
     SchedulerConfig sc = config.scheduler;
     sc.pooling = file_.config.pooling;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len)

@@ -73,7 +73,7 @@ TEST_CASE("every input shape becomes one pooling request per input", "[embedding
   CHECK(opts.user == "u-1");
 }
 
-TEST_CASE("truncate_prompt_tokens keeps an input's last tokens; without it an input over the context is a 400",
+TEST_CASE("truncate_prompt_tokens keeps an input's last tokens, and without it an input over the context is a 400",
           "[embeddings]") {
   CHECK(embed_ok(R"({"input": )" + ids(70) + R"(, "truncate_prompt_tokens": 3})").prompts ==
         std::vector<std::vector<int>>{{68, 69, 70}});

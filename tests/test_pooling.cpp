@@ -108,7 +108,8 @@ TEST_CASE("each pooling type reads its positions of a chunk", "[pooling]") {
   CHECK_THROWS_AS(pooled_range(PoolingType::Rank, 0, 4, 4), std::invalid_argument);
 }
 
-TEST_CASE("a mean pool fed in chunks is the mean; a vector is cut to its dimensions, then normalized", "[pooling]") {
+TEST_CASE("a mean pool fed in chunks is the mean, and a vector is cut to its dimensions before normalizing",
+          "[pooling]") {
   PooledSequence mean(PoolingType::Mean, 2, 3, PoolingParams{0, false});
   mean.add(0, std::vector<float>{1, 2, 3, 4});
   CHECK_FALSE(mean.complete());
@@ -124,7 +125,7 @@ TEST_CASE("a mean pool fed in chunks is the mean; a vector is cut to its dimensi
   CHECK(raw == std::vector<float>{3, 4, 12});
 }
 
-TEST_CASE("--task auto embeds when the file or --pooling names a pooling type", "[pooling]") {
+TEST_CASE("task auto embeds when the file or the pooling flag names a pooling type", "[pooling]") {
   CHECK(served_pooling(EngineTask::Auto, std::nullopt, PoolingType::None) == PoolingType::None);
   CHECK(served_pooling(EngineTask::Auto, std::nullopt, PoolingType::Last) == PoolingType::Last);
   CHECK(served_pooling(EngineTask::Auto, PoolingType::Mean, PoolingType::None) == PoolingType::Mean);
@@ -206,7 +207,7 @@ TEST_CASE("a pooling request holds only its prompt's blocks and frees them when 
   CHECK_FALSE(core.has_unfinished_requests());
 }
 
-TEST_CASE("last-token pooling reads cached prefixes; mean pooling recomputes every token", "[pooling]") {
+TEST_CASE("last-token pooling reads cached prefixes and mean pooling recomputes every token", "[pooling]") {
   for (PoolingType type : {PoolingType::Last, PoolingType::Mean}) {
     PoolingModel m(type);
     EngineCore core(m.model, scheduler_config(type));
@@ -217,7 +218,8 @@ TEST_CASE("last-token pooling reads cached prefixes; mean pooling recomputes eve
   }
 }
 
-TEST_CASE("a pooling prompt may fill the context; an engine that does not pool refuses pooling requests", "[pooling]") {
+TEST_CASE("a pooling prompt may fill the context, and an engine that does not pool refuses pooling requests",
+          "[pooling]") {
   PoolingModel m(PoolingType::Mean);
   SchedulerConfig c = scheduler_config(PoolingType::Mean);
   c.max_model_len = 48;
