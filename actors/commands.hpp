@@ -44,7 +44,8 @@ struct GenModelOptions {
   FileType dtype = FileType::F32;
   std::string arch;  // --arch ARCH: a tiny model exercising every feature of the architecture (instead of --shape)
   uint64_t seed = 1;
-  bool with_mtp = false;  // --mtp: add a multi-token-prediction head
+  bool with_mtp = false;               // --mtp: add a multi-token-prediction head
+  std::optional<PoolingType> pooling;  // --pooling: write {arch}.pooling_type (an embedding model)
   std::string
       hf_tokenizer;  // --hf-tokenizer DIR: a Hugging Face tokenizer.json vocabulary instead of the synthetic one
   std::string pre;   // --pre NAME: its pre-tokenizer type when it is not recognised

@@ -145,7 +145,12 @@ class ActorEngine final : public EngineClient {
         chat_template_(file_.chat_template) {
     check_device_flags(config);
     const bool cuda = config.device == DeviceKind::Cuda;
+    // The served config says what the engine does: a pooling type embeds, None generates.
+    file_.config.pooling = served_pooling(config.task, config.pooling, file_.config.pooling);
+    if (file_.config.pooling != PoolingType::None && (cuda || config.role != Role::Colocated))
+      throw std::invalid_argument("--task embed runs on --device cpu in a colocated instance only for now");
     SchedulerConfig sc = config.scheduler;
+    sc.pooling = file_.config.pooling;
     if (sc.max_model_len <= 0 || sc.max_model_len > file_.config.max_seq_len)
       sc.max_model_len = file_.config.max_seq_len;
     // On a GPU the blocks fill what --gpu-memory-utilization leaves, unless a count or size is given.
@@ -249,6 +254,7 @@ class ActorEngine final : public EngineClient {
     for (auto& s : specs) {
       sub.requests.emplace_back(std::move(s.req_id), std::move(s.prompt_token_ids), std::move(s.params), 0);
       sub.requests.back().child_req_ids = std::move(s.child_req_ids);
+      sub.requests.back().pooling_params = s.pooling;
     }
     sub.sink = std::move(sink);
     caf::anon_send(ingress_, msg::submit_atom::value, std::move(sub));

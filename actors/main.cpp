@@ -210,9 +210,26 @@ void add_generate_flags(CLI::App* cmd, parley::GenerateOptions& o) {
   cmd->add_flag("--show-ids", o.show_ids, "Also print prompt and output token ids");
 }
 
+// --pooling: one of llama.cpp's pooling types that Parley serves, instead of the file's.
+CLI::Option* add_pooling_flag(CLI::App* cmd, std::optional<parley::PoolingType>& target, const std::string& what) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--pooling", [&target](const std::string& v) { target = parley::parse_choice<parley::PoolingType>(v); }, what)
+      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+}
+
 void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   add_engine_flags(cmd, o.engine);
   auto& s = o.server;
+  parley::add_choice(cmd, o.engine.task,
+                     "generate text, or embed (POST /v1/embeddings); auto: embed when the model file names a "
+                     "pooling type ({arch}.pooling_type) or --pooling is given");
+  add_pooling_flag(cmd, o.engine.pooling,
+                   "How an embedding is made of the final hidden states (none, mean, cls, last), instead of the "
+                   "model file's {arch}.pooling_type");
+  cmd->add_flag("--matryoshka", s.matryoshka,
+                "The embedding model was trained for truncated vectors (Matryoshka): /v1/embeddings honours "
+                "`dimensions` (off: a 400)");
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", s.port, "Port (0: any free port)")
       ->capture_default_str()
@@ -335,6 +352,7 @@ int main(int argc, char** argv) {
   gen->add_option("--out", gen_model.out, "Output .gguf path")->required();
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();
   gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
+  add_pooling_flag(gen, gen_model.pooling, "Write {arch}.pooling_type: an embedding model (none, mean, cls, last)");
   gen->add_option("--hf-tokenizer", gen_model.hf_tokenizer,
                   "A folder with a Hugging Face tokenizer.json and tokenizer_config.json: its byte-level BPE "
                   "vocabulary and chat template replace the synthetic vocabulary")

@@ -43,6 +43,7 @@ int run_gen_model(const GenModelOptions& o) {
     throw std::invalid_argument("--pre names the pre-tokenizer of --hf-tokenizer");
   const ModelShape shape = o.arch.empty() ? named_shape(o.shape) : tiny_arch_shape(o.arch);
   LlamaConfig cfg = shape.config;
+  cfg.pooling = o.pooling.value_or(PoolingType::None);
   std::optional<HfTokenizer> hf;
   if (!o.hf_tokenizer.empty()) {
     hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);

@@ -36,6 +36,7 @@ void OutputService::deliver(const RequestOutput& out, double now) {
     }
     l.last_token = now;
   }
+  if (!out.embedding.empty()) metrics_.on_pooled(l.num_prompt_tokens);
   l.sink->on_output(out);
   if (out.finished()) {
     metrics_.on_finished(out.finish_reason, now - l.arrival);

@@ -42,6 +42,7 @@ struct EngineRequestSpec {
   std::vector<int> prompt_token_ids;
   SamplingParams params;  // an unset seed is drawn at admission
   std::vector<std::string> child_req_ids;
+  std::optional<PoolingParams> pooling;  // set: a pooling request (params is unused)
 };
 
 struct EngineConfig {
@@ -74,6 +75,8 @@ struct EngineConfig {
   // Set by the data-parallel front on each engine it starts: engine `rank` of `engines` (they split the CPUs).
   int data_parallel_rank = 0, data_parallel_engines = 1;
   CpuAffinity cpu_affinity = CpuAffinity::Auto;  // --cpu-affinity (engine/thread_placement.hpp)
+  EngineTask task = EngineTask::Auto;            // --task: resolved by resolve_task
+  std::optional<PoolingType> pooling;            // --pooling: instead of the file's {arch}.pooling_type
   std::string dtype =
       "auto";  // --dtype of the GEMM weights: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16
   double gpu_memory_utilization =

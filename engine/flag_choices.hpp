@@ -6,12 +6,16 @@
 #include <string>
 #include <string_view>
 
+#include "model/llama_config.hpp"
+
 namespace parley {
 
 enum class Role { Colocated, Prefill, Decode };  // --role: this instance's part in prefill/decode disaggregation
 enum class KvTransport { Tcp, Nccl };            // --kv-transport: KV as bytes through the actors, or GPU to GPU
 enum class DeviceKind { Cpu, Cuda };             // --device: where the model runs
 enum class CpuAffinity { Auto, Off };            // --cpu-affinity: compute and actor threads on CPUs apart, or not
+// --task (vLLM's): generate text, or serve embeddings; auto: embed when the file names a pooling type.
+enum class EngineTask { Auto, Generate, Embed };
 
 template <class E>
 struct Choices;  // each enum's flag and its names, in the enumerators' order
@@ -35,6 +39,17 @@ template <>
 struct Choices<CpuAffinity> {
   static constexpr std::string_view flag = "--cpu-affinity";
   static constexpr std::array<std::string_view, 2> names{"auto", "off"};
+};
+
+template <>
+struct Choices<EngineTask> {
+  static constexpr std::string_view flag = "--task";
+  static constexpr std::array<std::string_view, 3> names{"auto", "generate", "embed"};
+};
+template <>
+struct Choices<PoolingType> {  // llama.cpp's names, in its enum's order (the file's values)
+  static constexpr std::string_view flag = "--pooling";
+  static constexpr std::array<std::string_view, 5> names{"none", "mean", "cls", "last", "rank"};
 };
 
 template <class E>

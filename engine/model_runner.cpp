@@ -53,6 +53,7 @@ void ModelRunner::check_block_ids(const std::string& req_id, const GroupBlockIds
 void ModelRunner::drop_request(const std::string& id) {
   child_seeds_.erase(id);
   drafts_.erase(id);
+  pooling_.erase(id);
   if (proposer_) proposer_->remove_request(id);
 }
 
@@ -62,6 +63,7 @@ void ModelRunner::drop_all_requests() {
     if (!id.empty()) ids.push_back(id);
   for (const auto& [id, seeds] : child_seeds_) ids.push_back(id);
   for (const auto& [id, drafts] : drafts_) ids.push_back(id);
+  for (const auto& [id, pool] : pooling_) ids.push_back(id);
   for (const std::string& id : ids) input_batch_.remove_request(id), drop_request(id);
 }
 
@@ -78,6 +80,9 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
     input_batch_.add_request({r.req_id, r.prompt_token_ids, r.output_token_ids, r.sampling_params, r.seed, r.block_ids,
                               r.num_computed_tokens});
     if (!r.child_seeds.empty()) child_seeds_[r.req_id] = r.child_seeds;
+    if (r.pooling_params)  // a resumed one starts over: its pool was dropped with it
+      pooling_.insert_or_assign(r.req_id, PooledSequence(device_->config().pooling, device_->config().dim,
+                                                         int(r.prompt_token_ids.size()), *r.pooling_params));
   }
   for (const CachedRequestData& r : so.scheduled_cached_reqs) {
     const auto row = input_batch_.req_index(r.req_id);
@@ -115,7 +120,9 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
                            std::to_string(so.total_num_scheduled_tokens) + " but the requests add up to " +
                            std::to_string(total));
   ForwardBatch& f = forward_;
-  for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices}) v->clear();
+  for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices, &f.hidden_indices})
+    v->clear();
+  pooled_rows_.clear();
   f.slot_mapping.clear();
   f.max_blocks_per_seq = 1;
   f.num_kv_groups = b.num_kv_groups();
@@ -150,7 +157,9 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       if (ceil_div(end, device_->block_size()) > int(b.block_ids(row, g).size()))
         throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(b.block_ids(row, g).size()) +
                                " blocks, too few for " + std::to_string(end) + " tokens");
-    const bool samples = real_end == int(tokens.size());
+    const auto pool = pooling_.empty() ? pooling_.end() : pooling_.find(id);
+    const bool pools = pool != pooling_.end();
+    const bool samples = !pools && real_end == int(tokens.size());
     if (samples && end >= b.max_model_len())
       throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
     f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
@@ -171,6 +180,11 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
       f.token_seq.push_back(seq);
       f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() +
                                p % device_->block_size());
+    }
+    if (pools) {  // its positions that the pooling reads, by their index in this batch
+      const PooledRange range = pooled_range(device_->config().pooling, start, end, b.num_prompt_tokens(row));
+      pooled_rows_.push_back({row, int(f.hidden_indices.size()), range, end == int(tokens.size())});
+      for (int p = range.first; p < range.last; ++p) f.hidden_indices.push_back(f.num_tokens() - (end - p));
     }
     if (samples && drafts > 0) {
       v.first_logits_row = int(verify_logits.size());
@@ -256,6 +270,7 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   out.ran_graph = device_->forward(forward_, logits_, &device_sampling_);
   phase.emplace(profile_, StepPhase::Sample);
   mask_prefetch_.wait();
+  if (!pooled_rows_.empty()) pool_rows();               // before anything else runs the model
   if (proposer_ && proposer_->needs_hidden_states()) {  // before anything else runs the model
     const auto hidden = device_->hidden_states();
     const size_t dim = size_t(device_->config().dim);
@@ -315,12 +330,25 @@ ModelRunnerOutput ModelRunner::execute_model(const SchedulerOutput& so) {
   return out;
 }
 
+void ModelRunner::pool_rows() {
+  const auto hidden = device_->normed_hidden_states();
+  const size_t dim = size_t(device_->config().dim);
+  if (hidden.size() != forward_.hidden_indices.size() * dim)
+    throw std::logic_error("ModelRunner: the model on " + device_->device_name() + " gave no final hidden states");
+  for (const PooledRow& p : pooled_rows_) {
+    PooledSequence& pool = pooling_.at(input_batch_.req_ids()[p.row]);
+    if (p.range.size() > 0)
+      pool.add(p.range.first, hidden.subspan(size_t(p.first_hidden) * dim, size_t(p.range.size()) * dim));
+    if (p.ends) results_[size_t(p.row)].pooled = pool.finish();
+  }
+}
+
 void ModelRunner::clear_results() {
   results_.resize(size_t(input_batch_.num_reqs()));
   prompt_logprobs_.resize(results_.size());
   for (int row : entry_rows_) {  // only scheduled rows are written; their buffers keep their capacity
     RowResult& r = results_[size_t(row)];
-    r.tokens.clear(), r.logprobs.clear(), r.num_proposed_drafts = 0, r.num_drafts_ready = 0;
+    r.tokens.clear(), r.logprobs.clear(), r.num_proposed_drafts = 0, r.num_drafts_ready = 0, r.pooled.clear();
     prompt_logprobs_[size_t(row)] = {};
   }
 }
@@ -329,13 +357,15 @@ void ModelRunner::clear_results() {
 void ModelRunner::gather_results(ModelRunnerOutput& out) {
   const size_t n = entry_rows_.size();
   out.token_offsets.reserve(n + 1);
-  bool any_logprobs = false, any_prompt_logprobs = false;
+  bool any_logprobs = false, any_prompt_logprobs = false, any_pooled = false;
   for (int row : entry_rows_) {
     const RowResult& r = results_[size_t(row)];
     out.add_entry(r.tokens);
     any_logprobs |= !r.logprobs.empty();
     any_prompt_logprobs |= !prompt_logprobs_[size_t(row)].entries.empty();
+    any_pooled |= !r.pooled.empty();
   }
+  if (any_pooled) out.pooled.resize(n);
   if (any_logprobs) out.logprobs.resize(n);
   if (any_prompt_logprobs) out.prompt_logprobs.resize(n);
   if (proposer_) out.num_proposed_drafts.resize(n), out.num_drafts_ready.resize(n);
@@ -343,6 +373,7 @@ void ModelRunner::gather_results(ModelRunnerOutput& out) {
     RowResult& r = results_[size_t(entry_rows_[i])];
     if (any_logprobs) out.logprobs[i] = std::move(r.logprobs);
     if (any_prompt_logprobs) out.prompt_logprobs[i] = std::move(prompt_logprobs_[size_t(entry_rows_[i])]);
+    if (any_pooled) out.pooled[i] = std::move(r.pooled);
     if (proposer_) out.num_proposed_drafts[i] = r.num_proposed_drafts, out.num_drafts_ready[i] = r.num_drafts_ready;
   }
 }

@@ -8,6 +8,7 @@
 
 #include "engine/input_batch.hpp"
 #include "engine/outputs.hpp"
+#include "engine/pooler.hpp"
 #include "engine/prompt_logprobs.hpp"
 #include "engine/proposer.hpp"
 #include "engine/sampler.hpp"
@@ -76,6 +77,8 @@ class ModelRunner {
   SamplerOutput sample_on_host();
   // Samples a verifying row position by position; returns the drafts accepted.
   int verify(int row, int entry);
+  // Feeds this step's final-normed hidden states to the pooling rows; a row whose prompt ended gets its vector.
+  void pool_rows();
   void clear_results();
   void gather_results(ModelRunnerOutput& out);
 
@@ -99,6 +102,7 @@ class ModelRunner {
     std::vector<int> tokens;
     std::vector<TokenLogprobs> logprobs;
     int num_proposed_drafts = 0, num_drafts_ready = 0;
+    std::vector<float> pooled;  // a pooling row's vector, when its prompt ended this step
   };
   std::vector<RowResult> results_;
   std::vector<PromptLogprobsChunk> prompt_logprobs_;  // per batch row: the prompt tokens it scored
@@ -119,6 +123,15 @@ class ModelRunner {
     int device_tokens_at = -1;  // where the device drew its positions: its first token in device_sampling_.tokens
   };
   std::vector<Verification> verifications_;
+  // Pooling requests (vLLM's pooling models): each one's pool so far, and this step's rows that feed it.
+  std::unordered_map<std::string, PooledSequence> pooling_;
+  struct PooledRow {
+    int row;
+    int first_hidden;   // its first row in the device's normed_hidden_states()
+    PooledRange range;  // the prompt positions it feeds this step
+    bool ends;          // the step computes its prompt's last token
+  };
+  std::vector<PooledRow> pooled_rows_;
   PromptLogprobsRows prompt_rows_;  // this step's prompt positions scored for prompt_logprobs, after all of the above
   std::unique_ptr<Proposer> proposer_;
   SpecVerify verify_mode_ = SpecVerify::Exact;

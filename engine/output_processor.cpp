@@ -88,6 +88,7 @@ OutputProcessor::Processed OutputProcessor::process_outputs(const std::vector<En
     out.token_ids = eco.new_token_ids;
     out.logprobs = eco.new_logprobs;
     out.prompt_logprobs = eco.prompt_logprobs;
+    out.embedding = eco.pooled;
     const int first_index = s.num_output_tokens;  // output index of the first new token
     s.num_output_tokens += int(eco.new_token_ids.size());
     s.num_cached_tokens = std::max(s.num_cached_tokens, eco.num_cached_tokens);

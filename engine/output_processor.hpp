@@ -29,7 +29,8 @@ struct RequestOutput {
   int num_prompt_tokens = 0;
   int num_output_tokens = 0;  // cumulative, including this delta
   int num_cached_tokens = 0;
-  std::string error;  // with finish Abort: the engine failed the request (not the client); why
+  std::string error;             // with finish Abort: the engine failed the request (not the client); why
+  std::vector<float> embedding;  // a pooling request's vector, with its finish
 
   bool finished() const { return finish_reason != FinishReason::None; }
 };

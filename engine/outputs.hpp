@@ -27,6 +27,7 @@ struct NewRequestData {
   // n > 1 before its delayed split: when its prefill ends, the worker samples one first token per seed
   // from the same logits (child i's generator); empty for an ordinary request.
   std::vector<uint64_t> child_seeds;
+  std::optional<PoolingParams> pooling_params;  // a pooling request: its prompt is pooled, nothing sampled
 };
 
 // A request the worker already holds: only what changed.
@@ -83,6 +84,8 @@ struct ModelRunnerOutput {
   std::vector<std::vector<TokenLogprobs>> logprobs;
   std::vector<PromptLogprobsChunk> prompt_logprobs;
   std::vector<int> num_proposed_drafts, num_drafts_ready;
+  // A pooling request's vector, in the step that computed its prompt's last token (else empty).
+  std::vector<std::vector<float>> pooled;
   bool ran_graph = false;  // the pass replayed a captured device graph (CUDA full graphs) rather than running eagerly
   std::optional<StepFailure> failure;  // set: the step did not run, and nothing else here holds
 
@@ -109,6 +112,7 @@ struct EngineCoreOutput {
   std::optional<int> stop_token;  // the stop token id (stop_reason), if that ended it
   int num_cached_tokens = 0;      // prompt tokens served from the prefix cache
   std::string error;              // with finish Abort: the engine failed the request (not its client); why
+  std::vector<float> pooled;      // a pooling request's vector, with its finish (Stop)
 
   bool finished() const { return finish_reason != FinishReason::None; }
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/kv_cache_utils.hpp"
+#include "engine/pooling_params.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/token_logprobs.hpp"
 
@@ -68,7 +69,8 @@ struct Request {
   // prompt_logprobs: prompt tokens 1.. scored so far, until the first output takes them.
   std::vector<TokenLogprobs> prompt_logprobs;
   SamplingParams sampling_params;
-  uint64_t seed = 0;  // the generator's key: params.seed, or drawn at admission
+  std::optional<PoolingParams> pooling_params;  // set: a pooling request (prefill only; its output is one vector)
+  uint64_t seed = 0;                            // the generator's key: params.seed, or drawn at admission
   int num_preemptions = 0;
   int num_lost_steps = 0;             // steps it was in that failed and were resynchronised (see Scheduler::resync)
   std::optional<int> stop_token;      // the token that stopped it (EOS or a stop_token_id)
@@ -83,6 +85,7 @@ struct Request {
   int num_output_tokens() const { return int(output_token_ids.size()); }
   int num_tokens() const { return int(all_token_ids.size()); }
   void append_output_token(int token);
+  bool is_pooling() const { return pooling_params.has_value(); }
   bool awaits_split() const { return child_req_ids.size() > 1; }
   // The request the user sent: the parent's id for split children.
   const std::string& user_request_id() const { return parent_req_id.empty() ? request_id : parent_req_id; }

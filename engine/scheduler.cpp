@@ -158,7 +158,8 @@ SchedulerOutput Scheduler::schedule() {
                                         r->seed,
                                         kv_.block_ids(*r),
                                         r->num_computed_tokens,
-                                        {}});
+                                        {},
+                                        r->pooling_params});
     }
     scheduled_running.push_back({r, n, drafts});
     all_decode = all_decode && decode;
@@ -177,7 +178,8 @@ SchedulerOutput Scheduler::schedule() {
       continue;
     }
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
-    const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size());
+    const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size()) &&
+                             (!r->is_pooling() || config_.pooling == PoolingType::Last);
     int num_hit = 0;
     KVCacheBlocks hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : KVCacheBlocks{};
     const int n = chunk(*r, num_hit);
@@ -192,7 +194,7 @@ SchedulerOutput Scheduler::schedule() {
     r->worker_knows = true;
     out.scheduled_new_reqs.push_back({r->request_id, r->prompt_token_ids, r->output_token_ids, r->sampling_params,
                                       r->seed, kv_.block_ids(*r), num_hit,
-                                      r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}});
+                                      r->awaits_split() ? r->child_seeds : std::vector<uint64_t>{}, r->pooling_params});
     scheduled_new.push_back({r, n, 0});
     budget -= n;
   }
@@ -228,10 +230,10 @@ SchedulerOutput Scheduler::schedule() {
 
 bool Scheduler::certain_to_finish(const Request& r) const {
   const int in_flight = r.num_output_placeholders;
-  // A hand-off to a decode instance ends with its first token(s).
-  return in_flight > 0 &&
-         (r.kv_transfer == KvTransfer::ToDecode || r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
-          r.num_tokens() + in_flight >= config_.max_model_len);
+  // A hand-off to a decode instance ends with its first token(s), a pooling request with its prompt.
+  return in_flight > 0 && (r.kv_transfer == KvTransfer::ToDecode || r.is_pooling() ||
+                           r.num_output_tokens() + in_flight >= r.sampling_params.max_tokens ||
+                           r.num_tokens() + in_flight >= config_.max_model_len);
 }
 
 RequestStatus Scheduler::check_stop(const Request& r) const {
@@ -246,6 +248,17 @@ RequestStatus Scheduler::check_stop(const Request& r) const {
   if (r.num_output_tokens() >= p.max_tokens || r.num_tokens() >= config_.max_model_len)
     return RequestStatus::FinishedLength;
   return RequestStatus::Running;
+}
+
+EngineCoreOutput Scheduler::after_pooling(Request& r, const std::vector<float>& pooled) {
+  EngineCoreOutput o;
+  o.req_id = r.request_id;
+  o.num_cached_tokens = std::max(0, r.num_cached_tokens);
+  o.pooled = pooled;
+  o.finish_reason = FinishReason::Stop;
+  r.status = RequestStatus::FinishedStopped;
+  free_request(r);  // r is gone after this
+  return o;
 }
 
 // Appends a request's new tokens, stops it if one of them ends it, and says what happened.
@@ -331,6 +344,13 @@ void Scheduler::fold_entry(Request& r, const Scheduled& scheduled, size_t i, con
                            std::vector<EngineCoreOutput>& outputs) {
   static const std::vector<TokenLogprobs> kNoLogprobs;
   const std::span<const int> sampled = mro.sampled(i);
+  if (r.is_pooling()) {
+    if (r.num_output_placeholders != 1 || !sampled.empty() || i >= mro.pooled.size() || mro.pooled[i].empty())
+      throw std::logic_error("the worker returned no vector for pooling request " + r.request_id);
+    --r.num_output_placeholders;
+    outputs.push_back(after_pooling(r, mro.pooled[i]));
+    return;
+  }
   const bool splits = r.awaits_split();  // a first token per child, to split or to hand off
   if (r.num_output_placeholders < 1 || (splits && sampled.size() != r.child_req_ids.size()))
     throw std::logic_error("the worker sampled " + std::to_string(sampled.size()) + " token(s) for request " +
@@ -366,9 +386,9 @@ std::vector<EngineCoreOutput> Scheduler::update_from_output(const SchedulerOutpu
   for (size_t i = 0; i < step.scheduled.size(); ++i) {
     Request* r = step.scheduled[i].request;
     if (r && i < mro.prompt_logprobs.size()) take_prompt_logprobs(*r, mro.prompt_logprobs[i]);
-    const std::span<const int> sampled = mro.sampled(i);
-    if (sampled.empty()) continue;  // a prefill chunk that does not reach the end yet
-    if (!r) {                       // planned before the request finished or was preempted
+    const bool pooled = i < mro.pooled.size() && !mro.pooled[i].empty();
+    if (mro.sampled(i).empty() && !pooled) continue;  // a prefill chunk that does not reach the end yet
+    if (!r) {                                         // planned before the request finished or was preempted
       const std::string& id = so.num_scheduled_tokens[i].first;
       if (auto stale = stale_outputs_.find(id); stale != stale_outputs_.end() && --stale->second == 0)
         stale_outputs_.erase(stale);

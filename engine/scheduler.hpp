@@ -25,6 +25,7 @@
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
 #include "engine/step_profile.hpp"
+#include "model/llama_config.hpp"
 
 namespace parley {
 
@@ -45,7 +46,10 @@ struct SchedulerConfig {
   bool pad_uniform = true;              // every decode request gets k drafts, placeholders where the worker has fewer
   int num_lookahead_tokens = 0;         // KV slots past each step's tokens that a drafting model's passes write
   std::string prompt_logprobs_refusal;  // non-empty: requests asking for prompt_logprobs are refused with it
-  void validate() const;                // throws std::invalid_argument naming the bad field
+  // The model's pooling (None: pooling requests are refused). Only last-token pooling reads cached prefixes: the
+  // others need the hidden state of the first or of every prompt token.
+  PoolingType pooling = PoolingType::None;
+  void validate() const;  // throws std::invalid_argument naming the bad field
 };
 
 // Cumulative counters and a snapshot, for metrics and the admin view.
@@ -181,6 +185,8 @@ class Scheduler {
   // first token. Appends every child's output (child 0 is the parent itself) to outputs.
   void split(Request& parent, std::span<const int> first_tokens, const std::vector<TokenLogprobs>& logprobs,
              std::vector<EngineCoreOutput>& outputs);
+  // A pooling request's vector arrived: it finishes (Stop) and frees its blocks.
+  EngineCoreOutput after_pooling(Request& request, const std::vector<float>& pooled);
   EngineCoreOutput after_tokens(Request& request, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs);
   // Prefill side: the request's first token(s) go to its decode instance with its KV; its blocks stay held.
   EngineCoreOutput hand_off(Request& request, std::span<const int> tokens, std::vector<TokenLogprobs> logprobs);

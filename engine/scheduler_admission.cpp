@@ -35,7 +35,10 @@ void Scheduler::check_request(const Request& request) const {
   const std::string& id = request.request_id;
   if (requests_.count(id) || held_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
   if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
-  if (request.num_tokens() >= config_.max_model_len)
+  if (request.is_pooling() && (config_.pooling == PoolingType::None || config_.pooling == PoolingType::Rank))
+    throw std::invalid_argument("this model does not pool (a pooling type and --task embed are needed)");
+  // A pooling request samples nothing: its prompt may fill the context.
+  if (request.num_tokens() >= config_.max_model_len + (request.is_pooling() ? 1 : 0))
     throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +
                                 " tokens; the context holds " + std::to_string(config_.max_model_len));
   if (config_.vocab_size > 0)
@@ -44,9 +47,10 @@ void Scheduler::check_request(const Request& request) const {
         throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary of " +
                                     std::to_string(config_.vocab_size));
   // Drafts in verification and a drafting model's lookahead may reach past the last output token.
-  const int longest = std::min(request.num_prompt_tokens() + request.sampling_params.max_tokens +
-                                   config_.num_speculative_tokens + config_.num_lookahead_tokens,
-                               config_.max_model_len);
+  const int longest =
+      std::min(request.num_prompt_tokens() + (request.is_pooling() ? 0 : request.sampling_params.max_tokens) +
+                   config_.num_speculative_tokens + config_.num_lookahead_tokens,
+               config_.max_model_len);
   const int step_tokens =
       config_.max_num_batched_tokens + config_.num_speculative_tokens + config_.num_lookahead_tokens;
   const int most_blocks = kv_.max_blocks_held(longest, step_tokens);

@@ -56,6 +56,7 @@ std::vector<EngineRequestSpec> Generation::engine_requests() const {
     EngineRequestSpec s;
     s.prompt_token_ids = request_.prompts[p];
     s.params = request_.params;
+    s.pooling = request_.pooling;
     for (int i = 0; i < n && n > 1; ++i) s.child_req_ids.push_back(choice_request_id(id_, int(p) * n + i));
     s.req_id = choice_request_id(id_, int(p) * n);
     specs.push_back(std::move(s));
@@ -83,6 +84,7 @@ std::string Generation::on_output(const RequestOutput& out) {
   c.token_ids.insert(c.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
   c.logprobs.insert(c.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
   if (!out.prompt_logprobs.empty()) c.prompt_logprobs = out.prompt_logprobs;
+  if (!out.embedding.empty()) c.embedding = out.embedding;
   if (!out.error.empty() && !failure_) failure_ = api_error(503, out.error);
   if (out.finished()) {
     c.finish_reason = out.finish_reason;
@@ -167,6 +169,7 @@ std::string Generation::closing_text() const {
   switch (transport_) {
     case Transport::Json:
       if (request_.endpoint == Endpoint::Messages) return message_response(request_, id_, choices_[0], usage);
+      if (request_.endpoint == Endpoint::Embeddings) return embedding_response(request_, choices_, usage);
       return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
     case Transport::Sse: {
       if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage.completion_tokens);

@@ -304,7 +304,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void start_generation(GenerateRequest req, bool keep_alive, unsigned version) {
-    const char* id_prefix = req.endpoint == Endpoint::Messages          ? "msg_"
+    const char* id_prefix = req.endpoint == Endpoint::Embeddings        ? "embd-"
+                            : req.endpoint == Endpoint::Messages        ? "msg_"
                             : req.endpoint == Endpoint::ChatCompletions ? "chatcmpl-"
                                                                         : "cmpl-";
     const bool stream = req.stream;

@@ -48,6 +48,10 @@ std::optional<std::string> get_string(const json& obj, std::string_view key);
 int token_id(const json& v, int vocab_size, const std::string& param);
 std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
 
+// Completions' `prompt` or embeddings' `input` (param): a string, strings, token ids or lists of them, into
+// req.prompts and req.prompt_texts; 400 for an empty one, an unknown token id or another type.
+void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req, const std::string& param);
+
 std::string py_float(double v);       // Python's repr, as vLLM's messages print floats
 std::string dump(const ojson& j);     // compact; invalid UTF-8 becomes U+FFFD instead of throwing
 std::string sse(const ojson& j);      // "data: <json>\n\n"

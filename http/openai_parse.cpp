@@ -218,44 +218,6 @@ void read_prompt_logprobs(const json& body, GenerateRequest& req) {
   if (std::max(req.prompt_logprobs, echoed) >= 0) req.params.prompt_logprobs = std::max(req.prompt_logprobs, echoed);
 }
 
-// Completions: a string, strings, token ids, or lists of token ids; each tokenized or checked.
-void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {
-  const Tokenizer& tok = *ctx.tokenizer;
-  const int vocab = tok.vocab().size();
-  const bool add_special = get_bool(body, "add_special_tokens").value_or(true);  // BOS/EOS as the vocabulary says
-  auto empty = [] { fail("The prompt cannot be empty.", "prompt"); };
-  auto add_text = [&](const std::string& text) {
-    if (text.empty()) empty();
-    req.prompts.push_back(tok.encode(text, add_special));
-    req.prompt_texts.push_back(text);
-  };
-  auto add_ids = [&](const json& ids) {
-    req.prompts.push_back(token_ids(ids, vocab, "prompt"));
-    if (req.prompts.back().empty()) empty();
-    req.prompt_texts.push_back(tok.decode(req.prompts.back()));
-  };
-  const json* prompt = field(body, "prompt");
-  if (!prompt) empty();
-  auto all = [&](auto pred) { return std::all_of(prompt->begin(), prompt->end(), pred); };
-  if (prompt->is_string())
-    add_text(prompt->get<std::string>());
-  else if (!prompt->is_array())
-    wrong_type("prompt", "a string or an array", *prompt);
-  else if (prompt->empty())
-    empty();
-  else if (all([](const json& p) { return p.is_string(); }))
-    for (const auto& p : *prompt) add_text(p.get<std::string>());
-  else if (all([](const json& p) { return p.is_number(); }))
-    add_ids(*prompt);
-  else if (all([](const json& p) { return p.is_array(); }))
-    for (const auto& p : *prompt) add_ids(p);
-  else
-    fail(
-        "Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of "
-        "arrays of token ids.",
-        "prompt");
-}
-
 // max_tokens (or chat's max_completion_tokens) against the context, as vLLM's _validate_input.
 void resolve_max_tokens(const json& body, const ServingContext& ctx, GenerateRequest& req) {
   const bool chat = req.endpoint == Endpoint::ChatCompletions;
@@ -366,6 +328,44 @@ std::vector<std::string> checked_unknown_fields(const json& j, bool chat, bool s
 
 }  // namespace
 
+// Completions' prompt and embeddings' input: a string, strings, token ids, or lists of token ids; each tokenized or
+// checked.
+void detail::read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req, const std::string& param) {
+  const Tokenizer& tok = *ctx.tokenizer;
+  const int vocab = tok.vocab().size();
+  const bool add_special = get_bool(body, "add_special_tokens").value_or(true);  // BOS/EOS as the vocabulary says
+  auto empty = [&] { fail("The " + param + " cannot be empty.", param); };
+  auto add_text = [&](const std::string& text) {
+    if (text.empty()) empty();
+    req.prompts.push_back(tok.encode(text, add_special));
+    req.prompt_texts.push_back(text);
+  };
+  auto add_ids = [&](const json& ids) {
+    req.prompts.push_back(token_ids(ids, vocab, param));
+    if (req.prompts.back().empty()) empty();
+    req.prompt_texts.push_back(tok.decode(req.prompts.back()));
+  };
+  const json* prompt = field(body, param);
+  if (!prompt) empty();
+  auto all = [&](auto pred) { return std::all_of(prompt->begin(), prompt->end(), pred); };
+  if (prompt->is_string())
+    add_text(prompt->get<std::string>());
+  else if (!prompt->is_array())
+    wrong_type(param, "a string or an array", *prompt);
+  else if (prompt->empty())
+    empty();
+  else if (all([](const json& p) { return p.is_string(); }))
+    for (const auto& p : *prompt) add_text(p.get<std::string>());
+  else if (all([](const json& p) { return p.is_number(); }))
+    add_ids(*prompt);
+  else if (all([](const json& p) { return p.is_array(); }))
+    for (const auto& p : *prompt) add_ids(p);
+  else
+    fail("Invalid type for '" + param +
+             "': expected a string, an array of strings, an array of token ids or an array of arrays of token ids.",
+         param);
+}
+
 std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
                                                                const ServingContext& ctx) {
   try {
@@ -394,7 +394,7 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
     } else {
       req.echo = get_bool(j, "echo").value_or(false);
       reject_unsupported(j, req);
-      read_prompts(j, ctx, req);
+      read_prompts(j, ctx, req, "prompt");
     }
     read_prompt_logprobs(j, req);
     read_structured_outputs(body, j, req.params);

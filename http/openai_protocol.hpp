@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "engine/output_processor.hpp"
+#include "engine/pooling_params.hpp"
+#include "model/llama_config.hpp"
 #include "engine/sampling_params.hpp"
 #include "http/reasoning.hpp"
 #include "http/tool_calls.hpp"
@@ -51,11 +53,15 @@ struct ServingContext {
   int64_t parameters = 0, active_parameters = 0;    // weights in all, and those one token runs through
   int n_experts = 0, n_experts_used = 0;            // 0: a dense model
   ToolServing tools;                                // --tool-call-parser, --enable-auto-tool-choice, ...
+  PoolingType pooling = PoolingType::None;          // what the engine serves: None generates, else embeddings
+  bool matryoshka = false;                          // --matryoshka: /v1/embeddings honours `dimensions`
+  int embedding_dim = 0;                            // the model's hidden size: an embedding's length
 };
 
 // Messages: Anthropic's /v1/messages, parsed as chat completions and rendered in Anthropic's shapes
 // (http/anthropic_protocol.hpp).
-enum class Endpoint { Completions, ChatCompletions, Messages };
+// Embeddings: /v1/embeddings, one pooling request per input (http/embeddings.cpp).
+enum class Endpoint { Completions, ChatCompletions, Messages, Embeddings };
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
 
@@ -74,6 +80,8 @@ struct GenerateRequest {
   std::optional<ToolCalling> tool_calling;   // chat with tools (tool_choice not none): the output is read for calls
   std::vector<std::string> ignored_fields;   // unknown fields accepted: the server logs and counts them
   std::optional<ReasoningParser> reasoning;  // chat with --reasoning-parser: reasoning_content beside content
+  std::optional<PoolingParams> pooling;      // embeddings: every prompt is pooled, nothing generated
+  bool base64 = false;                       // embeddings: encoding_format base64 (little-endian float32)
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
@@ -83,6 +91,11 @@ struct GenerateRequest {
 // the context leaves; a missing "model" is the served one. SamplingParams::validate() runs last.
 std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint, std::string_view body,
                                                                const ServingContext& ctx);
+
+// POST /v1/embeddings (OpenAI's CreateEmbeddingRequest with vLLM's normalize and truncate_prompt_tokens): `input`
+// as completions' prompt, encoding_format float or base64, dimensions only with --matryoshka, normalize (default
+// true: L2), truncate_prompt_tokens (the last N tokens; -1: the context). Each input must fit the context.
+std::variant<GenerateRequest, ApiError> parse_embedding_request(std::string_view body, const ServingContext& ctx);
 
 // One finished choice of a non-streamed response.
 struct Choice {
@@ -94,6 +107,7 @@ struct Choice {
   StopReason stop_reason;
   std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.., when the engine scored the prompt
   std::vector<size_t> token_text_starts;       // per generated token: where its output's text began in `text`
+  std::vector<float> embedding;                // embeddings: the input's vector
 };
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
@@ -127,6 +141,12 @@ std::string choice_request_id(const std::string& id, int index);
 std::string stream_usage_chunk(const GenerateRequest& req, const std::string& id, long created, const Usage& usage);
 std::string stream_error_event(const ApiError& e);  // "data: {error...}\n\n"
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
+
+// CreateEmbeddingResponse: {object: list, data: [{object: embedding, index, embedding}], model, usage}; each
+// choice's vector as numbers or base64 of its little-endian float32 bytes.
+std::string embedding_response(const GenerateRequest& req, const std::vector<Choice>& choices, const Usage& usage);
+// The little-endian float32 bytes of v in base64 (RFC 4648, padded).
+std::string base64_floats(const std::vector<float>& v);
 
 // The served model's card: /v1/models' entry and the admin console's header.
 std::string model_card(const ServingContext& ctx, long created);

@@ -124,8 +124,26 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     if (auto* e = std::get_if<ApiError>(&out)) return error_response(*e, path);
     return respond(200, std::get<std::string>(out));
   }
+  if (path == "/v1/embeddings") {
+    if (auto e = only(post)) return *e;
+    if (ctx.pooling == PoolingType::None)
+      return error(400,
+                   "This model generates text: /v1/embeddings needs a server started with --task embed (and a "
+                   "pooling type, the model file's or --pooling).");
+    auto parsed = parse_embedding_request(req.body, ctx);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
+    if (auto e = admission_error(req.admission)) return error_response(*e, path);
+    RouteResult r;
+    r.kind = RouteResult::Kind::Generate;
+    r.generate = std::move(std::get<GenerateRequest>(parsed));
+    return r;
+  }
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages") {
     if (auto e = only(post)) return *e;
+    if (ctx.pooling != PoolingType::None)
+      return error(400,
+                   "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
+                   "--task generate.");
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
     auto parsed =
         path == "/v1/messages" ? parse_messages_request(req.body, ctx) : parse_generate_request(ep, req.body, ctx);

@@ -72,6 +72,9 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.reasoning_parser =
       served_reasoning_parser(impl_->ctx.options.reasoning_parser, impl_->ctx.serving.chat_template.get());
   impl_->ctx.serving.max_n = engine.max_n();
+  impl_->ctx.serving.pooling = engine.model_config().pooling;
+  impl_->ctx.serving.matryoshka = impl_->ctx.options.matryoshka;
+  impl_->ctx.serving.embedding_dim = engine.model_config().dim;
   impl_->ctx.serving.strict_request_fields = impl_->ctx.options.strict_request_fields;
   impl_->ctx.serving.structured_outputs_in_reasoning = impl_->ctx.options.structured_outputs_in_reasoning;
   ToolServing& tools = impl_->ctx.serving.tools;

@@ -31,6 +31,7 @@ struct ServerOptions {
   bool strict_request_fields = false;                // --strict-request-fields
   bool structured_outputs_in_reasoning = false;      // --structured-outputs-in-reasoning
   std::string reasoning_parser;                      // --reasoning-parser: "" none
+  bool matryoshka = false;                           // --matryoshka: /v1/embeddings honours `dimensions`
 };
 
 class HttpServer {

@@ -40,6 +40,8 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   preemptions_ = counter("parley:num_preemptions_total", "Cumulative number of preemption from the engine.");
   prompt_tokens_ = counter("parley:prompt_tokens_total", "Number of prefill tokens processed.");
   generation_tokens_ = counter("parley:generation_tokens_total", "Number of generation tokens processed.");
+  pooling_requests_ =
+      counter("parley:pooling_requests_total", "Number of pooling requests (embeddings) that produced their vector.");
   request_success_ = &registry_.counter("parley:request_success_total", "Count of successfully processed requests.",
                                         {"model_name", "finished_reason"});
   for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort})
@@ -159,6 +161,10 @@ void ServingMetrics::refresh_structured_output_totals() {
 void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tokens) {
   ttft_->observe(seconds_since_arrival);
   prompt_tokens_->inc(prompt_tokens);
+}
+void ServingMetrics::on_pooled(int prompt_tokens) {
+  prompt_tokens_->inc(prompt_tokens);
+  pooling_requests_->inc();
 }
 void ServingMetrics::on_generated_tokens(int n) { generation_tokens_->inc(n); }
 void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }

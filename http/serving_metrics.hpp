@@ -41,6 +41,8 @@ class ServingMetrics {
   void on_first_token(double seconds_since_arrival, int prompt_tokens);
   void on_token(double seconds_since_previous_token);
   void on_generated_tokens(int n);
+  // A pooling request's vector reached the client: its prompt tokens counted, and the request as a pooling one.
+  void on_pooled(int prompt_tokens);
   // Throws std::invalid_argument for FinishReason::None.
   void on_finished(FinishReason reason, double e2e_seconds);
 
@@ -51,7 +53,8 @@ class ServingMetrics {
   std::string model_name_;
   prom::Registry registry_;
   prom::Gauge *running_, *waiting_, *kv_usage_;
-  prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_;
+  prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_,
+      *pooling_requests_;
   prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_, *step_failures_, *graph_replays_, *eager_steps_;
   prom::Counter *spec_drafts_, *spec_draft_tokens_, *spec_accepted_, *decode_steps_, *uniform_decode_steps_;
   prom::Family<prom::Counter>* spec_accepted_per_pos_;

@@ -99,6 +99,9 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     }
     auto& [id, request] = std::get<WsStart>(message);
     if (auto e = admission_error(admission(ctx_))) return send(websocket_error(*e, id));
+    if (ctx_.serving.pooling != PoolingType::None)
+      return send(
+          websocket_error(api_error(400, "This model serves embeddings (--task embed): use /v1/embeddings."), id));
     const Endpoint ep = request.endpoint;
     auto gen = std::make_unique<Generation>(std::move(request),
                                             new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl-" : "chatcmpl-"),

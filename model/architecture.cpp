@@ -265,6 +265,10 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() == 2 && t->ne[1] <= INT_MAX)
     c.vocab_size = static_cast<int>(t->ne[1]);
   read_experts(f, p, *arch, c);
+  const int64_t pooling = f.get_int(p + "pooling_type", 0);
+  if (pooling < 0 || pooling > int64_t(PoolingType::Rank))
+    f.fail("key '" + p + "pooling_type' is " + std::to_string(pooling) + " (llama.cpp's are 0 to 4)");
+  c.pooling = PoolingType(pooling);
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {

@@ -162,6 +162,7 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     fail("files always have sliding-window layers");
   }
   if (c.moe.enabled()) set_expert_keys(g, c, arch);
+  if (c.pooling != PoolingType::None) g.set_u32(p + "pooling_type", uint32_t(c.pooling));
   if (c.attn_softcap > 0) g.set_f32(p + "attn_logit_softcapping", c.attn_softcap);
   if (c.final_softcap > 0)
     g.set_f32(p + "final_logit_softcapping", c.final_softcap);

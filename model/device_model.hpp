@@ -66,6 +66,9 @@ class DeviceModel {
   virtual bool samples_on_device() const { return false; }
   // The hidden state of every token of the last forward() on the host (empty where the device keeps none there).
   virtual std::span<const float> hidden_states() const { return {}; }
+  // After the final norm, of each token the last forward() named in batch.hidden_indices, in that order (pooling);
+  // empty where the device cannot pool (CPU only so far).
+  virtual std::span<const float> normed_hidden_states() const { return {}; }
 
   virtual int num_blocks() const = 0;
   virtual int block_size() const = 0;
@@ -110,6 +113,7 @@ class CpuDeviceModel final : public DeviceModel {
     return false;
   }
   std::span<const float> hidden_states() const override { return model_.hidden_states(); }
+  std::span<const float> normed_hidden_states() const override { return model_.normed_hidden_states(); }
   int num_blocks() const override { return kv_.num_blocks(); }
   int block_size() const override { return kv_.block_size(); }
   KvDtype kv_dtype() const override { return kv_.dtype(); }

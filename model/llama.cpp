@@ -226,6 +226,19 @@ void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm,
     for (float& z : logits) z = cpu::reference::softcap(z, c.final_softcap);
 }
 
+void LlamaModel::normed_rows(const ForwardBatch& batch) {
+  const int dim = config_.dim, S = int(batch.hidden_indices.size());
+  selected_.resize(size_t(S) * dim);
+  for (int s = 0; s < S; ++s) {
+    const int token = batch.hidden_indices[size_t(s)];
+    if (token < 0 || token >= batch.num_tokens())
+      throw std::out_of_range("hidden index " + std::to_string(token) + " outside the batch");
+    std::copy_n(x_.data() + size_t(token) * dim, dim, selected_.data() + size_t(s) * dim);
+  }
+  normed_.resize(size_t(S) * dim);
+  backend_->rmsnorm(selected_.data(), output_norm_.data(), normed_.data(), S, dim, config_.norm_eps);
+}
+
 void LlamaModel::embed(const ForwardBatch& batch) {
   const int M = batch.num_tokens(), dim = config_.dim;
   if (token_embedding_.empty()) {
@@ -256,6 +269,7 @@ void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<flo
   const cpu::AttentionMetadata meta = prepare(batch);
   embed(batch);
   for (int l = 0; l < num_layers; ++l) run_layer(layers_[size_t(l)], l, kv, batch, meta);
+  normed_rows(batch);
   head(batch, output_norm_, logits);
 }
 

@@ -25,6 +25,7 @@ struct ForwardBatch {
   int max_blocks_per_seq = 0;
   int num_kv_groups = 1;
   std::vector<int> logits_indices;  // tokens whose next-token logits are wanted
+  std::vector<int> hidden_indices;  // tokens whose final-normed hidden state is wanted (pooling), in any order
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
   int num_seqs() const {
@@ -60,6 +61,9 @@ class LlamaModel {
   // The hidden state of every token of the last forward() (before the final norm): [num_tokens][dim].
   // Valid until the next forward() or mtp_forward().
   std::span<const float> hidden_states() const { return {x_.data(), size_t(last_num_tokens_) * size_t(config_.dim)}; }
+  // The hidden state after the final norm (what the head reads, llama.cpp's t_embd) of each token the last
+  // forward() named in hidden_indices, in that order: [hidden_indices.size()][dim].
+  std::span<const float> normed_hidden_states() const { return normed_; }
 
   // The multi-token-prediction head, when the file has one: token i of the batch at position p, with
   // prev_hidden[i] the hidden state at p (the main model's, or this head's own when drafting further),
@@ -100,6 +104,8 @@ class LlamaModel {
   void rotate(const Layer& layer, const ForwardBatch& batch);
   // The final norm and head over the rows of x_ named by logits_indices.
   void head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits);
+  // The final norm over the rows of x_ named by hidden_indices, into normed_.
+  void normed_rows(const ForwardBatch& batch);
   LlamaConfig config_;
   const cpu::CpuBackend* backend_;
   WeightMatrix token_embedding_;  // rows looked up by token id, decoded one at a time; empty when tied
@@ -109,7 +115,7 @@ class LlamaModel {
   std::vector<Layer> layers_;
   std::optional<Mtp> mtp_;
   // Scratch reused across steps; grows to the largest batch seen.
-  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_, part_;
+  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_, part_, normed_;
   int last_num_tokens_ = 0;
 };
 

@@ -9,6 +9,16 @@
 
 namespace parley {
 
+// How an embedding model makes one vector of a sequence's final-normed hidden states (llama.cpp's
+// llama_pooling_type, the GGUF key {arch}.pooling_type: the values are the file's).
+enum class PoolingType {
+  None = 0,  // no pooling: a generative model
+  Mean = 1,  // the mean over every token of the sequence
+  Cls = 2,   // the first token's
+  Last = 3,  // the last token's (Qwen3-Embedding)
+  Rank = 4,  // a reranker's score (not served yet)
+};
+
 // How RoPE pairs the dimensions of a head.
 enum class RopeLayout {
   Adjacent,  // pairs (2i, 2i+1): llama2.c, llama.cpp's LLAMA_ROPE_TYPE_NORM
@@ -96,7 +106,8 @@ struct LlamaConfig {
   bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
   bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
   FfnActivation activation = FfnActivation::Silu;
-  MoeConfig moe;  // experts in place of the dense FFN when moe.enabled()
+  MoeConfig moe;                            // experts in place of the dense FFN when moe.enabled()
+  PoolingType pooling = PoolingType::None;  // {arch}.pooling_type, or --pooling
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }

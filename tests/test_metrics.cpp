@@ -107,6 +107,15 @@ TEST_CASE("the registry refuses bad names, duplicates and bad buckets", "[metric
   CHECK(r.render() == "# HELP a:b_total ok\n# TYPE a:b_total counter\na:b_total 0.0\n");
 }
 
+TEST_CASE("a pooling request's vector counts the request and its prompt tokens", "[metrics]") {
+  ServingMetrics m("stories");
+  m.on_pooled(12);
+  m.on_pooled(5);
+  const std::string text = m.render();
+  CHECK_THAT(text, Catch::Contains("parley:pooling_requests_total{model_name=\"stories\"} 2.0\n"));
+  CHECK_THAT(text, Catch::Contains("parley:prompt_tokens_total{model_name=\"stories\"} 17.0\n"));
+}
+
 TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]") {
   ServingMetrics m("stories");
   const std::string text = m.render();
@@ -119,6 +128,7 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:num_preemptions_total", "counter"},
       {"parley:prompt_tokens_total", "counter"},
       {"parley:generation_tokens_total", "counter"},
+      {"parley:pooling_requests_total", "counter"},
       {"parley:request_success_total", "counter"},
       {"parley:time_to_first_token_seconds", "histogram"},
       {"parley:inter_token_latency_seconds", "histogram"},

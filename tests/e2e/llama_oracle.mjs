@@ -76,6 +76,34 @@ export async function llamaPromptLogprobs(ggufPath, tokenIds, { topK = 5, contex
   }
 }
 
+/**
+ * llama.cpp's pooled embedding of `tokenIds` through node-llama-cpp's embedding context (LlamaEmbeddingContext,
+ * dist/evaluator/LlamaEmbeddingContext.js): the pooling is the file's {arch}.pooling_type; the vector is
+ * llama_get_embeddings_seq's as it is (llama/addon/AddonContext.cpp GetEmbedding: not normalized). getEmbeddingFor
+ * prepends BOS and appends EOS where the vocabulary asks (_prepareInput) unless the ids already start or end with
+ * them: `embeddingInput` gives the ids it evaluates. batchSize = contextSize: the whole input is one ubatch.
+ */
+export async function llamaEmbedding(ggufPath, tokenIds, { contextSize = 512, threads } = {}) {
+  const model = await loadModel(ggufPath);
+  const context = await model.createEmbeddingContext({
+    contextSize, batchSize: contextSize, threads: threads ?? (await llamaInstance()).cpuMathCores,
+  });
+  try {
+    return Array.from((await context.getEmbeddingFor(tokenIds)).vector);
+  } finally {
+    await context.dispose();
+  }
+}
+
+/** The ids node-llama-cpp's embedding context evaluates for `tokenIds`: with the model's BOS and EOS where it adds them. */
+export async function embeddingInput(ggufPath, tokenIds) {
+  const { tokens } = await loadModel(ggufPath);
+  const ids = [...tokenIds];
+  if (tokens.shouldPrependBosToken && tokens.bos != null && ids[0] !== tokens.bos) ids.unshift(tokens.bos);
+  if (tokens.shouldAppendEosToken && tokens.eos != null && ids.at(-1) !== tokens.eos) ids.push(tokens.eos);
+  return ids;
+}
+
 /** Disposes every loaded model and the llama.cpp instance (the next call loads them again). */
 export async function disposeLlamaOracle() {
   const loaded = [...models.values()];

@@ -1,0 +1,13 @@
+// Per-request pooling parameters (vLLM's PoolingParams, vllm/pooling_params.py): a request that carries them
+// is prefilled and never decodes; its output is one vector made of its prompt's final-normed hidden states.
+#pragma once
+
+namespace parley {
+
+struct PoolingParams {
+  int dimensions = 0;     // > 0: the first `dimensions` values only (Matryoshka), cut before normalizing
+  bool normalize = true;  // divided by its L2 norm (vLLM's default for embeddings, llama.cpp's embd_normalize 2)
+  bool operator==(const PoolingParams&) const = default;
+};
+
+}  // namespace parley
