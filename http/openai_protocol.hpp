@@ -52,9 +52,10 @@ struct ServingContext {
   ToolServing tools;                                // --tool-call-parser, --enable-auto-tool-choice, ...
 };
 
-// Messages: Anthropic's /v1/messages, parsed as chat completions and rendered in Anthropic's shapes
-// (http/anthropic_protocol.hpp).
-enum class Endpoint { Completions, ChatCompletions, Messages };
+// Messages: Anthropic's /v1/messages, Responses: OpenAI's /v1/responses; each parsed as chat completions and rendered
+// in its API's shapes (http/anthropic_protocol.hpp, http/responses_protocol.hpp).
+enum class Endpoint { Completions, ChatCompletions, Messages, Responses };
+struct ResponsesRequest;  // http/responses_protocol.hpp
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
 
@@ -73,6 +74,7 @@ struct GenerateRequest {
   std::optional<ToolCalling> tool_calling;   // chat with tools (tool_choice not none): the output is read for calls
   std::vector<std::string> ignored_fields;   // unknown fields accepted: the server logs and counts them
   std::optional<ReasoningParser> reasoning;  // chat with --reasoning-parser: reasoning_content beside content
+  std::shared_ptr<const ResponsesRequest> responses;  // Endpoint::Responses: what its Response echoes and stores
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
@@ -98,6 +100,14 @@ struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
   std::optional<int> reasoning_tokens;  // with a reasoning parser: completion_tokens_details.reasoning_tokens
 };
+
+// A finished chat choice's answer as the chat path reads it: the reasoning split off (--reasoning-parser), the rest
+// read for tool calls (req.tool_calling). The other APIs' shapes are built from it.
+struct ChoiceAnswer {
+  std::optional<std::string> reasoning, content;
+  std::vector<ToolCall> calls;
+};
+ChoiceAnswer choice_answer(const GenerateRequest& req, const std::string& text);
 
 // Full JSON responses (non-streamed). `created` is seconds since the epoch.
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,

@@ -73,6 +73,7 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
       served_reasoning_parser(impl_->ctx.options.reasoning_parser, impl_->ctx.serving.chat_template.get());
   impl_->ctx.serving.max_n = engine.max_n();
   impl_->ctx.serving.strict_request_fields = impl_->ctx.options.strict_request_fields;
+  impl_->ctx.responses.set_max_responses(impl_->ctx.options.responses_store_max);
   ToolServing& tools = impl_->ctx.serving.tools;
   const ServerOptions& o = impl_->ctx.options;
   if (!o.tool_call_parser.empty()) tools.parser = parse_tool_call_parser(o.tool_call_parser);

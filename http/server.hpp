@@ -30,6 +30,7 @@ struct ServerOptions {
   bool exclude_tools_when_tool_choice_none = false;  // --exclude-tools-when-tool-choice-none
   bool strict_request_fields = false;                // --strict-request-fields
   std::string reasoning_parser;                      // --reasoning-parser: "" none
+  size_t responses_store_max = 1000;                 // --responses-store-max: the newest /v1/responses kept
 };
 
 class HttpServer {

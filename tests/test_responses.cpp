@@ -1,0 +1,1 @@
+#include "http/responses_protocol.hpp"
