@@ -59,7 +59,7 @@ ojson response_json(const GenerateRequest& req, const std::string& id, long crea
   if (std::string_view(status) == "incomplete") r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   if (req.responses)
     for (const auto& [key, value] : req.responses->echo.items()) r[key] = value;
-  r["usage"] = std::move(usage);
+  if (!usage.is_null()) r["usage"] = std::move(usage);  // optional, not nullable: none until the end
   return r;
 }
 
