@@ -72,7 +72,10 @@ ojson stop_json(const Choice& c, bool tools_called) {
   return {{"stop_reason", reason}, {"stop_sequence", sequence}};
 }
 
-ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", nullptr}}; }
+// No citations: an empty list (the SDK's type takes a list or null; the Vercel AI SDK's schema only a list).
+ojson text_block(const std::string& text) {
+  return {{"type", "text"}, {"text", text}, {"citations", ojson::array()}};
+}
 ojson thinking_block(const std::string& thinking) {
   return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};  // no signature: nothing to verify here
 }
