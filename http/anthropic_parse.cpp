@@ -31,7 +31,8 @@ std::string text_of(const json& content, const std::string& path) {
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const std::string type = block_type(content[i], item_path(path, i));
-    if (type != "text") fail_at(item_path(path, i) + ".type", "'" + type + "' blocks are not supported here; only 'text' is");
+    if (type != "text")
+      fail_at(item_path(path, i) + ".type", "'" + type + "' blocks are not supported here; only 'text' is");
     text += (i ? "\n" : "") + string_field(content[i], item_path(path, i), "text");
   }
   return text;

@@ -73,9 +73,7 @@ ojson stop_json(const Choice& c, bool tools_called) {
 }
 
 // No citations: an empty list (the SDK's type takes a list or null; the Vercel AI SDK's schema only a list).
-ojson text_block(const std::string& text) {
-  return {{"type", "text"}, {"text", text}, {"citations", ojson::array()}};
-}
+ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", ojson::array()}}; }
 ojson thinking_block(const std::string& thinking) {
   return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};  // no signature: nothing to verify here
 }
@@ -128,7 +126,7 @@ std::string MessageStream::feed(const std::vector<ToolStreamEvent>& events, bool
   if (first) {
     const ojson stop = {{"stop_reason", nullptr}, {"stop_sequence", nullptr}};
     out += typed_event({{"type", "message_start"},
-                  {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
+                        {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
   }
   auto delta = [&](ojson d) {
     out += typed_event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});

@@ -177,7 +177,8 @@ std::string Generation::closing_text() const {
       return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
     case Transport::Sse: {
       if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage.completion_tokens);
-      if (response_stream_) return response_stream_->close(response_object(request_, id_, created_, choices_[0], usage));
+      if (response_stream_)
+        return response_stream_->close(response_object(request_, id_, created_, choices_[0], usage));
       std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage) : "";
       return s + std::string(kStreamDone);
     }

@@ -83,7 +83,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return cut_slow_reader(ConnectionMetrics::kOutputBacklog,
                              std::to_string(backlog_bytes()) + " bytes of output unread (--max-output-backlog-bytes)");
     if (!gen_->gen->done()) return;
-    if (const auto& failed = gen_->gen->failure()) return finish_generation(gen_->gen->error_text(*failed), failed->status);
+    if (const auto& failed = gen_->gen->failure())
+      return finish_generation(gen_->gen->error_text(*failed), failed->status);
     // Stored before the client reads the end: a previous_response_id sent right after finds it.
     if (auto stored = gen_->gen->stored_response()) ctx_.responses.put(gen_->gen->id(), std::move(*stored));
     finish_generation(gen_->gen->closing_text());

@@ -85,7 +85,8 @@ const json& required_field(const json& obj, const std::string& path, std::string
 
 std::string string_field(const json& obj, const std::string& path, std::string_view key) {
   const json& v = required_field(obj, path, key);
-  if (!v.is_string()) fail_at(path.empty() ? std::string(key) : path + "." + std::string(key), "Input should be a valid string");
+  if (!v.is_string())
+    fail_at(path.empty() ? std::string(key) : path + "." + std::string(key), "Input should be a valid string");
   return v;
 }
 

@@ -51,7 +51,7 @@ std::optional<std::string> get_string(const json& obj, std::string_view key);
 std::string item_path(const std::string& path, size_t index);  // path + "." + index
 [[noreturn]] void fail_at(const std::string& path, const std::string& message);
 const json& required_field(const json& obj, const std::string& path, std::string_view key);  // "Field required"
-std::string string_field(const json& obj, const std::string& path, std::string_view key);   // required, a string
+std::string string_field(const json& obj, const std::string& path, std::string_view key);    // required, a string
 // The API's no-op fields accepted silently; the keys outside `acted` and `no_op` returned, for the log (strict: the
 // first is a 400, "key: Extra inputs are not permitted").
 std::vector<std::string> checked_fields(const json& body, std::span<const std::string_view> acted,
@@ -68,9 +68,9 @@ std::variant<GenerateRequest, ApiError> parse_as_chat(Endpoint endpoint, std::st
 int token_id(const json& v, int vocab_size, const std::string& param);
 std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
 
-std::string py_float(double v);       // Python's repr, as vLLM's messages print floats
-std::string dump(const ojson& j);     // compact; invalid UTF-8 becomes U+FFFD instead of throwing
-std::string sse(const ojson& j);      // "data: <json>\n\n"
+std::string py_float(double v);    // Python's repr, as vLLM's messages print floats
+std::string dump(const ojson& j);  // compact; invalid UTF-8 becomes U+FFFD instead of throwing
+std::string sse(const ojson& j);   // "data: <json>\n\n"
 // "event: <its type>\ndata: <json>\n\n": the typed events of Anthropic's Messages and OpenAI's Responses streams.
 std::string typed_event(const ojson& j);
 int utf8_length(std::string_view s);  // code points (lead bytes), as Python's len() of the decoded text

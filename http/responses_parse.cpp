@@ -35,8 +35,8 @@ constexpr std::string_view kResponsesFields[] = {"model",
                                                  "prompt"};
 // Fields the Responses API defines that Parley accepts and does not act on.
 constexpr std::string_view kResponsesNoOpFields[] = {
-    "include",          "truncation",        "service_tier",  "prompt_cache_key", "prompt_cache_retention",
-    "safety_identifier", "stream_options",   "max_tool_calls", "top_logprobs",     "context_management"};
+    "include",           "truncation",     "service_tier",   "prompt_cache_key", "prompt_cache_retention",
+    "safety_identifier", "stream_options", "max_tool_calls", "top_logprobs",     "context_management"};
 
 std::string joined(const std::string& path, std::string_view key) { return path + "." + std::string(key); }
 
@@ -169,7 +169,8 @@ ojson translate_tools(const json& tools, const ojson& ordered, ojson& echo) {
     ojson fn = {{"name", string_field(tools[i], path, "name")}};
     if (field(tools[i], "description")) fn["description"] = string_field(tools[i], path, "description");
     const json* parameters = field(tools[i], "parameters");
-    if (parameters && !parameters->is_object()) fail_at(joined(path, "parameters"), "Input should be a valid dictionary");
+    if (parameters && !parameters->is_object())
+      fail_at(joined(path, "parameters"), "Input should be a valid dictionary");
     fn["parameters"] = parameters ? tool["parameters"] : ojson{{"type", "object"}, {"properties", ojson::object()}};
     const std::optional<bool> strict = get_bool(tools[i], "strict");
     echo.push_back({{"type", "function"},
@@ -194,10 +195,10 @@ void translate_tool_choice(const json& choice, const ojson& ordered, const json*
   }
   if (!choice.is_object()) fail_at("tool_choice", "Input should be a valid string or dictionary");
   const std::string type = string_field(choice, "tool_choice", "type");
-  if (type != "function")
-    fail_at("tool_choice.type", "'" + type + "' is not supported; 'function' (with a name) is");
+  if (type != "function") fail_at("tool_choice.type", "'" + type + "' is not supported; 'function' (with a name) is");
   const std::string name = string_field(choice, "tool_choice", "name");
-  if (!any_tools || std::none_of(tools->begin(), tools->end(), [&](const json& t) { return t.value("name", "") == name; }))
+  if (!any_tools ||
+      std::none_of(tools->begin(), tools->end(), [&](const json& t) { return t.value("name", "") == name; }))
     fail_at("tool_choice.name", "no function named '" + name + "' is in tools");
   chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", name}}}};
 }
@@ -212,8 +213,7 @@ ojson translate_text(const json& text, const ojson& ordered, ojson& chat) {
   const ojson& given = ordered["text"]["format"];
   if (type == "json_object") chat["response_format"] = {{"type", "json_object"}};
   if (type == "text" || type == "json_object") return {{"format", {{"type", type}}}};
-  if (type != "json_schema")
-    fail_at("text.format.type", "Input should be 'text', 'json_schema' or 'json_object'");
+  if (type != "json_schema") fail_at("text.format.type", "Input should be 'text', 'json_schema' or 'json_object'");
   const std::string name = string_field(*format, "text.format", "name");
   if (!required_field(*format, "text.format", "schema").is_object())
     fail_at("text.format.schema", "Input should be a valid dictionary");

@@ -19,7 +19,10 @@ ojson output_text_part(const std::string& text) {
 ojson reasoning_text_part(const std::string& text) { return {{"type", "reasoning_text"}, {"text", text}}; }
 
 ojson reasoning_item(const std::string& id, ojson content, const char* status) {
-  return {{"type", "reasoning"}, {"id", id}, {"summary", ojson::array()}, {"content", std::move(content)},
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", ojson::array()},
+          {"content", std::move(content)},
           {"status", status}};
 }
 ojson message_item(const std::string& id, ojson content, const char* status) {
@@ -45,8 +48,8 @@ ojson usage_json(const Usage& u) {
 }
 
 // The Response object around its output: the request's echoed fields after the response's own.
-ojson response_json(const GenerateRequest& req, const std::string& id, long created, const char* status,
-                    ojson output, ojson usage) {
+ojson response_json(const GenerateRequest& req, const std::string& id, long created, const char* status, ojson output,
+                    ojson usage) {
   ojson r = {{"id", id},
              {"object", "response"},
              {"created_at", created},
@@ -79,8 +82,8 @@ ojson response_object(const GenerateRequest& req, const std::string& id, long cr
   if (answer.content && !answer.content->empty())
     output.push_back(message_item("msg_" + digits, {output_text_part(*answer.content)}, "completed"));
   for (size_t k = 0; k < answer.calls.size(); ++k)
-    output.push_back(function_call_item(tool_call_id(choice_request_id(id, choice.index), int(k)),
-                                        answer.calls[k].name, answer.calls[k].arguments, "completed"));
+    output.push_back(function_call_item(tool_call_id(choice_request_id(id, choice.index), int(k)), answer.calls[k].name,
+                                        answer.calls[k].arguments, "completed"));
   const bool incomplete = choice.finish_reason == FinishReason::Length;
   if (incomplete && !output.empty()) output.back()["status"] = "incomplete";  // the item the limit cut
   return response_json(req, id, created, status_name(incomplete), std::move(output), usage_json(usage));
@@ -174,7 +177,7 @@ std::string ResponseStream::feed(const std::vector<ToolStreamEvent>& events, boo
     if (e.content.empty()) continue;
     const Item kind = e.reasoning ? Item::Reasoning : Item::Message;
     if (open_ != kind) {
-      const std::string id = e.reasoning ? "rs_" + hex_
+      const std::string id = e.reasoning   ? "rs_" + hex_
                              : messages_++ ? "msg_" + hex_ + "_" + std::to_string(messages_ - 1)
                                            : "msg_" + hex_;
       out += open_item(kind, e.reasoning ? reasoning_item(id, ojson::array(), "in_progress")

@@ -263,8 +263,9 @@ TEST_CASE("responses: a text answer is a Response with one message item, usage a
   CHECK(r["incomplete_details"].is_null());
   CHECK(r["error"].is_null());
   CHECK(r["model"] == "stories260K");
-  CHECK(r["output"] == json::parse(R"([{"id":"msg_t","type":"message","status":"completed","role":"assistant",)"
-                                   R"("content":[{"type":"output_text","text":"Hello","annotations":[],"logprobs":[]}]}])"));
+  CHECK(r["output"] ==
+        json::parse(R"([{"id":"msg_t","type":"message","status":"completed","role":"assistant",)"
+                    R"("content":[{"type":"output_text","text":"Hello","annotations":[],"logprobs":[]}]}])"));
   CHECK(r["usage"] == json{{"input_tokens", req.prompts[0].size()},
                            {"input_tokens_details", {{"cached_tokens", 0}, {"cache_write_tokens", 0}}},
                            {"output_tokens", 2},
@@ -286,15 +287,14 @@ TEST_CASE("responses: a text answer is a Response with one message item, usage a
   CHECK(cut["output"][0]["status"] == "incomplete");
 }
 
-TEST_CASE("responses: a streamed text answer is the exact event sequence and adds up to the Response",
-          "[responses]") {
+TEST_CASE("responses: a streamed text answer is the exact event sequence and adds up to the Response", "[responses]") {
   const GenerateRequest req = responses_ok(hi(R"(,"stream":true)"));
   const auto events = sse_events(run(req, Transport::Sse, {"", "Hel", "lo"}));
-  CHECK(names(events) == std::vector<std::string>{
-                             "response.created", "response.in_progress", "response.output_item.added",
-                             "response.content_part.added", "response.output_text.delta", "response.output_text.delta",
-                             "response.output_text.done", "response.content_part.done", "response.output_item.done",
-                             "response.completed"});
+  CHECK(names(events) == std::vector<std::string>{"response.created", "response.in_progress",
+                                                  "response.output_item.added", "response.content_part.added",
+                                                  "response.output_text.delta", "response.output_text.delta",
+                                                  "response.output_text.done", "response.content_part.done",
+                                                  "response.output_item.done", "response.completed"});
   CHECK(events[0]["response"]["status"] == "in_progress");
   CHECK(events[0]["response"]["output"] == json::array());
   CHECK_FALSE(events[0]["response"].contains("usage"));
@@ -321,16 +321,17 @@ TEST_CASE("responses: a forced call is a function_call item with the same ids an
   const std::string out = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
   const json whole = json::parse(run(req, Transport::Json, {out}));
   const std::string digits = tool_call_id("resp_t-0", 0).substr(14);
-  CHECK(whole["output"] == json::parse(R"([{"id":"fc_)" + digits + R"(","type":"function_call","status":"completed",)"
+  CHECK(whole["output"] == json::parse(R"([{"id":"fc_)" + digits +
+                                       R"(","type":"function_call","status":"completed",)"
                                        R"("arguments":"{\"city\":\"Oslo\"}","call_id":"call_)" +
                                        digits + R"(","name":"get_weather"}])"));
   std::vector<std::string> deltas;
   for (size_t i = 0; i < out.size(); i += 4) deltas.push_back(out.substr(i, 4));
   const auto events = sse_events(run(req, Transport::Sse, deltas));
-  CHECK(names(events) == std::vector<std::string>{"response.created", "response.in_progress",
-                                                  "response.output_item.added", "response.function_call_arguments.delta",
-                                                  "response.function_call_arguments.done", "response.output_item.done",
-                                                  "response.completed"});
+  CHECK(names(events) ==
+        std::vector<std::string>{"response.created", "response.in_progress", "response.output_item.added",
+                                 "response.function_call_arguments.delta", "response.function_call_arguments.done",
+                                 "response.output_item.done", "response.completed"});
   CHECK(events[4]["name"] == "get_weather");
   CHECK(assemble(events) == whole["output"]);
 }
@@ -341,11 +342,12 @@ TEST_CASE("responses: the reasoning parser's split comes out as a reasoning item
   const GenerateRequest req = responses_ok(hi(R"(,"reasoning":{"effort":"high"})"), ctx);
   const std::string out = "<think>hmm, so</think>Hello there";
   const json whole = json::parse(run(req, Transport::Json, {"<think>hm", "m, so</think>", "Hello", " there"}));
-  CHECK(whole["output"] == json::parse(R"([{"type":"reasoning","id":"rs_t","summary":[],)"
-                                       R"("content":[{"type":"reasoning_text","text":"hmm, so"}],"status":"completed"},)"
-                                       R"({"id":"msg_t","type":"message","status":"completed","role":"assistant",)"
-                                       R"("content":[{"type":"output_text","text":"Hello there","annotations":[],)"
-                                       R"("logprobs":[]}]}])"));
+  CHECK(whole["output"] ==
+        json::parse(R"([{"type":"reasoning","id":"rs_t","summary":[],)"
+                    R"("content":[{"type":"reasoning_text","text":"hmm, so"}],"status":"completed"},)"
+                    R"({"id":"msg_t","type":"message","status":"completed","role":"assistant",)"
+                    R"("content":[{"type":"output_text","text":"Hello there","annotations":[],)"
+                    R"("logprobs":[]}]}])"));
   CHECK(whole["usage"]["output_tokens_details"]["reasoning_tokens"] == 2);
   CHECK(whole["reasoning"] == json::parse(R"({"effort":"high","summary":null})"));
   for (size_t cut = 1; cut < out.size(); ++cut) {  // the markers split anywhere
@@ -392,9 +394,9 @@ TEST_CASE("responses: the store keeps the newest responses and forgets the oldes
 TEST_CASE("responses: previous_response_id continues with its input and output before the new input",
           "[responses][store]") {
   ResponseStore store;
-  const GenerateRequest first = responses_ok(
-      hi(R"(,"instructions":"Be terse.","tools":)" + kTools + R"(,"tool_choice":{"type":"function","name":"get_time"})"),
-      responses_context(), &store);
+  const GenerateRequest first = responses_ok(hi(R"(,"instructions":"Be terse.","tools":)" + kTools +
+                                                R"(,"tool_choice":{"type":"function","name":"get_time"})"),
+                                             responses_context(), &store);
   Generation* g = nullptr;
   run(first, Transport::Json, {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"},
       FinishReason::Stop, &g);
@@ -403,13 +405,16 @@ TEST_CASE("responses: previous_response_id continues with its input and output b
   const std::string call_id = stored->response["output"][0]["call_id"];
   store.put("resp_t", std::move(*stored));
   const std::string second = R"({"previous_response_id":"resp_t","input":[{"type":"function_call_output",)"
-                             R"("call_id":")" + call_id + R"(","output":"noon"}]})";
+                             R"("call_id":")" +
+                             call_id + R"(","output":"noon"}]})";
   // The instructions are not carried over (OpenAI's rule); the call the first response made is answered.
   CHECK(to_chat(second, &store)["messages"] ==
         ordered_json::parse(R"([{"role":"user","content":"Hi"},{"role":"assistant","content":"","tool_calls":[)"
-                            R"({"id":")" + call_id + R"(","type":"function","function":{"name":"get_time",)"
-                            R"("arguments":"{}"}}]},{"role":"tool","tool_call_id":")" + call_id +
-                            R"(","content":"noon"}])"));
+                            R"({"id":")" +
+                            call_id +
+                            R"(","type":"function","function":{"name":"get_time",)"
+                            R"("arguments":"{}"}}]},{"role":"tool","tool_call_id":")" +
+                            call_id + R"(","content":"noon"}])"));
   const GenerateRequest next = responses_ok(second, responses_context(), &store);
   REQUIRE(next.responses);
   CHECK(next.responses->input.size() == 3);  // Hi, the call, its output: the chain the next turn continues
