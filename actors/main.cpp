@@ -307,6 +307,10 @@ void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   cmd->add_flag("--strict-request-fields", s.strict_request_fields,
                 "Answer 400 to a request field Parley does not know (default: accept it, log it and count it in "
                 "parley:request_fields_ignored_total, as vLLM does)");
+  cmd->add_option("--responses-store-max", s.responses_store_max,
+                  "/v1/responses kept in memory (store: true) for GET /v1/responses/{id} and previous_response_id; "
+                  "past it the oldest is dropped (0: none kept)")
+      ->capture_default_str();
   cmd->add_option("--shutdown-grace", s.shutdown_grace_s,
                   "On SIGTERM/SIGINT: seconds live requests may finish before they are aborted")
       ->capture_default_str()

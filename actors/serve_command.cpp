@@ -34,7 +34,8 @@ int run_serve(const ServeOptions& o) {
   if (!pin_this_thread(engine->service_cpus())) spdlog::warn("the HTTP threads could not be pinned to their CPUs");
   server.start();
   spdlog::info(
-      "serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions; Anthropic /v1/messages; websocket "
+      "serving {} on http://{}:{} (OpenAI /v1/completions, /v1/chat/completions, /v1/responses; Anthropic "
+      "/v1/messages; websocket "
       "/v1/ws)",
       engine->model_name(), o.server.host, server.port());
   std::thread signal_thread([&] {

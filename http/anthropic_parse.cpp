@@ -19,25 +19,9 @@ constexpr std::string_view kMessagesNoOpFields[] = {
     "service_tier", "container", "mcp_servers",   "context_management", "cache_control",
     "diagnostics",  "speed",     "inference_geo", "user_profile_id",    "workspace_id"};
 
-std::string at(const std::string& path, size_t index) { return path + "." + std::to_string(index); }
-
-[[noreturn]] void fail_at(const std::string& path, const std::string& message) { fail(path + ": " + message, path); }
-
-const json& required(const json& obj, const std::string& path, std::string_view key) {
-  const json* v = field(obj, key);
-  if (!v) fail_at(path.empty() ? std::string(key) : path + "." + std::string(key), "Field required");
-  return *v;
-}
-
-std::string string_at(const json& obj, const std::string& path, std::string_view key) {
-  const json& v = required(obj, path, key);
-  if (!v.is_string()) fail_at(path + "." + std::string(key), "Input should be a valid string");
-  return v;
-}
-
 std::string block_type(const json& block, const std::string& path) {
   if (!block.is_object()) fail_at(path, "Input should be a valid content block object");
-  return string_at(block, path, "type");
+  return string_field(block, path, "type");
 }
 
 // A string, or text blocks joined by "\n" (one string for every chat template); other blocks are refused.
@@ -46,9 +30,10 @@ std::string text_of(const json& content, const std::string& path) {
   if (!content.is_array()) fail_at(path, "Input should be a valid string or a list of text blocks");
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string type = block_type(content[i], at(path, i));
-    if (type != "text") fail_at(at(path, i) + ".type", "'" + type + "' blocks are not supported here; only 'text' is");
-    text += (i ? "\n" : "") + string_at(content[i], at(path, i), "text");
+    const std::string type = block_type(content[i], item_path(path, i));
+    if (type != "text")
+      fail_at(item_path(path, i) + ".type", "'" + type + "' blocks are not supported here; only 'text' is");
+    text += (i ? "\n" : "") + string_field(content[i], item_path(path, i), "text");
   }
   return text;
 }
@@ -65,12 +50,12 @@ void add_user(const json& content, const std::string& path, Translation& t) {
   std::string text;
   bool has_text = false;
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string bpath = at(path, i), type = block_type(content[i], bpath);
+    const std::string bpath = item_path(path, i), type = block_type(content[i], bpath);
     if (type == "text") {
-      text += (has_text ? "\n" : "") + string_at(content[i], bpath, "text");
+      text += (has_text ? "\n" : "") + string_field(content[i], bpath, "text");
       has_text = true;
     } else if (type == "tool_result") {
-      const std::string id = string_at(content[i], bpath, "tool_use_id");
+      const std::string id = string_field(content[i], bpath, "tool_use_id");
       if (!t.tool_use_ids.count(id))
         fail_at(bpath + ".tool_use_id", "'" + id + "' answers no tool_use block of an earlier assistant message");
       if (const json* is_error = field(content[i], "is_error"); is_error && !is_error->is_boolean())
@@ -95,18 +80,18 @@ void add_assistant(const json& content, const ojson& ordered, const std::string&
   std::string text, thinking;
   ojson calls = ojson::array();
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string bpath = at(path, i), type = block_type(content[i], bpath);
+    const std::string bpath = item_path(path, i), type = block_type(content[i], bpath);
     if (type == "text") {
-      text += string_at(content[i], bpath, "text");
+      text += string_field(content[i], bpath, "text");
     } else if (type == "tool_use") {
-      const std::string id = string_at(content[i], bpath, "id"), name = string_at(content[i], bpath, "name");
-      if (!required(content[i], bpath, "input").is_object())
+      const std::string id = string_field(content[i], bpath, "id"), name = string_field(content[i], bpath, "name");
+      if (!required_field(content[i], bpath, "input").is_object())
         fail_at(bpath + ".input", "Input should be a valid dictionary");
       if (!t.tool_use_ids.insert(id).second) fail_at(bpath + ".id", "'" + id + "' is the id of an earlier tool_use");
       calls.push_back(
           {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", dump(ordered[i]["input"])}}}});
     } else if (type == "thinking") {
-      thinking += string_at(content[i], bpath, "thinking");
+      thinking += string_field(content[i], bpath, "thinking");
     } else if (type != "redacted_thinking") {
       fail_at(bpath + ".type", "'" + type +
                                    "' blocks are not supported in assistant messages; 'text', 'tool_use' and "
@@ -120,17 +105,17 @@ void add_assistant(const json& content, const ojson& ordered, const std::string&
 }
 
 ojson translate_messages(const json& body, const ojson& ordered) {
-  const json& messages = required(body, "", "messages");
+  const json& messages = required_field(body, "", "messages");
   if (!messages.is_array()) fail_at("messages", "Input should be a valid list");
   if (messages.empty()) fail_at("messages", "at least one message is required");
   Translation t;
   if (const json* system = field(body, "system"))
     t.messages.push_back({{"role", "system"}, {"content", text_of(*system, "system")}});
   for (size_t i = 0; i < messages.size(); ++i) {
-    const std::string path = at("messages", i);
+    const std::string path = item_path("messages", i);
     if (!messages[i].is_object()) fail_at(path, "Input should be a valid dictionary");
-    const std::string role = string_at(messages[i], path, "role");
-    const json& content = required(messages[i], path, "content");
+    const std::string role = string_field(messages[i], path, "role");
+    const json& content = required_field(messages[i], path, "content");
     if (role == "user")
       add_user(content, path + ".content", t);
     else if (role == "assistant")
@@ -150,13 +135,13 @@ ojson translate_tools(const json& tools, const ojson& ordered) {
   if (!tools.is_array()) fail_at("tools", "Input should be a valid list");
   ojson out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string path = at("tools", i);
+    const std::string path = item_path("tools", i);
     if (!tools[i].is_object()) fail_at(path, "Input should be a valid dictionary");
     if (const json* type = field(tools[i], "type"); type && *type != "custom")
       fail_at(path + ".type", "server tools (" + type->dump() + ") are not supported; only custom tools are");
-    ojson fn = {{"name", string_at(tools[i], path, "name")}};
-    if (field(tools[i], "description")) fn["description"] = string_at(tools[i], path, "description");
-    if (!required(tools[i], path, "input_schema").is_object())
+    ojson fn = {{"name", string_field(tools[i], path, "name")}};
+    if (field(tools[i], "description")) fn["description"] = string_field(tools[i], path, "description");
+    if (!required_field(tools[i], path, "input_schema").is_object())
       fail_at(path + ".input_schema", "Input should be a valid dictionary");
     fn["parameters"] = ordered["tools"][i]["input_schema"];
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -167,7 +152,7 @@ ojson translate_tools(const json& tools, const ojson& ordered) {
 // auto, any ("required"), tool (a named function), none; disable_parallel_tool_use is parallel_tool_calls false.
 void translate_tool_choice(const json& choice, const json* tools, ojson& chat) {
   if (!choice.is_object()) fail_at("tool_choice", "Input should be a valid dictionary");
-  const std::string type = string_at(choice, "tool_choice", "type");
+  const std::string type = string_field(choice, "tool_choice", "type");
   const bool any_tools = tools && tools->is_array() && !tools->empty();
   if (const auto parallel = get_bool(choice, "disable_parallel_tool_use")) chat["parallel_tool_calls"] = !*parallel;
   if (type == "auto" || type == "none") {
@@ -175,7 +160,7 @@ void translate_tool_choice(const json& choice, const json* tools, ojson& chat) {
   } else if (type == "any" || type == "tool") {
     if (!any_tools) fail_at("tool_choice", "'" + type + "' needs tools");
     if (type == "any") return void(chat["tool_choice"] = "required");
-    const std::string name = string_at(choice, "tool_choice", "name");
+    const std::string name = string_field(choice, "tool_choice", "name");
     if (std::none_of(tools->begin(), tools->end(), [&](const json& t) { return t.value("name", "") == name; }))
       fail_at("tool_choice.name", "no tool named '" + name + "' is in tools");
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", name}}}};
@@ -187,9 +172,9 @@ void translate_tool_choice(const json& choice, const json* tools, ojson& chat) {
 // enabled (budget_tokens read, not enforced) and adaptive let the template think; disabled tells it not to.
 void translate_thinking(const json& thinking, ojson& chat) {
   if (!thinking.is_object()) fail_at("thinking", "Input should be a valid dictionary");
-  const std::string type = string_at(thinking, "thinking", "type");
+  const std::string type = string_field(thinking, "thinking", "type");
   if (type == "enabled") {
-    const json& budget = required(thinking, "thinking", "budget_tokens");
+    const json& budget = required_field(thinking, "thinking", "budget_tokens");
     if (!budget.is_number_integer() || budget.get<int64_t>() < 1)
       fail_at("thinking.budget_tokens", "Input should be a positive integer");
   } else if (type != "adaptive" && type != "disabled") {
@@ -231,7 +216,7 @@ void copy_sampling(const json& body, const ojson& ordered, ojson& chat) {
 
 ojson messages_to_chat(std::string_view body, const json& parsed, bool count_only) {
   const ojson ordered = ojson::parse(body);  // parsed once already: valid; keeps the client's key order
-  if (!count_only) required(parsed, "", "max_tokens");
+  if (!count_only) required_field(parsed, "", "max_tokens");
   ojson chat = ojson::object();
   chat["messages"] = translate_messages(parsed, ordered);
   const json* tools = field(parsed, "tools");
@@ -243,21 +228,6 @@ ojson messages_to_chat(std::string_view body, const json& parsed, bool count_onl
   return chat;
 }
 
-namespace {
-
-// Anthropic's no-op fields accepted; unknown ones reported for the log (strict: a 400).
-std::vector<std::string> checked_fields(const json& body, bool strict) {
-  std::vector<std::string> ignored;
-  for (std::string& key : unknown_fields(body, kMessagesFields)) {
-    const bool no_op =
-        std::find(std::begin(kMessagesNoOpFields), std::end(kMessagesNoOpFields), key) != std::end(kMessagesNoOpFields);
-    if (strict) fail_at(key, "Extra inputs are not permitted");
-    if (!no_op) ignored.push_back(std::move(key));
-  }
-  return ignored;
-}
-
-}  // namespace
 }  // namespace parley::http::detail
 
 namespace parley::http {
@@ -267,28 +237,14 @@ using namespace detail;
 bool is_messages_path(std::string_view path) { return path == "/v1/messages" || path.starts_with("/v1/messages/"); }
 
 std::variant<GenerateRequest, ApiError> parse_messages_request(std::string_view body, const ServingContext& ctx) {
-  std::vector<std::string> ignored;
-  std::string chat_body;
-  try {
-    const json j = parse_object(body);
-    ignored = checked_fields(j, ctx.strict_request_fields);
-    check_model(j, ctx);
-    chat_body = dump(messages_to_chat(body, j, false));
-  } catch (const RequestError& e) {
-    return e.error;
-  }
-  auto parsed = parse_generate_request(Endpoint::ChatCompletions, chat_body, ctx);
-  if (auto* req = std::get_if<GenerateRequest>(&parsed)) {
-    req->endpoint = Endpoint::Messages;
-    req->ignored_fields = std::move(ignored);
-  }
-  return parsed;
+  return parse_as_chat(Endpoint::Messages, body, ctx, kMessagesFields, kMessagesNoOpFields,
+                       [&](const json& parsed) { return messages_to_chat(body, parsed, false); });
 }
 
 std::variant<std::string, ApiError> count_tokens_response(std::string_view body, const ServingContext& ctx) {
   try {
     const json j = parse_object(body);
-    checked_fields(j, ctx.strict_request_fields);
+    checked_fields(j, kMessagesFields, kMessagesNoOpFields, ctx.strict_request_fields);
     check_model(j, ctx);
     const ojson chat = messages_to_chat(body, j, true);
     const std::string chat_body = dump(chat);

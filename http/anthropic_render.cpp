@@ -31,10 +31,6 @@ ojson error_json(const ApiError& e) {
       {"type", "error"}, {"error", {{"type", error_type(e.status)}, {"message", e.message}}}, {"request_id", nullptr}};
 }
 
-std::string event(const ojson& data) {
-  return "event: " + data["type"].get<std::string>() + "\ndata: " + dump(data) + "\n\n";
-}
-
 // Parley counts the prompt and the output; the cache, server tool and tier fields have no value here.
 ojson usage_json(int input_tokens, int output_tokens) {
   return {{"input_tokens", input_tokens},
@@ -76,7 +72,8 @@ ojson stop_json(const Choice& c, bool tools_called) {
   return {{"stop_reason", reason}, {"stop_sequence", sequence}};
 }
 
-ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", nullptr}}; }
+// No citations: an empty list (the SDK's type takes a list or null; the Vercel AI SDK's schema only a list).
+ojson text_block(const std::string& text) { return {{"type", "text"}, {"text", text}, {"citations", ojson::array()}}; }
 ojson thinking_block(const std::string& thinking) {
   return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};  // no signature: nothing to verify here
 }
@@ -85,33 +82,20 @@ ojson tool_use_block(const std::string& id, const std::string& name, ojson input
       {"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}, {"caller", {{"type", "direct"}}}};
 }
 
-constexpr std::string_view kChatToolPrefix = "chatcmpl-tool-";
-
-std::string tool_use_id_of(std::string_view chat_id) {
-  if (chat_id.starts_with(kChatToolPrefix)) chat_id.remove_prefix(kChatToolPrefix.size());
-  return "toolu_" + std::string(chat_id);
-}
-
 }  // namespace
 
 std::string anthropic_error_body(const ApiError& e) { return dump(error_json(e)); }
-std::string anthropic_error_event(const ApiError& e) { return event(error_json(e)); }
+std::string anthropic_error_event(const ApiError& e) { return typed_event(error_json(e)); }
 
 std::string tool_use_id(std::string_view request_id, int call_index) {
-  return tool_use_id_of(tool_call_id(request_id, call_index));
+  return renamed_tool_call_id(tool_call_id(request_id, call_index), "toolu_");
 }
 
 std::string message_response(const GenerateRequest& req, const std::string& id, const Choice& choice,
                              const Usage& usage) {
-  // The same splits the streamed events come from: reasoning first, then the answer read for calls.
-  const SplitReasoning split =
-      req.reasoning ? split_reasoning(*req.reasoning, choice.text) : SplitReasoning{std::nullopt, choice.text};
+  const ChoiceAnswer answer = choice_answer(req, choice.text);  // the splits the streamed events come from
   ojson content = ojson::array();
-  if (split.reasoning) content.push_back(thinking_block(*split.reasoning));
-  ExtractedToolCalls answer{split.content, {}};
-  if (req.tool_calling)
-    answer =
-        extract_tool_calls(req.tool_calling->parser, split.content.value_or(""), req.tool_calling->parallel_tool_calls);
+  if (answer.reasoning) content.push_back(thinking_block(*answer.reasoning));
   if (answer.content && !answer.content->empty()) content.push_back(text_block(*answer.content));
   for (size_t k = 0; k < answer.calls.size(); ++k)
     content.push_back(tool_use_block(tool_use_id(choice_request_id(id, choice.index), int(k)), answer.calls[k].name,
@@ -128,28 +112,28 @@ std::string MessageStream::start_block(Block kind, ojson block) {
   std::string out = stop_block();
   block_ = kind;
   ++index_;
-  return out + event({{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
+  return out + typed_event({{"type", "content_block_start"}, {"index", index_}, {"content_block", std::move(block)}});
 }
 
 std::string MessageStream::stop_block() {
   if (block_ == Block::None) return "";
   block_ = Block::None;
-  return event({{"type", "content_block_stop"}, {"index", index_}});
+  return typed_event({{"type", "content_block_stop"}, {"index", index_}});
 }
 
 std::string MessageStream::feed(const std::vector<ToolStreamEvent>& events, bool first, bool finished) {
   std::string out;
   if (first) {
     const ojson stop = {{"stop_reason", nullptr}, {"stop_sequence", nullptr}};
-    out += event({{"type", "message_start"},
-                  {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
+    out += typed_event({{"type", "message_start"},
+                        {"message", message_json(id_, model_, ojson::array(), stop, usage_json(input_tokens_, 0))}});
   }
   auto delta = [&](ojson d) {
-    out += event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});
+    out += typed_event({{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(d)}});
   };
   for (const ToolStreamEvent& e : events) {
     if (e.tool_call && e.tool_call->id) {  // a call's first piece names it: a tool_use block of its own
-      out += start_block(Block::ToolUse, tool_use_block(tool_use_id_of(*e.tool_call->id),
+      out += start_block(Block::ToolUse, tool_use_block(renamed_tool_call_id(*e.tool_call->id, "toolu_"),
                                                         e.tool_call->name.value_or(""), ojson::object()));
     }
     if (e.tool_call) {
@@ -174,8 +158,8 @@ std::string MessageStream::close(const Choice& choice, bool tools_called, int ou
   ojson delta = stop_json(choice, tools_called);
   delta["stop_details"] = nullptr;
   delta["container"] = nullptr;
-  return event({{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", std::move(usage)}}) +
-         event({{"type", "message_stop"}});
+  return typed_event({{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", std::move(usage)}}) +
+         typed_event({{"type", "message_stop"}});
 }
 
 }  // namespace parley::http

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/openai_fields.hpp"
+
 namespace parley::http {
 namespace {
 
@@ -42,6 +44,8 @@ Generation::Generation(GenerateRequest request, std::string id, long created, co
     for (int k = 0; k < total; ++k) reasoning_streams_.emplace_back(*request_.reasoning);
   if (request_.endpoint == Endpoint::Messages && transport_ == Transport::Sse)
     message_stream_.emplace(id_, request_.model, usage_.prompt_tokens);
+  if (request_.endpoint == Endpoint::Responses && transport_ == Transport::Sse)
+    response_stream_.emplace(request_, id_, created_);
   if (request_.tool_calling && transport_ == Transport::Sse)
     for (int k = 0; k < total; ++k)
       tool_streams_.emplace_back(request_.tool_calling->parser, choice_request_id(id_, k),
@@ -97,12 +101,13 @@ std::string Generation::on_output(const RequestOutput& out) {
   const bool first = !started_[size_t(k)];
   const bool opens = first && (request_.echo || !out.prompt_logprobs.empty());  // the echo or prompt logprobs go now
   std::optional<ChatToolDelta> tools = split_output(k, out);
-  if (message_stream_) {
+  if (message_stream_ || response_stream_) {  // the answer's pieces, in the other API's events
     started_[size_t(k)] = true;
     std::vector<ToolStreamEvent> events;
     if (tools) events = std::move(tools->events);
     if (!tools && !out.text.empty()) events.push_back({out.text, std::nullopt});
-    return message_stream_->feed(events, first, out.finished());
+    if (message_stream_) return message_stream_->feed(events, first, out.finished());
+    return response_stream_->feed(events, first, out.finished(), out.finish_reason == FinishReason::Length);
   }
   const bool nothing = tools ? tools->events.empty() : out.text.empty();
   if (nothing && !out.finished() && out.logprobs.empty() && !opens) return "";  // held back
@@ -170,9 +175,13 @@ std::string Generation::closing_text() const {
     case Transport::Json:
       if (request_.endpoint == Endpoint::Messages) return message_response(request_, id_, choices_[0], usage);
       if (request_.endpoint == Endpoint::Embeddings) return embedding_response(request_, choices_, usage);
+      if (request_.endpoint == Endpoint::Responses)
+        return detail::dump(response_object(request_, id_, created_, choices_[0], usage));
       return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
     case Transport::Sse: {
       if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage.completion_tokens);
+      if (response_stream_)
+        return response_stream_->close(response_object(request_, id_, created_, choices_[0], usage));
       std::string s = request_.include_usage ? stream_usage_chunk(request_, id_, created_, usage) : "";
       return s + std::string(kStreamDone);
     }
@@ -195,6 +204,7 @@ std::string Generation::error_text(const ApiError& e) const {
       return error_json(e);
     case Transport::Sse:
       if (message_stream_) return anthropic_error_event(e);
+      if (response_stream_) return response_stream_->error(e);
       return stream_error_event(e) + std::string(kStreamDone);
     case Transport::WebSocket:
       return websocket_error(e, client_id_);
@@ -204,6 +214,11 @@ std::string Generation::error_text(const ApiError& e) const {
 
 std::string Generation::error_json(const ApiError& e) const {
   return request_.endpoint == Endpoint::Messages ? anthropic_error_body(e) : error_body(e);
+}
+
+std::optional<StoredResponse> Generation::stored_response() const {
+  if (request_.endpoint != Endpoint::Responses || failure_ || !done()) return std::nullopt;
+  return response_to_store(request_, response_object(request_, id_, created_, choices_[0], final_usage()));
 }
 
 std::vector<std::string> Generation::unfinished_req_ids() const {

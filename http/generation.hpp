@@ -9,6 +9,7 @@
 #include "engine/engine_client.hpp"
 #include "http/anthropic_protocol.hpp"
 #include "http/openai_protocol.hpp"
+#include "http/responses_protocol.hpp"
 
 namespace parley::http {
 
@@ -16,7 +17,7 @@ enum class Transport { Sse, Json, WebSocket };
 
 class Generation {
  public:
-  // id: "cmpl-...", "chatcmpl-..." or "msg_..."; engine request ids are id + "-" + choice index.
+  // id: "cmpl-...", "chatcmpl-...", "msg_..." or "resp_..."; engine request ids are id + "-" + choice index.
   Generation(GenerateRequest request, std::string id, long created, const Tokenizer& tokenizer, Transport transport,
              std::string client_id = "");
 
@@ -31,6 +32,8 @@ class Generation {
   std::string error_text(const ApiError& e) const;
   // An error as a JSON body in the API's shape (OpenAI's, or Anthropic's for /v1/messages).
   std::string error_json(const ApiError& e) const;
+  // A finished /v1/responses generation with store true: what the response store keeps (GET shows it).
+  std::optional<StoredResponse> stored_response() const;
   std::vector<std::string> unfinished_req_ids() const;
   // The engine failed a choice (an output with an error): the generation ends with this error instead.
   const std::optional<ApiError>& failure() const { return failure_; }
@@ -56,6 +59,7 @@ class Generation {
   std::vector<ToolCallStream> tool_streams_;        // per streamed chat choice read for tool calls
   std::vector<ReasoningStream> reasoning_streams_;  // per choice, streamed chat with --reasoning-parser
   std::optional<MessageStream> message_stream_;     // a streamed /v1/messages: Anthropic's events
+  std::optional<ResponseStream> response_stream_;   // a streamed /v1/responses: the Responses' typed events
   int num_finished_ = 0;
   Usage usage_;
   std::optional<ApiError> failure_;

@@ -84,9 +84,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                              std::to_string(backlog_bytes()) + " bytes of output unread (--max-output-backlog-bytes)");
     if (!gen_->gen->done()) return;
     if (const auto& failed = gen_->gen->failure())
-      finish_generation(gen_->gen->error_text(*failed), failed->status);
-    else
-      finish_generation(gen_->gen->closing_text());
+      return finish_generation(gen_->gen->error_text(*failed), failed->status);
+    // Stored before the client reads the end: a previous_response_id sent right after finds it.
+    if (auto stored = gen_->gen->stored_response()) ctx_.responses.put(gen_->gen->id(), std::move(*stored));
+    finish_generation(gen_->gen->closing_text());
   }
   // Admitted: a stream can commit to 200 now (a refusal before this gets its own status).
   void on_engine_admitted(const std::string&) {
@@ -209,7 +210,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                          admission(ctx_),
                          websocket,
                          std::string(req["x-api-key"])};
-    RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving);
+    RouteResult r = handle_request(view, ctx_.options.router, ctx_.serving, &ctx_.responses);
     switch (r.kind) {
       case RouteResult::Kind::Respond:
         return answer(r.status, std::move(r.body), r.content_type, keep_alive, r.headers);
@@ -306,6 +307,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start_generation(GenerateRequest req, bool keep_alive, unsigned version) {
     const char* id_prefix = req.endpoint == Endpoint::Embeddings        ? "embd-"
                             : req.endpoint == Endpoint::Messages        ? "msg_"
+                            : req.endpoint == Endpoint::Responses       ? "resp_"
                             : req.endpoint == Endpoint::ChatCompletions ? "chatcmpl-"
                                                                         : "cmpl-";
     const bool stream = req.stream;

@@ -73,6 +73,33 @@ void reject_unknown_fields(const json& body, std::span<const std::string_view> a
     fail("Unrecognized request argument supplied: " + key, key);
 }
 
+std::string item_path(const std::string& path, size_t index) { return path + "." + std::to_string(index); }
+
+void fail_at(const std::string& path, const std::string& message) { fail(path + ": " + message, path); }
+
+const json& required_field(const json& obj, const std::string& path, std::string_view key) {
+  const json* v = field(obj, key);
+  if (!v) fail_at(path.empty() ? std::string(key) : path + "." + std::string(key), "Field required");
+  return *v;
+}
+
+std::string string_field(const json& obj, const std::string& path, std::string_view key) {
+  const json& v = required_field(obj, path, key);
+  if (!v.is_string())
+    fail_at(path.empty() ? std::string(key) : path + "." + std::string(key), "Input should be a valid string");
+  return v;
+}
+
+std::vector<std::string> checked_fields(const json& body, std::span<const std::string_view> acted,
+                                        std::span<const std::string_view> no_op, bool strict) {
+  std::vector<std::string> ignored;
+  for (std::string& key : unknown_fields(body, acted)) {
+    if (strict) fail_at(key, "Extra inputs are not permitted");
+    if (std::find(no_op.begin(), no_op.end(), key) == no_op.end()) ignored.push_back(std::move(key));
+  }
+  return ignored;
+}
+
 void check_model(const json& body, const ServingContext& ctx) {
   const auto model = get_string(body, "model");
   if (model && *model != ctx.model_name)
@@ -165,6 +192,10 @@ std::string py_float(double v) {
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 std::string sse(const ojson& j) { return "data: " + dump(j) + "\n\n"; }
+
+std::string typed_event(const ojson& j) {
+  return "event: " + j["type"].get<std::string>() + "\ndata: " + dump(j) + "\n\n";
+}
 
 int utf8_length(std::string_view s) {
   int n = 0;

@@ -2,10 +2,12 @@
 // or value becomes an ApiError naming the field (thrown as RequestError, returned by the public API).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +46,24 @@ std::optional<double> get_number(const json& obj, std::string_view key);  // fin
 std::optional<std::string> get_string(const json& obj, std::string_view key);
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& got);
 
+// Request bodies of the APIs translated onto the chat path (Anthropic's Messages, OpenAI's Responses), read with
+// pydantic's field paths: "messages.1.content.0.tool_use_id: ...", "input.2.call_id: ...".
+std::string item_path(const std::string& path, size_t index);  // path + "." + index
+[[noreturn]] void fail_at(const std::string& path, const std::string& message);
+const json& required_field(const json& obj, const std::string& path, std::string_view key);  // "Field required"
+std::string string_field(const json& obj, const std::string& path, std::string_view key);    // required, a string
+// The API's no-op fields accepted silently; the keys outside `acted` and `no_op` returned, for the log (strict: the
+// first is a 400, "key: Extra inputs are not permitted").
+std::vector<std::string> checked_fields(const json& body, std::span<const std::string_view> acted,
+                                        std::span<const std::string_view> no_op, bool strict);
+// Another API's body run as a chat request: its fields checked, its model, then `to_chat` (given the parsed body;
+// throws RequestError) writes the chat body that parse_generate_request reads. The request is `endpoint`'s.
+std::variant<GenerateRequest, ApiError> parse_as_chat(Endpoint endpoint, std::string_view body,
+                                                      const ServingContext& ctx,
+                                                      std::span<const std::string_view> acted,
+                                                      std::span<const std::string_view> no_op,
+                                                      const std::function<ojson(const json&)>& to_chat);
+
 // A token id at `param`: an integer in [0, vocab_size); else 400 "Token id X is out of vocabulary".
 int token_id(const json& v, int vocab_size, const std::string& param);
 std::vector<int> token_ids(const json& v, int vocab_size, const std::string& param);
@@ -52,9 +72,11 @@ std::vector<int> token_ids(const json& v, int vocab_size, const std::string& par
 // req.prompts and req.prompt_texts; 400 for an empty one, an unknown token id or another type.
 void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req, const std::string& param);
 
-std::string py_float(double v);       // Python's repr, as vLLM's messages print floats
-std::string dump(const ojson& j);     // compact; invalid UTF-8 becomes U+FFFD instead of throwing
-std::string sse(const ojson& j);      // "data: <json>\n\n"
+std::string py_float(double v);    // Python's repr, as vLLM's messages print floats
+std::string dump(const ojson& j);  // compact; invalid UTF-8 becomes U+FFFD instead of throwing
+std::string sse(const ojson& j);   // "data: <json>\n\n"
+// "event: <its type>\ndata: <json>\n\n": the typed events of Anthropic's Messages and OpenAI's Responses streams.
+std::string typed_event(const ojson& j);
 int utf8_length(std::string_view s);  // code points (lead bytes), as Python's len() of the decoded text
 
 }  // namespace parley::http::detail

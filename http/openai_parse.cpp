@@ -417,4 +417,30 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
   }
 }
 
+namespace detail {
+
+std::variant<GenerateRequest, ApiError> parse_as_chat(Endpoint endpoint, std::string_view body,
+                                                      const ServingContext& ctx,
+                                                      std::span<const std::string_view> acted,
+                                                      std::span<const std::string_view> no_op,
+                                                      const std::function<ojson(const json&)>& to_chat) {
+  std::vector<std::string> ignored;
+  std::string chat_body;
+  try {
+    const json j = parse_object(body);
+    ignored = checked_fields(j, acted, no_op, ctx.strict_request_fields);
+    check_model(j, ctx);
+    chat_body = dump(to_chat(j));
+  } catch (const RequestError& e) {
+    return e.error;
+  }
+  auto parsed = parse_generate_request(Endpoint::ChatCompletions, chat_body, ctx);
+  if (auto* req = std::get_if<GenerateRequest>(&parsed)) {
+    req->endpoint = endpoint;
+    req->ignored_fields = std::move(ignored);
+  }
+  return parsed;
+}
+
+}  // namespace detail
 }  // namespace parley::http

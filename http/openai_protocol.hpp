@@ -58,10 +58,11 @@ struct ServingContext {
   int embedding_dim = 0;                            // the model's hidden size: an embedding's length
 };
 
-// Messages: Anthropic's /v1/messages, parsed as chat completions and rendered in Anthropic's shapes
-// (http/anthropic_protocol.hpp).
+// Messages: Anthropic's /v1/messages, Responses: OpenAI's /v1/responses; each parsed as chat completions and rendered
+// in its API's shapes (http/anthropic_protocol.hpp, http/responses_protocol.hpp).
 // Embeddings: /v1/embeddings, one pooling request per input (http/embeddings.cpp).
-enum class Endpoint { Completions, ChatCompletions, Messages, Embeddings };
+enum class Endpoint { Completions, ChatCompletions, Messages, Responses, Embeddings };
+struct ResponsesRequest;  // http/responses_protocol.hpp
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
 
@@ -82,6 +83,7 @@ struct GenerateRequest {
   std::optional<ReasoningParser> reasoning;  // chat with --reasoning-parser: reasoning_content beside content
   std::optional<PoolingParams> pooling;      // embeddings: every prompt is pooled, nothing generated
   bool base64 = false;                       // embeddings: encoding_format base64 (little-endian float32)
+  std::shared_ptr<const ResponsesRequest> responses;  // Endpoint::Responses: what its Response echoes and stores
 };
 
 // Parses and validates a request body. Errors: malformed JSON, wrong types, unknown model (404),
@@ -113,6 +115,14 @@ struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
   std::optional<int> reasoning_tokens;  // with a reasoning parser: completion_tokens_details.reasoning_tokens
 };
+
+// A finished chat choice's answer as the chat path reads it: the reasoning split off (--reasoning-parser), the rest
+// read for tool calls (req.tool_calling). The other APIs' shapes are built from it.
+struct ChoiceAnswer {
+  std::optional<std::string> reasoning, content;
+  std::vector<ToolCall> calls;
+};
+ChoiceAnswer choice_answer(const GenerateRequest& req, const std::string& text);
 
 // Full JSON responses (non-streamed). `created` is seconds since the epoch.
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,

@@ -181,6 +181,14 @@ const char* chunk_object(const GenerateRequest& req) {
 
 }  // namespace
 
+ChoiceAnswer choice_answer(const GenerateRequest& req, const std::string& text) {
+  const SplitReasoning split = req.reasoning ? split_reasoning(*req.reasoning, text) : SplitReasoning{{}, text};
+  if (!req.tool_calling) return {split.reasoning, split.content, {}};
+  ExtractedToolCalls answer =
+      extract_tool_calls(req.tool_calling->parser, split.content.value_or(""), req.tool_calling->parallel_tool_calls);
+  return {split.reasoning, std::move(answer.content), std::move(answer.calls)};
+}
+
 std::string completion_response(const GenerateRequest& req, const std::string& id, long created,
                                 const std::vector<Choice>& choices, const Usage& usage, const Tokenizer& tok) {
   ojson out = envelope(req, id, created, is_chat(req) ? "chat.completion" : "text_completion");

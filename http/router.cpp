@@ -4,6 +4,8 @@
 #include <chrono>
 #include <string_view>
 
+#include "http/openai_fields.hpp"
+
 namespace parley::http {
 namespace {
 
@@ -65,7 +67,8 @@ bool api_key_matches(const HttpRequestView& req, const std::string& key) {
   return bearer_matches(req.authorization, key) || same_secret(req.x_api_key, key);
 }
 
-RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx) {
+RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx,
+                           ResponseStore* responses) {
   const std::string path = path_of(req.target);
   const bool get = req.method == "GET", post = req.method == "POST";
   auto error = [&](int status, std::string message, std::string code = "") {
@@ -138,15 +141,26 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     r.generate = std::move(std::get<GenerateRequest>(parsed));
     return r;
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages") {
+  if (path.starts_with("/v1/responses/")) {  // a stored response: GET shows it, DELETE forgets it
+    const std::string id = path.substr(std::string_view("/v1/responses/").size());
+    if (req.method != "GET" && req.method != "DELETE") return error(405, "Method Not Allowed");
+    if (id.find('/') != std::string::npos) return error(404, "Not Found: " + path);
+    const auto stored = responses ? responses->get(id) : nullptr;
+    if (!stored || (req.method == "DELETE" && !responses->remove(id)))
+      return error(404, "Response with id '" + id + "' not found.");
+    return respond(200, get ? detail::dump(stored->response) : response_deleted(id));
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages" ||
+      path == "/v1/responses") {
     if (auto e = only(post)) return *e;
     if (ctx.pooling != PoolingType::None)
       return error(400,
                    "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
                    "--task generate.");
     const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
-    auto parsed =
-        path == "/v1/messages" ? parse_messages_request(req.body, ctx) : parse_generate_request(ep, req.body, ctx);
+    auto parsed = path == "/v1/messages"    ? parse_messages_request(req.body, ctx)
+                  : path == "/v1/responses" ? parse_responses_request(req.body, ctx, responses)
+                                            : parse_generate_request(ep, req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
     if (auto e = admission_error(req.admission)) return error_response(*e, path);
     RouteResult r;

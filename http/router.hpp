@@ -8,6 +8,7 @@
 
 #include "http/anthropic_protocol.hpp"
 #include "http/openai_protocol.hpp"
+#include "http/responses_protocol.hpp"
 
 namespace parley::http {
 
@@ -58,7 +59,9 @@ bool bearer_matches(const std::string& authorization, const std::string& secret)
 // The request carries the key: as a Bearer token or in x-api-key (Anthropic's clients send that one).
 bool api_key_matches(const HttpRequestView& req, const std::string& key);
 
-RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
+// responses: the Responses API's store (GET and DELETE /v1/responses/{id}, previous_response_id); nullptr: none kept.
+RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx,
+                           ResponseStore* responses = nullptr);
 // The /admin paths (http/admin.cpp): the page, the JSON views, the live feed and the actions.
 RouteResult handle_admin(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx);
 // Seconds since the Unix epoch (OpenAI's `created`).

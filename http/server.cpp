@@ -77,6 +77,7 @@ HttpServer::HttpServer(EngineClient& engine, ServerOptions options) : impl_(std:
   impl_->ctx.serving.embedding_dim = engine.model_config().dim;
   impl_->ctx.serving.strict_request_fields = impl_->ctx.options.strict_request_fields;
   impl_->ctx.serving.structured_outputs_in_reasoning = impl_->ctx.options.structured_outputs_in_reasoning;
+  impl_->ctx.responses.set_max_responses(impl_->ctx.options.responses_store_max);
   ToolServing& tools = impl_->ctx.serving.tools;
   const ServerOptions& o = impl_->ctx.options;
   if (!o.tool_call_parser.empty()) tools.parser = parse_tool_call_parser(o.tool_call_parser);

@@ -32,6 +32,7 @@ struct ServerOptions {
   bool structured_outputs_in_reasoning = false;      // --structured-outputs-in-reasoning
   std::string reasoning_parser;                      // --reasoning-parser: "" none
   bool matryoshka = false;                           // --matryoshka: /v1/embeddings honours `dimensions`
+  size_t responses_store_max = 1000;                 // --responses-store-max: the newest /v1/responses kept
 };
 
 class HttpServer {

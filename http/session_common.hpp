@@ -32,6 +32,7 @@ struct ServerContext {
   std::atomic<bool> admin_drained{false};  // POST /admin/drain: new generations get 503 until /admin/resume
   LiveRequests live_requests;              // for POST /admin/requests/{id}/abort
   AdminSnapshots admin_snapshots;          // for GET /admin/events
+  ResponseStore responses;                 // /v1/responses kept for GET and previous_response_id
 };
 
 inline Admission admission(const ServerContext& ctx) {
@@ -73,7 +74,7 @@ struct StrandSink : RequestSink {
   }
 };
 
-// prefix and 14 hex digits unique to this server's life ("chatcmpl-", "cmpl-", "msg_": each API's own).
+// prefix and 14 hex digits unique to this server's life ("chatcmpl-", "cmpl-", "msg_", "resp_": each API's own).
 std::string new_request_id(ServerContext& ctx, const char* prefix);
 // A generation registered for /admin while it runs (abort by its id; with --admin-show-prompts the first 200
 // bytes of its prompt, else none).

@@ -238,6 +238,12 @@ std::string tool_call_id(std::string_view request_id, int call_index) {
   return buf;
 }
 
+std::string renamed_tool_call_id(std::string_view chat_tool_call_id, std::string_view prefix) {
+  constexpr std::string_view kChatPrefix = "chatcmpl-tool-";
+  if (chat_tool_call_id.starts_with(kChatPrefix)) chat_tool_call_id.remove_prefix(kChatPrefix.size());
+  return std::string(prefix) + std::string(chat_tool_call_id);
+}
+
 ToolCallStream::ToolCallStream(ToolCallParser parser, std::string request_id, bool parallel_tool_calls)
     : parser_(parser), request_id_(std::move(request_id)), parallel_(parallel_tool_calls) {}
 

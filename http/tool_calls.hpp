@@ -48,6 +48,8 @@ ExtractedToolCalls extract_tool_calls(ToolCallParser parser, std::string_view ou
 
 // "chatcmpl-tool-" and 32 hex digits, a hash of the engine request id (one per choice) and the call's index.
 std::string tool_call_id(std::string_view request_id, int call_index);
+// The same call's id in another API: `prefix` and the 32 hex digits ("toolu_" Anthropic's, "call_" the Responses').
+std::string renamed_tool_call_id(std::string_view chat_tool_call_id, std::string_view prefix);
 
 // One streamed delta.tool_calls entry: the first for a call has id, type "function" and the name, the
 // next ones argument text to append.

@@ -307,7 +307,7 @@ TEST_CASE("messages: the message's stop_reason: end_turn, max_tokens, stop_seque
   CHECK(end["type"] == "message");
   CHECK(end["role"] == "assistant");
   CHECK(end["model"] == "stories260K");
-  CHECK(end["content"] == json::parse(R"([{"type":"text","text":"Hello","citations":null}])"));
+  CHECK(end["content"] == json::parse(R"([{"type":"text","text":"Hello","citations":[]}])"));
   CHECK(end["stop_reason"] == "end_turn");
   CHECK(end["stop_sequence"].is_null());
   CHECK(end["usage"]["input_tokens"] == req.prompts[0].size());
@@ -386,7 +386,7 @@ TEST_CASE("messages: the reasoning parser's split comes out as thinking blocks, 
   const std::string out = "<think>hmm, so</think>Hello there";
   const json whole = json::parse(run(req, Transport::Json, {out}));
   CHECK(whole["content"] == json::parse(R"([{"type":"thinking","thinking":"hmm, so","signature":""},)"
-                                        R"({"type":"text","text":"Hello there","citations":null}])"));
+                                        R"({"type":"text","text":"Hello there","citations":[]}])"));
   for (size_t cut = 1; cut < out.size(); ++cut) {  // the markers split anywhere
     INFO("cut at " << cut);
     const auto events = sse_events(run(req, Transport::Sse, {out.substr(0, cut), out.substr(cut)}));

