@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Serving load generator for parley (or any OpenAI-compatible server): streaming /v1/completions with
-// random token-id prompts, at a fixed concurrency or a Poisson request rate; reports TTFT, TPOT, ITL and
+// random token-id prompts (or, with --endpoint, chat completions, Responses or Anthropic Messages with the same
+// random words as a user message), at a fixed concurrency or a Poisson request rate; reports TTFT, TPOT, ITL and
 // throughput, over keep-alive connections or one connection per request (or both, compared). No npm
 // dependencies: node:http.
 //
@@ -27,6 +28,8 @@ const USAGE = `usage: node bench/serve/load.mjs (--url URL | --spawn PARLEY [ser
   --vocab N              prompt ids are drawn from [3, N) (default 512)
   --seed N               PRNG seed for prompts and arrivals (default 0)
   --temperature T        sampling temperature (default 0: greedy)
+  --endpoint E           completions (default: token-id prompts, ignore_eos), chat, responses or messages (a user
+                         message of --prompt-tokens random words; at temperature 0 the three give the same tokens)
   --api-key KEY          Authorization: Bearer KEY
   --warmup N             untimed requests first (default 2)
   --connections MODE     keep-alive (default: a pool of persistent connections, as the openai SDKs use),
@@ -37,7 +40,7 @@ const USAGE = `usage: node bench/serve/load.mjs (--url URL | --spawn PARLEY [ser
                          arguments are server flags; --model/--tokenizer default to ../shared/models/stories260K)`;
 
 function parseArgs(argv) {
-  const o = { connections: 'keep-alive', numRequests: 200, promptTokens: 64, outputTokens: 64, vocab: 512, seed: 0, temperature: 0, warmup: 2 };
+  const o = { endpoint: 'completions', connections: 'keep-alive', numRequests: 200, promptTokens: 64, outputTokens: 64, vocab: 512, seed: 0, temperature: 0, warmup: 2 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -61,6 +64,11 @@ function parseArgs(argv) {
       case '--vocab': o.vocab = num(); break;
       case '--seed': o.seed = num(); break;
       case '--temperature': o.temperature = num(); break;
+      case '--endpoint': {
+        o.endpoint = val();
+        if (!ENDPOINTS[o.endpoint]) throw new Error(`--endpoint must be one of ${Object.keys(ENDPOINTS).join(', ')}`);
+        break;
+      }
       case '--api-key': o.apiKey = val(); break;
       case '--warmup': o.warmup = num(); break;
       case '--connections': {
@@ -150,19 +158,47 @@ function post(o, route, headers, body) {
   });
 }
 
-// One streamed completion; returns {ok, ttft, e2e, itls, tokens, error} in milliseconds.
+// Each endpoint's streamed request and how its events read: the text delta, the output tokens, the end.
+const WORDS = ['the', 'little', 'dog', 'ran', 'to', 'park', 'and', 'saw', 'a', 'big', 'red', 'ball', 'she', 'was', 'happy'];
+const words = (ids) => ids.map((id) => WORDS[id % WORDS.length]).join(' ');
+const ENDPOINTS = {
+  completions: {
+    route: '/v1/completions',
+    body: (o, ids) => ({ prompt: ids, max_tokens: o.outputTokens, ignore_eos: true, stream_options: { include_usage: true } }),
+    read: (j) => ({ text: j.choices?.[0]?.text, tokens: j.usage?.completion_tokens }),
+  },
+  chat: {
+    route: '/v1/chat/completions',
+    body: (o, ids) => ({ messages: [{ role: 'user', content: words(ids) }], max_tokens: o.outputTokens,
+                         stream_options: { include_usage: true } }),
+    read: (j) => ({ text: j.choices?.[0]?.delta?.content, tokens: j.usage?.completion_tokens }),
+  },
+  responses: {
+    route: '/v1/responses',
+    body: (o, ids) => ({ input: words(ids), max_output_tokens: o.outputTokens, store: false }),
+    read: (j) => ({ text: j.type === 'response.output_text.delta' ? j.delta : undefined,
+                    tokens: j.response?.usage?.output_tokens,
+                    done: j.type === 'response.completed' || j.type === 'response.incomplete' }),
+  },
+  messages: {
+    route: '/v1/messages',
+    body: (o, ids) => ({ messages: [{ role: 'user', content: words(ids) }], max_tokens: o.outputTokens }),
+    read: (j) => ({ text: j.delta?.type === 'text_delta' ? j.delta.text : undefined, tokens: j.usage?.output_tokens,
+                    done: j.type === 'message_stop' }),
+  },
+};
+
+// One streamed request; returns {ok, ttft, e2e, itls, tokens, error} in milliseconds.
 async function oneRequest(o, prompt) {
   const headers = { 'Content-Type': 'application/json' };
   if (o.apiKey) headers.Authorization = `Bearer ${o.apiKey}`;
   if (!o.agent) headers.Connection = 'close';
-  const body = {
-    model: o.model, prompt, max_tokens: o.outputTokens, ignore_eos: true, temperature: o.temperature,
-    stream: true, stream_options: { include_usage: true },
-  };
+  const endpoint = ENDPOINTS[o.endpoint];
+  const body = { model: o.model, temperature: o.temperature, stream: true, ...endpoint.body(o, prompt) };
   const start = performance.now();
   const res = { ok: false, ttft: NaN, e2e: NaN, itls: [], tokens: 0, chunks: 0, error: null };
   try {
-    const r = await post(o, '/v1/completions', headers, JSON.stringify(body));
+    const r = await post(o, endpoint.route, headers, JSON.stringify(body));
     if (r.statusCode !== 200) {
       let text = '';
       for await (const chunk of r) text += chunk;
@@ -179,14 +215,16 @@ async function oneRequest(o, prompt) {
       while ((i = buf.indexOf('\n\n')) >= 0) {
         const event = buf.slice(0, i);
         buf = buf.slice(i + 2);
-        if (!event.startsWith('data: ')) continue;
-        const data = event.slice(6);
+        const line = event.split('\n').find((l) => l.startsWith('data: '));  // after "event: <type>" if typed
+        if (!line) continue;
+        const data = line.slice(6);
         if (data === '[DONE]') { done = true; continue; }
         const j = JSON.parse(data);
         if (j.error) { res.error = j.error.message; continue; }
-        if (j.usage) res.tokens = j.usage.completion_tokens;
-        const text = j.choices?.[0]?.text;
-        if (text) {
+        const read = endpoint.read(j);
+        if (read.tokens) res.tokens = read.tokens;
+        if (read.done) done = true;
+        if (read.text) {
           const now = performance.now();
           if (res.chunks === 0) res.ttft = now - start;
           else res.itls.push(now - last);
@@ -198,7 +236,7 @@ async function oneRequest(o, prompt) {
     res.e2e = performance.now() - start;
     if (!res.tokens) res.tokens = res.chunks;
     res.ok = done && !res.error && res.chunks > 0;
-    if (!done && !res.error) res.error = 'stream ended without [DONE]';
+    if (!done && !res.error) res.error = 'stream ended without its end event';
   } catch (e) {
     res.error = e.message;
   }
@@ -275,7 +313,7 @@ async function run(o) {
   const e2es = ok.map((r) => r.e2e);
   return {
     config: {
-      url: o.url, model: o.model, concurrency: o.concurrency ?? null,
+      url: o.url, model: o.model, endpoint: o.endpoint, concurrency: o.concurrency ?? null,
       request_rate: o.requestRate === undefined ? null : (Number.isFinite(o.requestRate) ? o.requestRate : 'inf'),
       num_requests: o.numRequests, prompt_tokens: o.promptTokens, output_tokens: o.outputTokens,
       temperature: o.temperature, seed: o.seed, connections: o.agent ? 'keep-alive' : 'per-request',
@@ -301,6 +339,7 @@ function printTable(r) {
     : `concurrency ${r.config.concurrency}`;
   const rows = [
     ['Model', r.config.model],
+    ['Endpoint', r.config.endpoint],
     ['Load', mode],
     ['Connections', `${r.config.connections}${r.connections_opened != null ? ` (${r.connections_opened} opened)` : ''}`],
     ['Prompt / output tokens', `${r.config.prompt_tokens} / ${r.config.output_tokens}`],
