@@ -153,8 +153,9 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
       if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar))
         bad("structured output kind " + std::to_string(kind));
       p.structured_outputs =
-          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>(),
-                                  exact_array<int>(so->at("starts_after"))};
+          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
+      if (const auto after = so->find("starts_after"); after != so->end())  // absent: from the first token
+        p.structured_outputs->starts_after = exact_array<int>(*after);
     }
     Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
               exact<uint64_t>(j.at("seed")));
