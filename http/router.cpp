@@ -127,20 +127,6 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     if (auto* e = std::get_if<ApiError>(&out)) return error_response(*e, path);
     return respond(200, std::get<std::string>(out));
   }
-  if (path == "/v1/embeddings") {
-    if (auto e = only(post)) return *e;
-    if (ctx.pooling == PoolingType::None)
-      return error(400,
-                   "This model generates text: /v1/embeddings needs a server started with --task embed (and a "
-                   "pooling type, the model file's or --pooling).");
-    auto parsed = parse_embedding_request(req.body, ctx);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
-    if (auto e = admission_error(req.admission)) return error_response(*e, path);
-    RouteResult r;
-    r.kind = RouteResult::Kind::Generate;
-    r.generate = std::move(std::get<GenerateRequest>(parsed));
-    return r;
-  }
   if (path.starts_with("/v1/responses/")) {  // a stored response: GET shows it, DELETE forgets it
     const std::string id = path.substr(std::string_view("/v1/responses/").size());
     if (req.method != "GET" && req.method != "DELETE") return error(405, "Method Not Allowed");
@@ -150,17 +136,21 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
       return error(404, "Response with id '" + id + "' not found.");
     return respond(200, get ? detail::dump(stored->response) : response_deleted(id));
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages" ||
+  // The engine's routes: each body parses into an engine request, admitted unless the server is draining.
+  const bool embeds = path == "/v1/embeddings";
+  if (embeds || path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages" ||
       path == "/v1/responses") {
     if (auto e = only(post)) return *e;
-    if (ctx.pooling != PoolingType::None)
-      return error(400,
-                   "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
-                   "--task generate.");
-    const Endpoint ep = path == "/v1/completions" ? Endpoint::Completions : Endpoint::ChatCompletions;
-    auto parsed = path == "/v1/messages"    ? parse_messages_request(req.body, ctx)
-                  : path == "/v1/responses" ? parse_responses_request(req.body, ctx, responses)
-                                            : parse_generate_request(ep, req.body, ctx);
+    if (embeds != (ctx.pooling != PoolingType::None))
+      return error(400, embeds ? "This model generates text: /v1/embeddings needs a server started with --task embed "
+                                 "(and a pooling type, the model file's or --pooling)."
+                               : "This model serves embeddings (--task embed): use /v1/embeddings, or start the "
+                                 "server with --task generate.");
+    auto parsed = embeds                      ? parse_embedding_request(req.body, ctx)
+                  : path == "/v1/messages"    ? parse_messages_request(req.body, ctx)
+                  : path == "/v1/responses"   ? parse_responses_request(req.body, ctx, responses)
+                  : path == "/v1/completions" ? parse_generate_request(Endpoint::Completions, req.body, ctx)
+                                              : parse_generate_request(Endpoint::ChatCompletions, req.body, ctx);
     if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
     if (auto e = admission_error(req.admission)) return error_response(*e, path);
     RouteResult r;

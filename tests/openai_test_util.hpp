@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -37,6 +38,15 @@ inline std::vector<nlohmann::json> events(const std::string& sse) {
 }
 
 inline ServingContext context() { return ServingContext{&tok512(), "stories260K", 64, nullptr}; }
+// A context for requests with tools: a 512-token context, the parser given (hermes), auto tool choice allowed.
+inline ServingContext tool_context(std::optional<ToolCallParser> parser = ToolCallParser::Hermes,
+                                   bool allow_auto = true) {
+  ServingContext ctx = context();
+  ctx.max_model_len = 512;
+  ctx.tools.parser = parser;
+  ctx.tools.enable_auto_tool_choice = allow_auto;
+  return ctx;
+}
 
 inline GenerateRequest parse_ok(Endpoint ep, const std::string& body) {
   INFO(body);

@@ -18,14 +18,6 @@ const std::string kTools = R"([{"name":"get_weather","description":"The weather"
                            R"("properties":{"city":{"type":"string"}},"required":["city"]}},)"
                            R"({"name":"get_time","input_schema":{"type":"object"}}])";
 
-ServingContext messages_context() {
-  ServingContext ctx = context();
-  ctx.max_model_len = 512;
-  ctx.tools.parser = ToolCallParser::Hermes;
-  ctx.tools.enable_auto_tool_choice = true;
-  return ctx;
-}
-
 ordered_json to_chat(const std::string& body, bool count_only = false) {
   INFO(body);
   try {
@@ -36,14 +28,14 @@ ordered_json to_chat(const std::string& body, bool count_only = false) {
   return nullptr;
 }
 
-GenerateRequest messages_ok(const std::string& body, const ServingContext& ctx = messages_context()) {
+GenerateRequest messages_ok(const std::string& body, const ServingContext& ctx = tool_context()) {
   INFO(body);
   auto r = parse_messages_request(body, ctx);
   if (auto* e = std::get_if<ApiError>(&r)) FAIL(e->message);
   return std::get<GenerateRequest>(r);
 }
 
-ApiError messages_error(const std::string& body, const ServingContext& ctx = messages_context()) {
+ApiError messages_error(const std::string& body, const ServingContext& ctx = tool_context()) {
   INFO(body);
   auto r = parse_messages_request(body, ctx);
   REQUIRE(std::holds_alternative<ApiError>(r));
@@ -286,8 +278,8 @@ TEST_CASE("messages: the request runs as the same chat request, endpoint Message
   CHECK(m.params.top_k == 7);
   CHECK(m.params.stop == std::vector<std::string>{"x"});
   CHECK(m.params.seed == c.params.seed);
-  const auto counted = count_tokens_response(R"({"system":"Be terse.","messages":[{"role":"user","content":"Hi"}]})",
-                                             messages_context());
+  const auto counted =
+      count_tokens_response(R"({"system":"Be terse.","messages":[{"role":"user","content":"Hi"}]})", tool_context());
   REQUIRE(std::holds_alternative<std::string>(counted));
   CHECK(json::parse(std::get<std::string>(counted)) == json{{"input_tokens", m.prompts[0].size()}});
 }
@@ -295,7 +287,7 @@ TEST_CASE("messages: the request runs as the same chat request, endpoint Message
 TEST_CASE("messages: Anthropic's no-op fields pass silently, unknown ones are reported, strict refuses", "[messages]") {
   const GenerateRequest req = messages_ok(hi(R"(,"service_tier":"auto","container":null,"frobnicate":1)"));
   CHECK(req.ignored_fields == std::vector<std::string>{"frobnicate"});
-  ServingContext strict = messages_context();
+  ServingContext strict = tool_context();
   strict.strict_request_fields = true;
   CHECK(messages_error(hi(R"(,"frobnicate":1)"), strict).message == "frobnicate: Extra inputs are not permitted");
 }
@@ -380,7 +372,7 @@ TEST_CASE("messages: text before a call is a text block, then the tool_use block
 }
 
 TEST_CASE("messages: the reasoning parser's split comes out as thinking blocks, streamed and not", "[messages]") {
-  ServingContext ctx = messages_context();
+  ServingContext ctx = tool_context();
   ctx.reasoning_parser = ReasoningParser::Qwen3;
   const GenerateRequest req = messages_ok(hi(R"(,"thinking":{"type":"enabled","budget_tokens":100})"), ctx);
   const std::string out = "<think>hmm, so</think>Hello there";
@@ -418,7 +410,7 @@ TEST_CASE("messages: x-api-key opens /v1 as a Bearer key does, and a wrong key i
     view.method = method, view.target = target, view.authorization = authorization, view.body = body;
     view.authorization_headers = authorization.empty() ? 0 : 1;
     view.x_api_key = x_api_key;
-    return handle_request(view, keyed, messages_context());
+    return handle_request(view, keyed, tool_context());
   };
   CHECK(route("GET", "/v1/models", "", "sekrit").status == 200);
   CHECK(route("GET", "/v1/models", "", "sekri").status == 401);

@@ -19,14 +19,6 @@ const std::string kTools = R"([{"type":"function","name":"get_weather","descript
                            R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},)"
                            R"("strict":true},{"type":"function","name":"get_time"}])";
 
-ServingContext responses_context() {
-  ServingContext ctx = context();
-  ctx.max_model_len = 512;
-  ctx.tools.parser = ToolCallParser::Hermes;
-  ctx.tools.enable_auto_tool_choice = true;
-  return ctx;
-}
-
 ordered_json to_chat(const std::string& body, const ResponseStore* store = nullptr) {
   INFO(body);
   http::ResponsesRequest out;
@@ -38,7 +30,7 @@ ordered_json to_chat(const std::string& body, const ResponseStore* store = nullp
   return nullptr;
 }
 
-GenerateRequest responses_ok(const std::string& body, const ServingContext& ctx = responses_context(),
+GenerateRequest responses_ok(const std::string& body, const ServingContext& ctx = tool_context(),
                              const ResponseStore* store = nullptr) {
   INFO(body);
   auto r = parse_responses_request(body, ctx, store);
@@ -48,7 +40,7 @@ GenerateRequest responses_ok(const std::string& body, const ServingContext& ctx 
 
 ApiError responses_error(const std::string& body, const ResponseStore* store = nullptr) {
   INFO(body);
-  auto r = parse_responses_request(body, responses_context(), store);
+  auto r = parse_responses_request(body, tool_context(), store);
   REQUIRE(std::holds_alternative<ApiError>(r));
   return std::get<ApiError>(r);
 }
@@ -337,7 +329,7 @@ TEST_CASE("responses: a forced call is a function_call item with the same ids an
 }
 
 TEST_CASE("responses: the reasoning parser's split comes out as a reasoning item, streamed and not", "[responses]") {
-  ServingContext ctx = responses_context();
+  ServingContext ctx = tool_context();
   ctx.reasoning_parser = ReasoningParser::Qwen3;
   const GenerateRequest req = responses_ok(hi(R"(,"reasoning":{"effort":"high"})"), ctx);
   const std::string out = "<think>hmm, so</think>Hello there";
@@ -396,7 +388,7 @@ TEST_CASE("responses: previous_response_id continues with its input and output b
   ResponseStore store;
   const GenerateRequest first = responses_ok(hi(R"(,"instructions":"Be terse.","tools":)" + kTools +
                                                 R"(,"tool_choice":{"type":"function","name":"get_time"})"),
-                                             responses_context(), &store);
+                                             tool_context(), &store);
   Generation* g = nullptr;
   run(first, Transport::Json, {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"},
       FinishReason::Stop, &g);
@@ -415,7 +407,7 @@ TEST_CASE("responses: previous_response_id continues with its input and output b
                             R"(","type":"function","function":{"name":"get_time",)"
                             R"("arguments":"{}"}}]},{"role":"tool","tool_call_id":")" +
                             call_id + R"(","content":"noon"}])"));
-  const GenerateRequest next = responses_ok(second, responses_context(), &store);
+  const GenerateRequest next = responses_ok(second, tool_context(), &store);
   REQUIRE(next.responses);
   CHECK(next.responses->input.size() == 3);  // Hi, the call, its output: the chain the next turn continues
   CHECK(responses_ok(hi(R"(,"store":false)")).responses->store == false);
@@ -430,7 +422,7 @@ TEST_CASE("responses: GET shows a stored response, DELETE forgets it, an unknown
   auto route = [&](const std::string& method, const std::string& target, const std::string& body = "") {
     HttpRequestView view;
     view.method = method, view.target = target, view.body = body;
-    return handle_request(view, RouterConfig{}, responses_context(), &store);
+    return handle_request(view, RouterConfig{}, tool_context(), &store);
   };
   const RouteResult got = route("GET", "/v1/responses/resp_x");
   CHECK(got.status == 200);

@@ -16,14 +16,6 @@ const std::string kTools = R"([{"type":"function","function":{"name":"get_weathe
                            R"({"type":"function","function":{"name":"get_time"}}])";
 const std::string kUsage = "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
 
-ServingContext tool_context(std::optional<ToolCallParser> parser = ToolCallParser::Hermes, bool allow_auto = true) {
-  ServingContext ctx = context();
-  ctx.max_model_len = 512;
-  ctx.tools.parser = parser;
-  ctx.tools.enable_auto_tool_choice = allow_auto;
-  return ctx;
-}
-
 std::variant<GenerateRequest, ApiError> chat(const std::string& fields, const ServingContext& ctx = tool_context()) {
   return parse_generate_request(Endpoint::ChatCompletions,
                                 R"({"messages":[{"role":"user","content":"Hi"}])" + fields + "}", ctx);

@@ -96,14 +96,17 @@ StructuredOutputGrammar::StructuredOutputGrammar(std::shared_ptr<CompiledGrammar
 
 void StructuredOutputGrammar::sync(std::span<const int> output_token_ids) {
   if (!starts_after_.empty()) {
-    const auto at =
-        std::search(output_token_ids.begin(), output_token_ids.end(), starts_after_.begin(), starts_after_.end());
-    const size_t free =
-        at == output_token_ids.end() ? kNotYet : size_t(at - output_token_ids.begin()) + starts_after_.size();
-    if (free != free_tokens_) states_.resize(1);  // the marker came, or a rollback took it back: start over
-    free_tokens_ = free;
-    if (free == kNotYet) return;
-    output_token_ids = output_token_ids.subspan(free);
+    if (free_tokens_ != kNotYet && output_token_ids.size() < free_tokens_) {  // a rollback took the marker back
+      free_tokens_ = kNotYet;
+      states_.resize(1);
+    }
+    if (free_tokens_ == kNotYet) {  // searched until found; once found, the constrained tokens cost nothing more
+      const auto at =
+          std::search(output_token_ids.begin(), output_token_ids.end(), starts_after_.begin(), starts_after_.end());
+      if (at == output_token_ids.end()) return;
+      free_tokens_ = size_t(at - output_token_ids.begin()) + starts_after_.size();
+    }
+    output_token_ids = output_token_ids.subspan(free_tokens_);
   }
   if (output_token_ids.size() + 1 < states_.size()) states_.resize(output_token_ids.size() + 1);
   for (size_t k = states_.size() - 1; k < output_token_ids.size(); ++k) {
