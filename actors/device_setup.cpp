@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 namespace parley {
 

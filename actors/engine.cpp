@@ -16,7 +16,7 @@
 #include "engine/thread_placement.hpp"
 #include "engine/structured_output/structured_output_manager.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "model/model_source.hpp"
 
 namespace parley {

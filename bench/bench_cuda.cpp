@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/sampler.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "model/model_file.hpp"
 #include "model/random_model.hpp"

@@ -17,7 +17,7 @@
 #include "bench/bench_compute.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 using namespace parley::cpu;
 using parley::quant::GgmlType;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/philox.hpp"
+#include "kernels/philox.hpp"
 #include "kernels/cpu/sampling_kernels.hpp"
 #include "kernels/sampling_math.hpp"
 

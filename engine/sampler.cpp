@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/philox.hpp"
+#include "kernels/philox.hpp"
 #include "engine/rejection_sampler.hpp"
 #include "engine/structured_output/compiled_grammar.hpp"
 #include "kernels/sampling_math.hpp"

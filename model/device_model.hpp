@@ -1,5 +1,5 @@
 // The forward pass and the KV blocks on one device, as the model runner sees them: the CPU implements it
-// over LlamaModel and KvCache (below), CUDA over device memory (kernels/cuda/cuda_model.hpp).
+// over LlamaModel and KvCache (below), CUDA over device memory (model/cuda/cuda_model.hpp).
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,6 @@
 #include "model/gguf.hpp"
 
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "model/quant/ggml_types.hpp"
+#include "kernels/quant/ggml_types.hpp"
 
 namespace parley {
 

@@ -1,6 +1,6 @@
 #include "model/gguf_writer.hpp"
 
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 #include <algorithm>
 #include <bit>

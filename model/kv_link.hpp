@@ -1,5 +1,5 @@
 // A point-to-point link between two devices' memories for KV transfers: NCCL send/recv between
-// a prefill and a decode GPU (kernels/cuda/nccl_link.cpp); an in-process emulation in the tests. Transfers
+// a prefill and a decode GPU (model/cuda/nccl_link.cpp); an in-process emulation in the tests. Transfers
 // pair up in posting order: the i-th send posted on one end fills the i-th receive posted on the other, so
 // both ends post every transfer the protocol announces, even one nobody wants any more. Nothing here blocks:
 // posts return at once and poll() says what finished.

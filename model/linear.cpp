@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 namespace parley {
 

@@ -1,7 +1,7 @@
 #include "model/llama.hpp"
 
 #include "kernels/cpu/reference.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 #include <malloc.h>
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/moe_routing.hpp"
+#include "kernels/rope_layout.hpp"
 
 namespace parley {
 
@@ -17,12 +18,6 @@ enum class PoolingType {
   Cls = 2,   // the first token's
   Last = 3,  // the last token's (Qwen3-Embedding)
   Rank = 4,  // a reranker's score (not served yet)
-};
-
-// How RoPE pairs the dimensions of a head.
-enum class RopeLayout {
-  Adjacent,  // pairs (2i, 2i+1): llama2.c, llama.cpp's LLAMA_ROPE_TYPE_NORM
-  NeoX,      // pairs (i, i + rot_dims/2): GPT-NeoX, HF Llama, Qwen2
 };
 
 // The FFN's gate activation: out = act(gate) * up.

@@ -1,7 +1,7 @@
 #include "model/random_model.hpp"
 
 #include "model/gguf_writer.hpp"
-#include "model/quant/ggml_types.hpp"
+#include "kernels/quant/ggml_types.hpp"
 
 #include <algorithm>
 #include <cmath>

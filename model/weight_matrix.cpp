@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 
 namespace parley {
 

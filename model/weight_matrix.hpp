@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/quant/ggml_types.hpp"
+#include "kernels/quant/ggml_types.hpp"
 
 namespace parley {
 

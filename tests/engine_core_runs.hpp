@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/engine_core.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "model/tokenizer.hpp"
 #include "test_support.hpp"
 

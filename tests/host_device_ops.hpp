@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/reference.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "kernels/cuda/gather_rows.hpp"
 #include "kernels/cuda/kv_write.hpp"
 #include "kernels/cuda/paged_attention.hpp"

@@ -12,7 +12,7 @@
 #include "engine_core_runs.hpp"
 #include "host_device_ops.hpp"
 #include "kernel_inputs.hpp"
-#include "kernels/cuda/device_llama.hpp"
+#include "model/cuda/device_llama.hpp"
 
 using namespace parley;
 using parley::test::host_launch;

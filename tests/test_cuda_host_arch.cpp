@@ -8,7 +8,7 @@
 
 #include "engine_core_runs.hpp"
 #include "host_device_ops.hpp"
-#include "kernels/cuda/device_llama.hpp"
+#include "model/cuda/device_llama.hpp"
 #include "tiny_arch.hpp"
 
 using namespace parley;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine_client_util.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "model/convert.hpp"
 #include "model/random_model.hpp"
 

@@ -11,8 +11,8 @@
 #include "model/llama2c.hpp"
 #include "model/model_file.hpp"
 #include "model/model_shapes.hpp"
-#include "model/quant/half.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/half.hpp"
+#include "kernels/quant/quantize.hpp"
 #include "model/random_model.hpp"
 #include "model_test_util.hpp"
 

@@ -8,7 +8,7 @@
 #include "engine_core_runs.hpp"
 #include "host_device_ops.hpp"
 #include "host_kv_link.hpp"
-#include "kernels/cuda/device_llama.hpp"
+#include "model/cuda/device_llama.hpp"
 
 using namespace parley;
 using Kind = KvLinkEvent::Kind;

@@ -10,9 +10,9 @@
 #include "test_support.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
-#include "model/quant/blocks.hpp"
-#include "model/quant/half.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/half.hpp"
+#include "kernels/quant/quantize.hpp"
 
 using namespace parley;
 using namespace parley::cpu;

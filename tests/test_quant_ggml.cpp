@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "model/quant/ggml_types.hpp"
-#include "model/quant/half.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/ggml_types.hpp"
+#include "kernels/quant/half.hpp"
+#include "kernels/quant/quantize.hpp"
 
 using namespace parley::quant;
 

@@ -13,7 +13,7 @@
 #include "model/convert.hpp"
 #include "model/gguf.hpp"
 #include "model/model_shapes.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/quantize.hpp"
 #include "model/quantize_recipe.hpp"
 #include "model/random_model.hpp"
 #include "test_support.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/philox.hpp"
+#include "kernels/philox.hpp"
 #include "engine/sampler.hpp"
 
 using namespace parley;

@@ -5,7 +5,7 @@
 #include <array>
 
 #include "engine/ngram_proposer.hpp"
-#include "engine/philox.hpp"
+#include "kernels/philox.hpp"
 #include "engine/rejection_sampler.hpp"
 #include "engine/speculative_config.hpp"
 

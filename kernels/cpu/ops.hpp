@@ -9,7 +9,7 @@
 #include "kernels/cpu/weight_buffer.hpp"
 #include "kernels/host_device.hpp"
 #include "kernels/kv_dtype.hpp"
-#include "model/llama_config.hpp"
+#include "kernels/rope_layout.hpp"
 
 namespace parley::cpu {
 

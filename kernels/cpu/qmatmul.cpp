@@ -10,8 +10,8 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/qmatmul_kernels.hpp"
-#include "model/quant/blocks.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/quantize.hpp"
 
 namespace parley::cpu {
 

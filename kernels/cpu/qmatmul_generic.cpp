@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "kernels/cpu/qmatmul_impl.hpp"
-#include "model/quant/blocks.hpp"
-#include "model/quant/half.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/half.hpp"
 
 namespace parley::cpu::qmm {
 namespace {

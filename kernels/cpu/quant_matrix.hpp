@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/weight_buffer.hpp"
-#include "model/quant/ggml_types.hpp"
+#include "kernels/quant/ggml_types.hpp"
 
 namespace parley::cpu {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/quant_matrix.hpp"
-#include "model/quant/blocks.hpp"
+#include "kernels/quant/blocks.hpp"
 
 namespace parley::cpu {
 

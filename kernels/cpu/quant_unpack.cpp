@@ -6,8 +6,8 @@
 #include <string>
 
 #include "kernels/cpu/quant_matrix.hpp"
-#include "model/quant/blocks.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/quantize.hpp"
 
 namespace parley::cpu {
 

@@ -11,7 +11,7 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/sampling.hpp"
 #include "kernels/moe_routing.hpp"
-#include "model/llama_config.hpp"
+#include "kernels/rope_layout.hpp"
 
 namespace parley::cuda {
 

@@ -7,7 +7,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/host_device.hpp"
-#include "model/llama_config.hpp"
+#include "kernels/rope_layout.hpp"
 
 namespace parley::cuda::body {
 

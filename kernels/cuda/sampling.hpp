@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/philox.hpp"
+#include "kernels/philox.hpp"
 #include "kernels/host_device.hpp"
 #include "kernels/sampling_math.hpp"
 

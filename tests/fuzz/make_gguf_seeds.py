@@ -7,7 +7,7 @@ import struct
 import sys
 from pathlib import Path
 
-# type id -> (elements per block, bytes per block), as model/quant/ggml_types.cpp
+# type id -> (elements per block, bytes per block), as kernels/quant/ggml_types.cpp
 WEIGHT_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
                 12: (256, 144), 13: (256, 176), 14: (256, 210), 30: (1, 2)}
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../engine_core_runs.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 using namespace parley;
 

@@ -13,7 +13,7 @@
 
 #include "engine/sampler.hpp"
 #include "kernels/cpu/reference.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "test_support.hpp"
 

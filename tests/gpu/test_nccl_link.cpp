@@ -1,4 +1,4 @@
-// NCCL device links for KV (kernels/cuda/nccl_link.cpp) on real GPUs: blocks sent from one GPU land
+// NCCL device links for KV (model/cuda/nccl_link.cpp) on real GPUs: blocks sent from one GPU land
 // bit-identical in other block ids on another; a link whose peer never joins times out and aborts cleanly
 // (the one check a single GPU allows: this test never opens both ends on one device).
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 
 #include "../engine_core_runs.hpp"
 #include "engine/kv_links.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 using namespace parley;
 using Kind = KvLinkEvent::Kind;

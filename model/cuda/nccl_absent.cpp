@@ -1,7 +1,7 @@
 // A build without NCCL (or without CUDA): --kv-transport nccl gets a clear error instead of a missing symbol.
 #include <stdexcept>
 
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 namespace parley::cuda {
 

@@ -1,5 +1,5 @@
 // The Llama forward pass on an accelerator, written once over an Ops type that owns the device memory, the
-// kernels and graph capture: CudaOps (kernels/cuda/cuda_model.cpp) on a GPU, and a host emulation in the
+// kernels and graph capture: CudaOps (model/cuda/cuda_model.cpp) on a GPU, and a host emulation in the
 // tests that runs the same kernel bodies on the CPU, so this orchestration (buffers, padding, graphs, the
 // KV layout) is checked in CI without a GPU. It includes no CUDA header.
 //
@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
-#include "kernels/cuda/cuda_model.hpp"
-#include "kernels/cuda/device_batch.hpp"
+#include "model/cuda/cuda_model.hpp"
+#include "model/cuda/device_batch.hpp"
 #include "kernels/cuda/device_moe.hpp"
-#include "kernels/cuda/staging_pool.hpp"
+#include "model/cuda/staging_pool.hpp"
 #include "model/architecture.hpp"
 #include "model/device_model.hpp"
 

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "model/quant/blocks.hpp"
-#include "model/quant/encoders.hpp"
-#include "model/quant/half.hpp"
-#include "model/quant/quantize.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/encoders.hpp"
+#include "kernels/quant/half.hpp"
+#include "kernels/quant/quantize.hpp"
 
 namespace parley::quant {
 namespace detail {

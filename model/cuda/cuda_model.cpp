@@ -1,9 +1,9 @@
 // DeviceLlama over CUDA: device memory, the stream's copies, CUDA graph capture, and the kernels of CudaBackend.
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 #include <functional>
 
-#include "kernels/cuda/device_llama.hpp"
+#include "model/cuda/device_llama.hpp"
 #include "kernels/cuda/ops.hpp"
 
 namespace parley::cuda {

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "kernels/cuda/check.hpp"
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 namespace parley::cuda {
 namespace {

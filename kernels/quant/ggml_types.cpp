@@ -1,10 +1,10 @@
-#include "model/quant/ggml_types.hpp"
+#include "kernels/quant/ggml_types.hpp"
 
 #include <array>
 #include <limits>
 #include <stdexcept>
 
-#include "model/quant/blocks.hpp"
+#include "kernels/quant/blocks.hpp"
 
 namespace parley::quant {
 

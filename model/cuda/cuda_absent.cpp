@@ -1,7 +1,7 @@
 // The CUDA entry points of a build without nvcc: --device cuda gets a clear error instead of a missing symbol.
 #include <stdexcept>
 
-#include "kernels/cuda/cuda_model.hpp"
+#include "model/cuda/cuda_model.hpp"
 
 namespace parley::cuda {
 
