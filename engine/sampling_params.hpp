@@ -1,12 +1,16 @@
 // Per-request sampling parameters, as vLLM's SamplingParams (vllm/sampling_params.py).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace parley {
+namespace structured {
+class Grammar;  // engine/structured_output/grammar.hpp
+}
 
 inline constexpr int kMaxLogprobs = 20;  // vLLM's default max_logprobs
 
@@ -21,7 +25,13 @@ struct StructuredOutputsParams {
   // The constraint begins after these tokens first appear in the output (a reasoning's end marker, as vLLM's
   // reasoning-aware structured outputs); the tokens up to them are free. Empty: from the first token.
   std::vector<int> starts_after;
-  bool operator==(const StructuredOutputsParams&) const = default;
+  // The grammar the server parsed when it checked the request, so the worker only binds it to its vocabulary.
+  // Null when the request came another way (a decode instance, a test): the worker compiles the spec itself.
+  std::shared_ptr<const structured::Grammar> grammar;
+  // The constraint, not how far it got: two requests with the same spec are equal whoever compiled them.
+  bool operator==(const StructuredOutputsParams& o) const {
+    return kind == o.kind && spec == o.spec && starts_after == o.starts_after;
+  }
 };
 
 struct SamplingParams {

@@ -278,7 +278,7 @@ std::optional<StructuredOutputsParams> read_tools(const json& body, const Servin
   try {
     StructuredOutputsParams constraint{StructuredOutputsParams::Kind::Grammar,
                                        tool_call_grammar(*tools.calling, chat.inputs.tools)};
-    structured::compile_grammar(constraint);  // what the engine will run, checked before it queues
+    constraint.grammar = structured::compile_grammar(constraint);  // checked before it queues, run by the worker
     return constraint;
   } catch (const ToolGrammarError& e) {
     fail(e.what(), e.param);

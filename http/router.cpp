@@ -67,98 +67,150 @@ bool api_key_matches(const HttpRequestView& req, const std::string& key) {
   return bearer_matches(req.authorization, key) || same_secret(req.x_api_key, key);
 }
 
+namespace {
+
+// What every handler is given: the request, the server's settings, the model and the response store.
+struct RouteCall {
+  const HttpRequestView& req;
+  const RouterConfig& config;
+  const ServingContext& ctx;
+  ResponseStore* responses;
+  const std::string& path;
+};
+
+RouteResult error_at(const RouteCall& c, int status, std::string message) {
+  return error_response(api_error(status, std::move(message)), c.path);
+}
+
+RouteResult of_kind(RouteResult::Kind kind, std::string content_type = "application/json") {
+  RouteResult r;
+  r.kind = kind;
+  r.content_type = std::move(content_type);
+  return r;
+}
+
+RouteResult text_or_error(const RouteCall& c, std::variant<std::string, ApiError> out) {
+  if (auto* e = std::get_if<ApiError>(&out)) return error_response(*e, c.path);
+  return respond(200, std::get<std::string>(std::move(out)));
+}
+
+RouteResult health(const RouteCall& c) {
+  if (c.req.admission != Admission::Open) return respond(503, "{\"status\":\"draining\"}");
+  return respond(200, "", "text/plain");
+}
+RouteResult version(const RouteCall& c) { return respond(200, "{\"version\":\"" + c.config.version + "\"}"); }
+RouteResult models(const RouteCall& c) { return respond(200, models_response(c.ctx, epoch_seconds())); }
+RouteResult metrics(const RouteCall&) {
+  return of_kind(RouteResult::Kind::Metrics, "text/plain; version=0.0.4; charset=utf-8");
+}
+RouteResult websocket_only(const RouteCall& c) { return error_at(c, 426, "Upgrade Required: /v1/ws speaks websocket"); }
+RouteResult admin(const RouteCall& c) { return handle_admin(c.req, c.config, c.ctx); }
+RouteResult tokenize(const RouteCall& c) { return text_or_error(c, tokenize_response(c.req.body, c.ctx)); }
+RouteResult detokenize(const RouteCall& c) { return text_or_error(c, detokenize_response(c.req.body, c.ctx)); }
+RouteResult apply_template(const RouteCall& c) { return text_or_error(c, apply_template_response(c.req.body, c.ctx)); }
+RouteResult count_tokens(const RouteCall& c) { return text_or_error(c, count_tokens_response(c.req.body, c.ctx)); }
+
+// A stored response: GET shows it, DELETE forgets it.
+RouteResult stored_response(const RouteCall& c) {
+  const std::string id = c.path.substr(std::string_view("/v1/responses/").size());
+  if (id.find('/') != std::string::npos) return error_at(c, 404, "Not Found: " + c.path);
+  const auto stored = c.responses ? c.responses->get(id) : nullptr;
+  if (!stored || (c.req.method == "DELETE" && !c.responses->remove(id)))
+    return error_at(c, 404, "Response with id '" + id + "' not found.");
+  return respond(200, c.req.method == "GET" ? detail::dump(stored->response) : response_deleted(id));
+}
+
+// The engine's routes: the body parses into an engine request, admitted unless the server is draining. A model
+// serves either generation or embeddings (--task), and a route of the other task is a 400 saying which.
+using ParsedRequest = std::variant<GenerateRequest, ApiError>;
+enum class Task { Generate, Embed };
+
+template <ParsedRequest (*parse)(const RouteCall&), Task task = Task::Generate>
+RouteResult engine_route(const RouteCall& c) {
+  if ((task == Task::Embed) != (c.ctx.pooling != PoolingType::None))
+    return error_at(c, 400,
+                    task == Task::Embed
+                        ? "This model generates text: /v1/embeddings needs a server started with --task embed (and a "
+                          "pooling type, the model file's or --pooling)."
+                        : "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
+                          "--task generate.");
+  ParsedRequest parsed = parse(c);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, c.path);
+  if (auto e = admission_error(c.req.admission)) return error_response(*e, c.path);
+  RouteResult r = of_kind(RouteResult::Kind::Generate);
+  r.generate = std::move(std::get<GenerateRequest>(parsed));
+  return r;
+}
+
+ParsedRequest completions(const RouteCall& c) {
+  return parse_generate_request(Endpoint::Completions, c.req.body, c.ctx);
+}
+ParsedRequest chat(const RouteCall& c) { return parse_generate_request(Endpoint::ChatCompletions, c.req.body, c.ctx); }
+ParsedRequest messages(const RouteCall& c) { return parse_messages_request(c.req.body, c.ctx); }
+ParsedRequest responses(const RouteCall& c) { return parse_responses_request(c.req.body, c.ctx, c.responses); }
+ParsedRequest embeddings(const RouteCall& c) { return parse_embedding_request(c.req.body, c.ctx); }
+
+enum Method : unsigned { kGet = 1, kPost = 2, kDelete = 4, kOtherMethod = 8, kAnyMethod = ~0u };
+
+// One line per endpoint. A path ending in '/' takes every path under it; the first line that matches answers.
+struct Route {
+  std::string_view path;
+  unsigned methods;
+  RouteResult (*handler)(const RouteCall&);
+};
+constexpr Route kRoutes[] = {
+    {"/health", kGet, health},
+    {"/version", kGet, version},
+    {"/metrics", kGet, metrics},
+    {"/v1/models", kGet, models},
+    {"/v1/ws", kAnyMethod, websocket_only},
+    {"/admin", kAnyMethod, admin},
+    {"/admin/", kAnyMethod, admin},  // the page, the views, the live feed and the actions (http/admin.cpp)
+    {"/tokenize", kPost, tokenize},
+    {"/detokenize", kPost, detokenize},
+    {"/apply-template", kPost, apply_template},
+    {"/v1/completions", kPost, engine_route<completions>},
+    {"/v1/chat/completions", kPost, engine_route<chat>},
+    {"/v1/messages", kPost, engine_route<messages>},
+    {"/v1/messages/count_tokens", kPost, count_tokens},
+    {"/v1/responses", kPost, engine_route<responses>},
+    {"/v1/responses/", kGet | kDelete, stored_response},
+    {"/v1/embeddings", kPost, engine_route<embeddings, Task::Embed>},
+};
+
+bool matches(const Route& route, const std::string& path) {
+  return route.path.ends_with('/') ? path.starts_with(route.path) : path == route.path;
+}
+
+unsigned method_bit(const std::string& method) {
+  return method == "GET" ? kGet : method == "POST" ? kPost : method == "DELETE" ? kDelete : kOtherMethod;
+}
+
+}  // namespace
+
 RouteResult handle_request(const HttpRequestView& req, const RouterConfig& config, const ServingContext& ctx,
                            ResponseStore* responses) {
   const std::string path = path_of(req.target);
-  const bool get = req.method == "GET", post = req.method == "POST";
-  auto error = [&](int status, std::string message, std::string code = "") {
-    return error_response(api_error(status, std::move(message), std::move(code)), path);
-  };
+  const RouteCall call{req, config, ctx, responses, path};
   if (req.authorization_headers > 1)
-    return error(400, "Only one Authorization header is allowed; this request has " +
-                          std::to_string(req.authorization_headers) + ".");
+    return error_at(call, 400,
+                    "Only one Authorization header is allowed; this request has " +
+                        std::to_string(req.authorization_headers) + ".");
   if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !api_key_matches(req, config.api_key))
-    return error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)",
-                 "invalid_api_key");
-  if (path == "/admin" || path.rfind("/admin/", 0) == 0) return handle_admin(req, config, ctx);
-  if (req.websocket) {
-    if (path != "/v1/ws") return error(404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
-    RouteResult r;
-    r.kind = RouteResult::Kind::WebSocket;
-    return r;
+    return error_response(api_error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)",
+                                    "invalid_api_key"),
+                          path);
+  const bool to_admin = path == "/admin" || path.starts_with("/admin/");
+  if (req.websocket && !to_admin) {
+    if (path != "/v1/ws") return error_at(call, 404, "Not Found: " + path + " (websocket upgrades go to /v1/ws)");
+    return of_kind(RouteResult::Kind::WebSocket);
   }
-  auto only = [&](bool ok) { return ok ? std::optional<RouteResult>{} : error(405, "Method Not Allowed"); };
-
-  if (path == "/health") {
-    if (auto e = only(get)) return *e;
-    if (req.admission != Admission::Open) return respond(503, "{\"status\":\"draining\"}");
-    return respond(200, "", "text/plain");
+  for (const Route& route : kRoutes) {
+    if (!matches(route, path)) continue;
+    if (!(route.methods & method_bit(req.method))) return error_at(call, 405, "Method Not Allowed");
+    return route.handler(call);
   }
-  if (path == "/version") {
-    if (auto e = only(get)) return *e;
-    return respond(200, "{\"version\":\"" + config.version + "\"}");
-  }
-  if (path == "/v1/models") {
-    if (auto e = only(get)) return *e;
-    return respond(200, models_response(ctx, epoch_seconds()));
-  }
-  if (path == "/metrics") {
-    if (auto e = only(get)) return *e;
-    RouteResult r;
-    r.kind = RouteResult::Kind::Metrics;
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return r;
-  }
-  if (path == "/v1/ws") {
-    RouteResult r = error(426, "Upgrade Required: /v1/ws speaks websocket");
-    return r;
-  }
-  if (path == "/tokenize" || path == "/detokenize" || path == "/apply-template") {
-    if (auto e = only(post)) return *e;
-    auto out = path == "/tokenize"     ? tokenize_response(req.body, ctx)
-               : path == "/detokenize" ? detokenize_response(req.body, ctx)
-                                       : apply_template_response(req.body, ctx);
-    if (auto* e = std::get_if<ApiError>(&out)) return respond(e->status, error_body(*e));
-    return respond(200, std::get<std::string>(out));
-  }
-  if (path == "/v1/messages/count_tokens") {
-    if (auto e = only(post)) return *e;
-    auto out = count_tokens_response(req.body, ctx);
-    if (auto* e = std::get_if<ApiError>(&out)) return error_response(*e, path);
-    return respond(200, std::get<std::string>(out));
-  }
-  if (path.starts_with("/v1/responses/")) {  // a stored response: GET shows it, DELETE forgets it
-    const std::string id = path.substr(std::string_view("/v1/responses/").size());
-    if (req.method != "GET" && req.method != "DELETE") return error(405, "Method Not Allowed");
-    if (id.find('/') != std::string::npos) return error(404, "Not Found: " + path);
-    const auto stored = responses ? responses->get(id) : nullptr;
-    if (!stored || (req.method == "DELETE" && !responses->remove(id)))
-      return error(404, "Response with id '" + id + "' not found.");
-    return respond(200, get ? detail::dump(stored->response) : response_deleted(id));
-  }
-  // The engine's routes: each body parses into an engine request, admitted unless the server is draining.
-  const bool embeds = path == "/v1/embeddings";
-  if (embeds || path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/messages" ||
-      path == "/v1/responses") {
-    if (auto e = only(post)) return *e;
-    if (embeds != (ctx.pooling != PoolingType::None))
-      return error(400, embeds ? "This model generates text: /v1/embeddings needs a server started with --task embed "
-                                 "(and a pooling type, the model file's or --pooling)."
-                               : "This model serves embeddings (--task embed): use /v1/embeddings, or start the "
-                                 "server with --task generate.");
-    auto parsed = embeds                      ? parse_embedding_request(req.body, ctx)
-                  : path == "/v1/messages"    ? parse_messages_request(req.body, ctx)
-                  : path == "/v1/responses"   ? parse_responses_request(req.body, ctx, responses)
-                  : path == "/v1/completions" ? parse_generate_request(Endpoint::Completions, req.body, ctx)
-                                              : parse_generate_request(Endpoint::ChatCompletions, req.body, ctx);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, path);
-    if (auto e = admission_error(req.admission)) return error_response(*e, path);
-    RouteResult r;
-    r.kind = RouteResult::Kind::Generate;
-    r.generate = std::move(std::get<GenerateRequest>(parsed));
-    return r;
-  }
-  return error(404, "Not Found: " + path);
+  return error_at(call, 404, "Not Found: " + path);
 }
 
 }  // namespace parley::http

@@ -111,10 +111,10 @@ void read_structured_outputs(std::string_view raw_body, const json& body, Sampli
       format ? from_response_format(*format, ordered.at("response_format")) : std::nullopt;
   if (from_format && so) fail("Give either response_format or structured_outputs, not both.", "structured_outputs");
   if (!from_format && !so) return;  // {"type": "text"}: no constraint
-  const StructuredOutputsParams constraint =
+  StructuredOutputsParams constraint =
       from_format ? *from_format : from_structured_outputs(*so, ordered.at("structured_outputs"));
   try {
-    structured::compile_grammar(constraint);
+    constraint.grammar = structured::compile_grammar(constraint);  // checked here, travels to the worker
   } catch (const structured::GrammarError& e) {
     fail(std::string("Invalid ") + (from_format ? "response_format" : "structured_outputs") + ": " + e.what(),
          param_of_kind(constraint.kind, from_format.has_value()));

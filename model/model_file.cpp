@@ -2,27 +2,20 @@
 
 #include <climits>
 #include <cstdio>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string_view>
-#include <unordered_set>
 
 #include "model/architecture.hpp"
 #include "model/gguf.hpp"
+#include "model/gguf_layout.hpp"
 #include "model/llama2c.hpp"
 #include "model/pretokenizer.hpp"
 
 namespace parley {
 
 namespace {
-
-std::string shape_str(const std::vector<uint64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
 
 std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   if (!f.has("tokenizer.ggml.model")) return std::nullopt;
@@ -90,158 +83,13 @@ std::optional<Vocab> read_vocab(const GgufFile& f, int model_vocab) {
   return v;
 }
 
-// Splits the rows of a fused [a + b + c][in] matrix back into its parts (the forward pass fuses them again).
-void split_rows(const WeightMatrix& fused, int64_t in, std::initializer_list<std::pair<WeightMatrix*, int64_t>> parts) {
-  int64_t at = 0;
-  for (auto [out, rows] : parts) {
-    *out = fused.row_slice(at, rows, in);
-    at += rows;
-  }
-}
-
-// The tensors of llama.cpp's layout for the config's architecture, each checked for its shape; a tensor
-// the layout does not name is refused, as ignoring it would silently change the output.
+// The config, the weights in llama.cpp's tensor layout (model/gguf_layout.cpp), the vocabulary and the template.
 ModelFile model_from_gguf(const GgufFile& f) {
   ModelFile m;
   m.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
   m.config = config_from_gguf(f);
-  LlamaConfig& c = m.config;
-  const ArchSpec& arch = *find_arch(c.arch);
-  const uint64_t dim = c.dim, hidden = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), vocab = c.vocab_size,
-                 hd = c.head_dim();
-  std::unordered_set<std::string> loaded;
-  auto checked = [&](const std::string& name, const std::vector<uint64_t>& ne) -> const GgufTensorInfo& {
-    const GgufTensorInfo& t = f.tensor(name);
-    if (t.ne != ne)
-      f.fail("shape mismatch for tensor '" + name + "': expected " + shape_str(ne) + ", found " + shape_str(t.ne));
-    loaded.insert(name);
-    return t;
-  };
-  auto load = [&](const std::string& name, std::vector<uint64_t> ne) { return f.dequantize(checked(name, ne)); };
-  // Matrices stay in the file's type: [ne[1]][ne[0]] rows of blocks.
-  auto load_matrix = [&](const std::string& name, std::vector<uint64_t> ne) {
-    const GgufTensorInfo& t = checked(name, ne);
-    return WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]),
-                                     std::vector<uint8_t>(t.data, t.data + t.nbytes));
-  };
-  // A 3-D tensor [n_experts][rows][cols] as one matrix per expert, copied out of the file one expert at a time.
-  auto load_experts = [&](const std::string& name, std::vector<uint64_t> ne) {
-    const GgufTensorInfo& t = checked(name, ne);
-    const size_t bytes = quant::row_bytes(t.type, int64_t(ne[0])) * size_t(ne[1]);
-    std::vector<WeightMatrix> out;
-    for (uint64_t e = 0; e < ne[2]; ++e) {
-      const uint8_t* at = t.data + e * bytes;
-      out.push_back(
-          WeightMatrix::from_blocks(t.type, int64_t(ne[1]), int64_t(ne[0]), std::vector<uint8_t>(at, at + bytes)));
-    }
-    return out;
-  };
-  auto load_moe = [&](const std::string& b) {
-    const uint64_t E = uint64_t(c.moe.n_experts), H = uint64_t(c.moe.expert_hidden), S = uint64_t(c.moe.shared_hidden);
-    ExpertWeights x;
-    x.router = load_matrix(b + "ffn_gate_inp.weight", {dim, E});
-    if (f.find_tensor(b + "ffn_gate_up_exps.weight")) {  // gate and up fused: each expert's gate rows, then its up rows
-      for (WeightMatrix& gu : load_experts(b + "ffn_gate_up_exps.weight", {dim, 2 * H, E})) {
-        x.gate.push_back(gu.row_slice(0, int64_t(H), int64_t(dim)));
-        x.up.push_back(gu.row_slice(int64_t(H), int64_t(H), int64_t(dim)));
-      }
-    } else {
-      x.gate = load_experts(b + "ffn_gate_exps.weight", {dim, H, E});
-      x.up = load_experts(b + "ffn_up_exps.weight", {dim, H, E});
-    }
-    x.down = load_experts(b + "ffn_down_exps.weight", {H, dim, E});
-    if (c.moe.expert_biases) {
-      x.router_bias = load(b + "ffn_gate_inp.bias", {E});
-      x.gate_bias = load(b + "ffn_gate_exps.bias", {H, E});
-      x.up_bias = load(b + "ffn_up_exps.bias", {H, E});
-      x.down_bias = load(b + "ffn_down_exps.bias", {dim, E});
-    }
-    if (S > 0) {
-      x.shared_gate = load(b + "ffn_gate_inp_shexp.weight", {dim});
-      x.shared_w_gate = load_matrix(b + "ffn_gate_shexp.weight", {dim, S});
-      x.shared_w_up = load_matrix(b + "ffn_up_shexp.weight", {dim, S});
-      x.shared_w_down = load_matrix(b + "ffn_down_shexp.weight", {S, dim});
-    }
-    return x;
-  };
-  LlamaWeights& w = m.weights;
-  w.token_embedding = load_matrix("token_embd.weight", {dim, vocab});
-  auto load_layer = [&](int l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    LayerWeights L;
-    L.attn_norm = load(b + "attn_norm.weight", {dim});
-    if (f.find_tensor(b + "attn_qkv.weight")) {  // Phi-3 stores Q, K and V as one matrix
-      split_rows(load_matrix(b + "attn_qkv.weight", {dim, qd + 2 * kv}), int64_t(dim),
-                 {{&L.wq, qd}, {&L.wk, kv}, {&L.wv, kv}});
-      if (c.qkv_bias) {
-        const std::vector<float> bias = load(b + "attn_qkv.bias", {qd + 2 * kv});
-        L.bq.assign(bias.begin(), bias.begin() + std::ptrdiff_t(qd));
-        L.bk.assign(bias.begin() + std::ptrdiff_t(qd), bias.begin() + std::ptrdiff_t(qd + kv));
-        L.bv.assign(bias.begin() + std::ptrdiff_t(qd + kv), bias.end());
-      }
-    } else {
-      L.wq = load_matrix(b + "attn_q.weight", {dim, qd});
-      L.wk = load_matrix(b + "attn_k.weight", {dim, kv});
-      L.wv = load_matrix(b + "attn_v.weight", {dim, kv});
-      if (c.qkv_bias) {
-        L.bq = load(b + "attn_q.bias", {qd});
-        L.bk = load(b + "attn_k.bias", {kv});
-        L.bv = load(b + "attn_v.bias", {kv});
-      }
-    }
-    if (c.qk_norm) {
-      L.q_norm = load(b + "attn_q_norm.weight", {hd});
-      L.k_norm = load(b + "attn_k_norm.weight", {hd});
-    }
-    L.wo = load_matrix(b + "attn_output.weight", {qd, dim});
-    if (c.attn_out_bias) L.bo = load(b + "attn_output.bias", {dim});
-    if (c.attn_sinks) L.attn_sinks = load(b + "attn_sinks.weight", {uint64_t(c.n_heads)});
-    L.ffn_norm = load(b + std::string(arch.ffn_norm) + ".weight", {dim});
-    if (c.moe.enabled()) {
-      L.experts = load_moe(b);
-    } else if (f.find_tensor(b + "ffn_gate.weight")) {
-      L.w_gate = load_matrix(b + "ffn_gate.weight", {dim, hidden});
-      L.w_up = load_matrix(b + "ffn_up.weight", {dim, hidden});
-    } else {  // Phi-3: one up matrix whose first half is the gate
-      split_rows(load_matrix(b + "ffn_up.weight", {dim, 2 * hidden}), int64_t(dim),
-                 {{&L.w_gate, hidden}, {&L.w_up, hidden}});
-    }
-    if (!c.moe.enabled()) L.w_down = load_matrix(b + "ffn_down.weight", {hidden, dim});
-    if (c.post_norms) {
-      L.post_attn_norm = load(b + "post_attention_norm.weight", {dim});
-      L.post_ffn_norm = load(b + "post_ffw_norm.weight", {dim});
-    }
-    return L;
-  };
-  // Grown layer by layer: a corrupt block_count fails on a missing tensor, not a huge allocation.
-  for (int l = 0; l < c.n_layers; ++l) w.layers.push_back(load_layer(l));
-  if (f.get_int(c.arch + ".nextn_predict_layers", 0) == 1) {
-    const std::string b = "blk." + std::to_string(c.n_layers) + ".nextn.";
-    MtpWeights& mtp = w.mtp.emplace();
-    mtp.layer = load_layer(c.n_layers);
-    mtp.enorm = load(b + "enorm.weight", {dim});
-    mtp.hnorm = load(b + "hnorm.weight", {dim});
-    mtp.eh_proj = load_matrix(b + "eh_proj.weight", {2 * dim, dim});
-    mtp.shared_head_norm = load(b + "shared_head_norm.weight", {dim});
-  }
-  const uint64_t half_rot = uint64_t(c.rotary_dims()) / 2;
-  if (f.find_tensor("rope_freqs.weight")) {
-    w.rope_freq_factors = load("rope_freqs.weight", {half_rot});
-  } else if (find_arch(c.arch)->longrope_factors && f.find_tensor("rope_factors_long.weight")) {
-    // As llama.cpp: the long factors serve a context beyond the original one, the short ones otherwise.
-    auto long_factors = load("rope_factors_long.weight", {half_rot});
-    auto short_factors = load("rope_factors_short.weight", {half_rot});
-    w.rope_freq_factors = c.max_seq_len > c.rope_original_context ? long_factors : short_factors;
-  }
-  for (float x : w.rope_freq_factors)
-    if (!(x > 0.0f) || !std::isfinite(x)) f.fail("RoPE frequency factors must be positive and finite");
-  w.output_norm = load("output_norm.weight", {dim});
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
-  if (!c.tied_output) w.output = load_matrix("output.weight", {dim, vocab});
-  for (const auto& t : f.tensors())
-    if (!loaded.contains(t.name))
-      f.fail("unexpected tensor '" + t.name + "' (not part of the " + c.arch + " layout Parley runs)");
-  m.vocab = read_vocab(f, c.vocab_size);
+  m.weights = read_gguf_weights(f, m.config);
+  m.vocab = read_vocab(f, m.config.vocab_size);
   if (f.has("tokenizer.chat_template")) m.chat_template = f.get_string("tokenizer.chat_template");
   return m;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "engine/structured_output/grammar.hpp"
 #include "http/chat_prompt.hpp"
 #include "http/openai_protocol.hpp"
 #include "tests/openai_test_util.hpp"
@@ -423,4 +424,14 @@ TEST_CASE("the parsers return an error, never throw, on mangled bodies", "[opena
     REQUIRE_NOTHROW(tokenize_response(body, ctx));
     REQUIRE_NOTHROW(detokenize_response(body, ctx));
   }
+}
+
+TEST_CASE("a response_format's grammar is compiled once, by the parse, and travels with the request", "[openai]") {
+  const GenerateRequest req =
+      parse_ok(Endpoint::ChatCompletions,
+               R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}})");
+  REQUIRE(req.params.structured_outputs);
+  CHECK(req.params.structured_outputs->kind == StructuredOutputsParams::Kind::JsonObject);
+  REQUIRE(req.params.structured_outputs->grammar);
+  CHECK(req.params.structured_outputs->grammar->rules().size() > 0);
 }

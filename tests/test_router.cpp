@@ -11,8 +11,9 @@ namespace {
 
 const RouterConfig kKeyed{"sekrit", "adm", "", "0.1.0", ""};
 
-RouteResult route(const std::string& target, const std::string& authorization, int authorization_headers = 1) {
-  HttpRequestView view{"GET", target, authorization, ""};
+RouteResult route(const std::string& target, const std::string& authorization, int authorization_headers = 1,
+                  const std::string& method = "GET") {
+  HttpRequestView view{method, target, authorization, ""};
   view.authorization_headers = authorization_headers;
   return handle_request(view, kKeyed, context());
 }
@@ -38,6 +39,22 @@ TEST_CASE("Two Authorization headers are a 400 on every path, before the key is 
   }
   CHECK(route("/v1/models", "Bearer wrong", 1).status == 401);
   CHECK(route("/health", "", 0).status == 200);
+}
+
+TEST_CASE("The route table: each path its methods, a tree of paths under a trailing slash, 404 elsewhere", "[router]") {
+  auto status = [](const std::string& method, const std::string& target) {
+    return route(target, "Bearer sekrit", 1, method).status;
+  };
+  CHECK(status("POST", "/v1/models") == 405);
+  CHECK(status("GET", "/v1/chat/completions") == 405);
+  CHECK(status("PUT", "/v1/responses/resp_1") == 405);
+  CHECK(status("GET", "/v1/responses/resp_1") == 404);  // under /v1/responses/: no such stored response
+  CHECK(status("GET", "/v1/responses/a/b") == 404);
+  CHECK(status("POST", "/v1/ws") == 426);  // any method: it speaks websocket
+  CHECK(status("GET", "/v1/embeddings/x") == 404);
+  CHECK(status("GET", "/health?probe=1") == 200);  // the query is not the path
+  // /admin answers every method itself: a PUT without the token is a 401, not the table's 405.
+  CHECK(route("/admin/log-level", "", 0, "PUT").status == 401);
 }
 
 TEST_CASE("A log line shows a client's string cut to 64 bytes with its length, control bytes escaped", "[router]") {

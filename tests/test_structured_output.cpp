@@ -260,6 +260,31 @@ TEST_CASE("A grammar that starts after a marker leaves the tokens up to it free,
   CHECK(logits == std::vector<float>{-INFINITY, 1.0f, -INFINITY, -INFINITY, -INFINITY});
 }
 
+TEST_CASE("The worker binds the grammar the server compiled: it does not compile the spec again", "[structured]") {
+  // Tokens: 0 "a", 1 "{", 2 "}", 3 the end of generation.
+  const auto vocab =
+      std::make_shared<const GrammarVocabulary>(std::vector<std::optional<std::string>>{"a", "{", "}", std::nullopt});
+  StructuredOutputManager m(vocab);
+  auto first_allowed = [&](const StructuredOutputsParams& params) {
+    auto g = m.grammar_for(params, {3});
+    g->sync(std::vector<int>{});
+    std::vector<float> logits(4, 1.0f);
+    g->apply_mask(logits.data(), 4);
+    return logits;
+  };
+  // The spec says "a"; the grammar it carries (as if the server had compiled it) says "{": the carried one rules.
+  StructuredOutputsParams carried{StructuredOutputsParams::Kind::Regex, "a"};
+  carried.grammar = structured::compile_grammar({StructuredOutputsParams::Kind::Regex, R"(\{)"});
+  CHECK(first_allowed(carried) == std::vector<float>{-INFINITY, 1.0f, -INFINITY, -INFINITY});
+  // Without one (a decode instance's copy), the worker compiles the spec; the cache is keyed by the spec.
+  StructuredOutputManager fresh(vocab);
+  auto g = fresh.grammar_for({StructuredOutputsParams::Kind::Regex, "a"}, {3});
+  g->sync(std::vector<int>{});
+  std::vector<float> logits(4, 1.0f);
+  g->apply_mask(logits.data(), 4);
+  CHECK(logits == std::vector<float>{1.0f, -INFINITY, -INFINITY, -INFINITY});
+}
+
 TEST_CASE("A grammar after a marker: the same ids as unconstrained up to the marker, the grammar's after it",
           "[structured][model]") {
   const Tokenizer tok(*stories().file.vocab);

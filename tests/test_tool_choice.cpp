@@ -141,6 +141,7 @@ TEST_CASE("required constrains the output to one or more calls of the tools in t
   const GenerateRequest req = chat_ok(R"(,"tools":)" + kTools + R"(,"tool_choice":"required")");
   REQUIRE(req.params.structured_outputs);
   CHECK(req.params.structured_outputs->kind == StructuredOutputsParams::Kind::Grammar);
+  CHECK(req.params.structured_outputs->grammar);  // compiled once, here, and carried to the worker
   const std::string& g = req.params.structured_outputs->spec;
   INFO(g);
   CHECK(g.starts_with(

@@ -63,7 +63,8 @@ std::unique_ptr<StructuredOutputGrammar> StructuredOutputManager::grammar_for(co
       }
   }
   if (!compiled) {  // compiled outside the lock: another row's step need not wait for a large schema
-    compiled = std::make_shared<CompiledGrammar>(compile_grammar(params), vocabulary_);
+    compiled =
+        std::make_shared<CompiledGrammar>(params.grammar ? params.grammar : compile_grammar(params), vocabulary_);
     std::lock_guard lock(mutex_);
     cache_.emplace_front(params, compiled);
     if (cache_.size() > kMaxCachedGrammars) cache_.pop_back();
