@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/endpoints.hpp"
 #include "http/openai_fields.hpp"
 
 namespace parley::http {
@@ -173,11 +174,7 @@ std::string Generation::closing_text() const {
   const Usage usage = final_usage();
   switch (transport_) {
     case Transport::Json:
-      if (request_.endpoint == Endpoint::Messages) return message_response(request_, id_, choices_[0], usage);
-      if (request_.endpoint == Endpoint::Embeddings) return embedding_response(request_, choices_, usage);
-      if (request_.endpoint == Endpoint::Responses)
-        return detail::dump(response_object(request_, id_, created_, choices_[0], usage));
-      return completion_response(request_, id_, created_, choices_, usage, *tokenizer_);
+      return traits_of(request_.endpoint).render({request_, id_, created_, choices_, usage, *tokenizer_});
     case Transport::Sse: {
       if (message_stream_) return message_stream_->close(choices_[0], tools_called(0), usage.completion_tokens);
       if (response_stream_)
@@ -212,9 +209,7 @@ std::string Generation::error_text(const ApiError& e) const {
   return "";
 }
 
-std::string Generation::error_json(const ApiError& e) const {
-  return request_.endpoint == Endpoint::Messages ? anthropic_error_body(e) : error_body(e);
-}
+std::string Generation::error_json(const ApiError& e) const { return error_json_for(request_.endpoint, e); }
 
 std::optional<StoredResponse> Generation::stored_response() const {
   if (request_.endpoint != Endpoint::Responses || failure_ || !done()) return std::nullopt;

@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "http/admin_actions.hpp"
+#include "http/endpoints.hpp"
 #include "http/log_text.hpp"
 #include "http/request_reader.hpp"
 #include "http/session_common.hpp"
@@ -305,11 +306,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void start_generation(GenerateRequest req, bool keep_alive, unsigned version) {
-    const char* id_prefix = req.endpoint == Endpoint::Embeddings        ? "embd-"
-                            : req.endpoint == Endpoint::Messages        ? "msg_"
-                            : req.endpoint == Endpoint::Responses       ? "resp_"
-                            : req.endpoint == Endpoint::ChatCompletions ? "chatcmpl-"
-                                                                        : "cmpl-";
+    const char* id_prefix = traits_of(req.endpoint).id_prefix;
     const bool stream = req.stream;
     // HTTP/1.0 has no chunked encoding: a stream's end is the connection's end.
     const BodyFraming framing = !stream         ? BodyFraming::Length

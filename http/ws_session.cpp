@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 
+#include "http/endpoints.hpp"
 #include "http/log_text.hpp"
 #include "http/session_common.hpp"
 #include "http/ws_protocol.hpp"
@@ -103,8 +104,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       return send(
           websocket_error(api_error(400, "This model serves embeddings (--task embed): use /v1/embeddings."), id));
     const Endpoint ep = request.endpoint;
-    auto gen = std::make_unique<Generation>(std::move(request),
-                                            new_request_id(ctx_, ep == Endpoint::Completions ? "cmpl-" : "chatcmpl-"),
+    auto gen = std::make_unique<Generation>(std::move(request), new_request_id(ctx_, traits_of(ep).id_prefix),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);
     spdlog::info("{} on websocket as {}, n={}{}{}", gen->id(), log_excerpt(id), gen->request().params.n,
                  gen->request().user.empty() ? "" : ", user=", log_excerpt(gen->request().user));
