@@ -1,4 +1,4 @@
-// The value grids of ggml's table-lookup quants, defined once below both their decoders (model/quant) and the
+// The value grids of ggml's table-lookup quants, defined once below both their decoders (kernels/quant) and the
 // quantized matmul's kernels, which look them up with vpshufb.
 #pragma once
 #include <cstdint>

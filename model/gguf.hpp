@@ -13,7 +13,7 @@
 
 namespace parley {
 
-// ggml tensor type ids as stored in GGUF (model/quant decodes and encodes them).
+// ggml tensor type ids as stored in GGUF (kernels/quant decodes and encodes them).
 using GgmlType = quant::GgmlType;
 
 // GGUF metadata value type ids; the order equals GgufValue::Data's alternative order.

@@ -1,5 +1,5 @@
 // A weight matrix [rows][cols], row-major as GGUF stores it, in the type it was loaded in: F32 values, or
-// ggml's blocks as the file holds them (model/quant), which a backend multiplies without widening them.
+// ggml's blocks as the file holds them (kernels/quant), which a backend multiplies without widening them.
 // An F32 matrix reads like its std::vector<float>, since most code builds, converts or checks F32 weights;
 // reading floats out of a quantized one is a logic error (decode it with to_f32()).
 #pragma once

@@ -1,4 +1,4 @@
-// model/quant without ggml: the type table, the loader's refusals, and the roundings on exact values.
+// kernels/quant without ggml: the type table, the loader's refusals, and the roundings on exact values.
 // The bit-for-bit comparison with ggml itself is tests/test_quant_ggml.cpp (parley_quant_tests).
 #include <catch2/catch.hpp>
 #include <bit>

@@ -1,4 +1,4 @@
-// quant_matmul: the activations are quantized once per call, each row on its own (model/quant's q8_0 and q8_K
+// quant_matmul: the activations are quantized once per call, each row on its own (kernels/quant's q8_0 and q8_K
 // encoders, so their bytes are ggml's), then the weight panels are spread over threads. Work is split by
 // output column panels only, so a row's bits never depend on M, its company, or the thread count.
 #include <omp.h>

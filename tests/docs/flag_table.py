@@ -32,6 +32,10 @@ def options(help_text):
             rows.append([match.group(1).strip(), (match.group(2) or '').strip()])
         elif rows and line.startswith(' ' * 6):  # the description of a spec too long to share its line
             rows[-1][1] = (rows[-1][1] + ' ' + line.strip()).strip()
+    for r in rows:  # a type that fills CLI11's column leaves one space before the description: split after it
+        split = re.match(r'^(-\S+ [A-Z]+\S*) (\S.*)$', r[0]) if not r[1] else None
+        if split:
+            r[0], r[1] = split.group(1), split.group(2)
     return [r for r in rows if not r[0].startswith('-h,--help')]
 
 
