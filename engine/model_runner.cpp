@@ -102,6 +102,29 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
 
 // Flattens each scheduled row's tokens [num_computed, num_computed + n) in batch order.
 void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
+  count_scheduled(so);
+  reset_forward();
+  sampled_.clear();
+  verifications_.clear();
+  prompt_rows_.clear();
+  const std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(),
+                                                       so.scheduled_spec_decode_tokens.end());
+  std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
+  int seq = 0;
+  for (int row = 0; row < input_batch_.num_reqs(); ++row) {
+    if (row_steps_[size_t(row)].num_scheduled == 0) continue;
+    const auto d = drafts_of.find(input_batch_.req_ids()[row]);
+    add_row(row, seq++, d == drafts_of.end() ? 0 : d->second, verify_logits);
+  }
+  add_further_kv_groups(seq);
+  ForwardBatch& f = forward_;
+  for (Verification& v : verifications_) v.first_logits_row += int(f.logits_indices.size());
+  f.logits_indices.insert(f.logits_indices.end(), verify_logits.begin(), verify_logits.end());
+  prompt_rows_.append_logits_indices(f.logits_indices);
+}
+
+// Each row's share of the step, checked: every scheduled request known, once, and the total as the plan says.
+void ModelRunner::count_scheduled(const SchedulerOutput& so) {
   const InputBatch& b = input_batch_;
   row_steps_.assign(size_t(b.num_reqs()), RowStep{});
   entry_rows_.clear();
@@ -119,6 +142,10 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
     throw std::logic_error("ModelRunner: total_num_scheduled_tokens is " +
                            std::to_string(so.total_num_scheduled_tokens) + " but the requests add up to " +
                            std::to_string(total));
+}
+
+void ModelRunner::reset_forward() {
+  const InputBatch& b = input_batch_;
   ForwardBatch& f = forward_;
   for (auto* v : {&f.token_ids, &f.positions, &f.token_seq, &f.block_tables, &f.logits_indices, &f.hidden_indices})
     v->clear();
@@ -129,89 +156,83 @@ void ModelRunner::prepare_inputs(const SchedulerOutput& so) {
   for (int row = 0; row < b.num_reqs(); ++row)
     for (int g = 0; g < f.num_kv_groups && row_steps_[size_t(row)].num_scheduled; ++g)
       f.max_blocks_per_seq = std::max(f.max_blocks_per_seq, int(b.block_ids(row, g).size()));
+}
 
-  sampled_.clear();
-  verifications_.clear();
-  prompt_rows_.clear();
-  std::unordered_map<std::string, int> drafts_of(so.scheduled_spec_decode_tokens.begin(),
-                                                 so.scheduled_spec_decode_tokens.end());
-  std::vector<int64_t> verify_logits;  // token indices of the verifying rows' logits, after the batch-sampled ones
-  int seq = 0;
-  for (int row = 0; row < b.num_reqs(); ++row) {
-    const int n = row_steps_[size_t(row)].num_scheduled;
-    if (n == 0) continue;
-    const auto tokens = b.token_ids(row);
-    const auto blocks = b.block_ids(row, 0);
-    const std::string& id = b.req_ids()[row];
-    const auto d = drafts_of.find(id);
-    const int drafts = d == drafts_of.end() ? 0 : d->second;
-    row_steps_[size_t(row)].num_drafts = drafts;
-    const int start = b.num_computed_tokens(row), real_end = start + n - drafts, end = start + n;
-    if (drafts < 0 || drafts >= n || (drafts > 0 && (real_end != int(tokens.size()) || !proposer_)))
-      throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) +
-                             " drafts here");
-    if (real_end > int(tokens.size()))
-      throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) +
-                             " of " + std::to_string(tokens.size()));
-    for (int g = 0; g < f.num_kv_groups; ++g)
-      if (ceil_div(end, device_->block_size()) > int(b.block_ids(row, g).size()))
-        throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(b.block_ids(row, g).size()) +
-                               " blocks, too few for " + std::to_string(end) + " tokens");
-    const auto pool = pooling_.empty() ? pooling_.end() : pooling_.find(id);
-    const bool pools = pool != pooling_.end();
-    const bool samples = !pools && real_end == int(tokens.size());
-    if (samples && end >= b.max_model_len())
-      throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
-    f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
-    std::copy(blocks.begin(), blocks.end(), f.block_tables.begin() + size_t(seq) * f.max_blocks_per_seq);
-    Verification v{row, real_end, 0, {}, 0, -1};
-    if (drafts > 0) {  // the proposer's drafts, padded with placeholders (fed to the model as token 0)
-      const auto& mine = drafts_[id];
-      v.num_proposed = std::min(drafts, int(mine.size()));
-      v.drafts.assign(mine.begin(), mine.begin() + v.num_proposed);
-      v.drafts.resize(size_t(drafts), kPlaceholderDraft);
-    }
-    if (wants_prompt_logprobs(b.sampling_params(row), b.output_token_ids(row).size()))
-      prompt_rows_.add(row, start, real_end, b.num_prompt_tokens(row), f.num_tokens());
-    for (int p = start; p < end; ++p) {
-      const int token = p < real_end ? tokens[p] : std::max(0, v.drafts[size_t(p - real_end)]);
-      f.token_ids.push_back(token);
-      f.positions.push_back(p);
-      f.token_seq.push_back(seq);
-      f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() +
-                               p % device_->block_size());
-    }
-    if (pools) {  // its positions that the pooling reads, by their index in this batch
-      const PooledRange range = pooled_range(device_->config().pooling, start, end, b.num_prompt_tokens(row));
-      pooled_rows_.push_back({row, int(f.hidden_indices.size()), range, end == int(tokens.size())});
-      for (int p = range.first; p < range.last; ++p) f.hidden_indices.push_back(f.num_tokens() - (end - p));
-    }
-    if (samples && drafts > 0) {
-      v.first_logits_row = int(verify_logits.size());
-      for (int j = 0; j <= drafts; ++j) verify_logits.push_back(f.num_tokens() - 1 - drafts + j);
-      verifications_.push_back(std::move(v));
-    } else if (samples) {
-      f.logits_indices.push_back(f.num_tokens() - 1);
-      sampled_.push_back({row, real_end});
-    }
-    ++seq;
+// One scheduled row as forward sequence `seq`: its tokens (drafts after the real ones), positions, group 0's block
+// table and slots, and what it reads back: logits to sample or verify, pooled positions, prompt logprobs.
+void ModelRunner::add_row(int row, int seq, int drafts, std::vector<int64_t>& verify_logits) {
+  const InputBatch& b = input_batch_;
+  ForwardBatch& f = forward_;
+  const int n = row_steps_[size_t(row)].num_scheduled;
+  const auto tokens = b.token_ids(row);
+  const auto blocks = b.block_ids(row, 0);
+  const std::string& id = b.req_ids()[row];
+  row_steps_[size_t(row)].num_drafts = drafts;
+  const int start = b.num_computed_tokens(row), real_end = start + n - drafts, end = start + n;
+  if (drafts < 0 || drafts >= n || (drafts > 0 && (real_end != int(tokens.size()) || !proposer_)))
+    throw std::logic_error("ModelRunner: request " + id + " cannot verify " + std::to_string(drafts) + " drafts here");
+  if (real_end > int(tokens.size()))
+    throw std::logic_error("ModelRunner: request " + id + " scheduled up to token " + std::to_string(real_end) +
+                           " of " + std::to_string(tokens.size()));
+  for (int g = 0; g < f.num_kv_groups; ++g)
+    if (ceil_div(end, device_->block_size()) > int(b.block_ids(row, g).size()))
+      throw std::logic_error("ModelRunner: request " + id + " has " + std::to_string(b.block_ids(row, g).size()) +
+                             " blocks, too few for " + std::to_string(end) + " tokens");
+  const auto pool = pooling_.empty() ? pooling_.end() : pooling_.find(id);
+  const bool pools = pool != pooling_.end();
+  const bool samples = !pools && real_end == int(tokens.size());
+  if (samples && end >= b.max_model_len())
+    throw std::logic_error("ModelRunner: request " + id + " is at max_model_len and cannot sample");
+  f.block_tables.resize(size_t(seq + 1) * f.max_blocks_per_seq, 0);
+  std::copy(blocks.begin(), blocks.end(), f.block_tables.begin() + size_t(seq) * f.max_blocks_per_seq);
+  Verification v{row, real_end, 0, {}, 0, -1};
+  if (drafts > 0) {  // the proposer's drafts, padded with placeholders (fed to the model as token 0)
+    const auto& mine = drafts_[id];
+    v.num_proposed = std::min(drafts, int(mine.size()));
+    v.drafts.assign(mine.begin(), mine.begin() + v.num_proposed);
+    v.drafts.resize(size_t(drafts), kPlaceholderDraft);
   }
-  // Every further KV group's tables [seq] and slots [token] after group 0's, in the same row order.
+  if (wants_prompt_logprobs(b.sampling_params(row), b.output_token_ids(row).size()))
+    prompt_rows_.add(row, start, real_end, b.num_prompt_tokens(row), f.num_tokens());
+  for (int p = start; p < end; ++p) {
+    const int token = p < real_end ? tokens[p] : std::max(0, v.drafts[size_t(p - real_end)]);
+    f.token_ids.push_back(token);
+    f.positions.push_back(p);
+    f.token_seq.push_back(seq);
+    f.slot_mapping.push_back(int64_t(blocks[p / device_->block_size()]) * device_->block_size() +
+                             p % device_->block_size());
+  }
+  if (pools) {  // its positions that the pooling reads, by their index in this batch
+    const PooledRange range = pooled_range(device_->config().pooling, start, end, b.num_prompt_tokens(row));
+    pooled_rows_.push_back({row, int(f.hidden_indices.size()), range, end == int(tokens.size())});
+    for (int p = range.first; p < range.last; ++p) f.hidden_indices.push_back(f.num_tokens() - (end - p));
+  }
+  if (samples && drafts > 0) {
+    v.first_logits_row = int(verify_logits.size());
+    for (int j = 0; j <= drafts; ++j) verify_logits.push_back(f.num_tokens() - 1 - drafts + j);
+    verifications_.push_back(std::move(v));
+  } else if (samples) {
+    f.logits_indices.push_back(f.num_tokens() - 1);
+    sampled_.push_back({row, real_end});
+  }
+}
+
+// Every further KV group's tables [seq] and slots [token] after group 0's, in the same row order.
+void ModelRunner::add_further_kv_groups(int num_seqs) {
+  const InputBatch& b = input_batch_;
+  ForwardBatch& f = forward_;
   const int bs = device_->block_size();
   for (int g = 1; g < f.num_kv_groups; ++g)
     for (int row = 0, s = 0; row < b.num_reqs(); ++row) {
       const int n = row_steps_[size_t(row)].num_scheduled;
       if (n == 0) continue;
       const auto gb = b.block_ids(row, g);
-      f.block_tables.resize(size_t(g * seq + s + 1) * f.max_blocks_per_seq, 0);
-      std::copy(gb.begin(), gb.end(), f.block_tables.begin() + size_t(g * seq + s) * f.max_blocks_per_seq);
+      f.block_tables.resize(size_t(g * num_seqs + s + 1) * f.max_blocks_per_seq, 0);
+      std::copy(gb.begin(), gb.end(), f.block_tables.begin() + size_t(g * num_seqs + s) * f.max_blocks_per_seq);
       for (int p = b.num_computed_tokens(row), end = p + n; p < end; ++p)
         f.slot_mapping.push_back(int64_t(gb[size_t(p / bs)]) * bs + p % bs);
       ++s;
     }
-  for (Verification& v : verifications_) v.first_logits_row += int(f.logits_indices.size());
-  f.logits_indices.insert(f.logits_indices.end(), verify_logits.begin(), verify_logits.end());
-  prompt_rows_.append_logits_indices(f.logits_indices);
 }
 
 int ModelRunner::verify(int row, int entry) {

@@ -68,6 +68,10 @@ class ModelRunner {
  private:
   void update_states(const SchedulerOutput& scheduler_output);
   void prepare_inputs(const SchedulerOutput& scheduler_output);
+  void count_scheduled(const SchedulerOutput& scheduler_output);
+  void reset_forward();
+  void add_row(int row, int seq, int drafts, std::vector<int64_t>& verify_logits);
+  void add_further_kv_groups(int num_seqs);
   void check_block_id(const std::string& req_id, int block_id) const;
   void check_block_ids(const std::string& req_id, const GroupBlockIds& block_ids) const;
   void drop_request(const std::string& req_id);

@@ -182,21 +182,31 @@ int Tokenizer::lookup(std::string_view piece) const {
   return it == piece_to_id_.end() ? -1 : it->second;
 }
 
+// Symbols form a linked list in text order; index order is position order (used for ties).
+struct Tokenizer::SpmSymbol {
+  int id;
+  int prev, next;
+  bool mergeable;  // byte-fallback and unk symbols never merge
+};
+
 std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix) const {
   if (text.empty()) return {};
-  // Symbols form a linked list in text order; index order is position order (used for ties).
-  struct Symbol {
-    int id;
-    int prev, next;
-    bool mergeable;  // byte-fallback and unk symbols never merge
-  };
-  std::vector<Symbol> syms;
+  std::vector<SpmSymbol> syms = spm_symbols(text, space_prefix);
+  if (syms.empty()) return {};
+  merge_spm(syms);
+  std::vector<int> out;
+  for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
+  return out;
+}
+
+// One symbol per character (its piece, else its bytes' tokens, else unk), as run.c splits the text.
+std::vector<Tokenizer::SpmSymbol> Tokenizer::spm_symbols(std::string_view text, bool space_prefix) const {
+  std::vector<SpmSymbol> syms;
   syms.reserve(text.size());
   auto add = [&syms](int id, bool mergeable) {
     const int i = static_cast<int>(syms.size());
     syms.push_back({id, i - 1, i + 1, mergeable});
   };
-
   auto add_char = [&](std::string_view ch) {
     if (const int id = lookup(ch); id >= 0) {
       add(id, true);
@@ -210,7 +220,6 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
       add(vocab_.unk_id, false);  // no byte fallback in this vocab: one unk per character
     }                             // else: the character cannot be represented and is dropped
   };
-
   // The dummy prefix is its own unit (run.c looks up " " alone), so leading continuation bytes
   // of the text never group with it; a vocab without " " gets its byte token.
   if (space_prefix) add_char(" ");
@@ -221,9 +230,12 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
     add_char(text.substr(i, len));
     i += len;
   }
-  if (syms.empty()) return {};
-  syms.back().next = -1;
+  if (!syms.empty()) syms.back().next = -1;
+  return syms;
+}
 
+// Merges the best-scoring adjacent pair until none is in the vocabulary, as run.c does, with a priority queue.
+void Tokenizer::merge_spm(std::vector<SpmSymbol>& syms) const {
   // A candidate merge of syms[left] with its right neighbour; stale once either side changed.
   struct Candidate {
     float score;
@@ -254,7 +266,7 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
   while (!queue.empty()) {
     const Candidate c = queue.top();
     queue.pop();
-    Symbol& l = syms[c.left];
+    SpmSymbol& l = syms[c.left];
     if (dead[c.left] || dead[c.right] || l.next != c.right || l.id != c.left_id || syms[c.right].id != c.right_id)
       continue;
     l.id = c.merged_id;
@@ -264,10 +276,6 @@ std::vector<int> Tokenizer::encode_spm(std::string_view text, bool space_prefix)
     consider(l.prev);
     consider(c.left);
   }
-
-  std::vector<int> out;
-  for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
-  return out;
 }
 
 std::string Tokenizer::token_bytes(int prev_token, int token, bool special_text) const {

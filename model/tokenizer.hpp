@@ -48,6 +48,10 @@ class Tokenizer {
  private:
   // The SentencePiece strategy on one text run.
   std::vector<int> encode_spm(std::string_view text, bool space_prefix) const;
+  // Its two halves: the text split into symbols, then the merges.
+  struct SpmSymbol;
+  std::vector<SpmSymbol> spm_symbols(std::string_view text, bool space_prefix) const;
+  void merge_spm(std::vector<SpmSymbol>& syms) const;
   // Id of a text-matchable piece (Normal/UserDefined/Undefined), -1 if none.
   int lookup(std::string_view piece) const;
 
