@@ -87,22 +87,11 @@ int InputBatch::add_request(const CachedRequestState& r) {
   grammars_[size_t(row)] = std::move(grammar);
 
   const SamplingParams& p = r.sampling_params;
-  const std::string& id = r.req_id;
-  (p.greedy() ? greedy_reqs_ : random_reqs_).insert(id);
-  if (p.top_k > 0) top_k_reqs_.insert(id);
-  if (p.top_p < 1.0f) top_p_reqs_.insert(id);
-  if (p.min_p > 0.0f) min_p_reqs_.insert(id);
-  if (p.presence_penalty != 0.0f) presence_penalty_reqs_.insert(id);
-  if (p.frequency_penalty != 0.0f) frequency_penalty_reqs_.insert(id);
-  if (p.repetition_penalty != 1.0f) repetition_penalty_reqs_.insert(id);
-  if (!p.logit_bias.empty()) logit_bias_reqs_.insert(id);
-  if (p.logprobs) num_logprobs_[id] = *p.logprobs;
   std::vector<int>& stop_ids = min_tokens_stop_ids_[row];
   stop_ids.clear();
   if (p.min_tokens > 0) {
     stop_ids = p.stop_token_ids;
     if (!p.ignore_eos) stop_ids.insert(stop_ids.end(), eos_token_ids_.begin(), eos_token_ids_.end());
-    if (!stop_ids.empty()) min_tokens_reqs_.insert(id);
   }
   batch_changed_ = true;
   return row;
@@ -115,10 +104,6 @@ std::optional<int> InputBatch::remove_request(const std::string& req_id) {
   req_id_to_index_.erase(it);
   req_ids_[row].clear();
   holes_.insert(std::upper_bound(holes_.begin(), holes_.end(), row), row);
-  for (auto* set : {&greedy_reqs_, &random_reqs_, &top_k_reqs_, &top_p_reqs_, &min_p_reqs_, &presence_penalty_reqs_,
-                    &frequency_penalty_reqs_, &repetition_penalty_reqs_, &logit_bias_reqs_, &min_tokens_reqs_})
-    set->erase(req_id);
-  num_logprobs_.erase(req_id);
   params_[row] = SamplingParams{};  // drops its vectors now, not when the row is reused
   min_tokens_stop_ids_[row].clear();
   grammars_[size_t(row)].reset();
@@ -239,13 +224,9 @@ void InputBatch::append_token(int row, int token) {
   token_ids_[size_t(row) * max_model_len_ + num_tokens_[row]++] = token;
 }
 
-bool InputBatch::no_penalties() const {
-  return presence_penalty_reqs_.empty() && frequency_penalty_reqs_.empty() && repetition_penalty_reqs_.empty();
-}
-
 int InputBatch::max_num_logprobs() const {
   int n = -1;
-  for (const auto& [id, count] : num_logprobs_) n = std::max(n, count);
+  for (const auto& [req_id, row] : req_id_to_index_) n = std::max(n, params_[row].logprobs.value_or(-1));
   return n;
 }
 
@@ -262,7 +243,9 @@ void InputBatch::refresh_sampling_metadata() {
   m.min_tokens.resize(rows);
   m.seeds.resize(rows);
   m.num_logprobs.resize(rows);
+  m.device_can_sample.resize(rows);
   m.logit_bias.resize(rows);
+  m.sampling_params.resize(rows);
   m.min_tokens_stop_ids.resize(rows);
   m.grammars.resize(rows);
   for (int r = 0; r < rows; ++r) {
@@ -277,7 +260,9 @@ void InputBatch::refresh_sampling_metadata() {
     m.min_tokens[r] = p.min_tokens;
     m.seeds[r] = seeds_[r];
     m.num_logprobs[r] = p.logprobs ? *p.logprobs : -1;
+    m.device_can_sample[r] = device_can_sample(p);
     m.logit_bias[r] = p.logit_bias.empty() ? nullptr : &p.logit_bias;
+    m.sampling_params[r] = &p;
     m.min_tokens_stop_ids[r] = min_tokens_stop_ids_[r].empty() ? nullptr : &min_tokens_stop_ids_[r];
     m.grammars[r] = grammars_[size_t(r)].get();
   }
@@ -287,8 +272,9 @@ void InputBatch::refresh_sampling_metadata() {
   m.no_top_p = no_top_p();
   m.no_min_p = no_min_p();
   m.no_penalties = no_penalties();
-  m.no_logit_bias = logit_bias_reqs_.empty();
-  m.no_min_tokens = min_tokens_reqs_.empty();
+  m.no_logit_bias = !any_request_uses(&SamplingParams::logit_bias);
+  m.no_min_tokens = std::all_of(min_tokens_stop_ids_.begin(), min_tokens_stop_ids_.end(),
+                                [](const std::vector<int>& stop_ids) { return stop_ids.empty(); });
   m.max_num_logprobs = max_num_logprobs();
   m.token_ids = token_ids_.data();
   m.token_stride = max_model_len_;

@@ -9,7 +9,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "engine/kv_cache_utils.hpp"
@@ -81,13 +80,19 @@ class InputBatch {
   void set_num_computed_tokens(int row, int num_computed_tokens);
   void append_token(int row, int token);  // a sampled token, seen by penalties from the next step on
 
-  // Derived from the request-id sets.
-  bool all_greedy() const { return random_reqs_.empty(); }
-  bool all_random() const { return greedy_reqs_.empty(); }
-  bool no_top_k() const { return top_k_reqs_.empty(); }
-  bool no_top_p() const { return top_p_reqs_.empty(); }
-  bool no_min_p() const { return min_p_reqs_.empty(); }
-  bool no_penalties() const;
+  // Derived from the requests' sampling parameters (vLLM keeps a request-id set per flag).
+  bool all_greedy() const {
+    return !any_request([](const SamplingParams& p) { return !p.greedy(); });
+  }
+  bool all_random() const {
+    return !any_request([](const SamplingParams& p) { return p.greedy(); });
+  }
+  bool no_top_k() const { return !any_request_uses(&SamplingParams::top_k); }
+  bool no_top_p() const { return !any_request_uses(&SamplingParams::top_p); }
+  bool no_min_p() const { return !any_request_uses(&SamplingParams::min_p); }
+  bool no_penalties() const {
+    return !any_request([](const SamplingParams& p) { return p.has_penalties(); });
+  }
   int max_num_logprobs() const;  // -1 when no request wants logprobs
 
   // True after add/remove/condense until the next refresh_sampling_metadata().
@@ -104,6 +109,16 @@ class InputBatch {
  private:
   void move_row(int from, int to);
   void check_row(int row) const;
+  template <class Predicate>
+  bool any_request(Predicate predicate) const {
+    for (const auto& [req_id, row] : req_id_to_index_)
+      if (predicate(params_[row])) return true;
+    return false;
+  }
+  template <class T>
+  bool any_request_uses(T SamplingParams::*member) const {
+    return any_request([member](const SamplingParams& p) { return uses(p, member); });
+  }
 
   int max_num_reqs_, max_model_len_, max_blocks_;
   std::vector<int> eos_token_ids_;
@@ -124,12 +139,6 @@ class InputBatch {
   std::vector<std::vector<int>> min_tokens_stop_ids_;
   std::shared_ptr<structured::StructuredOutputManager> structured_outputs_;
   std::vector<std::unique_ptr<structured::StructuredOutputGrammar>> grammars_;  // per row, null: unconstrained
-
-  // Which requests need which sampling step; the flags above come from these.
-  std::unordered_set<std::string> greedy_reqs_, random_reqs_, top_k_reqs_, top_p_reqs_, min_p_reqs_;
-  std::unordered_set<std::string> presence_penalty_reqs_, frequency_penalty_reqs_, repetition_penalty_reqs_;
-  std::unordered_set<std::string> logit_bias_reqs_, min_tokens_reqs_;
-  std::unordered_map<std::string, int> num_logprobs_;
 
   SamplingMetadata metadata_;
   bool batch_changed_ = true;

@@ -59,10 +59,6 @@ std::vector<TokenLogprobs> read_logprobs(const nlohmann::json& j) {
   return out;
 }
 
-std::optional<int> optional_exact(const nlohmann::json& j) {
-  return j.is_null() ? std::nullopt : std::optional<int>(exact<int>(j));
-}
-
 nlohmann::json layout_json(const KvLayout& l) { return {l.num_slots, l.kv_dim, l.block_size, kv_dtype_name(l.dtype)}; }
 
 KvLayout read_layout(const nlohmann::json& l) {
@@ -77,7 +73,63 @@ int64_t checked_bytes(const KvLayout& l, int num_blocks) {
   return bytes;
 }
 
-nlohmann::json optional_int(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+// A sampling field's value on the wire, by its type: JSON's own, null for an absent optional.
+template <class T>
+nlohmann::json to_wire(const T& value) {
+  return value;
+}
+nlohmann::json to_wire(const StructuredOutputsParams& so) {
+  return {{"kind", int(so.kind)}, {"spec", so.spec}, {"starts_after", so.starts_after}};
+}
+template <class T>
+nlohmann::json to_wire(const std::optional<T>& value) {
+  return value ? to_wire(*value) : nlohmann::json(nullptr);
+}
+
+template <class T>
+void from_wire(const nlohmann::json& j, T& value) {
+  j.get_to(value);
+}
+void from_wire(const nlohmann::json& j, int& value) { value = exact<int>(j); }
+void from_wire(const nlohmann::json& j, uint64_t& value) { value = exact<uint64_t>(j); }
+void from_wire(const nlohmann::json& j, std::vector<int>& value) { value = exact_array<int>(j); }
+void from_wire(const nlohmann::json& j, std::vector<std::pair<int, float>>& value) { value = id_floats(j); }
+void from_wire(const nlohmann::json& j, StructuredOutputsParams& so) {
+  const int kind = exact<int>(j.at("kind"));
+  if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar))
+    bad("structured output kind " + std::to_string(kind));
+  so.kind = StructuredOutputsParams::Kind(kind);
+  so.spec = j.at("spec").get<std::string>();
+  if (const auto after = j.find("starts_after"); after != j.end())  // absent: from the first token
+    so.starts_after = exact_array<int>(*after);
+}
+template <class T>
+void from_wire(const nlohmann::json& j, std::optional<T>& value) {
+  if (j.is_null()) return value.reset();
+  from_wire(j, value.emplace());
+}
+
+// Every field of kSamplingFields under its name; OnWire::WhenUsed ones only when they differ from the default.
+nlohmann::json sampling_params_json(const SamplingParams& params) {
+  nlohmann::json out = nlohmann::json::object();
+  for_each_sampling_field([&](const auto& field) {
+    if (field.on_wire == OnWire::Always || uses(params, field))
+      out[std::string(field.name)] = to_wire(params.*field.member);
+  });
+  return out;
+}
+
+SamplingParams read_sampling_params(const nlohmann::json& j) {
+  SamplingParams params;
+  for_each_sampling_field([&](const auto& field) {
+    const std::string key(field.name);
+    if (field.on_wire == OnWire::Always)
+      from_wire(j.at(key), params.*field.member);  // a missing one throws: a bad prefill request
+    else if (const auto value = j.find(key); value != j.end())
+      from_wire(*value, params.*field.member);
+  });
+  return params;
+}
 
 }  // namespace
 
@@ -90,29 +142,6 @@ std::string kv_layout_mismatch(const KvLayout& sent, const KvLayout& here) {
 }
 
 std::string encode_prefill_request(const Request& r, const KvLayout& decode_layout) {
-  const SamplingParams& p = r.sampling_params;
-  nlohmann::json params = {{"n", p.n},
-                           {"temperature", p.temperature},
-                           {"top_k", p.top_k},
-                           {"top_p", p.top_p},
-                           {"min_p", p.min_p},
-                           {"presence_penalty", p.presence_penalty},
-                           {"frequency_penalty", p.frequency_penalty},
-                           {"repetition_penalty", p.repetition_penalty},
-                           {"max_tokens", p.max_tokens},
-                           {"min_tokens", p.min_tokens},
-                           {"ignore_eos", p.ignore_eos},
-                           {"stop", p.stop},
-                           {"stop_token_ids", p.stop_token_ids},
-                           {"include_stop_str_in_output", p.include_stop_str_in_output},
-                           {"logit_bias", p.logit_bias}};
-  params["seed"] = p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr);
-  params["logprobs"] = optional_int(p.logprobs);
-  params["prompt_logprobs"] = optional_int(p.prompt_logprobs);
-  if (p.structured_outputs)
-    params["structured_outputs"] = {{"kind", int(p.structured_outputs->kind)},
-                                    {"spec", p.structured_outputs->spec},
-                                    {"starts_after", p.structured_outputs->starts_after}};
   return nlohmann::json{{"version", kVersion},
                         {"request_id", r.request_id},
                         {"prompt_token_ids", r.prompt_token_ids},
@@ -120,7 +149,7 @@ std::string encode_prefill_request(const Request& r, const KvLayout& decode_layo
                         {"child_req_ids", r.child_req_ids},
                         {"child_seeds", r.child_seeds},
                         {"kv_layout", layout_json(decode_layout)},
-                        {"sampling_params", params}}
+                        {"sampling_params", sampling_params_json(r.sampling_params)}}
       .dump();
 }
 
@@ -128,37 +157,8 @@ Request decode_prefill_request(std::string_view text, KvLayout* decode_layout) {
   try {
     const auto j = nlohmann::json::parse(text);
     if (j.at("version") != kVersion) bad("request version " + j.at("version").dump());
-    const auto& q = j.at("sampling_params");
-    SamplingParams p;
-    p.n = exact<int>(q.at("n"));
-    q.at("temperature").get_to(p.temperature);
-    p.top_k = exact<int>(q.at("top_k"));
-    q.at("top_p").get_to(p.top_p);
-    q.at("min_p").get_to(p.min_p);
-    q.at("presence_penalty").get_to(p.presence_penalty);
-    q.at("frequency_penalty").get_to(p.frequency_penalty);
-    q.at("repetition_penalty").get_to(p.repetition_penalty);
-    p.max_tokens = exact<int>(q.at("max_tokens"));
-    p.min_tokens = exact<int>(q.at("min_tokens"));
-    q.at("ignore_eos").get_to(p.ignore_eos);
-    q.at("stop").get_to(p.stop);
-    p.stop_token_ids = exact_array<int>(q.at("stop_token_ids"));
-    q.at("include_stop_str_in_output").get_to(p.include_stop_str_in_output);
-    p.logit_bias = id_floats(q.at("logit_bias"));
-    if (!q.at("seed").is_null()) p.seed = exact<uint64_t>(q.at("seed"));
-    p.logprobs = optional_exact(q.at("logprobs"));
-    p.prompt_logprobs = optional_exact(q.at("prompt_logprobs"));
-    if (const auto so = q.find("structured_outputs"); so != q.end()) {
-      const int kind = exact<int>(so->at("kind"));
-      if (kind < 0 || kind > int(StructuredOutputsParams::Kind::Grammar))
-        bad("structured output kind " + std::to_string(kind));
-      p.structured_outputs =
-          StructuredOutputsParams{StructuredOutputsParams::Kind(kind), so->at("spec").get<std::string>()};
-      if (const auto after = so->find("starts_after"); after != so->end())  // absent: from the first token
-        p.structured_outputs->starts_after = exact_array<int>(*after);
-    }
-    Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")), p,
-              exact<uint64_t>(j.at("seed")));
+    Request r(j.at("request_id").get<std::string>(), exact_array<int>(j.at("prompt_token_ids")),
+              read_sampling_params(j.at("sampling_params")), exact<uint64_t>(j.at("seed")));
     j.at("child_req_ids").get_to(r.child_req_ids);
     r.child_seeds = exact_array<uint64_t>(j.at("child_seeds"));
     r.kv_transfer = KvTransfer::ToDecode;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/philox.hpp"
@@ -70,20 +71,12 @@ std::vector<int> top_ids(const float* x, int n, int k) {
 
 void SamplingParams::validate(int vocab_size) const {
   auto fail = [](const std::string& message) { throw std::invalid_argument(message); };
-  if (n < 1) fail("n must be at least 1, got " + std::to_string(n) + ".");
-  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
-    fail("presence_penalty must be in [-2, 2], got " + fmt(presence_penalty) + ".");
-  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
-    fail("frequency_penalty must be in [-2, 2], got " + fmt(frequency_penalty) + ".");
-  if (!(repetition_penalty > 0.0f && repetition_penalty <= 2.0f))
-    fail("repetition_penalty must be in (0, 2], got " + fmt(repetition_penalty) + ".");
-  if (temperature < 0.0f || !std::isfinite(temperature))
-    fail("temperature must be non-negative, got " + fmt(temperature) + ".");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + fmt(top_p) + ".");
-  if (top_k < -1) fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(top_k) + ".");
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + fmt(min_p) + ".");
-  if (max_tokens < 1) fail("max_tokens must be at least 1, got " + std::to_string(max_tokens) + ".");
-  if (min_tokens < 0) fail("min_tokens must be greater than or equal to 0, got " + std::to_string(min_tokens) + ".");
+  for_each_out_of_range(*this, true, [&](const auto& field, auto value) {
+    if constexpr (std::is_floating_point_v<decltype(value)>)
+      fail(field.range.message(field.name, fmt(value)));
+    else
+      fail(field.range.message(field.name, std::to_string(value)));
+  });
   if (min_tokens > max_tokens)
     fail("min_tokens must be less than or equal to max_tokens=" + std::to_string(max_tokens) + ", got " +
          std::to_string(min_tokens) + ".");
@@ -191,9 +184,7 @@ void Sampler::apply_penalties(float* logits, std::span<const int> prompt, std::s
 bool Sampler::plain_row(int row, const SamplingMetadata& m) {
   const std::vector<int>* stop_ids = m.min_tokens_stop_ids[row];
   const bool under_min_tokens = stop_ids && int(m.output_token_ids(row).size()) < m.min_tokens[row];
-  return !under_min_tokens && !m.logit_bias[row] && !m.grammars[row] && m.presence_penalties[row] == 0.0f &&
-         m.frequency_penalties[row] == 0.0f && m.repetition_penalties[row] == 1.0f && m.top_k[row] <= 0 &&
-         m.top_p[row] >= 1.0f && m.num_logprobs[row] < 0;
+  return m.device_can_sample[row] && !under_min_tokens;
 }
 
 const float* Sampler::process_logits(const float* logits, int vocab, int row, const SamplingMetadata& m) {

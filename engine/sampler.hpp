@@ -38,8 +38,8 @@ class Sampler {
   SamplerOutput sample(const float* logits, int vocab, std::span<const int> batch_rows,
                        std::span<const int64_t> positions, const SamplingMetadata& metadata);
 
-  // Whether row `row` draws with temperature and min_p alone this step (no top_k, top_p, penalties,
-  // logit_bias, grammar, min_tokens still masking, or logprobs): what a device's sampling kernel does too.
+  // Whether a device's sampling kernel can draw row `row` this step: it uses no field kSamplingFields leaves to the
+  // host (OnDevice::HostWhenUsed), and min_tokens no longer masks its stop tokens.
   static bool plain_row(int row, const SamplingMetadata& metadata);
   // Row `row`'s logits after min_tokens, logit_bias, penalties and the grammar mask: what greedy argmax and
   // temperature see.

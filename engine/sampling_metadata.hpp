@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/sampling_params.hpp"
+
 namespace parley {
 namespace structured {
 class StructuredOutputGrammar;
@@ -22,12 +24,15 @@ struct SamplingMetadata {
   std::vector<int> min_tokens;
   std::vector<uint64_t> seeds;
   std::vector<int> num_logprobs;  // -1: the request asked for none
+  // Whether the device's kernel may draw the row: it uses no field kSamplingFields leaves to the host.
+  std::vector<uint8_t> device_can_sample;
   // Per row, pointing into the batch's rows (null: nothing to apply).
+  std::vector<const SamplingParams*> sampling_params;  // every field, for what has no column above
   std::vector<const std::vector<std::pair<int, float>>*> logit_bias;
   std::vector<const std::vector<int>*> min_tokens_stop_ids;    // stop_token_ids, plus EOS unless ignore_eos
   std::vector<structured::StructuredOutputGrammar*> grammars;  // a structured output's matcher (null: none)
 
-  // Derived from the batch's request-id sets, as vLLM does.
+  // Derived from the batch's rows, as vLLM's request-id sets.
   bool all_greedy = true, all_random = false;
   bool no_top_k = true, no_top_p = true, no_min_p = true;
   bool no_penalties = true, no_logit_bias = true, no_min_tokens = true;

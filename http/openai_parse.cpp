@@ -14,60 +14,37 @@ namespace {
 
 using namespace detail;
 
-// Fields we honour; "user" (OpenAI's end-user id, for abuse monitoring) goes into the request log line.
+// Fields we honour besides the sampling fields read by type (kSamplingFields); "user" (OpenAI's end-user id, for abuse
+// monitoring) goes into the request log line.
 constexpr std::string_view kCompletionFields[] = {"model",
                                                   "prompt",
                                                   "echo",
-                                                  "frequency_penalty",
                                                   "logit_bias",
                                                   "logprobs",
                                                   "max_tokens",
-                                                  "n",
-                                                  "presence_penalty",
-                                                  "seed",
                                                   "stop",
                                                   "stream",
                                                   "stream_options",
                                                   "suffix",
-                                                  "temperature",
-                                                  "top_p",
                                                   "user",
                                                   "best_of",
-                                                  "top_k",
-                                                  "min_p",
-                                                  "repetition_penalty",
                                                   "stop_token_ids",
-                                                  "include_stop_str_in_output",
-                                                  "ignore_eos",
-                                                  "min_tokens",
                                                   "add_special_tokens",
                                                   "prompt_logprobs",
                                                   "response_format",
                                                   "structured_outputs"};
 constexpr std::string_view kChatFields[] = {"model",
                                             "messages",
-                                            "frequency_penalty",
                                             "logit_bias",
                                             "logprobs",
                                             "top_logprobs",
                                             "max_tokens",
                                             "max_completion_tokens",
-                                            "n",
-                                            "presence_penalty",
-                                            "seed",
                                             "stop",
                                             "stream",
                                             "stream_options",
-                                            "temperature",
-                                            "top_p",
                                             "user",
-                                            "top_k",
-                                            "min_p",
-                                            "repetition_penalty",
                                             "stop_token_ids",
-                                            "include_stop_str_in_output",
-                                            "ignore_eos",
-                                            "min_tokens",
                                             "add_generation_prompt",
                                             "add_special_tokens",
                                             "chat_template",
@@ -79,6 +56,20 @@ constexpr std::string_view kChatFields[] = {"model",
                                             "prompt_logprobs",
                                             "response_format",
                                             "structured_outputs"};
+
+// An endpoint's fields and the sampling fields it reads by type: those not listed are unknown.
+std::span<const std::string_view> request_fields(bool chat) {
+  auto with_sampling_fields = [](std::span<const std::string_view> own) {
+    std::vector<std::string_view> fields(own.begin(), own.end());
+    for_each_sampling_field([&](const auto& field) {
+      if (field.from_request == FromRequest::ByType) fields.push_back(field.name);
+    });
+    return fields;
+  };
+  static const std::vector<std::string_view> completion = with_sampling_fields(kCompletionFields);
+  static const std::vector<std::string_view> chat_fields = with_sampling_fields(kChatFields);
+  return chat ? chat_fields : completion;
+}
 
 constexpr int kDefaultCompletionMaxTokens = 16;  // OpenAI's and vLLM's CompletionRequest default
 
@@ -140,21 +131,36 @@ std::vector<std::pair<int, float>> read_logit_bias(const json& body, int vocab) 
   return out;
 }
 
+// A field read by its type (FromRequest::ByType); absent or null keeps SamplingParams' default.
+void read_by_type(const json& body, std::string_view key, int& value) { value = get_int32(body, key).value_or(value); }
+void read_by_type(const json& body, std::string_view key, bool& value) { value = get_bool(body, key).value_or(value); }
+void read_by_type(const json& body, std::string_view key, float& value) {
+  if (const auto number = get_number(body, key)) value = static_cast<float>(*number);
+}
+void read_by_type(const json& body, std::string_view key, std::optional<uint64_t>& value) {
+  if (const auto number = get_int(body, key)) value = static_cast<uint64_t>(*number);  // negative seeds wrap
+}
+template <class Field>
+concept ReadByType = requires(const json& body, typename Field::Type& value) {
+  read_by_type(body, "", value);
+};
+// Every field the table reads by type has a reader for that type.
+consteval bool by_type_fields_readable() {
+  bool readable = true;
+  for_each_sampling_field([&](const auto& field) {
+    readable =
+        readable && (field.from_request != FromRequest::ByType || ReadByType<std::remove_cvref_t<decltype(field)>>);
+  });
+  return readable;
+}
+static_assert(by_type_fields_readable(), "a field marked FromRequest::ByType has a type read_by_type does not read");
+
 // Sampling fields shared by both endpoints, defaults as vLLM's _DEFAULT_SAMPLING_PARAMS.
 void read_sampling(const json& body, int vocab, SamplingParams& p) {
-  p.n = get_int32(body, "n").value_or(1);
-  p.temperature = static_cast<float>(get_number(body, "temperature").value_or(1.0));
-  p.top_p = static_cast<float>(get_number(body, "top_p").value_or(1.0));
-  p.top_k = get_int32(body, "top_k").value_or(-1);
-  p.min_p = static_cast<float>(get_number(body, "min_p").value_or(0.0));
-  p.presence_penalty = static_cast<float>(get_number(body, "presence_penalty").value_or(0.0));
-  p.frequency_penalty = static_cast<float>(get_number(body, "frequency_penalty").value_or(0.0));
-  p.repetition_penalty = static_cast<float>(get_number(body, "repetition_penalty").value_or(1.0));
-  if (auto seed = get_int(body, "seed"))
-    p.seed = static_cast<uint64_t>(*seed);  // negative seeds wrap, deterministically
-  p.min_tokens = get_int32(body, "min_tokens").value_or(0);
-  p.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
-  p.include_stop_str_in_output = get_bool(body, "include_stop_str_in_output").value_or(false);
+  for_each_sampling_field([&](const auto& field) {
+    if constexpr (ReadByType<std::remove_cvref_t<decltype(field)>>)
+      if (field.from_request == FromRequest::ByType) read_by_type(body, field.name, p.*field.member);
+  });
   p.stop = read_stop(body);
   if (const json* ids = field(body, "stop_token_ids")) p.stop_token_ids = token_ids(*ids, vocab, "stop_token_ids");
   p.logit_bias = read_logit_bias(body, vocab);
@@ -163,22 +169,16 @@ void read_sampling(const json& body, int vocab, SamplingParams& p) {
 // vLLM's SamplingParams._verify_args ranges and words, checked here to name the field; validate()
 // stays the engine's own guard.
 void check_ranges(const json& body, const SamplingParams& p, int max_n) {
-  auto number = [&](const char* key) { return py_float(get_number(body, key).value_or(0.0)); };
-  if (p.n < 1) fail("n must be at least 1, got " + std::to_string(p.n) + ".", "n");
-  if (p.n > max_n)
+  if (p.n > max_n)  // before the table's checks: n is its first, and a valid n passes it
     fail("n must be at most " + std::to_string(max_n) + " (--max-n), got " + std::to_string(p.n) + ".", "n");
-  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
-    fail("presence_penalty must be in [-2, 2], got " + number("presence_penalty") + ".", "presence_penalty");
-  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
-    fail("frequency_penalty must be in [-2, 2], got " + number("frequency_penalty") + ".", "frequency_penalty");
-  if (!(p.repetition_penalty > 0.0f && p.repetition_penalty <= 2.0f))
-    fail("repetition_penalty must be in (0, 2], got " + number("repetition_penalty") + ".", "repetition_penalty");
-  if (p.temperature < 0.0f) fail("temperature must be non-negative, got " + number("temperature") + ".", "temperature");
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("top_p must be in (0, 1], got " + number("top_p") + ".", "top_p");
-  if (p.top_k < -1) fail("top_k must be -1 (disable), or at least 1, got " + std::to_string(p.top_k) + ".", "top_k");
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("min_p must be in [0, 1], got " + number("min_p") + ".", "min_p");
-  if (p.min_tokens < 0)
-    fail("min_tokens must be greater than or equal to 0, got " + std::to_string(p.min_tokens) + ".", "min_tokens");
+  for_each_out_of_range(p, false, [&](const auto& field, auto value) {
+    if (field.from_request != FromRequest::ByType) return;  // checked where the endpoint reads it
+    const std::string param(field.name);
+    if constexpr (std::is_floating_point_v<decltype(value)>)
+      fail(field.range.message(param, py_float(get_number(body, param).value_or(0.0))), param);
+    else
+      fail(field.range.message(param, std::to_string(value)), param);
+  });
 }
 
 void read_logprobs(const json& body, Endpoint ep, int vocab, GenerateRequest& req) {
@@ -308,17 +308,15 @@ std::string param_of(const std::string& message, const GenerateRequest& req, con
   const bool chat = req.endpoint == Endpoint::ChatCompletions;
   if (word == "logprobs" && chat) return "top_logprobs";
   if (word == "max_tokens" && chat && field(body, "max_completion_tokens")) return "max_completion_tokens";
-  using Fields = std::span<const std::string_view>;
-  const Fields fields = chat ? Fields(kChatFields) : Fields(kCompletionFields);
+  const auto fields = request_fields(chat);
   return std::find(fields.begin(), fields.end(), word) != fields.end() ? word : "";
 }
 
 // As vLLM: fields the API defines and Parley does not act on are accepted, unknown ones accepted and reported
 // (the server logs and counts them); strict, every field outside Parley's own list is a 400.
 std::vector<std::string> checked_unknown_fields(const json& j, bool chat, bool strict) {
-  using Fields = std::span<const std::string_view>;
   std::vector<std::string> ignored;
-  for (std::string& key : unknown_fields(j, chat ? Fields(kChatFields) : Fields(kCompletionFields))) {
+  for (std::string& key : unknown_fields(j, request_fields(chat))) {
     if (strict) fail("Unrecognized request argument supplied: " + key, key);
     if (std::find(std::begin(kAcceptedNoOpFields), std::end(kAcceptedNoOpFields), key) == std::end(kAcceptedNoOpFields))
       ignored.push_back(std::move(key));

@@ -65,3 +65,13 @@ TEST_CASE("pd: a prefill request with a float for an integer field is refused", 
   j["prompt_token_ids"] = {1, -3e9};
   CHECK_THROWS_WITH(decode_prefill_request(j.dump()), Catch::Contains("expected an integer in range"));
 }
+
+TEST_CASE("pd: a prefill request carries skip_special_tokens, and one without it keeps the default", "[pd]") {
+  SamplingParams kept_special;
+  kept_special.skip_special_tokens = false;  // a hermes or Harmony request: its markers are special tokens
+  const std::string sent = encode_prefill_request(Request("a", {1, 2}, kept_special, 9));
+  CHECK_FALSE(decode_prefill_request(sent).sampling_params.skip_special_tokens);
+  Json older = Json::parse(sent);
+  older["sampling_params"].erase("skip_special_tokens");  // as a build before the field travelled wrote it
+  CHECK(decode_prefill_request(older.dump()).sampling_params.skip_special_tokens);
+}

@@ -1,7 +1,7 @@
 // CUDA sampling: one thread per logits row. Greedy rows take the argmax (lowest id on ties); the others
 // sample softmax(logits / temperature), cut below min_p times the top probability, by inverse CDF in id
 // order with the request's Philox uniform for (seed, position): the CPU Sampler's draw (engine/sampler.cpp)
-// for rows without top_k, top_p, penalties, logit_bias or min_tokens (those stay on the host), in the same
+// for rows using no field that kSamplingFields (engine/sampling_params.hpp) leaves to the host, in the same
 // arithmetic (kernels/sampling_math.hpp).
 #pragma once
 #include <cmath>
