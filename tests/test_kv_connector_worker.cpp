@@ -14,13 +14,6 @@ namespace {
 
 constexpr double kTimeout = 5;
 
-void fill_random(DeviceModel& d, uint32_t seed) {
-  std::vector<int> all(size_t(d.num_blocks()));
-  for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
-  d.import_blocks(
-      all, test::kv_bytes_of(test::random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
-}
-
 // What a callback heard, and how often.
 struct Heard {
   int times = 0;
@@ -41,7 +34,7 @@ struct ConnectorPair {
   explicit ConnectorPair(bool linked)
       : prefill(make_kv_transfer_backends(prefill_device, linked ? hub_ptr() : nullptr, kTimeout)),
         decode(make_kv_transfer_backends(decode_device, linked ? hub_ptr() : nullptr, kTimeout)) {
-    fill_random(prefill_device, 1), fill_random(decode_device, 2);
+    test::fill_random_kv(prefill_device, 1), test::fill_random_kv(decode_device, 2);
   }
   std::shared_ptr<KvLinkFactory> hub_ptr() {
     return {&hub, [](KvLinkFactory*) {}};
@@ -117,8 +110,8 @@ TEST_CASE("kv connector worker: KV on a device link arrives in posting order; ge
   pair.prefill.when_sent("a", sent_early.done());  // asked before it finished
   const KvConnectorWorker::Started b = pair.prefill.start_send("b", "link", std::vector<int>{4, 6}, 1);
   REQUIRE(b.link == "link");
-  REQUIRE(b.inline_kv.empty());         // only the header travels
-  fill_random(pair.prefill_device, 3);  // sends were staged: the blocks are free at once
+  REQUIRE(b.inline_kv.empty());                  // only the header travels
+  test::fill_random_kv(pair.prefill_device, 3);  // sends were staged: the blocks are free at once
 
   REQUIRE(pair.prefill.get_finished(1).sending == Ids{"a", "b"});
   REQUIRE(sent_early.times == 1);
@@ -183,7 +176,7 @@ TEST_CASE("kv connector worker: KV the link cannot stage goes inline instead (on
           "[pd][connector]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   CpuDeviceModel device(m.model, 8, 16);
-  fill_random(device, 5);
+  test::fill_random_kv(device, 5);
   std::vector<std::unique_ptr<KvTransferBackend>> backends = make_kv_transfer_backends(device, nullptr, kTimeout);
   backends.push_back(std::make_unique<NoStagingBackend>());
   KvConnectorWorker prefill(std::move(backends));
