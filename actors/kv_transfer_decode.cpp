@@ -144,38 +144,46 @@ void tick(Self self) {
   self->delayed_send(self, kTick, msg::tick_atom::value);
 }
 
-// A header whose KV follows on the device link it names. The worker receives it whatever became of the request
-// (the link pairs receives with sends in order, so receives are posted in the order headers arrive); once it is
-// in, the scheduler lands it in the request's blocks or drops it, unless the transfer was given up here (dropped
-// at once). A receive that fails breaks the link and fails the transfer (the scheduler prefills it itself).
-void kv_on_link(Self self, KvTransferPayload p, size_t header_bytes) {
+// A header, its KV inline or following on the device link it names. The worker receives it whatever became of the
+// request where it is on a link (the link pairs receives with sends in order, so receives are posted in the order
+// headers arrive); once it is in, the scheduler lands it in the request's blocks or drops it, unless the transfer
+// was given up here (dropped at once). A receive that fails breaks its link and fails the transfer (the scheduler
+// prefills it itself).
+void receive(Self self, KvTransferPayload p, size_t header_bytes) {
   auto& st = self->state;
+  const std::string link = p.kv_link;
   const bool wanted = st.router->finished(p.req_id).has_value();
+  if (!wanted) spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
+  if (link.empty() && !wanted) return void(st.routed_at.erase(p.req_id));  // no link to pair a receive with
+  if (std::string why = kv_layout_mismatch(p.layout, st.layout); link.empty() && !why.empty())
+    return fail(self, p.req_id, why);
   if (wanted) {
     ++st.stats.transfers, st.stats.blocks += p.num_blocks;
-    st.stats.bytes += int64_t(header_bytes) + p.layout.bytes(p.num_blocks);
+    st.stats.bytes += int64_t(header_bytes) + (link.empty() ? 0 : p.layout.bytes(p.num_blocks));
     report(self);
-  } else {
-    spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
   }
-  const int64_t words = p.layout.bytes(p.num_blocks) / 4;  // the link's unit (KvStaging)
-  const std::string link = p.kv_link;
-  ask(self, st.worker, caf::infinite, msg::kv_recv_atom::value, link, words)
+  const int64_t num_bytes = link.empty() ? int64_t(p.kv.size()) : p.layout.bytes(p.num_blocks);
+  std::vector<uint8_t> inline_kv = std::exchange(p.kv, {});
+  ask(self, st.worker, caf::infinite, msg::kv_recv_atom::value, p.req_id, link, num_bytes, std::move(inline_kv))
       .then(
-          [self, p, wanted](uint64_t tag) {
+          [self, p, wanted](bool) {
             auto& st = self->state;
             if (const auto routed = st.routed_at.find(p.req_id); routed != st.routed_at.end()) {
               st.stats.latencies.push_back(now_seconds() - routed->second);  // its latency ends with the KV in
               st.routed_at.erase(routed);
               report(self);
             }
-            if (!wanted) return self->send(st.worker, msg::kv_drop_atom::value, tag);
-            self->send(st.scheduler, msg::kv_atom::value, p, tag);
+            if (!wanted) return self->send(st.worker, msg::kv_drop_atom::value, p.req_id);
+            self->send(st.scheduler, msg::kv_atom::value, p);
           },
           [self, id = p.req_id, link](const caf::error& err) {
-            self->send(self->state.worker, msg::link_close_atom::value, link);
-            self->state.links->broken(link, now_seconds());
-            fail(self, id, "receiving it on the device link failed: " + self->system().render(err));
+            if (!link.empty()) {
+              self->send(self->state.worker, msg::link_close_atom::value, link);
+              self->state.links->broken(link, now_seconds());
+            }
+            fail(self, id,
+                 (link.empty() ? "receiving its KV failed: " : "receiving it on the device link failed: ") +
+                     self->system().render(err));
           });
 }
 
@@ -240,18 +248,7 @@ msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
         }
         // The sender frees its blocks whether or not the KV still has a taker here.
         self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
-        if (!p.kv_link.empty()) return kv_on_link(self, std::move(p), bytes.size());
-        const double routed = st.routed_at.count(p.req_id) ? st.routed_at[p.req_id] : now_seconds();
-        st.routed_at.erase(p.req_id);
-        if (!st.router || !st.router->finished(p.req_id)) {
-          spdlog::warn("request {}: its KV arrived after its transfer was given up", p.req_id);
-          return;
-        }
-        if (std::string why = kv_layout_mismatch(p.layout, st.layout); !why.empty()) return fail(self, p.req_id, why);
-        ++st.stats.transfers, st.stats.blocks += p.num_blocks, st.stats.bytes += int64_t(bytes.size());
-        st.stats.latencies.push_back(now_seconds() - routed);
-        report(self);
-        self->send(st.scheduler, msg::kv_atom::value, std::move(p));
+        receive(self, std::move(p), bytes.size());
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
         auto& st = self->state;

@@ -29,6 +29,18 @@ void send_payload(Self self, const KvTransferPayload& p) {
   report(self);
 }
 
+// A send on a device link that fails after its header left: the blocks are freed and the link is broken.
+void sent_on_link(Self self, const std::string& id, const std::string& link) {
+  ask(self, self->state.worker, caf::infinite, msg::kv_sent_atom::value, id)
+      .then([](bool) {},
+            [self, id, link](const caf::error& err) {
+              spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link,
+                           self->system().render(err));
+              self->send(self->state.scheduler, msg::release_atom::value, id);
+              link_broken(self, link);
+            });
+}
+
 // The request's KV cannot be read: its blocks are freed and its decode instance told (it prefills it itself).
 void push_failed(Self self, const std::string& id, const std::string& why) {
   auto& st = self->state;
@@ -37,52 +49,31 @@ void push_failed(Self self, const std::string& id, const std::string& why) {
     self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
 }
 
-// As bytes: the worker reads the blocks (after the step that wrote them: that step's output reached the scheduler
-// before it pushed).
-void push_bytes(Self self, KvTransferPayload p, std::vector<int> blocks) {
-  p.kv_link.clear();
-  ask(self, self->state.worker, caf::infinite, msg::export_atom::value, std::move(blocks))
-      .then(
-          [self, p](std::vector<uint8_t>& kv) {
-            KvTransferPayload with_kv = p;
-            with_kv.kv = std::move(kv);
-            send_payload(self, with_kv);
-          },
-          [self, id = p.req_id](const caf::error& err) {
-            push_failed(self, id, "reading its KV failed: " + self->system().render(err));
-          });
-}
-
-// On the device link the payload names: the worker stages the blocks and posts the send, then the header leaves
-// (headers leave in the order the sends were posted, and only for sends that were). KV the link cannot take (no
-// staging memory, or the link is gone) goes as bytes instead: nothing is lost. A send that fails after its header
-// left frees the blocks; the decode side's receive fails too, and it prefills the request itself.
-void push_on_link(Self self, KvTransferPayload p, std::vector<int> blocks) {
-  auto& st = self->state;
+// The worker starts the send: on the device link the payload names, else (no link, or no staging memory for it)
+// inline as bytes, read after the step that wrote the blocks (that step's output reached the scheduler before it
+// pushed). Headers leave in the order the sends were posted. A link that fails to take the KV breaks, and the KV
+// goes inline instead: nothing is lost. A send that fails after its header left frees the blocks; the decode
+// side's receive fails too, and it prefills the request itself.
+void push(Self self, KvTransferPayload p, std::vector<int> blocks) {
   const std::string link = p.kv_link;
-  ask(self, st.worker, caf::infinite, msg::kv_send_atom::value, link, blocks)
+  ask(self, self->state.worker, caf::infinite, msg::kv_send_atom::value, p.req_id, link, blocks)
       .then(
-          [self, p, blocks](uint64_t tag) {
-            if (tag == 0) {
+          [self, p, link](std::string& went_on, std::vector<uint8_t>& kv) mutable {
+            if (went_on != link)
               spdlog::warn("request {}: no device memory to stage its KV for link {}; it goes over TCP", p.req_id,
-                           p.kv_link);
-              return push_bytes(self, p, blocks);
-            }
+                           link);
+            p.kv_link = std::move(went_on), p.kv = std::move(kv);
             send_payload(self, p);
-            ask(self, self->state.worker, caf::infinite, msg::kv_sent_atom::value, tag)
-                .then([](bool) {},
-                      [self, id = p.req_id, link = p.kv_link](const caf::error& err) {
-                        spdlog::warn("request {}: sending its KV on device link {} failed: {}", id, link,
-                                     self->system().render(err));
-                        self->send(self->state.scheduler, msg::release_atom::value, id);
-                        link_broken(self, link);
-                      });
+            if (!p.kv_link.empty()) sent_on_link(self, p.req_id, p.kv_link);
           },
-          [self, p, blocks](const caf::error& err) {
-            spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", p.req_id, p.kv_link,
+          [self, p, blocks, link](const caf::error& err) mutable {
+            if (link.empty())
+              return push_failed(self, p.req_id, "reading its KV failed: " + self->system().render(err));
+            spdlog::warn("request {}: device link {} did not take its KV ({}); it goes over TCP", p.req_id, link,
                          self->system().render(err));
-            link_broken(self, p.kv_link);
-            push_bytes(self, p, blocks);
+            link_broken(self, link);
+            p.kv_link.clear();
+            push(self, std::move(p), std::move(blocks));
           });
 }
 
@@ -160,10 +151,7 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
         const std::optional<caf::actor> to = st.clients->awaiting(p.req_id);
         if (!to) return self->send(st.scheduler, msg::release_atom::value, p.req_id);  // nobody awaits it now
         p.kv_link = st.clients->link_to(*to);  // the device link to that instance, as it is now ("": none)
-        if (p.kv_link.empty())
-          push_bytes(self, std::move(p), std::move(blocks));
-        else
-          push_on_link(self, std::move(p), std::move(blocks));
+        push(self, std::move(p), std::move(blocks));
       },
       [self](msg::link_broken_atom, const std::string& name) {  // from a decode instance: its end broke
         if (from_peer(self, "link closed")) link_broken(self, name);

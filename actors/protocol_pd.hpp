@@ -25,8 +25,6 @@ using release_atom = caf::atom_constant<caf::atom("kvrelease")>;
 using route_atom = caf::atom_constant<caf::atom("kvroute")>;
 using push_atom = caf::atom_constant<caf::atom("kvpush")>;
 using tick_atom = caf::atom_constant<caf::atom("kvtick")>;
-using export_atom = caf::atom_constant<caf::atom("kvexport")>;
-using import_atom = caf::atom_constant<caf::atom("kvimport")>;
 using kv_stats_atom = caf::atom_constant<caf::atom("kvstats")>;
 using link_id_atom = caf::atom_constant<caf::atom("kvlinkid")>;
 using link_open_atom = caf::atom_constant<caf::atom("kvlinkopen")>;
@@ -90,42 +88,36 @@ using scheduler_pd_actor = caf::typed_actor<
     caf::reacts_to<prefill_atom, Request>,
     // Prefill side: the decode instance holds the request's KV (or its lease ran out): free its blocks.
     caf::reacts_to<release_atom, std::string>,
-    // Decode side: a request's KV (as bytes) and first tokens arrived: load the KV on the worker, then run the
-    // request.
+    // Decode side: a request's first tokens; its KV is received on the worker (kv_recv, inline or on a device link):
+    // land it in the request's blocks, or drop it.
     caf::reacts_to<kv_atom, KvTransferPayload>,
-    // Decode side: a request's first tokens, its KV received on a device link and staged on the worker under
-    // this tag (the KV transfer actor had the worker receive it): land it in the request's blocks, or drop it.
-    caf::reacts_to<kv_atom, KvTransferPayload, uint64_t>,
     // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
     caf::reacts_to<kv_transfer_actor>>;
 
-// What PD adds to the worker: reading and writing blocks' KV, and device links (model/kv_link.hpp,
-// engine/kv_links.hpp); a broken link answers each link message with an error.
+// What PD adds to the worker: its half of the KV connector (engine/kv_connector_worker.hpp), which moves a request's
+// KV inline with its header (as bytes) or on a device link (model/kv_link.hpp); a failure answers with an error.
 using worker_pd_actor = caf::typed_actor<
-    // Prefill side: these blocks' KV, for a transfer (answered after every step sent before it).
-    caf::replies_to<export_atom, std::vector<int>>::with<std::vector<uint8_t>>,
-    // Decode side: write transferred KV into these blocks, before any step sent after it reads them.
-    caf::replies_to<import_atom, std::vector<int>, std::vector<uint8_t>>::with<bool>,
     // A fresh link id, for the other end.
     caf::replies_to<link_id_atom>::with<std::string>,
     // Open this end (link name, id, rank); answered once the other end has joined.
     caf::replies_to<link_open_atom, std::string, std::string, int32_t>::with<bool>,
     // Close a link (replaced, or its peer went down): whatever is in flight on it fails.
     caf::reacts_to<link_close_atom, std::string>,
-    // Prefill side: post a send of these blocks' KV on the link (staged at once: the blocks are free on return);
-    // answered at once with its tag, 0 if the KV could not be staged (nothing posted, the link is fine).
-    caf::replies_to<kv_send_atom, std::string, std::vector<int>>::with<uint64_t>,
-    // Prefill side: answered once that send is done (an error if it failed).
-    caf::replies_to<kv_sent_atom, uint64_t>::with<bool>,
-    // Decode side: receive this many floats on the link; answered when they are in, with the tag to land or drop.
-    caf::replies_to<kv_recv_atom, std::string, int64_t>::with<uint64_t>,
-    // Decode side: write a received KV into these blocks, before any step sent after it reads them.
-    caf::replies_to<kv_land_atom, uint64_t, std::vector<int>>::with<bool>,
+    // Prefill side: start sending a request's blocks' KV (req id, the link, "" for none, the blocks), which are free
+    // again at once; answered with the link it went on and, when that is "" (none, or no staging memory), the KV.
+    caf::replies_to<kv_send_atom, std::string, std::string, std::vector<int>>::with<std::string, std::vector<uint8_t>>,
+    // Prefill side: answered once the request's send on a link is done (an error if it failed).
+    caf::replies_to<kv_sent_atom, std::string>::with<bool>,
+    // Decode side: receive a request's KV (req id, the link or "", its size in bytes, the KV that came inline);
+    // answered once it is in, to land or drop.
+    caf::replies_to<kv_recv_atom, std::string, std::string, int64_t, std::vector<uint8_t>>::with<bool>,
+    // Decode side: write the request's received KV into these blocks, before any step sent after it reads them.
+    caf::replies_to<kv_land_atom, std::string, std::vector<int>>::with<bool>,
     // Decode side: free a received KV nobody wants.
-    caf::reacts_to<kv_drop_atom, uint64_t>,
-    // Local: poll the links while anything is in flight on them.
+    caf::reacts_to<kv_drop_atom, std::string>,
+    // Local: poll the transfers while any is in flight.
     caf::reacts_to<poll_atom>>;
 
 // What PD adds to the output actor.

@@ -146,8 +146,7 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
         report_counters(self);
         maybe_step(self);  // the blocks may admit a waiting request
       },
-      [self](msg::kv_atom, KvTransferPayload& p) { kv_received(self, p); },
-      [self](msg::kv_atom, const KvTransferPayload& p, uint64_t tag) { kv_received(self, p, tag); },
+      [self](msg::kv_atom, const KvTransferPayload& p) { kv_received(self, p); },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) { kv_failure(self, id, why); },
       [self](msg::kv_transfer_actor kv) { self->state.kv = std::move(kv); },
       [self](msg::stats_atom) { return actor_stats(self, "scheduler"); });

@@ -1,7 +1,7 @@
 // The scheduler actor's side of prefill/decode disaggregation: the messages that move prompts out and KV in
 // on a decode instance, and hand requests off on a prefill instance. What to do is KvConnectorScheduler's
 // (engine/kv_connector_scheduler.hpp); how the KV travels (TCP or a device link) is the KV transfer actor's
-// and the worker's: this file only sends, and asks the worker to load or land what arrived.
+// and the worker's: this file only sends, and asks the worker to land what arrived.
 #include <spdlog/spdlog.h>
 
 #include "actors/scheduler_state.hpp"
@@ -56,37 +56,20 @@ void kv_loaded(Self self, const KvTransferPayload& p) {
   maybe_step(self);
 }
 
-// Decode side: the KV arrived; it is written on the worker before any later step, then the request runs.
-void kv_arrived(Self self, KvTransferPayload& p) {
-  auto& st = self->state;
-  KvConnectorScheduler::Landing landing = st.connector->landing(p);
-  if (!landing.misfit.empty()) return kv_failure(self, p.req_id, landing.misfit);
-  if (landing.blocks.empty()) return;  // aborted, or failed over to a local prefill
-  ask(self, st.worker, caf::infinite, msg::import_atom::value, std::move(landing.blocks), std::move(p.kv))
-      .then([self, p](bool) { kv_loaded(self, p); },
-            [self, id = p.req_id](const caf::error& err) {
-              kv_failure(self, id, "loading it failed: " + self->system().render(err));
-            });
-}
+}  // namespace
 
-// Decode side: KV received on a device link, staged on the worker under `tag`: it lands in the request's blocks
-// if the request still waits for it and it fits, else it is dropped.
-void kv_staged(Self self, const KvTransferPayload& p, uint64_t tag) {
+// Decode side: the request's KV is received on the worker (inline or on a device link): it lands in the request's
+// blocks if the request still waits for it and it fits, else it is dropped.
+void kv_received(Self self, const KvTransferPayload& p) {
   auto& st = self->state;
   KvConnectorScheduler::Landing landing = st.connector->landing(p);
   if (!landing.misfit.empty()) kv_failure(self, p.req_id, landing.misfit);
-  if (landing.blocks.empty()) return self->send(st.worker, msg::kv_drop_atom::value, tag);
-  ask(self, st.worker, caf::infinite, msg::kv_land_atom::value, tag, std::move(landing.blocks))
+  if (landing.blocks.empty()) return self->send(st.worker, msg::kv_drop_atom::value, p.req_id);
+  ask(self, st.worker, caf::infinite, msg::kv_land_atom::value, p.req_id, std::move(landing.blocks))
       .then([self, p](bool) { kv_loaded(self, p); },
             [self, id = p.req_id](const caf::error& err) {
               kv_failure(self, id, "loading it failed: " + self->system().render(err));
             });
 }
-
-}  // namespace
-
-void kv_received(Self self, KvTransferPayload& p) { kv_arrived(self, p); }
-
-void kv_received(Self self, const KvTransferPayload& p, uint64_t tag) { kv_staged(self, p, tag); }
 
 }  // namespace parley::scheduling

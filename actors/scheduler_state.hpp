@@ -39,10 +39,8 @@ void route_remote_prefills(Self self);
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed);
 // Prefill side: a request routed here by a decode instance.
 void admit_for_decode(Self self, Request& r);
-// Decode side: a request's KV arrived as bytes.
-void kv_received(Self self, KvTransferPayload& p);
-// Decode side: a request's KV arrived on a device link, staged on the worker under `tag`.
-void kv_received(Self self, const KvTransferPayload& p, uint64_t tag);
+// Decode side: a request's KV is received on the worker (inline or on a device link): land it, or drop it.
+void kv_received(Self self, const KvTransferPayload& p);
 // Decode side: a request's transfer failed; by --kv-load-failure-policy it is prefilled here or fails.
 void kv_failure(Self self, const std::string& id, const std::string& why);
 

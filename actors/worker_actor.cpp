@@ -1,81 +1,78 @@
-// The worker actor: a shell over engine/model_runner.hpp on its own thread (spawned detached), and over
-// engine/kv_links.hpp for device links (KV transfers GPU to GPU), whose answers wait for the transfer.
+// The worker actor: a shell over engine/model_runner.hpp on its own thread (spawned detached), and over its half of
+// the KV connector (engine/kv_connector_worker.hpp), whose answers wait for the transfer.
 #include <chrono>
 #include <functional>
-#include <map>
 
 #include "actors/actors.hpp"
 #include <spdlog/spdlog.h>
 
-#include "engine/kv_links.hpp"
+#include "engine/kv_connector_worker.hpp"
 #include "engine/thread_placement.hpp"
 
 namespace parley {
 namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(1);
-constexpr const char* kNoLinks = "this instance has no device link transport (--kv-transport nccl)";
 
 struct WorkerState {
   WorkerState() = default;  // not an aggregate: CAF would try to build the state from the actor pointer
   std::unique_ptr<ModelRunner> runner;
-  std::unique_ptr<KvLinks> links;                                       // null without a link transport
-  std::map<uint64_t, std::function<void(const KvLinkEvent&)>> waiting;  // link tag -> its promise
-  std::map<uint64_t, KvLinkEvent> sent;  // sends that finished (or failed) before kv_sent asked
-  uint64_t next_tag = 1;
-  bool polling = false;
+  std::unique_ptr<KvConnectorWorker> kv;
   std::vector<int> compute_cpus;  // pinned to on its first step, from its own thread (its OpenMP team follows)
   bool own_cpus = false;          // no actor thread shares its CPUs: it may spin for a step (wake_atom)
   uint64_t handled = 0;
 };
 using Self = msg::worker_actor::stateful_pointer<WorkerState>;
 
-template <class T>
-caf::result<T> error(const std::string& what) {
-  return caf::make_error(caf::sec::runtime_error, what);
+caf::error failure(const std::string& what) { return caf::make_error(caf::sec::runtime_error, what); }
+
+// Runs a connector operation: a poll is pending exactly while the connector is busy, so one that makes it busy
+// schedules the first (each poll schedules the next while it stays busy).
+template <class F>
+auto on_connector(Self self, F&& operation) -> decltype(operation(*self->state.kv)) {
+  KvConnectorWorker& kv = *self->state.kv;
+  const bool was_busy = kv.busy();
+  struct KeepPolling {
+    Self self;
+    bool was_busy;
+    ~KeepPolling() {
+      if (!was_busy && self->state.kv->busy()) self->delayed_send(self, kPollEvery, msg::poll_atom::value);
+    }
+  } keep_polling{self, was_busy};
+  return operation(kv);
 }
 
-void keep_polling(Self self) {
-  auto& st = self->state;
-  if (st.polling || !st.links || !st.links->busy()) return;
-  st.polling = true;
-  self->delayed_send(self, kPollEvery, msg::poll_atom::value);
+// The connector operation's value, or its exception as the error answer.
+template <class F>
+auto answer(Self self, const char* what, F&& operation) -> caf::result<decltype(operation(*self->state.kv))> {
+  try {
+    return on_connector(self, std::forward<F>(operation));
+  } catch (const std::exception& e) {
+    return failure(what + std::string(e.what()));
+  }
+}
+
+// Answered once the connector's operation finishes: `value`, or what failed.
+template <class T, class F>
+caf::result<T> answer_when_done(Self self, T value, F&& start) {
+  auto promise = self->make_response_promise<T>();
+  auto done = [promise, value](const std::string& error) mutable {
+    if (error.empty())
+      promise.deliver(value);
+    else
+      promise.deliver(failure(error));
+  };
+  try {
+    on_connector(self, [&](KvConnectorWorker& kv) { start(kv, std::move(done)); });
+  } catch (const std::exception& e) {
+    promise.deliver(failure(e.what()));
+  }
+  return promise;
 }
 
 void poll(Self self) {
-  auto& st = self->state;
-  st.polling = false;
-  for (const KvLinkEvent& e : st.links->poll(now_seconds())) {
-    const auto it = st.waiting.find(e.tag);
-    if (it == st.waiting.end()) continue;
-    auto deliver = std::move(it->second);
-    st.waiting.erase(it);
-    deliver(e);
-  }
-  keep_polling(self);
-}
-
-// Runs a link operation that answers later: `start(tag)` posts it; the promise gets `done(tag)` or the failure.
-template <class T>
-caf::result<T> on_link(Self self, const std::function<void(uint64_t)>& start, std::function<T(uint64_t)> done) {
-  auto& st = self->state;
-  if (!st.links) return error<T>(kNoLinks);
-  const uint64_t tag = st.next_tag++;
-  try {
-    start(tag);
-  } catch (const std::exception& e) {
-    keep_polling(self);  // a link the failure broke reports what was in flight on it
-    return error<T>(e.what());
-  }
-  auto promise = self->template make_response_promise<T>();
-  st.waiting[tag] = [promise, done = std::move(done)](const KvLinkEvent& e) mutable {
-    if (e.kind == KvLinkEvent::Kind::Failed)
-      promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
-    else
-      promise.deliver(done(e.tag));
-  };
-  keep_polling(self);
-  return promise;
+  on_connector(self, [](KvConnectorWorker& kv) { kv.get_finished(now_seconds()); });
+  if (self->state.kv->busy()) self->delayed_send(self, kPollEvery, msg::poll_atom::value);
 }
 
 // How long the worker spins for the step an idle engine is planning (wake_atom). Planning takes 20-150 us;
@@ -89,7 +86,8 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
   st.runner = std::move(*runner);
   st.own_cpus = !compute_cpus.empty();
   st.compute_cpus = std::move(compute_cpus);
-  if (links) st.links = std::make_unique<KvLinks>(st.runner->device(), std::move(links), link_timeout_s);
+  st.kv = std::make_unique<KvConnectorWorker>(
+      make_kv_transfer_backends(st.runner->device(), std::move(links), link_timeout_s));
   return counted_behavior(
       self,
       [self](msg::execute_atom, const std::shared_ptr<const SchedulerOutput>& so) -> caf::result<ModelRunnerOutput> {
@@ -111,87 +109,39 @@ msg::worker_actor::behavior_type worker_fun(Self self, std::shared_ptr<std::uniq
         // Spinning where an actor thread may need the CPU would delay the very step it waits for.
         if (self->state.own_cpus) spin_until([self] { return !self->mailbox().empty(); }, kWakeSpin);
       },
-      [self](msg::export_atom, const std::vector<int>& blocks) -> caf::result<std::vector<uint8_t>> {
-        try {
-          return self->state.runner->device().export_blocks(blocks);
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("export KV: ") + e.what());
-        }
-      },
-      [self](msg::import_atom, const std::vector<int>& blocks, const std::vector<uint8_t>& kv) -> caf::result<bool> {
-        try {
-          self->state.runner->device().import_blocks(blocks, kv);
-          return true;
-        } catch (const std::exception& e) {
-          return caf::make_error(caf::sec::runtime_error, std::string("import KV: ") + e.what());
-        }
-      },
-      [self](msg::link_id_atom) -> caf::result<std::string> {
-        if (!self->state.links) return error<std::string>(kNoLinks);
-        try {
-          return self->state.links->new_id();
-        } catch (const std::exception& e) {
-          return error<std::string>(e.what());
-        }
-      },
-      [self](msg::link_open_atom, const std::string& name, const std::string& id, int32_t rank) -> caf::result<bool> {
-        return on_link<bool>(
-            self, [&](uint64_t tag) { self->state.links->open(name, id, rank, tag, now_seconds()); },
-            [](uint64_t) { return true; });
+      [self](msg::link_id_atom) { return answer(self, "", [](KvConnectorWorker& kv) { return kv.new_link_id(); }); },
+      [self](msg::link_open_atom, const std::string& name, const std::string& id, int32_t rank) {
+        return answer_when_done(self, true, [&](KvConnectorWorker& kv, auto done) {
+          kv.open_link(name, id, rank, now_seconds(), std::move(done));
+        });
       },
       [self](msg::link_close_atom, const std::string& name) {
-        if (self->state.links) self->state.links->close(name), keep_polling(self);
+        on_connector(self, [&](KvConnectorWorker& kv) { kv.close_link(name); });
       },
-      [self](msg::kv_send_atom, const std::string& link, const std::vector<int>& blocks) -> caf::result<uint64_t> {
-        auto& st = self->state;
-        if (!st.links) return error<uint64_t>(kNoLinks);
-        const uint64_t tag = st.next_tag++;
+      [self](msg::kv_send_atom, const std::string& req_id, const std::string& link,
+             const std::vector<int>& blocks) -> caf::result<std::string, std::vector<uint8_t>> {
         try {
-          st.links->send(link, tag, blocks, now_seconds());
-        } catch (const KvStagingError&) {
-          return uint64_t(0);  // nothing posted, the link is fine: the scheduler sends this KV over TCP
+          auto started = on_connector(
+              self, [&](KvConnectorWorker& kv) { return kv.start_send(req_id, link, blocks, now_seconds()); });
+          return {std::move(started.link), std::move(started.inline_kv)};
         } catch (const std::exception& e) {
-          keep_polling(self);
-          return error<uint64_t>(e.what());
-        }
-        st.waiting[tag] = [self](const KvLinkEvent& e) { self->state.sent[e.tag] = e; };  // until kv_sent asks
-        keep_polling(self);
-        return tag;
-      },
-      [self](msg::kv_sent_atom, uint64_t tag) -> caf::result<bool> {
-        auto& st = self->state;
-        if (const auto done = st.sent.find(tag); done != st.sent.end()) {
-          const KvLinkEvent e = done->second;
-          st.sent.erase(done);
-          if (e.kind == KvLinkEvent::Kind::Failed) return error<bool>(e.why);
-          return true;
-        }
-        if (!st.waiting.count(tag)) return error<bool>("no KV send " + std::to_string(tag));
-        auto promise = self->make_response_promise<bool>();
-        st.waiting[tag] = [promise](const KvLinkEvent& e) mutable {
-          if (e.kind == KvLinkEvent::Kind::Failed)
-            promise.deliver(caf::make_error(caf::sec::runtime_error, e.why));
-          else
-            promise.deliver(true);
-        };
-        return promise;
-      },
-      [self](msg::kv_recv_atom, const std::string& link, int64_t words) -> caf::result<uint64_t> {
-        return on_link<uint64_t>(
-            self, [&](uint64_t tag) { self->state.links->recv(link, tag, words, now_seconds()); },
-            [](uint64_t tag) { return tag; });
-      },
-      [self](msg::kv_land_atom, uint64_t tag, const std::vector<int>& blocks) -> caf::result<bool> {
-        try {
-          if (!self->state.links) throw std::logic_error(kNoLinks);
-          self->state.links->land(tag, blocks);
-          return true;
-        } catch (const std::exception& e) {
-          return error<bool>(std::string("land KV: ") + e.what());
+          return failure("send KV: " + std::string(e.what()));
         }
       },
-      [self](msg::kv_drop_atom, uint64_t tag) {
-        if (self->state.links) self->state.links->drop(tag);
+      [self](msg::kv_sent_atom, const std::string& req_id) {
+        return answer_when_done(self, true, [&](KvConnectorWorker& kv, auto done) { kv.when_sent(req_id, done); });
+      },
+      [self](msg::kv_recv_atom, const std::string& req_id, const std::string& link, int64_t num_bytes,
+             std::vector<uint8_t>& inline_kv) {
+        return answer_when_done(self, true, [&](KvConnectorWorker& kv, auto done) {
+          kv.start_recv(req_id, link, num_bytes, std::move(inline_kv), now_seconds(), std::move(done));
+        });
+      },
+      [self](msg::kv_land_atom, const std::string& req_id, const std::vector<int>& blocks) {
+        return answer(self, "land KV: ", [&](KvConnectorWorker& kv) { return kv.land(req_id, blocks), true; });
+      },
+      [self](msg::kv_drop_atom, const std::string& req_id) {
+        on_connector(self, [&](KvConnectorWorker& kv) { kv.drop(req_id); });
       },
       [self](msg::poll_atom) { poll(self); }, [self](msg::stats_atom) { return actor_stats(self, "worker"); });
 }

@@ -2,16 +2,35 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <utility>
+
 namespace parley {
 
 KvConnectorScheduler::KvConnectorScheduler(Scheduler& scheduler, KvLayout layout, bool recompute_on_failure)
-    : scheduler_(scheduler), layout_(layout), recompute_on_failure_(recompute_on_failure) {}
+    : scheduler_(scheduler), layout_(layout), recompute_on_failure_(recompute_on_failure) {
+  scheduler_.attach_kv_connector(this);
+}
+
+void KvConnectorScheduler::update_state_after_alloc(Request& r) {
+  waiting_for_kv_.push_back(&r);
+  to_route_.push_back(r.request_id);
+}
 
 std::vector<KvConnectorScheduler::Route> KvConnectorScheduler::take_routes() {
   std::vector<Route> routes;
-  for (const Scheduler::KvReceive& k : scheduler_.take_kv_receives())
-    if (const Request* r = scheduler_.find(k.req_id)) routes.push_back({k.req_id, encode_prefill_request(*r, layout_)});
+  for (std::string& id : std::exchange(to_route_, {}))
+    if (const Request* r = scheduler_.find(id)) routes.push_back({std::move(id), encode_prefill_request(*r, layout_)});
   return routes;
+}
+
+std::vector<int> KvConnectorScheduler::held_block_ids(const std::string& req_id) const {
+  const auto it = held_.find(req_id);
+  if (it == held_.end()) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
+  const KVCacheManager& kv = scheduler_.kv_cache_manager();
+  GroupBlockIds ids = kv.block_ids(req_id);
+  for (auto& group : ids) group.resize(std::min(group.size(), size_t(kv.num_blocks_needed(it->second))));
+  return flatten_block_ids(ids);
 }
 
 bool KvConnectorScheduler::waits_for_kv(const std::string& req_id) const {
@@ -65,7 +84,7 @@ std::vector<KvConnectorScheduler::HandOff> KvConnectorScheduler::take_hand_offs(
   std::erase_if(outputs, [&](EngineCoreOutput& o) {
     const auto to = handing_off_.find(o.req_id);
     if (to == handing_off_.end()) return false;
-    std::vector<int> blocks = o.error.empty() ? scheduler_.held_block_ids(o.req_id) : std::vector<int>{};
+    std::vector<int> blocks = o.error.empty() ? held_block_ids(o.req_id) : std::vector<int>{};
     hand_offs.push_back({std::move(o), to->second, std::move(blocks)});
     handing_off_.erase(to);
     return true;

@@ -1,7 +1,9 @@
-// The scheduler's half of prefill/decode disaggregation (vLLM's KV connector, scheduler side), over the
-// Scheduler: which requests go to a prefill instance, where arrived KV lands and whether it fits, what a failed
-// transfer becomes, and which outputs are hand-offs whose KV leaves with them. It decides; the actors (or a
-// test's hand) move the bytes, on whichever link or socket they choose: no peers, leases or links here.
+// The scheduler's half of prefill/decode disaggregation (vLLM's KV connector, scheduler side; the worker's half is
+// kv_connector_worker.hpp), over the Scheduler: which requests wait for KV and go to a prefill instance, which hold
+// blocks for a transfer, where arrived KV lands and whether it fits, what a failed transfer becomes, and which
+// outputs are hand-offs whose KV leaves with them. The Scheduler keeps none of this: it calls the hooks below. It
+// decides; the actors (or a test's hand) move the bytes, on whichever link or socket they choose: no peers,
+// leases or links here.
 #pragma once
 #include <optional>
 #include <string>
@@ -17,7 +19,26 @@ class KvConnectorScheduler {
  public:
   // layout: this instance's KV layout (transfers in and out use it). recompute_on_failure: a decode request whose
   // transfer failed is prefilled here (--kv-load-failure-policy recompute), else it fails.
+  // Attaches itself to the scheduler (which calls its hooks) until destroyed.
   KvConnectorScheduler(Scheduler& scheduler, KvLayout layout, bool recompute_on_failure);
+  ~KvConnectorScheduler() { scheduler_.attach_kv_connector(nullptr); }
+  KvConnectorScheduler(const KvConnectorScheduler&) = delete;
+  KvConnectorScheduler& operator=(const KvConnectorScheduler&) = delete;
+
+  // --- The Scheduler's hooks (vLLM's update_state_after_alloc and request_finished) ---
+  // Decode side: the request holds blocks for its KV now: it waits for it, and take_routes routes it.
+  void update_state_after_alloc(Request& request);
+  // Decode side: the request waits no more (its KV arrived, its transfer failed, or it finished).
+  void stop_waiting(const Request& request) { std::erase(waiting_for_kv_, &request); }
+  // Prefill side: the handed-off request finished, its prompt's blocks held for the transfer until released.
+  void hold(const std::string& req_id, int num_prompt_tokens) { held_.emplace(req_id, num_prompt_tokens); }
+  bool holds(const std::string& req_id) const { return held_.count(req_id) > 0; }
+  // True when the request's blocks were held (the scheduler frees them now).
+  bool release(const std::string& req_id) { return held_.erase(req_id) > 0; }
+  const std::vector<Request*>& waiting_for_kv() const { return waiting_for_kv_; }  // in admission order
+  int num_held() const { return int(held_.size()); }
+  // A held request's prompt blocks in every group (flatten_block_ids' order; not the lookahead's).
+  std::vector<int> held_block_ids(const std::string& req_id) const;
 
   // --- Decode side ---
   // A request that now holds blocks for its KV, to send to a prefill instance (encode_prefill_request).
@@ -63,6 +84,9 @@ class KvConnectorScheduler {
   KvLayout layout_;
   bool recompute_on_failure_;
   std::unordered_map<std::string, int> handing_off_;  // prefill side: admitted, not handed off yet (prompt tokens)
+  std::unordered_map<std::string, int> held_;         // prefill side: handed off (prompt tokens), blocks held
+  std::vector<Request*> waiting_for_kv_;              // decode side: WaitingForRemoteKv
+  std::vector<std::string> to_route_;                 // decode side: waiting since the last take_routes
 };
 
 }  // namespace parley

@@ -12,15 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/kv_transfer_backend.hpp"
 #include "model/device_model.hpp"
 #include "model/kv_link.hpp"
 
 namespace parley {
-
-// The KV could not be staged for a send (device memory): nothing was posted and the link is still usable.
-struct KvStagingError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct KvLinkEvent {
   enum class Kind { Up, Done, Failed };

@@ -1,5 +1,6 @@
 #include "engine/scheduler.hpp"
 
+#include "engine/kv_connector_scheduler.hpp"
 #include "engine/prompt_logprobs.hpp"
 
 #include <algorithm>
@@ -35,7 +36,7 @@ const Request* Scheduler::find(const std::string& req_id) const {
 std::vector<const Request*> Scheduler::requests() const {
   std::vector<const Request*> out(running_.begin(), running_.end());
   out.insert(out.end(), waiting_.begin(), waiting_.end());
-  out.insert(out.end(), remote_kv_.begin(), remote_kv_.end());
+  out.insert(out.end(), waiting_for_remote_kv().begin(), waiting_for_remote_kv().end());
   return out;
 }
 
@@ -74,7 +75,7 @@ void Scheduler::free_request(Request& request) {
   kv_.free(request);
   std::erase(running_, &request);
   std::erase(waiting_, &request);
-  std::erase(remote_kv_, &request);
+  if (connector_) connector_->stop_waiting(request);
   if (forget_worker_knows(request)) finished_req_ids_.push_back(request.request_id);
   count_live(request, -1);
   requests_.erase(request.request_id);  // destroys the request: last use

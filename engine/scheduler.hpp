@@ -29,6 +29,8 @@
 
 namespace parley {
 
+class KvConnectorScheduler;
+
 struct SchedulerConfig {
   int max_num_batched_tokens = 2048;     // tokens per step
   int max_num_seqs = 256;                // running requests
@@ -109,16 +111,16 @@ class Scheduler {
   std::vector<EngineCoreOutput> update_from_output(const SchedulerOutput& scheduler_output,
                                                    const ModelRunnerOutput& model_runner_output);
 
-  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty() || !remote_kv_.empty(); }
+  bool has_unfinished_requests() const {
+    return !running_.empty() || !waiting_.empty() || num_waiting_for_remote_kv() > 0;
+  }
 
-  // Prefill/decode disaggregation (the definitions are in scheduler_remote_kv.cpp).
-  // Decode side: FromPrefill requests admitted since the last call, with the blocks their KV goes into. They
-  // wait (WaitingForRemoteKv) until finish_remote_kv or fail_remote_kv.
-  struct KvReceive {
-    std::string req_id;
-    std::vector<int> block_ids;  // every group's, one after another (flatten_block_ids)
-  };
-  std::vector<KvReceive> take_kv_receives() { return std::exchange(kv_receives_, {}); }
+  // Prefill/decode disaggregation (the definitions are in scheduler_remote_kv.cpp): which requests wait for KV or
+  // hold blocks for a transfer is the connector's to keep (vLLM's Scheduler.connector); the scheduler calls it.
+  // Attached by the connector itself (null: none; requests that transfer KV need one).
+  void attach_kv_connector(KvConnectorScheduler* connector) { connector_ = connector; }
+  // Decode side: a FromPrefill request waits (WaitingForRemoteKv), its blocks allocated, until finish_remote_kv or
+  // fail_remote_kv.
   // Decode side: the worker holds the request's prompt KV now; it continues from its first token(s) (n of them,
   // child by child, for an n > 1 request, which splits here). Unknown ids (aborted meanwhile) give nothing.
   std::vector<EngineCoreOutput> finish_remote_kv(const std::string& req_id, const std::vector<int>& first_tokens,
@@ -128,12 +130,10 @@ class Scheduler {
   // the queue. Otherwise it is aborted; returns the ids that were live, as finish_requests does.
   std::vector<std::string> fail_remote_kv(const std::string& req_id, bool recompute);
   // Prefill side: a ToDecode request that sampled its first token(s) finished here but keeps its blocks, for
-  // the KV transfer, until release_held (the decode side acknowledged, or the lease expired). held_block_ids
-  // are its prompt's blocks in every group, in KvReceive's order.
-  std::vector<int> held_block_ids(const std::string& req_id) const;
+  // the KV transfer, until release_held (the decode side acknowledged, or the lease expired).
   void release_held(const std::string& req_id);
-  int num_held() const { return int(held_.size()); }
-  int num_waiting_for_remote_kv() const { return int(remote_kv_.size()); }
+  int num_held() const;
+  int num_waiting_for_remote_kv() const { return int(waiting_for_remote_kv().size()); }
   // Sampled tokens still to arrive from steps in flight for requests that finished or were preempted since.
   int num_stale_outputs() const;
   // No step is in flight any more: stale outputs that never came (a failed step) are forgotten.
@@ -161,6 +161,9 @@ class Scheduler {
 
  private:
   StepProfile* profile_ = nullptr;
+  KvConnectorScheduler* connector_ = nullptr;
+  KvConnectorScheduler& connector() const;                     // throws std::logic_error without one
+  const std::vector<Request*>& waiting_for_remote_kv() const;  // in admission order
   void preempt(Request& request);
   // Back to the front of the queue with nothing computed (its blocks already returned).
   void requeue(Request& request);
@@ -224,10 +227,6 @@ class Scheduler {
   // Per request id: outputs of steps in flight planned before the request finished or was preempted, to drop.
   std::unordered_map<std::string, int> stale_outputs_;
   std::deque<PlannedStep> planned_steps_;  // oldest first
-  std::vector<Request*> remote_kv_;        // decode side: WaitingForRemoteKv, in admission order
-  std::vector<KvReceive> kv_receives_;     // decode side: admitted since take_kv_receives
-  std::unordered_map<std::string, int>
-      held_;  // prefill side: handed off (id -> prompt tokens), blocks kept for the transfer
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
   int64_t num_step_failures_ = 0;
   bool reset_batch_ = false;  // the next step tells the worker to drop its batch (after resync)

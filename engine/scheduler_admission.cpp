@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/kv_connector_scheduler.hpp"
 #include "engine/scheduler.hpp"
 
 namespace parley {
@@ -33,7 +34,8 @@ void Scheduler::add_request(Request request) {
 
 void Scheduler::check_request(const Request& request) const {
   const std::string& id = request.request_id;
-  if (requests_.count(id) || held_.count(id)) throw std::invalid_argument("request id " + id + " is already in use");
+  if (requests_.count(id) || (connector_ && connector_->holds(id)))
+    throw std::invalid_argument("request id " + id + " is already in use");
   if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
   if (request.is_pooling() && (config_.pooling == PoolingType::None || config_.pooling == PoolingType::Rank))
     throw std::invalid_argument("this model does not pool (a pooling type and --task embed are needed)");
@@ -85,7 +87,7 @@ int Scheduler::rows_of(const Request& r) {
 int Scheduler::num_rows() const {
   int rows = 0;
   for (const Request* r : running_) rows += rows_of(*r);
-  for (const Request* r : remote_kv_) rows += rows_of(*r);
+  for (const Request* r : waiting_for_remote_kv()) rows += rows_of(*r);
   return rows;
 }
 

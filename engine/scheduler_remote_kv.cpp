@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/kv_connector_scheduler.hpp"
 #include "engine/scheduler.hpp"
 
 namespace parley {
@@ -19,27 +20,32 @@ EngineCoreOutput Scheduler::hand_off(Request& r, std::span<const int> tokens, st
   mark_outputs_stale(r);
   std::erase(running_, &r);
   if (forget_worker_knows(r)) finished_req_ids_.push_back(r.request_id);
-  held_.emplace(r.request_id, r.num_prompt_tokens());
+  connector().hold(r.request_id, r.num_prompt_tokens());
   count_live(r, -1);
   requests_.erase(r.request_id);  // destroys the request: last use
   return o;
 }
 
-std::vector<int> Scheduler::held_block_ids(const std::string& req_id) const {
-  const auto it = held_.find(req_id);
-  if (it == held_.end()) throw std::invalid_argument("request " + req_id + " holds no blocks for a transfer");
-  GroupBlockIds ids = kv_.block_ids(req_id);
-  for (auto& group : ids)
-    group.resize(std::min(group.size(), size_t(kv_.num_blocks_needed(it->second))));  // the prompt's (not lookahead)
-  return flatten_block_ids(ids);
+KvConnectorScheduler& Scheduler::connector() const {
+  if (!connector_) throw std::logic_error("a request that transfers KV needs a KV connector");
+  return *connector_;
 }
 
+const std::vector<Request*>& Scheduler::waiting_for_remote_kv() const {
+  static const std::vector<Request*> kNone;
+  return connector_ ? connector_->waiting_for_kv() : kNone;
+}
+
+int Scheduler::num_held() const { return connector_ ? connector_->num_held() : 0; }
+
 void Scheduler::release_held(const std::string& req_id) {
-  if (!held_.erase(req_id)) return;  // released already (acknowledged, then its lease ran out)
-  kv_.free(req_id);
+  if (connector_ && connector_->release(req_id))
+    kv_.free(req_id);  // else released already (acknowledged, then
+                       // its lease ran out)
 }
 
 bool Scheduler::admit_remote(Request& r) {
+  KvConnectorScheduler& remote = connector();
   // The KV arrives later: its full blocks join the prefix cache only once it is there.
   if (!kv_.allocate_slots(r, r.num_prompt_tokens(), {}, false)) return false;
   // Its first step computes the token after the prompt: what that query cannot see need not arrive (the
@@ -48,8 +54,7 @@ bool Scheduler::admit_remote(Request& r) {
   waiting_.pop_front();
   kv_.take_new_block_ids(r);
   r.status = RequestStatus::WaitingForRemoteKv;
-  remote_kv_.push_back(&r);
-  kv_receives_.push_back({r.request_id, flatten_block_ids(kv_.block_ids(r))});
+  remote.update_state_after_alloc(r);
   return true;
 }
 
@@ -66,7 +71,7 @@ std::vector<EngineCoreOutput> Scheduler::finish_remote_kv(const std::string& req
   if (first_tokens.size() != expected)
     throw std::invalid_argument("request " + req_id + " arrived with " + std::to_string(first_tokens.size()) +
                                 " first tokens, it needs " + std::to_string(expected));
-  std::erase(remote_kv_, &r);
+  connector_->stop_waiting(r);
   r.kv_transfer = KvTransfer::None;  // from here on an ordinary request: a preemption recomputes it here
   r.num_computed_tokens = r.num_prompt_tokens();
   r.num_cached_tokens = 0;
@@ -87,7 +92,7 @@ std::vector<std::string> Scheduler::fail_remote_kv(const std::string& req_id, bo
   if (it == requests_.end() || it->second->status != RequestStatus::WaitingForRemoteKv) return {};
   Request& r = *it->second;
   if (!recompute) return finish_requests({req_id}, RequestStatus::FinishedAborted);
-  std::erase(remote_kv_, &r);
+  connector_->stop_waiting(r);
   kv_.free(r);
   r.kv_transfer = KvTransfer::None;
   r.status = RequestStatus::Waiting;

@@ -13,7 +13,7 @@ SchedulerStats Scheduler::stats() const {
   // Requests the user sent: split children count once, with their parent (running if any child runs).
   if (num_with_parent_ == 0) {
     s.num_running = int(running_.size());  // no split children: one request per user request (sent every step)
-    s.num_waiting = int(waiting_.size() + remote_kv_.size());
+    s.num_waiting = int(waiting_.size()) + num_waiting_for_remote_kv();
   } else {
     std::unordered_set<std::string_view> running_users, waiting_users;
     for (const Request* r : running_) running_users.insert(r->user_request_id());
@@ -46,8 +46,8 @@ SchedulerStats Scheduler::stats() const {
   s.num_splits = num_splits_;
   s.num_step_failures = num_step_failures_;
   s.peak_used_blocks = peak_used_blocks_;
-  s.num_waiting_for_remote_kv = int(remote_kv_.size());
-  s.num_held_for_transfer = int(held_.size());
+  s.num_waiting_for_remote_kv = num_waiting_for_remote_kv();
+  s.num_held_for_transfer = num_held();
   return s;
 }
 

@@ -10,7 +10,9 @@
 #include <map>
 #include <mutex>
 
+#include "model/device_model.hpp"
 #include "model/kv_link.hpp"
+#include "test_support.hpp"
 
 namespace parley::test {
 
@@ -144,5 +146,12 @@ class HostKvLinkHub final : public KvLinkFactory {
   bool refuse_opens_ = false, fail_posts_ = false;
   std::string device_error_;
 };
+
+// Every block of `d` filled with distinct random values, so a block landing in the wrong place shows.
+inline void fill_random_kv(DeviceModel& d, uint32_t seed) {
+  std::vector<int> all(size_t(d.num_blocks()));
+  for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
+  d.import_blocks(all, kv_bytes_of(random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
+}
 
 }  // namespace parley::test

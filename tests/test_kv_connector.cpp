@@ -122,7 +122,7 @@ TEST_CASE("kv connector: hand-offs leave a prefill instance's outputs with their
   CHECK(h.first.req_id == "h");
   CHECK(h.first.new_token_ids.size() == 1);
   CHECK(h.num_prompt_tokens == 40);
-  CHECK(h.blocks == s.held_block_ids("h"));
+  CHECK(h.blocks == connector.held_block_ids("h"));
   CHECK(h.blocks.size() == 3);
   CHECK(std::count(kept.begin(), kept.end(), "h") == 0);
   CHECK(std::count(kept.begin(), kept.end(), "x") > 0);

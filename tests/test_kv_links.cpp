@@ -17,14 +17,6 @@ namespace {
 
 constexpr double kTimeout = 5;
 
-// Blocks filled with distinct random values, so a block landing in the wrong place shows.
-void fill_random(DeviceModel& d, uint32_t seed) {
-  std::vector<int> all(size_t(d.num_blocks()));
-  for (int b = 0; b < d.num_blocks(); ++b) all[size_t(b)] = b;
-  d.import_blocks(
-      all, test::kv_bytes_of(test::random_floats(d.export_blocks(std::vector<int>{0}).size() / 4 * all.size(), seed)));
-}
-
 std::vector<uint64_t> tags_of(const std::vector<KvLinkEvent>& events, Kind kind) {
   std::vector<uint64_t> tags;
   for (const KvLinkEvent& e : events)
@@ -85,7 +77,7 @@ TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posti
         device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
     std::unique_ptr<DeviceModel> decode =
         device_staging ? host_cuda_model(m, 12) : std::make_unique<CpuDeviceModel>(m.model, 12, 16);
-    fill_random(*prefill, 1), fill_random(*decode, 2);
+    test::fill_random_kv(*prefill, 1), test::fill_random_kv(*decode, 2);
     LinkedPair link(*prefill, *decode);
     const std::vector<std::vector<int>> sent = {{3, 1, 4}, {7}, {0, 11}};
     const std::vector<std::vector<int>> into = {{0, 5, 2}, {9}, {6, 8}};
@@ -97,7 +89,7 @@ TEST_CASE("kv links: sent blocks land bit-identical in other block ids, in posti
       link.a.send("to-b", 20 + i, sent[i], 1);
     }
     const std::vector<uint8_t> sent_0 = prefill->export_blocks(sent[0]);
-    fill_random(*prefill, 3);  // sends were staged: the blocks are free again at once
+    test::fill_random_kv(*prefill, 3);  // sends were staged: the blocks are free again at once
     REQUIRE(tags_of(link.a.poll(1), Kind::Done) == std::vector<uint64_t>{20, 21, 22});
     REQUIRE(tags_of(link.b.poll(1), Kind::Done) == std::vector<uint64_t>{10, 11, 12});
     REQUIRE(decode->export_blocks(std::vector<int>{0, 5, 2, 9, 6, 8}) == untouched);  // nothing lands unasked
@@ -195,7 +187,7 @@ TEST_CASE("kv links: the CUDA model reuses its staging buffers (freeing device m
           "[pd][links]") {
   test::Loaded m(test::shared_model("stories260K.bin"), test::shared_model("tok512.bin"));
   std::unique_ptr<DeviceModel> d = host_cuda_model(m, 12);
-  fill_random(*d, 4);
+  test::fill_random_kv(*d, 4);
   const float* first = nullptr;
   {
     std::unique_ptr<KvStaging> a = d->stage_blocks(std::vector<int>{1, 2});
@@ -220,7 +212,7 @@ TEST_CASE(
   test::HostOps *prefill_ops = nullptr, *decode_ops = nullptr;
   std::unique_ptr<DeviceModel> prefill = host_cuda_model(m, 12, &prefill_ops),
                                decode = host_cuda_model(m, 12, &decode_ops);
-  fill_random(*prefill, 5), fill_random(*decode, 6);
+  test::fill_random_kv(*prefill, 5), test::fill_random_kv(*decode, 6);
   LinkedPair link(*prefill, *decode);
   const int64_t per_block = int64_t(prefill->export_blocks(std::vector<int>{0}).size()) / 4;
 
