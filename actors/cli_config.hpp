@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/flag_choices.hpp"
 
@@ -25,25 +26,48 @@ std::string redacted_config(const CLI::App& command);
 CLI::Validator at_least(double min);
 CLI::Validator in_range(double low, double high, bool low_open = false);  // [low, high], or (low, high] when low_open
 
-// A flag choosing one of an enum's names (engine/flag_choices.hpp): parsed into `target` once, a wrong word refused
-// with every choice named.
+// A CLI11 check: the value passes when parse accepts it, else parse's message says why.
+template <class Parse>
+auto accepted_by(Parse parse) {
+  return [parse](const std::string& value) -> std::string {
+    try {
+      parse(value);
+      return "";
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+  };
+}
+
+// A flag choosing one of an enum's names (engine/flag_choices.hpp), parsed into `target` once; add_choice and
+// add_listed_choice give it its check.
+template <class E>
+CLI::Option* add_choice_option(CLI::App* command, E& target, const std::string& description) {
+  return command
+      ->add_option_function<std::string>(
+          std::string(Choices<E>::flag), [&target](const std::string& word) { target = parse_choice<E>(word); },
+          description)
+      ->default_str(name_of(target));
+}
+
+// A wrong word refused with every choice named (parse_choice's message).
 template <class E>
 CLI::Option* add_choice(CLI::App* command, E& target, const std::string& description) {
   const std::string flag(Choices<E>::flag);
-  return command
-      ->add_option_function<std::string>(
-          flag, [&target](const std::string& word) { target = parse_choice<E>(word); }, description)
+  return add_choice_option(command, target, description)
       ->check(CLI::Validator(
           [flag](std::string& word) {
-            try {
-              parse_choice<E>(word);
-              return std::string();
-            } catch (const std::invalid_argument& e) {
-              return std::string(e.what()).substr(flag.size() + 1);  // CLI11 names the flag itself
-            }
+            const std::string why = accepted_by(parse_choice<E>)(word);
+            return why.empty() ? why : why.substr(flag.size() + 1);  // CLI11 names the flag itself
           },
-          "", flag))
-      ->default_str(name_of(target));
+          "", flag));
+}
+
+// A wrong word refused by CLI11's IsMember ("x not in {a,b}"), which --help shows as the list of choices.
+template <class E>
+CLI::Option* add_listed_choice(CLI::App* command, E& target, const std::string& description) {
+  return add_choice_option(command, target, description)
+      ->check(CLI::IsMember(std::vector<std::string>(Choices<E>::names.begin(), Choices<E>::names.end())));
 }
 
 // The secret in `path` for `flag` (--api-key-file, --admin-token-file): one line, its trailing newline stripped.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/engine_client.hpp"
+#include "engine/engine_config.hpp"
 #include "engine/sampling_params.hpp"
 #include "http/server.hpp"
 #include "model/quantize_recipe.hpp"

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/device_setup.hpp"
 #include "http/prometheus.hpp"
 
 namespace parley {
@@ -72,13 +73,7 @@ std::string json_array(const std::vector<std::string>& parts) {
 class DataParallelEngine final : public EngineClient {
  public:
   DataParallelEngine(const EngineConfig& config, int replicas, const EngineStarter& start_one) {
-    for (int i = 0; i < replicas; ++i) {
-      EngineConfig c = config;
-      if (c.device == DeviceKind::Cuda) c.devices = {config.devices.at(size_t(i))};
-      c.data_parallel_size = 1;
-      c.data_parallel_rank = i, c.data_parallel_engines = replicas;
-      engines_.push_back(start_one(c));
-    }
+    for (int i = 0; i < replicas; ++i) engines_.push_back(start_one(replica_config(config, i, replicas)));
     routing_->outstanding.assign(engines_.size(), 0);
   }
   ~DataParallelEngine() override { shutdown(); }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "engine/engine_client.hpp"
+#include "engine/engine_config.hpp"
 
 namespace parley {
 

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 
 #include "engine/engine_client.hpp"
+#include "engine/engine_config.hpp"
 #include "engine/engine_core.hpp"
 #include "engine/thread_placement.hpp"
 #include "kernels/cpu/ops.hpp"

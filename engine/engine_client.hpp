@@ -1,26 +1,23 @@
 // The engine as the HTTP server and `parley generate` see it: submit requests, receive their outputs
 // through a sink, abort, ask for metrics and the admin view. No CAF here: this header is what keeps the
-// actor framework out of the Beast translation units; actors/engine.cpp spawns and wires the actors.
+// actor framework out of the Beast translation units; actors/engine.cpp spawns and wires the actors. Narrow: value
+// types a request and its outputs need, the rest declared (a user that reads the tokenizer includes it).
 #pragma once
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/flag_choices.hpp"
-#include "engine/output_processor.hpp"
+#include "engine/pooling_params.hpp"
+#include "engine/request_output.hpp"
 #include "engine/sampling_params.hpp"
-#include "engine/scheduler.hpp"
-#include "engine/speculative_config.hpp"
-#include "kernels/kv_dtype.hpp"
-#include "model/llama_config.hpp"
-#include "model/tokenizer.hpp"
 
 namespace parley {
 
-class KvLinkFactory;  // model/kv_link.hpp
+class Tokenizer;      // model/tokenizer.hpp
+struct LlamaConfig;   // model/llama_config.hpp
+struct EngineConfig;  // engine/engine_config.hpp: the flags it starts from
 
 // Receives one client request's outputs. Called from actor threads: implementations hand work to their
 // own thread (an Asio strand) and must not block.
@@ -44,54 +41,6 @@ struct EngineRequestSpec {
   std::vector<std::string> child_req_ids;
   std::optional<PoolingParams> pooling;  // set: a pooling request (params is unused)
 };
-
-struct EngineConfig {
-  std::string model_path, tokenizer_path;  // empty model: the built-in random model
-  std::string served_model_name;           // empty: derived from the model file name
-  int threads = 0;
-  std::string isa = "auto";
-  SchedulerConfig scheduler;                     // num_kv_blocks 0: sized from kv_cache_memory_bytes
-  int64_t kv_cache_memory_bytes = 0;             // 0 with num_kv_blocks 0: enough for max_num_seqs full contexts
-  std::optional<KvDtype> kv_cache_dtype;         // --kv-cache-dtype; none: auto (kv_dtype_for)
-  int max_n = 64;                                // the largest n a request may ask for
-  bool async_scheduling = true;                  // plan step N+1 while the worker runs step N
-  std::optional<SpeculativeConfig> speculative;  // --speculative-config
-  // Prefill/decode disaggregation.
-  Role role = Role::Colocated;  // --role colocated|prefill|decode
-  int kv_port = 0;              // prefill: where its KV transfer actor is published
-  std::string kv_host;          // prefill: the address it is bound to ("": every interface)
-  std::string kv_secret_file;   // --kv-secret: peers prove they hold this file's secret (engine/kv_peer_auth.hpp)
-  std::vector<std::string> prefill_peers;       // decode: host:port of each prefill instance's --kv-port
-  std::string prefill_routing = "round_robin";  // decode: round_robin or least_loaded
-  bool kv_recompute_on_failure = true;          // decode: --kv-load-failure-policy recompute (else fail)
-  double kv_transfer_timeout_s = 30;            // decode: a transfer's deadline; prefill: the lease on its blocks
-  KvTransport kv_transport =
-      KvTransport::Tcp;  // --kv-transport: the KV as bytes through the actors (tcp) or GPU to GPU (nccl)
-  std::shared_ptr<KvLinkFactory> kv_link_factory;  // device links other than NCCL's (the tests' in-process stand-in)
-  // Where the model runs.
-  DeviceKind device = DeviceKind::Cpu;  // --device cpu|cuda
-  std::vector<int> devices;             // --devices: the GPU ids, one engine each (empty: device 0)
-  int data_parallel_size = 1;  // --data-parallel-size: engines behind one front door (cuda: one per --devices id)
-  // Set by the data-parallel front on each engine it starts: engine `rank` of `engines` (they split the CPUs).
-  int data_parallel_rank = 0, data_parallel_engines = 1;
-  CpuAffinity cpu_affinity = CpuAffinity::Auto;  // --cpu-affinity (engine/thread_placement.hpp)
-  EngineTask task = EngineTask::Auto;            // --task: resolved by resolve_task
-  std::optional<PoolingType> pooling;            // --pooling: instead of the file's {arch}.pooling_type
-  std::string dtype =
-      "auto";  // --dtype of the GEMM weights: auto (cpu float32, cuda bfloat16), float32, bfloat16, float16
-  double gpu_memory_utilization =
-      0.9;                     // --gpu-memory-utilization: the share of a GPU's memory for weights, activations and KV
-  bool enforce_eager = false;  // --enforce-eager: no CUDA graphs
-  int max_cudagraph_capture_size =
-      256;  // --max-cudagraph-capture-size: the largest captured decode batch (capped at max-num-seqs)
-  std::shared_ptr<StepProfile> profile;  // where each step's time goes (bench_async_scheduling); null: not timed
-};
-
-// --kv-cache-dtype's choice: the one given, else auto's for the device (docs/models.md, "KV cache dtype": why).
-inline KvDtype kv_dtype_for(std::optional<KvDtype> given, DeviceKind device) {
-  if (given) return *given;
-  return device == DeviceKind::Cuda ? KvDtype::Bf16 : KvDtype::F32;
-}
 
 class EngineClient {
  public:

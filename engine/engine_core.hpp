@@ -9,26 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_runner.hpp"
-#include "engine/scheduler.hpp"
+#include "engine/engine_parts.hpp"
 #include "engine/step_pipeline.hpp"
-#include "engine/speculative_config.hpp"
 
 namespace parley {
 
-// The scheduler's side of a speculative config: k drafts per decode request, padding, the proposer's lookahead.
-SchedulerConfig with_speculation(SchedulerConfig config, const std::optional<SpeculativeConfig>& speculative);
-
 class EngineCore {
  public:
-  // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache. With a speculative config
-  // the scheduler gives decode requests its k drafts and the runner proposes and verifies them; vocab is
-  // what a draft model's vocabulary must equal (nullptr: only the sizes are compared).
+  // config.num_kv_blocks sizes both the scheduler's pool and the runner's cache; the speculative config and
+  // vocab as make_engine_parts takes them.
   EngineCore(LlamaModel& model, SchedulerConfig config, bool async_scheduling = false,
              const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
   // The same over any device's model (its block count must equal config.num_kv_blocks).
   EngineCore(std::unique_ptr<DeviceModel> device, SchedulerConfig config, bool async_scheduling = false,
              const std::optional<SpeculativeConfig>& speculative = std::nullopt, const Vocab* vocab = nullptr);
+  // Over parts make_engine_parts built.
+  EngineCore(EngineParts parts, bool async_scheduling);
 
   // Queued as given (its seed included); StepPipeline::admit is the server's admission.
   void add_request(Request request) { pipeline_.scheduler().add_request(std::move(request)); }
@@ -46,11 +42,11 @@ class EngineCore {
   Scheduler& scheduler() { return pipeline_.scheduler(); }
   const Scheduler& scheduler() const { return pipeline_.scheduler(); }
   StepPipeline& pipeline() { return pipeline_; }
-  ModelRunner& runner() { return runner_; }
+  ModelRunner& runner() { return *runner_; }
 
  private:
   StepPipeline pipeline_;
-  ModelRunner runner_;
+  std::unique_ptr<ModelRunner> runner_;
   std::deque<ModelRunnerOutput> ran_;  // outputs of the steps in flight, oldest first
 };
 

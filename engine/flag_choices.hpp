@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/prefill_router.hpp"
 #include "model/llama_config.hpp"
 
 namespace parley {
@@ -16,6 +17,8 @@ enum class DeviceKind { Cpu, Cuda };             // --device: where the model ru
 enum class CpuAffinity { Auto, Off };            // --cpu-affinity: compute and actor threads on CPUs apart, or not
 // --task (vLLM's): generate text, or serve embeddings; auto: embed when the file names a pooling type.
 enum class EngineTask { Auto, Generate, Embed };
+// --dtype: the GEMM weights' type on a GPU; auto: float32 on the cpu (its only one), bfloat16 on cuda.
+enum class WeightDtype { Auto, Float32, Bfloat16, Float16 };
 
 template <class E>
 struct Choices;  // each enum's flag and its names, in the enumerators' order
@@ -45,6 +48,16 @@ template <>
 struct Choices<EngineTask> {
   static constexpr std::string_view flag = "--task";
   static constexpr std::array<std::string_view, 3> names{"auto", "generate", "embed"};
+};
+template <>
+struct Choices<WeightDtype> {
+  static constexpr std::string_view flag = "--dtype";
+  static constexpr std::array<std::string_view, 4> names{"auto", "float32", "bfloat16", "float16"};
+};
+template <>
+struct Choices<RoutingPolicy> {  // --prefill-routing, a decode instance's
+  static constexpr std::string_view flag = "--prefill-routing";
+  static constexpr std::array<std::string_view, 2> names{"round_robin", "least_loaded"};
 };
 template <>
 struct Choices<PoolingType> {  // llama.cpp's names, in its enum's order (the file's values)

@@ -5,35 +5,13 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <variant>
 #include <vector>
 
 #include "engine/outputs.hpp"
+#include "engine/request_output.hpp"
 #include "model/tokenizer.hpp"
 
 namespace parley {
-
-// None, the stop token id, or the stop string that ended the request (OpenAI/vLLM `stop_reason`).
-using StopReason = std::variant<std::monostate, int, std::string>;
-
-// One request's delta after one step.
-struct RequestOutput {
-  std::string req_id;
-  std::vector<int> token_ids;                  // tokens new in this delta (all of them, even if text is held back)
-  std::string text;                            // text new in this delta: never a split UTF-8 sequence, never
-                                               // text that might still turn out to be part of a stop string
-  std::vector<TokenLogprobs> logprobs;         // one per token_ids entry when the request asked for logprobs
-  std::vector<TokenLogprobs> prompt_logprobs;  // with the first delta, when the request asked: prompt tokens 1..
-  FinishReason finish_reason = FinishReason::None;
-  StopReason stop_reason;
-  int num_prompt_tokens = 0;
-  int num_output_tokens = 0;  // cumulative, including this delta
-  int num_cached_tokens = 0;
-  std::string error;             // with finish Abort: the engine failed the request (not the client); why
-  std::vector<float> embedding;  // a pooling request's vector, with its finish
-
-  bool finished() const { return finish_reason != FinishReason::None; }
-};
 
 class OutputProcessor {
  public:

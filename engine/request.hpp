@@ -10,6 +10,7 @@
 
 #include "engine/kv_cache_utils.hpp"
 #include "engine/pooling_params.hpp"
+#include "engine/request_output.hpp"
 #include "engine/sampling_params.hpp"
 #include "engine/token_logprobs.hpp"
 
@@ -26,9 +27,7 @@ enum class RequestStatus {
 };
 bool is_finished(RequestStatus s);
 
-enum class FinishReason { None, Stop, Length, Abort };
 FinishReason finish_reason_of(RequestStatus s);  // None for unfinished states
-const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", or null-ish "none"
 
 // Prefill/decode disaggregation (vLLM's kv_transfer_params): where the prompt's KV is computed.
 enum class KvTransfer {

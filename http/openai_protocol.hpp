@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/output_processor.hpp"
+#include "engine/request_output.hpp"
 #include "engine/pooling_params.hpp"
 #include "model/llama_config.hpp"
 #include "engine/sampling_params.hpp"

@@ -5,7 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/request.hpp"
+#include "engine/request_output.hpp"
+#include "engine/sampling_params.hpp"
 #include "http/prometheus.hpp"
 
 namespace parley {

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_client.hpp"
+#include "engine/engine_config.hpp"
+#include "model/tokenizer.hpp"
 #include "test_support.hpp"
 
 namespace parley {

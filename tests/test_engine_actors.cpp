@@ -350,7 +350,7 @@ TEST_CASE("actor engine: PD flags are checked together", "[actors][pd]") {
                Catch::Contains("--kv-port applies only to --role prefill"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_port = 70000; }),
                Catch::Contains("--kv-port must be in 0..65535"));
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = "least_loaded"; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.prefill_routing = RoutingPolicy::LeastLoaded; }),
                Catch::Contains("apply only to --role decode"));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.role = Role::Prefill, c.kv_recompute_on_failure = false; }),
                Catch::Contains("apply only to --role decode"));
@@ -374,13 +374,13 @@ TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host
     });
   };
   const std::string cpu_only = "apply only to --device cuda";
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.dtype = "bfloat16"; }), Catch::Contains(cpu_only));
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.dtype = WeightDtype::Bfloat16; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.gpu_memory_utilization = 0.5; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.enforce_eager = true; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.devices = {0}; }), Catch::Contains(cpu_only));
   REQUIRE_THAT(refused([](EngineConfig& c) { c.max_cudagraph_capture_size = 8; }), Catch::Contains(cpu_only));
   REQUIRE_THROWS_WITH(parse_choice<DeviceKind>("tpu"), "--device must be cpu or cuda, got 'tpu'");
-  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.isa = "avx2"; }),
+  REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda, c.isa = cpu::Isa::Avx2; }),
                Catch::Contains("--isa and --threads apply only to --device cpu"));
   REQUIRE_THAT(refused([](EngineConfig& c) {
                  c.device = DeviceKind::Cuda, c.devices = {1, 1};
@@ -409,7 +409,7 @@ TEST_CASE("actor engine: device flags are checked together", "[actors][cuda-host
   std::string why;
   if (cuda::device_count(&why) == 0)
     REQUIRE_THAT(refused([](EngineConfig& c) { c.device = DeviceKind::Cuda; }), Catch::Contains(why));
-  REQUIRE(refused([](EngineConfig& c) { c.dtype = "float32"; }) == "accepted");
+  REQUIRE(refused([](EngineConfig& c) { c.dtype = WeightDtype::Float32; }) == "accepted");
 }
 
 TEST_CASE("actor engine: two data-parallel engines give the tokens one engine gives and label their metrics",

@@ -108,6 +108,20 @@ TEST_CASE("parley gen-model writes the built-in model exactly, and convert honou
                Catch::Contains("--dtype: unknown type 'f8' (expected one of q4_0, q4_1,"));
 }
 
+TEST_CASE("parley parses --isa, --dtype and --prefill-routing once: a wrong word is refused, a right one prints back",
+          "[generation][cli]") {
+  REQUIRE_THAT(run_cli("generate --prompt hi --isa sse"),
+               Catch::Contains("--isa: unknown ISA 'sse' (expected auto, generic, avx2, avx512 or amx)"));
+  REQUIRE_THAT(run_cli("generate --prompt hi --dtype fp8"),
+               Catch::Contains("--dtype: fp8 not in {auto,float32,bfloat16,float16}"));
+  REQUIRE_THAT(run_cli("generate --prompt hi --prefill-routing random"),
+               Catch::Contains("--prefill-routing: random not in {round_robin,least_loaded}"));
+  const std::string printed =
+      run_cli("generate --prompt hi --isa avx2 --dtype float32 --prefill-routing least_loaded --print-config");
+  REQUIRE_THAT(printed, Catch::Contains("\nisa=\"avx2\"\n") && Catch::Contains("\ndtype=\"float32\"\n") &&
+                            Catch::Contains("\nprefill-routing=\"least_loaded\"\n"));
+}
+
 TEST_CASE("the offline engine refuses bad options and bad requests with clear errors", "[generation]") {
   Loaded m("", "");
   auto with = [&](auto mutate) {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/isa.hpp"
 
 namespace parley::cpu {
 

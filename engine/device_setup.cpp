@@ -1,4 +1,4 @@
-#include "actors/device_setup.hpp"
+#include "engine/device_setup.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,7 +11,7 @@ namespace parley {
 void check_device_flags(const EngineConfig& c) {
   const EngineConfig defaults;
   if (c.device == DeviceKind::Cpu) {
-    if (!c.devices.empty() || (c.dtype != "auto" && c.dtype != "float32") ||
+    if (!c.devices.empty() || (c.dtype != WeightDtype::Auto && c.dtype != WeightDtype::Float32) ||
         c.gpu_memory_utilization != defaults.gpu_memory_utilization || c.enforce_eager ||
         c.max_cudagraph_capture_size != defaults.max_cudagraph_capture_size)
       throw std::invalid_argument(
@@ -51,11 +51,19 @@ int data_parallel_engines(const EngineConfig& c) {
   return c.device == DeviceKind::Cuda ? int(std::max<size_t>(1, c.devices.size())) : c.data_parallel_size;
 }
 
+EngineConfig replica_config(const EngineConfig& c, int rank, int replicas) {
+  EngineConfig replica = c;
+  if (c.device == DeviceKind::Cuda) replica.devices = {c.devices.at(size_t(rank))};
+  replica.data_parallel_size = 1;
+  replica.data_parallel_rank = rank, replica.data_parallel_engines = replicas;
+  return replica;
+}
+
 std::unique_ptr<DeviceModel> make_cuda_device_model(const EngineConfig& c, const ModelFile& file,
                                                     const SchedulerConfig& sc, int num_kv_blocks) {
   cuda::CudaModelOptions o;
   o.device = c.devices.empty() ? 0 : c.devices[0];
-  o.dtype = c.dtype == "auto" ? "bfloat16" : c.dtype;
+  o.dtype = name_of(c.dtype == WeightDtype::Auto ? WeightDtype::Bfloat16 : c.dtype);
   cuda::DeviceLlamaOptions& m = o.model;
   m.num_blocks = num_kv_blocks;
   m.gpu_memory_utilization = c.gpu_memory_utilization;

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "engine/engine_client.hpp"
+#include "engine/engine_config.hpp"
 #include "model/device_model.hpp"
 #include "model/model_file.hpp"
 
@@ -13,6 +13,8 @@ namespace parley {
 void check_device_flags(const EngineConfig& c);
 // How many engines the flags ask for: the --devices count on cuda, --data-parallel-size on the cpu.
 int data_parallel_engines(const EngineConfig& c);
+// Engine `rank` of `replicas` behind one front door: on cuda its GPU devices[rank], on the cpu its share of the CPUs.
+EngineConfig replica_config(const EngineConfig& c, int rank, int replicas);
 
 // The model on the GPU --devices names, with num_kv_blocks blocks (0: what --gpu-memory-utilization leaves),
 // graphs for uniform decode batches of 1 + k tokens per request unless --enforce-eager.
