@@ -71,7 +71,7 @@ caf::result<T> answer_when_done(Self self, T value, F&& start) {
 }
 
 void poll(Self self) {
-  on_connector(self, [](KvConnectorWorker& kv) { kv.get_finished(now_seconds()); });
+  self->state.kv->get_finished(now_seconds());
   if (self->state.kv->busy()) self->delayed_send(self, kPollEvery, msg::poll_atom::value);
 }
 

@@ -94,6 +94,7 @@ KvConnectorWorker::Finished KvConnectorWorker::get_finished(double now) {
 }
 
 bool KvConnectorWorker::busy() const {
+  if (!finished_.sending.empty() || !finished_.receiving.empty()) return true;  // for get_finished to collect
   for (const auto& b : backends_)
     if (b->busy()) return true;
   return false;

@@ -57,7 +57,7 @@ class KvConnectorWorker {
     std::vector<std::string> sending, receiving;
   };
   Finished get_finished(double now);
-  bool busy() const;  // something to poll for
+  bool busy() const;  // something to poll for, or finished requests get_finished has not returned yet
 
  private:
   struct Send {

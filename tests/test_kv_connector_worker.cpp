@@ -96,7 +96,7 @@ TEST_CASE("kv connector worker: without a link backend, link operations throw", 
   REQUIRE_THROWS_AS(pair.prefill.start_send("r1", "link", std::vector<int>{0}, 0), std::logic_error);
 }
 
-TEST_CASE("kv connector worker: KV on a device link arrives in posting order; get_finished names each request once",
+TEST_CASE("kv connector worker: KV on a device link arrives in posting order, and get_finished names each request once",
           "[pd][connector]") {
   ConnectorPair pair(true);
   REQUIRE(pair.decode.link_transport() == pair.hub.transport());
