@@ -245,7 +245,6 @@ void InputBatch::refresh_sampling_metadata() {
   m.num_logprobs.resize(rows);
   m.device_can_sample.resize(rows);
   m.logit_bias.resize(rows);
-  m.sampling_params.resize(rows);
   m.min_tokens_stop_ids.resize(rows);
   m.grammars.resize(rows);
   for (int r = 0; r < rows; ++r) {
@@ -262,7 +261,6 @@ void InputBatch::refresh_sampling_metadata() {
     m.num_logprobs[r] = p.logprobs ? *p.logprobs : -1;
     m.device_can_sample[r] = device_can_sample(p);
     m.logit_bias[r] = p.logit_bias.empty() ? nullptr : &p.logit_bias;
-    m.sampling_params[r] = &p;
     m.min_tokens_stop_ids[r] = min_tokens_stop_ids_[r].empty() ? nullptr : &min_tokens_stop_ids_[r];
     m.grammars[r] = grammars_[size_t(r)].get();
   }

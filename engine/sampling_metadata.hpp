@@ -27,7 +27,6 @@ struct SamplingMetadata {
   // Whether the device's kernel may draw the row: it uses no field kSamplingFields leaves to the host.
   std::vector<uint8_t> device_can_sample;
   // Per row, pointing into the batch's rows (null: nothing to apply).
-  std::vector<const SamplingParams*> sampling_params;  // every field, for what has no column above
   std::vector<const std::vector<std::pair<int, float>>*> logit_bias;
   std::vector<const std::vector<int>*> min_tokens_stop_ids;    // stop_token_ids, plus EOS unless ignore_eos
   std::vector<structured::StructuredOutputGrammar*> grammars;  // a structured output's matcher (null: none)
