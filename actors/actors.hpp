@@ -32,22 +32,31 @@ struct SchedulerPd {
 msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, SchedulerConfig config, bool async_scheduling,
                                      msg::worker_actor worker, msg::output_actor output, SchedulerPd pd = {},
                                      StepProfile* profile = nullptr);
-// The KV transfer actor of a prefill instance (peers empty) or a decode instance (its prefill instances);
-// timeout_s bounds a transfer on the decode side and a lease on the prefill side. layout: this instance's KV
-// layout; KV of another arrives as a failed transfer. link_transport: the worker's device links ("": none):
-// a decode instance opens one to each prefill instance it reaches, and their KV then travels on it.
-// kv_secret: "" trusts every peer; else a peer must authenticate (engine/kv_peer_auth.hpp) before it is used.
-msg::kv_transfer_actor spawn_kv_transfer(caf::actor_system& sys, msg::scheduler_actor scheduler,
-                                         msg::output_actor output, std::vector<PeerAddress> peers,
-                                         RoutingPolicy routing, double timeout_s, KvLayout layout,
-                                         msg::worker_actor worker = {}, std::string link_transport = "",
-                                         std::string kv_secret = "");
+// What both KV transfer actors start from. timeout_s bounds a transfer on the decode side and a lease on the
+// prefill side. layout: this instance's KV layout; KV of another arrives as a failed transfer. link_transport:
+// the worker's device links ("": none): a decode instance opens one to each prefill instance it reaches, and
+// their KV then travels on it. kv_secret: "" trusts every peer; else a peer must authenticate
+// (engine/kv_peer_auth.hpp) before it is used.
+struct KvTransferSetup {
+  msg::scheduler_actor scheduler;
+  msg::output_actor output;
+  double timeout_s = 30;
+  KvLayout layout;
+  msg::worker_actor worker;
+  std::string link_transport;
+  std::string kv_secret;
+};
+// The KV transfer actor of a prefill instance (published on --kv-port by the caller).
+msg::prefill_kv_actor spawn_prefill_kv(caf::actor_system& sys, KvTransferSetup setup);
+// The KV transfer actor of a decode instance, which routes prompts to these prefill instances.
+msg::decode_kv_actor spawn_decode_kv(caf::actor_system& sys, KvTransferSetup setup, std::vector<PeerAddress> peers,
+                                     RoutingPolicy routing);
 msg::output_actor spawn_output(caf::actor_system& sys, std::unique_ptr<OutputService> service);
 msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::worker_actor worker,
                              msg::output_actor output);
 // kv: the KV transfer actor of a prefill or decode instance (its view joins /admin/requests), else null.
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                 msg::admin_actor admin, msg::kv_transfer_actor kv = {});
+                                 msg::admin_actor admin, msg::kv_transfer_local_actor kv = {});
 
 // Every actor counts what it handles, in one place: its behaviour is built with counted_behavior() and its
 // requests' replies arrive through ask(), both of which wrap each handler to count the message first. The

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/admin_view.hpp"
 #include "engine/device_setup.hpp"
 #include "http/prometheus.hpp"
 
@@ -42,32 +43,35 @@ struct CountingSink : RequestSink {
 };
 
 // Gathers one reply per engine, then answers with them combined.
+template <class T, class Combined>
 void gather(const std::vector<std::unique_ptr<EngineClient>>& engines,
-            void (EngineClient::*ask)(std::function<void(std::string)>),
-            std::function<std::string(const std::vector<std::string>&)> combine,
-            std::function<void(std::string)> reply) {
+            void (EngineClient::*ask)(std::function<void(T)>), std::function<Combined(std::vector<T>&)> combine,
+            std::function<void(Combined)> reply) {
   struct Pending {
     std::mutex mu;
-    std::vector<std::string> texts;
+    std::vector<T> parts;
     size_t left;
   };
   auto p = std::make_shared<Pending>();
-  p->texts.resize(engines.size());
+  p->parts.resize(engines.size());
   p->left = engines.size();
   for (size_t e = 0; e < engines.size(); ++e)
-    ((*engines[e]).*ask)([p, e, combine, reply](std::string text) {
+    ((*engines[e]).*ask)([p, e, combine, reply](T part) {
       std::unique_lock lock(p->mu);
-      p->texts[e] = std::move(text);
+      p->parts[e] = std::move(part);
       if (--p->left > 0) return;
       lock.unlock();
-      reply(combine(p->texts));
+      reply(combine(p->parts));
     });
 }
 
-std::string json_array(const std::vector<std::string>& parts) {
-  std::string out = "{\"engines\": [";
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  return out + "]}";
+// Each engine's views, in engine order (each answers a list of one).
+template <class View>
+std::vector<View> concatenated(std::vector<std::vector<View>>& parts) {
+  std::vector<View> all;
+  for (auto& views : parts)
+    for (View& v : views) all.push_back(std::move(v));
+  return all;
 }
 
 class DataParallelEngine final : public EngineClient {
@@ -109,13 +113,17 @@ class DataParallelEngine final : public EngineClient {
     for (auto& e : engines_) e->abort_all();
   }
   void metrics(std::function<void(std::string)> reply) override {
-    gather(engines_, &EngineClient::metrics, prom::merge_engine_metrics, std::move(reply));
+    gather<std::string, std::string>(
+        engines_, &EngineClient::metrics,
+        [](std::vector<std::string>& texts) { return prom::merge_engine_metrics(texts); }, std::move(reply));
   }
-  void admin_actors(std::function<void(std::string)> reply) override {
-    gather(engines_, &EngineClient::admin_actors, json_array, std::move(reply));
+  void admin_actors(std::function<void(std::vector<std::vector<ActorView>>)> reply) override {
+    using Lines = std::vector<std::vector<ActorView>>;
+    gather<Lines, Lines>(engines_, &EngineClient::admin_actors, concatenated<std::vector<ActorView>>, std::move(reply));
   }
-  void admin_requests(std::function<void(std::string)> reply) override {
-    gather(engines_, &EngineClient::admin_requests, json_array, std::move(reply));
+  void admin_requests(std::function<void(std::vector<EngineView>)> reply) override {
+    using Views = std::vector<EngineView>;
+    gather<Views, Views>(engines_, &EngineClient::admin_requests, concatenated<EngineView>, std::move(reply));
   }
   void reset_prefix_cache(std::function<void(bool)> reply) override {
     auto left = std::make_shared<std::atomic<int>>(int(engines_.size()));

@@ -108,12 +108,19 @@ class ActorEngine final : public EngineClient {
     scheduler_ = spawn_scheduler(*system_, engine_.parts.scheduler_config, config.async_scheduling, worker_, output_,
                                  scheduler_pd, profile_.get());
     admin_ = spawn_admin(*system_, scheduler_, worker_, output_);
-    if (pd.role != Role::Colocated) {
-      kv_ = spawn_kv_transfer(*system_, scheduler_, output_, pd.peers, pd.routing, config.kv_transfer_timeout_s,
-                              scheduler_pd.layout, worker_, links ? links->transport() : "", pd.kv_secret);
-      caf::anon_send(scheduler_, kv_);
+    const KvTransferSetup kv_setup{scheduler_,          output_, config.kv_transfer_timeout_s,
+                                   scheduler_pd.layout, worker_, links ? links->transport() : "",
+                                   pd.kv_secret};
+    if (pd.role == Role::Prefill) {
+      const msg::prefill_kv_actor prefill = spawn_prefill_kv(*system_, kv_setup);
+      caf::anon_send(scheduler_, prefill);
+      kv_ = prefill;
+      publish_kv_transfer(prefill, config);
+    } else if (pd.role == Role::Decode) {
+      const msg::decode_kv_actor decode = spawn_decode_kv(*system_, kv_setup, pd.peers, pd.routing);
+      caf::anon_send(scheduler_, decode);
+      kv_ = decode;
     }
-    if (pd.role == Role::Prefill) publish_kv_transfer(config);
     ingress_ = spawn_ingress(*system_, scheduler_, output_, admin_, kv_);
     log_engine_up(config, pd.role, links ? " (KV over " + links->transport() + ")" : "", device_name);
   }
@@ -136,11 +143,13 @@ class ActorEngine final : public EngineClient {
   void metrics(std::function<void(std::string)> reply) override {
     caf::anon_send(ingress_, msg::metrics_atom::value, msg::TextReply(std::move(reply)));
   }
-  void admin_actors(std::function<void(std::string)> reply) override {
-    caf::anon_send(ingress_, msg::actors_atom::value, msg::TextReply(std::move(reply)));
+  void admin_actors(std::function<void(std::vector<std::vector<ActorView>>)> reply) override {
+    caf::anon_send(ingress_, msg::actors_atom::value,
+                   msg::ActorsReply([reply](std::vector<ActorView> lines) { reply({std::move(lines)}); }));
   }
-  void admin_requests(std::function<void(std::string)> reply) override {
-    caf::anon_send(ingress_, msg::requests_atom::value, msg::TextReply(std::move(reply)));
+  void admin_requests(std::function<void(std::vector<EngineView>)> reply) override {
+    caf::anon_send(ingress_, msg::requests_atom::value,
+                   msg::ViewReply([reply](EngineView view) { reply({std::move(view)}); }));
   }
   void reset_prefix_cache(std::function<void(bool)> reply) override {
     caf::anon_send(ingress_, msg::reset_cache_atom::value,
@@ -152,7 +161,7 @@ class ActorEngine final : public EngineClient {
                                 caf::actor_cast<caf::actor>(kv_), caf::actor_cast<caf::actor>(scheduler_),
                                 caf::actor_cast<caf::actor>(output_), caf::actor_cast<caf::actor>(worker_)})
       if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    kv_ = msg::kv_transfer_actor{};
+    kv_ = msg::kv_transfer_local_actor{};
     ingress_ = msg::ingress_actor{};
     admin_ = msg::admin_actor{};
     scheduler_ = msg::scheduler_actor{};
@@ -189,8 +198,8 @@ class ActorEngine final : public EngineClient {
   }
 
   // A prefill instance's KV transfer actor, reachable by its decode instances on --kv-host:--kv-port.
-  void publish_kv_transfer(const EngineConfig& config) {
-    auto port = system_->middleman().publish(kv_, uint16_t(config.kv_port),
+  void publish_kv_transfer(const msg::prefill_kv_actor& kv, const EngineConfig& config) {
+    auto port = system_->middleman().publish(kv, uint16_t(config.kv_port),
                                              config.kv_host.empty() ? nullptr : config.kv_host.c_str(), true);
     if (!port) {
       const std::string why = system_->render(port.error());
@@ -231,7 +240,7 @@ class ActorEngine final : public EngineClient {
   msg::scheduler_actor scheduler_;
   msg::admin_actor admin_;
   msg::ingress_actor ingress_;
-  msg::kv_transfer_actor kv_;  // PD roles only
+  msg::kv_transfer_local_actor kv_;  // PD roles only
 };
 
 }  // namespace

@@ -1,6 +1,4 @@
 // The ingress actor (the engine's front door) and the admin actor (the live view of every actor).
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 
 #include "actors/actors.hpp"
@@ -13,14 +11,14 @@ struct IngressState {
   msg::scheduler_actor scheduler;
   msg::output_actor output;
   msg::admin_actor admin;
-  msg::kv_transfer_actor kv;  // PD roles only
+  msg::kv_transfer_local_actor kv;  // PD roles only
   uint64_t handled = 0;
 };
 using IngressSelf = msg::ingress_actor::stateful_pointer<IngressState>;
 
 msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_actor scheduler,
                                               msg::output_actor output, msg::admin_actor admin,
-                                              msg::kv_transfer_actor kv) {
+                                              msg::kv_transfer_local_actor kv) {
   self->state.scheduler = std::move(scheduler);
   self->state.output = std::move(output);
   self->state.admin = std::move(admin);
@@ -38,20 +36,21 @@ msg::ingress_actor::behavior_type ingress_fun(IngressSelf self, msg::scheduler_a
       [self](msg::metrics_atom, msg::TextReply& reply) {
         self->send(self->state.output, msg::metrics_atom::value, std::move(reply));
       },
-      [self](msg::actors_atom, msg::TextReply& reply) {
+      [self](msg::actors_atom, msg::ActorsReply& reply) {
         self->send(self->state.admin, msg::actors_atom::value, actor_stats(self, "ingress"), std::move(reply));
       },
-      [self](msg::requests_atom, msg::TextReply& reply) {
-        if (!self->state.kv) return self->send(self->state.scheduler, msg::requests_atom::value, std::move(reply));
-        // PD roles: the scheduler's view with the KV transfer actor's peers and transfers in flight.
-        ask(self, self->state.kv, caf::infinite, msg::requests_atom::value).then([self, reply](const std::string& kv) {
-          msg::TextReply merged = [reply, kv](std::string view) {
-            auto j = nlohmann::json::parse(view);
-            j["kv_transfer"] = nlohmann::json::parse(kv);
-            reply(j.dump());
-          };
-          self->send(self->state.scheduler, msg::requests_atom::value, std::move(merged));
-        });
+      [self](msg::requests_atom, msg::ViewReply& reply) {
+        ask(self, self->state.scheduler, caf::infinite, msg::requests_atom::value)
+            .then([self, reply](const EngineView& view) {
+              if (!self->state.kv) return reply(view);
+              // PD roles: with the KV transfer actor's peers and transfers in flight.
+              ask(self, self->state.kv, caf::infinite, msg::requests_atom::value)
+                  .then([reply, view](const KvTransferView& kv) {
+                    EngineView both = view;
+                    both.kv_transfer = kv;
+                    reply(std::move(both));
+                  });
+            });
       },
       [self](msg::reset_cache_atom, msg::TextReply& reply) {
         self->send(self->state.scheduler, msg::reset_cache_atom::value, std::move(reply));
@@ -70,18 +69,14 @@ using AdminSelf = msg::admin_actor::stateful_pointer<AdminState>;
 
 // Gathers the replies of one /admin/actors query; answers when the last arrives (or fails).
 struct ActorsQuery {
-  std::vector<nlohmann::json> lines;
+  std::vector<ActorView> lines;
   int pending = 0;
-  msg::TextReply reply;
-  void add(nlohmann::json line) {
+  msg::ActorsReply reply;
+  void add(ActorView line) {
     lines.push_back(std::move(line));
-    if (--pending == 0) reply(nlohmann::json{{"actors", lines}}.dump());
+    if (--pending == 0) reply(std::move(lines));
   }
 };
-
-nlohmann::json line_of(const msg::ActorStats& s) {
-  return {{"name", s.name}, {"mailbox_depth", s.mailbox}, {"messages_handled", s.handled}};
-}
 
 msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor scheduler, msg::worker_actor worker,
                                           msg::output_actor output) {
@@ -90,21 +85,20 @@ msg::admin_actor::behavior_type admin_fun(AdminSelf self, msg::scheduler_actor s
   self->state.output = std::move(output);
   return counted_behavior(
       self,
-      [self](msg::actors_atom, const msg::ActorStats& asker, msg::TextReply& reply) {
+      [self](msg::actors_atom, const msg::ActorStats& asker, msg::ActorsReply& reply) {
         auto& st = self->state;
         auto query = std::make_shared<ActorsQuery>();
         query->reply = std::move(reply);
         query->pending = 3;
-        query->lines.push_back(line_of(asker));
-        query->lines.push_back(line_of(actor_stats(self, "admin")));
+        query->lines.push_back(asker);
+        query->lines.push_back(actor_stats(self, "admin"));
         // The worker answers between steps; a step longer than the timeout shows as "busy".
         const auto timeout = std::chrono::seconds(2);
         auto ask_stats = [&](const auto& who, const char* name) {
           ask(self, who, timeout, msg::stats_atom::value)
-              .then([query](const msg::ActorStats& s) { query->add(line_of(s)); },
+              .then([query](const msg::ActorStats& s) { query->add(s); },
                     [query, name](const caf::error&) {
-                      query->add(
-                          {{"name", name}, {"mailbox_depth", nullptr}, {"messages_handled", nullptr}, {"busy", true}});
+                      query->add({name, std::nullopt, std::nullopt});
                     });
         };
         ask_stats(st.scheduler, "scheduler");
@@ -122,7 +116,7 @@ msg::admin_actor spawn_admin(caf::actor_system& sys, msg::scheduler_actor schedu
 }
 
 msg::ingress_actor spawn_ingress(caf::actor_system& sys, msg::scheduler_actor scheduler, msg::output_actor output,
-                                 msg::admin_actor admin, msg::kv_transfer_actor kv) {
+                                 msg::admin_actor admin, msg::kv_transfer_local_actor kv) {
   return sys.spawn(ingress_fun, std::move(scheduler), std::move(output), std::move(admin), std::move(kv));
 }
 

@@ -1,7 +1,7 @@
 // The KV transfer actor of a decode instance: routes prompts to prefill instances (the PrefillRouter
 // decides), receives their KV and first tokens, turns deadlines and dead peers into failures, connects (and
 // with --kv-secret authenticates) to each prefill instance, and with a device link transport opens a link to
-// each one it reaches (PrefillLinks keeps their states): their KV then comes on it.
+// each one it reaches (each peer's PeerLink keeps its state): their KV then comes on it.
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
@@ -14,56 +14,77 @@
 namespace parley::kv_transfer {
 namespace {
 
-void fail(Self self, const std::string& id, const std::string& why) {
+void fail(DecodeSelf self, const std::string& id, const std::string& why) {
   self->state.routed_at.erase(id);  // a timed-out or lost transfer takes its start time with it
   ++self->state.stats.failures;
   self->send(self->state.scheduler, msg::kv_failed_atom::value, id, why);
   report(self);
 }
 
+// A message another instance may send: from one of this instance's prefill instances (reached, and with
+// --kv-secret authenticated).
+bool from_peer(DecodeSelf self, const char* what) {
+  if (from_this_process(self)) return true;
+  const auto& st = self->state;
+  const auto& sender = self->current_sender();
+  for (size_t p = 0; sender && p < st.router->num_peers(); ++p)
+    if (st.router->is_up(p) && st.router->peer(p).actor.node() == sender->node()) return true;
+  refuse_sender(self, what, "not one of this instance's prefill instances");
+  return false;
+}
+
+// Admin: the prefill instances, their transfers in flight and device links.
+KvTransferView view(const DecodeKvState& st) {
+  KvTransferView v;
+  for (size_t p = 0; p < st.router->num_peers(); ++p)
+    v.peers.push_back({st.router->address(p).str(), st.router->is_up(p), st.router->in_flight(p),
+                       st.router->peer(p).link.state == PeerLink::State::Up});
+  v.link_transport = st.link_transport;
+  v.transfers_in_flight = st.router->in_flight();
+  return v;
+}
+
 // Decode side: a fresh link id from the worker goes to the prefill instance, and both workers open their end.
 // Each link gets a name of its own, which the headers of KV sent on it carry: a header from before a reopen
 // can never be received on the new link (NCCL would pair it with another request's send).
-void open_link(Self self, size_t peer) {
+void open_link(DecodeSelf self, size_t peer) {
   auto& st = self->state;
-  close_link(self, st.links->close(peer));
+  close_link(self, st.router->peer(peer).link.close());
   ask(self, st.worker, caf::infinite, msg::link_id_atom::value)
       .then(
           [self, peer](const std::string& id) {
             auto& st = self->state;
-            PrefillPeer& to = st.peers[peer];
-            if (!to.actor) return;
+            if (!st.router->is_up(peer)) return;
             // Named after its id (random), so unique among every link of every decode instance a prefill instance
             // serves.
             char hash[17];
             std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(id));
             const std::string name = std::string(hash) + " to " + st.router->address(peer).str();
-            close_link(self, st.links->opening(peer, name));
-            self->send(to.actor, msg::link_open_atom::value, id, name, caf::actor_cast<caf::actor>(self));
+            close_link(self, st.router->peer(peer).link.opening(name));
+            self->send(st.router->peer(peer).actor, msg::link_open_atom::value, id, name,
+                       caf::actor_cast<caf::actor>(self));
             ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(1))
                 .then(
                     [self, peer, name](bool) {
-                      if (self->state.links->opened(peer, name))  // else replaced meanwhile
+                      if (self->state.router->peer(peer).link.opened(name))  // else replaced meanwhile
                         spdlog::info("device link {} is up ({})", name, self->state.link_transport);
                     },
                     [self, peer, name](const caf::error& err) {
                       spdlog::warn("device link {} failed ({}); its KV comes over TCP", name,
                                    self->system().render(err));
-                      self->state.links->failed(peer, name, now_seconds());
+                      self->state.router->peer(peer).link.failed(name, now_seconds() + self->state.timeout_s);
                     });
           },
           [self, peer](const caf::error& err) {
             spdlog::warn("no device link id: {}", self->system().render(err));
-            self->state.links->fail(peer, now_seconds());
+            self->state.router->peer(peer).link.fail(now_seconds() + self->state.timeout_s);
           });
 }
 
-void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+void peer_up(DecodeSelf self, size_t peer, msg::prefill_kv_actor prefill) {
   auto& st = self->state;
-  st.peers[peer].connecting = false;
-  st.peers[peer].actor = std::move(prefill);
-  self->monitor(st.peers[peer].actor);
-  st.router->set_up(peer, true);
+  self->monitor(prefill);
+  st.router->up(peer, std::move(prefill));
   spdlog::info("prefill instance {} is up{}", st.router->address(peer).str(),
                st.auth.enabled() ? " (authenticated)" : "");
   if (!st.link_transport.empty()) open_link(self, peer);
@@ -71,10 +92,9 @@ void peer_up(Self self, size_t peer, msg::kv_transfer_actor prefill) {
 
 // Decode side: the peer did not prove the secret (or refused ours); it is not used, and tried again a
 // transfer timeout later.
-void auth_failed(Self self, size_t peer, const std::string& why) {
+void auth_failed(DecodeSelf self, size_t peer, const std::string& why) {
   auto& st = self->state;
-  st.peers[peer].connecting = false;
-  st.router->hold_off(peer, now_seconds() + st.timeout_s);
+  st.router->connect_failed(peer, now_seconds() + st.timeout_s);
   ++st.stats.auth_failures;
   report(self);
   spdlog::warn("prefill instance {} failed authentication ({}); not used, tried again in {} s",
@@ -82,7 +102,7 @@ void auth_failed(Self self, size_t peer, const std::string& why) {
 }
 
 // Decode side, with --kv-secret: the exchange of engine/kv_peer_auth.hpp before the peer counts as up.
-void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
+void authenticate(DecodeSelf self, size_t peer, msg::prefill_kv_actor prefill) {
   const std::string nonce = KvPeerAuth::new_nonce();
   const auto timeout = std::chrono::milliseconds(int64_t(self->state.timeout_s * 1000));
   ask(self, prefill, timeout, msg::auth_challenge_atom::value, nonce)
@@ -103,42 +123,36 @@ void authenticate(Self self, size_t peer, msg::kv_transfer_actor prefill) {
           [self, peer](const caf::error& e) { auth_failed(self, peer, self->system().render(e)); });
 }
 
-void connect(Self self, size_t peer) {
+void connect(DecodeSelf self, size_t peer) {
   auto& st = self->state;
-  st.peers[peer].connecting = true;
+  st.router->connecting(peer);
   const PeerAddress& a = st.router->address(peer);
   ask(self, self->system().middleman().actor_handle(), caf::infinite, caf::connect_atom::value, a.host, a.port)
       .then(
           [self, peer](const caf::node_id&, caf::strong_actor_ptr serv, const std::set<std::string>&) {
-            if (!serv) {
-              self->state.peers[peer].connecting = false;
-              return;
-            }
-            auto prefill = caf::actor_cast<msg::kv_transfer_actor>(serv);
+            if (!serv) return self->state.router->connect_failed(peer);
+            auto prefill = caf::actor_cast<msg::prefill_kv_actor>(serv);
             if (self->state.auth.enabled())
               authenticate(self, peer, std::move(prefill));
             else
               peer_up(self, peer, std::move(prefill));
           },
-          [self, peer](const caf::error&) { self->state.peers[peer].connecting = false; });
+          [self, peer](const caf::error&) { self->state.router->connect_failed(peer); });
 }
 
 // Once a tick: transfer deadlines, prefill instances to connect to, device links to open again.
-void tick(Self self) {
+void tick(DecodeSelf self) {
   auto& st = self->state;
   const double now = now_seconds();
-  if (st.router) {
-    for (const std::string& id : st.router->expired(now)) {
-      st.router->finished(id);
-      fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
-    }
-    for (size_t p = 0; p < st.router->num_peers(); ++p) {
-      const PrefillPeer& peer = st.peers[p];
-      if (!st.router->is_up(p) && !peer.connecting && !st.router->held_off(p, now)) connect(self, p);
-      if (peer.actor && st.links->reopen_due(p, now)) {
-        spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
-        open_link(self, p);
-      }
+  for (const std::string& id : st.router->expired(now)) {
+    st.router->finished(id);
+    fail(self, id, "no KV from the prefill instance within " + std::to_string(int(st.timeout_s)) + " s");
+  }
+  for (size_t p = 0; p < st.router->num_peers(); ++p) {
+    if (st.router->connect_due(p, now)) connect(self, p);
+    if (st.router->is_up(p) && st.router->peer(p).link.reopen_due(now)) {
+      spdlog::info("opening a new device link to prefill instance {}", st.router->address(p).str());
+      open_link(self, p);
     }
   }
   self->delayed_send(self, kTick, msg::tick_atom::value);
@@ -149,7 +163,7 @@ void tick(Self self) {
 // headers arrive); once it is in, the scheduler lands it in the request's blocks or drops it, unless the transfer
 // was given up here (dropped at once). A receive that fails breaks its link and fails the transfer (the scheduler
 // prefills it itself).
-void receive(Self self, KvTransferPayload p, size_t header_bytes) {
+void receive(DecodeSelf self, KvTransferPayload p, size_t header_bytes) {
   auto& st = self->state;
   const std::string link = p.kv_link;
   const bool wanted = st.router->finished(p.req_id).has_value();
@@ -179,7 +193,7 @@ void receive(Self self, KvTransferPayload p, size_t header_bytes) {
           [self, id = p.req_id, link](const caf::error& err) {
             if (!link.empty()) {
               self->send(self->state.worker, msg::link_close_atom::value, link);
-              self->state.links->broken(link, now_seconds());
+              self->state.router->link_broken(link, now_seconds() + self->state.timeout_s);
             }
             fail(self, id,
                  (link.empty() ? "receiving its KV failed: " : "receiving it on the device link failed: ") +
@@ -189,55 +203,40 @@ void receive(Self self, KvTransferPayload p, size_t header_bytes) {
 
 }  // namespace
 
-msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
+msg::decode_kv_actor::behavior_type decode_behavior(DecodeSelf self, KvTransferSetup setup,
+                                                    std::vector<PeerAddress> peers, RoutingPolicy routing) {
+  auto& st = self->state;
+  st.start(std::move(setup));
+  st.router = std::make_unique<PrefillRouter<msg::prefill_kv_actor>>(std::move(peers), routing);
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
-    for (size_t p = 0; p < st.peers.size(); ++p)
-      if (st.peers[p].actor && dm.source == st.peers[p].actor.address()) {
-        st.peers[p].actor = nullptr;
-        close_link(self, st.links->close(p));
+    for (size_t p = 0; p < st.router->num_peers(); ++p)
+      if (st.router->is_up(p) && dm.source == st.router->peer(p).actor.address()) {
+        close_link(self, st.router->peer(p).link.close());
         spdlog::warn("prefill instance {} went down", st.router->address(p).str());
-        for (const std::string& id : st.router->set_up(p, false))
+        for (const std::string& id : st.router->down(p))
           fail(self, id, "prefill instance " + st.router->address(p).str() + " went down");
       }
   });
   self->send(self, msg::tick_atom::value);
   return counted_behavior(
       self,
-      [self](msg::auth_challenge_atom, const std::string&) -> caf::result<std::string, std::string> {
-        wrong_role(self, "authentication");  // decode instances authenticate to prefill instances, not back
-        return {std::string(), std::string()};
-      },
-      [self](msg::auth_proof_atom, const std::string&) {
-        refuse_sender(self, "proof", "this is a decode instance");
-        return false;
-      },
-      [self](msg::prefill_atom, const std::string&, const caf::actor&) {
-        refuse_sender(self, "prefill", "this is a decode instance");
-      },
-      [self](msg::push_atom, const KvTransferPayload&, const std::vector<int>&) { wrong_role(self, "push"); },
       [self](msg::link_broken_atom, const std::string& name) {  // that link broke (or a send on it failed)
         auto& st = self->state;
         if (!from_peer(self, "link closed")) return;
-        self->send(st.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
-        st.links->broken(name, now_seconds());                     // KV over TCP until it reopens
+        self->send(st.worker, msg::link_close_atom::value, name);    // a no-op where the worker dropped it already
+        st.router->link_broken(name, now_seconds() + st.timeout_s);  // KV over TCP until it reopens
       },
-      [self](msg::link_open_atom, const std::string&, const std::string&, const caf::actor&) {
-        wrong_role(self, "link");
-      },
-      [self](msg::refuse_atom, const std::string&, const std::string&) { wrong_role(self, "refuse"); },
-      [self](msg::release_atom, const std::string&) { wrong_role(self, "release"); },
       [self](msg::route_atom, const std::string& id, const std::string& json) {
         auto& st = self->state;
         if (!local_only(self, "route")) return;
-        const std::optional<size_t> peer = st.router ? st.router->pick() : std::nullopt;
+        const std::optional<size_t> peer = st.router->pick();
         if (!peer) return fail(self, id, "no prefill instance is up");
         st.router->started(id, *peer, now_seconds() + st.timeout_s);
         st.routed_at[id] = now_seconds();
-        self->send(st.peers[*peer].actor, msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
+        self->send(st.router->peer(*peer).actor, msg::prefill_atom::value, json, caf::actor_cast<caf::actor>(self));
       },
       [self](msg::kv_atom, const std::string& bytes) {
-        auto& st = self->state;
         if (!from_peer(self, "KV")) return;
         KvTransferPayload p;
         try {
@@ -247,19 +246,19 @@ msg::kv_transfer_actor::behavior_type decode_behavior(Self self) {
           return;
         }
         // The sender frees its blocks whether or not the KV still has a taker here.
-        self->send(caf::actor_cast<msg::kv_transfer_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
+        self->send(caf::actor_cast<msg::prefill_kv_actor>(self->current_sender()), msg::release_atom::value, p.req_id);
         receive(self, std::move(p), bytes.size());
       },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) {
         auto& st = self->state;
         if (!from_peer(self, "failed")) return;
         st.routed_at.erase(id);
-        if (st.router && st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
+        if (st.router->finished(id)) fail(self, id, "the prefill instance refused it: " + why);
       },
       [self](msg::tick_atom) {
         if (local_only(self, "tick")) tick(self);
       },
-      [self](msg::requests_atom) { return local_only(self, "admin") ? admin_json(self) : std::string("{}"); });
+      [self](msg::requests_atom) { return local_only(self, "admin") ? view(self->state) : KvTransferView{}; });
 }
 
 }  // namespace parley::kv_transfer

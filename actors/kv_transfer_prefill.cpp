@@ -10,27 +10,27 @@ namespace {
 
 // A device link broke (or a send on it failed): this end closes, and the decode instances on it are told (their end
 // closes too, and they open a new link later).
-void link_broken(Self self, const std::string& name) {
+void link_broken(PrefillSelf self, const std::string& name) {
   self->send(self->state.worker, msg::link_close_atom::value, name);  // a no-op where the worker dropped it already
   for (const caf::actor& decode : self->state.clients->link_broken(name))
-    if (auto to = caf::actor_cast<msg::kv_transfer_actor>(decode)) self->send(to, msg::link_broken_atom::value, name);
+    if (auto to = caf::actor_cast<msg::decode_kv_actor>(decode)) self->send(to, msg::link_broken_atom::value, name);
 }
 
 // The payload leaves for the decode instance awaiting it (the KV's bytes, or the header of KV sent on the link),
 // its blocks leased until acknowledged; nobody awaiting it any more frees them.
-void send_payload(Self self, const KvTransferPayload& p) {
+void send_payload(PrefillSelf self, const KvTransferPayload& p) {
   auto& st = self->state;
   const std::string bytes = encode_kv_transfer(p);
   const std::optional<caf::actor> to = st.clients->pushed(p.req_id, now_seconds());
   if (!to) return self->send(st.scheduler, msg::release_atom::value, p.req_id);
-  self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_atom::value, bytes);
+  self->send(caf::actor_cast<msg::decode_kv_actor>(*to), msg::kv_atom::value, bytes);
   ++st.stats.transfers, st.stats.blocks += p.num_blocks;
   st.stats.bytes += int64_t(bytes.size()) + (p.kv_link.empty() ? 0 : st.layout.bytes(p.num_blocks));
   report(self);
 }
 
 // A send on a device link that fails after its header left: the blocks are freed and the link is broken.
-void sent_on_link(Self self, const std::string& id, const std::string& link) {
+void sent_on_link(PrefillSelf self, const std::string& id, const std::string& link) {
   ask(self, self->state.worker, caf::infinite, msg::kv_sent_atom::value, id)
       .then([](bool) {},
             [self, id, link](const caf::error& err) {
@@ -42,11 +42,11 @@ void sent_on_link(Self self, const std::string& id, const std::string& link) {
 }
 
 // The request's KV cannot be read: its blocks are freed and its decode instance told (it prefills it itself).
-void push_failed(Self self, const std::string& id, const std::string& why) {
+void push_failed(PrefillSelf self, const std::string& id, const std::string& why) {
   auto& st = self->state;
   self->send(st.scheduler, msg::release_atom::value, id);
   if (const std::optional<caf::actor> to = st.clients->refused(id))
-    self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
+    self->send(caf::actor_cast<msg::decode_kv_actor>(*to), msg::kv_failed_atom::value, id, why);
 }
 
 // The worker starts the send: on the device link the payload names, else (no link, or no staging memory for it)
@@ -54,7 +54,7 @@ void push_failed(Self self, const std::string& id, const std::string& why) {
 // pushed). Headers leave in the order the sends were posted. A link that fails to take the KV breaks, and the KV
 // goes inline instead: nothing is lost. A send that fails after its header left frees the blocks; the decode
 // side's receive fails too, and it prefills the request itself.
-void push(Self self, KvTransferPayload p, std::vector<int> blocks) {
+void push(PrefillSelf self, KvTransferPayload p, std::vector<int> blocks) {
   const std::string link = p.kv_link;
   ask(self, self->state.worker, caf::infinite, msg::kv_send_atom::value, p.req_id, link, blocks)
       .then(
@@ -77,8 +77,28 @@ void push(Self self, KvTransferPayload p, std::vector<int> blocks) {
           });
 }
 
+// A message another instance may send: from a decode instance that authenticated (any without --kv-secret).
+bool from_peer(PrefillSelf self, const char* what) {
+  const auto& sender = self->current_sender();
+  const auto& auth = self->state.auth;
+  if (from_this_process(self) || (sender && (!auth.enabled() || auth.trusted(caf::to_string(sender->node())))))
+    return true;
+  refuse_sender(self, what, "it has not authenticated (--kv-secret)");
+  return false;
+}
+
+// Admin: the decode instances awaiting KV, the leases and the links.
+KvTransferView view(const PrefillKvState& st) {
+  KvTransferView v;
+  v.link_transport = st.link_transport;
+  v.links_to_decode = st.clients->num_links();
+  v.awaiting_prefill = st.clients->num_awaiting();
+  v.held_for_decode = st.clients->num_leased();
+  return v;
+}
+
 // Once a tick: leases the decode side never acknowledged.
-void tick(Self self) {
+void tick(PrefillSelf self) {
   auto& st = self->state;
   for (const std::string& id : st.clients->expired(now_seconds())) {
     spdlog::warn("request {}: no acknowledgement of its KV within {} s; freeing its blocks", id, st.timeout_s);
@@ -89,7 +109,9 @@ void tick(Self self) {
 
 }  // namespace
 
-msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
+msg::prefill_kv_actor::behavior_type prefill_behavior(PrefillSelf self, KvTransferSetup setup) {
+  self->state.start(std::move(setup));
+  self->state.clients = std::make_unique<DecodeClients<caf::actor>>(self->state.timeout_s);  // a lease: a timeout
   self->set_down_handler([self](caf::down_msg& dm) {  // a decode instance with a device link went: its link goes
     const std::string link =
         self->state.clients->forget_link_where([&](const caf::actor& decode) { return decode.address() == dm.source; });
@@ -125,7 +147,7 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
           const auto& sender = self->current_sender();
           if (sender && to && to.node() == sender->node()) try {
               const std::string id = decode_prefill_request(json, nullptr).request_id;
-              self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, id,
+              self->send(caf::actor_cast<msg::decode_kv_actor>(to), msg::kv_failed_atom::value, id,
                          std::string("this prefill instance requires --kv-secret authentication"));
             } catch (const std::exception&) {}
           return;
@@ -136,8 +158,7 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
           if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
             spdlog::warn("request {} refused: {}", r.request_id,
                          why);  // before computing KV the decode side cannot take
-            return self->send(caf::actor_cast<msg::kv_transfer_actor>(to), msg::kv_failed_atom::value, r.request_id,
-                              why);
+            return self->send(caf::actor_cast<msg::decode_kv_actor>(to), msg::kv_failed_atom::value, r.request_id, why);
           }
           self->state.clients->accept(r.request_id, to);
           self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
@@ -177,19 +198,16 @@ msg::kv_transfer_actor::behavior_type prefill_behavior(Self self) {
         auto& st = self->state;
         if (!local_only(self, "refuse")) return;
         if (const std::optional<caf::actor> to = st.clients->refused(id))
-          self->send(caf::actor_cast<msg::kv_transfer_actor>(*to), msg::kv_failed_atom::value, id, why);
+          self->send(caf::actor_cast<msg::decode_kv_actor>(*to), msg::kv_failed_atom::value, id, why);
       },
       [self](msg::release_atom, const std::string& id) {  // acknowledged
         if (!from_peer(self, "release")) return;
         if (self->state.clients->acknowledged(id)) self->send(self->state.scheduler, msg::release_atom::value, id);
       },
-      [self](msg::route_atom, const std::string&, const std::string&) { wrong_role(self, "route"); },
-      [self](msg::kv_atom, const std::string&) { wrong_role(self, "KV"); },
-      [self](msg::kv_failed_atom, const std::string&, const std::string&) { wrong_role(self, "failed"); },
       [self](msg::tick_atom) {
         if (local_only(self, "tick")) tick(self);
       },
-      [self](msg::requests_atom) { return local_only(self, "admin") ? admin_json(self) : std::string("{}"); });
+      [self](msg::requests_atom) { return local_only(self, "admin") ? view(self->state) : KvTransferView{}; });
 }
 
 }  // namespace parley::kv_transfer

@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 
+#include "engine/admin_view.hpp"
 #include "engine/engine_client.hpp"
 #include "engine/outputs.hpp"
 #include "engine/request.hpp"
@@ -52,15 +53,13 @@ struct Registration {
   std::shared_ptr<RequestSink> sink;
 };
 
-// One actor's line in the admin view.
-struct ActorStats {
-  std::string name;
-  size_t mailbox = 0;    // messages waiting
-  uint64_t handled = 0;  // messages handled so far
-};
+// An actor's own line in the admin view (mailbox depth and messages handled so far).
+using ActorStats = ActorView;
 
-// A reply callback from outside the actor system (an HTTP session, a CLI command).
+// Reply callbacks from outside the actor system (an HTTP session, a CLI command).
 using TextReply = std::function<void(std::string)>;
+using ViewReply = std::function<void(EngineView)>;
+using ActorsReply = std::function<void(std::vector<ActorView>)>;
 
 // Requests as the scheduler sees them; submit, abort and stop are fire-and-forget.
 using scheduler_core_actor = caf::typed_actor<
@@ -70,8 +69,8 @@ using scheduler_core_actor = caf::typed_actor<
     caf::reacts_to<abort_atom, std::vector<std::string>>,
     // Abort every live request (shutdown).
     caf::reacts_to<abort_all_atom>,
-    // Admin: every live request (split children with their parent), the block pool and the steps in flight, as JSON.
-    caf::reacts_to<requests_atom, TextReply>,
+    // Admin: every live request (split children with their parent), the block pool and the steps in flight.
+    caf::replies_to<requests_atom>::with<EngineView>,
     // Admin: forget every cached prefix; "true", or "false" while a request holds a block (as vLLM).
     caf::reacts_to<reset_cache_atom, TextReply>,
     // Admin: this actor's mailbox depth and messages handled.
@@ -118,19 +117,19 @@ using ingress_actor = caf::typed_actor<
     caf::reacts_to<abort_all_atom>,
     // /metrics text.
     caf::reacts_to<metrics_atom, TextReply>,
-    // /admin/actors JSON.
-    caf::reacts_to<actors_atom, TextReply>,
-    // /admin/requests JSON.
-    caf::reacts_to<requests_atom, TextReply>,
+    // /admin/actors: every actor's line.
+    caf::reacts_to<actors_atom, ActorsReply>,
+    // /admin/requests: the scheduler's view, with the KV transfer actor's on PD roles.
+    caf::reacts_to<requests_atom, ViewReply>,
     // POST /admin/reset-prefix-cache: "true" or "false", from the scheduler.
     caf::reacts_to<reset_cache_atom, TextReply>,
     // Admin: mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
-// The admin actor: collects every actor's stats into one JSON view.
+// The admin actor: collects every actor's stats into one view.
 using admin_actor = caf::typed_actor<
-    // /admin/actors JSON to the callback; the asker (the ingress) adds its own line.
-    caf::reacts_to<actors_atom, ActorStats, TextReply>,
+    // /admin/actors to the callback; the asker (the ingress) adds its own line.
+    caf::reacts_to<actors_atom, ActorStats, ActorsReply>,
     // Its own mailbox depth and messages handled.
     caf::replies_to<stats_atom>::with<ActorStats>>;
 
@@ -138,8 +137,12 @@ using admin_actor = caf::typed_actor<
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Submission)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::Registration)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::ActorStats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ActorView)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::EngineView)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::KvTransferView)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::TextReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::ViewReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::msg::ActorsReply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const parley::SchedulerOutput>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::ModelRunnerOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(parley::SchedulerStats)

@@ -13,6 +13,7 @@
 // still waits for it. The schedulers know no links: they push hand-offs and land or load what arrives.
 #pragma once
 #include "actors/protocol.hpp"
+#include "engine/admin_view.hpp"
 #include "engine/kv_transfer.hpp"
 
 namespace parley::msg {
@@ -46,41 +47,50 @@ struct KvTransferStats {
   std::vector<double> latencies;  // seconds from routing to the KV's arrival, since the last report (histogram samples)
 };
 
-// The KV transfer actor of a prefill or decode instance. The messages between instances carry
-// only built-in types; a prefill instance publishes this actor on --kv-port.
-using kv_transfer_actor = caf::typed_actor<
+// What a KV transfer actor of either role answers its own instance.
+using kv_transfer_local_actor = caf::typed_actor<
+    // Local, every 250 ms: transfer deadlines, lease expiry, reconnecting prefill instances that are down.
+    caf::reacts_to<tick_atom>,
+    // Admin: peers, transfers in flight and blocks held for transfers.
+    caf::replies_to<requests_atom>::with<KvTransferView>>;
+
+// A prefill instance's KV transfer actor, published on --kv-port for its decode instances. The messages between
+// instances carry only built-in types.
+using prefill_kv_actor = kv_transfer_local_actor::extend<
     // Decode -> prefill instance, first of all with --kv-secret: the decode side's nonce; the answer is the
     // prefill side's nonce and its proof (engine/kv_peer_auth.hpp; both empty without a secret).
     caf::replies_to<auth_challenge_atom, std::string>::with<std::string, std::string>,
     // Decode -> prefill instance: the decode side's proof; true when accepted (the peer is then trusted).
     caf::replies_to<auth_proof_atom, std::string>::with<bool>,
-    // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to`.
+    // Decode -> prefill instance: prefill this request (encode_prefill_request) and send its KV to `to` (the
+    // decode instance's KV transfer actor).
     caf::reacts_to<prefill_atom, std::string, caf::actor>,
-    // Prefill -> decode instance: a request's KV and first token(s) (encode_kv_transfer).
-    caf::reacts_to<kv_atom, std::string>,
-    // Prefill -> decode instance: the request could not be prefilled there (req id, why).
-    caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // Decode -> prefill instance: the request's KV arrived (or was given up on): free its blocks.
     caf::reacts_to<release_atom, std::string>,
     // Decode -> prefill instance: open your end (rank 0) of a device link to `decode` (id: ncclUniqueId bytes,
     // name: one per link ever opened, which headers carry); it replaces an earlier link to that instance.
     caf::reacts_to<link_open_atom, std::string, std::string, caf::actor>,
-    // Local, decode side (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
-    caf::reacts_to<route_atom, std::string, std::string>,
-    // Local, prefill side (scheduler): a handed-off request's payload, its KV not read yet, and its held blocks:
-    // the KV is read on the worker and pushed, on the device link to its decode instance if there is one and it
-    // takes it (the worker sends it there), else as bytes. A failure frees the blocks (release to the scheduler).
+    // Decode -> prefill instance: its end of this device link broke: this end closes too.
+    caf::reacts_to<link_broken_atom, std::string>,
+    // Local (scheduler): a handed-off request's payload, its KV not read yet, and its held blocks: the KV is read
+    // on the worker and pushed, on the device link to its decode instance if there is one and it takes it (the
+    // worker sends it there), else as bytes. A failure frees the blocks (release to the scheduler).
     caf::reacts_to<push_atom, KvTransferPayload, std::vector<int>>,
+    // Local (scheduler): the request cannot run here (req id, why).
+    caf::reacts_to<refuse_atom, std::string, std::string>>;
+
+// A decode instance's KV transfer actor: it routes prompts to its prefill instances and receives their KV.
+using decode_kv_actor = kv_transfer_local_actor::extend<
+    // Prefill -> decode instance: a request's KV and first token(s) (encode_kv_transfer).
+    caf::reacts_to<kv_atom, std::string>,
+    // Prefill -> decode instance: the request could not be prefilled there (req id, why).
+    caf::reacts_to<kv_failed_atom, std::string, std::string>,
     // Prefill -> decode instance: this device link broke (a send on it failed): it is closed at both ends, and KV
     // between the two instances goes over TCP until a new link is up (the decode instance opens one a transfer
     // timeout later).
     caf::reacts_to<link_broken_atom, std::string>,
-    // Local, prefill side (scheduler): the request cannot run here (req id, why).
-    caf::reacts_to<refuse_atom, std::string, std::string>,
-    // Local, once a second: transfer deadlines, lease expiry, reconnecting prefill instances that are down.
-    caf::reacts_to<tick_atom>,
-    // Admin: peers, transfers in flight and blocks held for transfers, as JSON.
-    caf::replies_to<requests_atom>::with<std::string>>;
+    // Local (scheduler): send this request (req id, encode_prefill_request) to a prefill instance.
+    caf::reacts_to<route_atom, std::string, std::string>>;
 
 // What PD adds to the scheduler.
 using scheduler_pd_actor = caf::typed_actor<
@@ -93,8 +103,10 @@ using scheduler_pd_actor = caf::typed_actor<
     caf::reacts_to<kv_atom, KvTransferPayload>,
     // Decode side: the request's transfer failed (req id, why): recompute it here or fail it, by policy.
     caf::reacts_to<kv_failed_atom, std::string, std::string>,
-    // PD roles: the KV transfer actor to route prompts and hand-offs through (sent once, after spawning both).
-    caf::reacts_to<kv_transfer_actor>>;
+    // Prefill role: the KV transfer actor to push hand-offs through (sent once, after spawning both).
+    caf::reacts_to<prefill_kv_actor>,
+    // Decode role: the KV transfer actor to route prompts through (sent once, after spawning both).
+    caf::reacts_to<decode_kv_actor>>;
 
 // What PD adds to the worker: its half of the KV connector (engine/kv_connector_worker.hpp), which moves a request's
 // KV inline with its header (as bytes) or on a device link (model/kv_link.hpp); a failure answers with an error.

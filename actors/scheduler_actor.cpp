@@ -3,7 +3,7 @@
 // prefill/decode side is scheduler_pd.cpp.
 #include <spdlog/spdlog.h>
 
-#include "actors/admin_view.hpp"
+#include "engine/admin_view.hpp"
 #include "actors/scheduler_state.hpp"
 
 namespace parley::scheduling {
@@ -132,10 +132,9 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       [self](msg::abort_all_atom) {
         finish(self, self->state.pipeline->live_request_ids(), RequestStatus::FinishedAborted);
       },
-      [self](msg::requests_atom, const msg::TextReply& reply) {
+      [self](msg::requests_atom) {
         const auto& st = self->state;
-        reply(admin_requests_json(st.pipeline->scheduler(), st.pipeline->async_scheduling(),
-                                  st.pipeline->steps_in_flight()));
+        return admin_view(st.pipeline->scheduler(), st.pipeline->async_scheduling(), st.pipeline->steps_in_flight());
       },
       [self](msg::reset_cache_atom, const msg::TextReply& reply) {
         reply(self->state.scheduler().reset_prefix_cache() ? "true" : "false");
@@ -148,7 +147,8 @@ msg::scheduler_actor::behavior_type scheduler_fun(Self self, SchedulerConfig con
       },
       [self](msg::kv_atom, const KvTransferPayload& p) { kv_received(self, p); },
       [self](msg::kv_failed_atom, const std::string& id, const std::string& why) { kv_failure(self, id, why); },
-      [self](msg::kv_transfer_actor kv) { self->state.kv = std::move(kv); },
+      [self](msg::prefill_kv_actor kv) { self->state.prefill_kv = std::move(kv); },
+      [self](msg::decode_kv_actor kv) { self->state.decode_kv = std::move(kv); },
       [self](msg::stats_atom) { return actor_stats(self, "scheduler"); });
 }
 

@@ -12,7 +12,7 @@ namespace parley::scheduling {
 void route_remote_prefills(Self self) {
   auto& st = self->state;
   for (KvConnectorScheduler::Route& route : st.connector->take_routes())
-    self->send(st.kv, msg::route_atom::value, std::move(route.req_id), std::move(route.prefill_request));
+    self->send(st.decode_kv, msg::route_atom::value, std::move(route.req_id), std::move(route.prefill_request));
 }
 
 // Prefill side: the handed-off request's payload and held blocks go to the KV transfer actor, which has the
@@ -21,8 +21,8 @@ void route_remote_prefills(Self self) {
 void hand_off_kv(Self self, KvConnectorScheduler::HandOff handed) {
   auto& st = self->state;
   if (!handed.first.error.empty())  // the engine failed it here: the decode instance's policy decides what follows
-    return self->send(st.kv, msg::refuse_atom::value, handed.first.req_id, std::move(handed.first.error));
-  self->send(st.kv, msg::push_atom::value, st.connector->payload(handed), std::move(handed.blocks));
+    return self->send(st.prefill_kv, msg::refuse_atom::value, handed.first.req_id, std::move(handed.first.error));
+  self->send(st.prefill_kv, msg::push_atom::value, st.connector->payload(handed), std::move(handed.blocks));
 }
 
 // Prefill side: a request routed here by a decode instance.
@@ -30,7 +30,7 @@ void admit_for_decode(Self self, Request& r) {
   auto& st = self->state;
   const std::string id = r.request_id;
   if (auto refusal = st.connector->admit(std::move(r), now_seconds()))
-    return self->send(st.kv, msg::refuse_atom::value, id, std::move(*refusal));
+    return self->send(st.prefill_kv, msg::refuse_atom::value, id, std::move(*refusal));
   report_counters(self);
   maybe_step(self);
 }

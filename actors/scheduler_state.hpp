@@ -21,7 +21,8 @@ struct SchedulerState {
   // PD roles.
   bool remote_prefill = false;                      // decode role: admitted requests are prefilled by prefill instances
   std::unique_ptr<KvConnectorScheduler> connector;  // all of PD's policy: routes, hand-offs, landings, failures
-  msg::kv_transfer_actor kv;
+  msg::prefill_kv_actor prefill_kv;                 // prefill role: hand-offs are pushed through it
+  msg::decode_kv_actor decode_kv;                   // decode role: prompts are routed through it
 };
 using Self = msg::scheduler_actor::stateful_pointer<SchedulerState>;
 

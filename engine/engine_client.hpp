@@ -18,6 +18,8 @@ namespace parley {
 class Tokenizer;      // model/tokenizer.hpp
 struct LlamaConfig;   // model/llama_config.hpp
 struct EngineConfig;  // engine/engine_config.hpp: the flags it starts from
+struct EngineView;    // engine/admin_view.hpp: the /admin views
+struct ActorView;
 
 // Receives one client request's outputs. Called from actor threads: implementations hand work to their
 // own thread (an Asio strand) and must not block.
@@ -56,10 +58,10 @@ class EngineClient {
   virtual void abort_all() = 0;
   // Prometheus text of every metric.
   virtual void metrics(std::function<void(std::string)> reply) = 0;
-  // JSON: every actor with its mailbox depth and messages handled.
-  virtual void admin_actors(std::function<void(std::string)> reply) = 0;
-  // JSON: every live request (state, tokens, blocks, parent) and the KV block pool.
-  virtual void admin_requests(std::function<void(std::string)> reply) = 0;
+  // Every actor with its mailbox depth and messages handled: one list per engine (several with data parallelism).
+  virtual void admin_actors(std::function<void(std::vector<std::vector<ActorView>>)> reply) = 0;
+  // Every live request (state, tokens, blocks, parent), the KV block pool and the steps: one view per engine.
+  virtual void admin_requests(std::function<void(std::vector<EngineView>)> reply) = 0;
   // Forgets every cached prefix: true, or false while a request holds a block (vLLM's reset_prefix_cache).
   virtual void reset_prefix_cache(std::function<void(bool)> reply) = 0;
   // Aborts what is live and stops every actor; waits for them.

@@ -1,10 +1,8 @@
-// The KV transfer actor's two sides as plain state, so that what it decides is tested without actors,
-// sockets or sleeps (tests/test_kv_transfer_sides.cpp):
-// - a prefill instance's DecodeClients: which decode instance awaits each request's KV, the leases on blocks
-//   pushed but not acknowledged, and the device link to each decode instance;
-// - a decode instance's PrefillLinks: the device link to each prefill instance, as one state per peer, and
-//   when a broken one is opened again.
-// Peer is the decode instance's handle (caf::actor in the actor, anything comparable in tests).
+// A prefill instance's KV transfer state as plain data, so that what it decides is tested without actors,
+// sockets or sleeps (tests/test_kv_transfer_sides.cpp): DecodeClients, which decode instance awaits each
+// request's KV, the leases on blocks pushed but not acknowledged, and the device link to each decode instance.
+// (A decode instance's side is engine/prefill_router.hpp.) Peer is the decode instance's handle (caf::actor in
+// the actor, anything comparable in tests).
 #pragma once
 #include <algorithm>
 #include <map>
@@ -103,62 +101,6 @@ class DecodeClients {
   std::unordered_map<std::string, Peer> awaiting_;  // routed here, KV not pushed yet
   std::unordered_map<std::string, double> leases_;  // pushed: blocks held until acknowledged or this time
   std::map<Peer, std::string> links_;               // decode instance -> the device link to it, once up
-};
-
-// A decode instance's device links, one per prefill peer (the router's index). A link is opened once the peer
-// is up; one that fails to open or breaks leaves that peer's KV on TCP and is opened again a retry interval
-// later (one attempt per interval: a dead NIC costs no more than that).
-class PrefillLinks {
- public:
-  enum class State {
-    None,     // no device links, or closed with the connection
-    Opening,  // both workers are opening their ends of the link
-    Up,       // KV from this peer may come on it
-    Broken,   // failed to open or broke: KV comes over TCP until it is opened again
-  };
-
-  PrefillLinks(size_t num_peers, double retry_s) : peers_(num_peers), retry_s_(retry_s) {}
-
-  // A new link to `peer` is opening as `name`: the one it replaces ("" if none), to close.
-  std::string opening(size_t peer, const std::string& name) {
-    std::string old = close(peer);
-    peers_[peer] = {State::Opening, name, 0};
-    return old;
-  }
-  // Both ends are open: true unless the link was replaced or closed meanwhile.
-  bool opened(size_t peer, const std::string& name) {
-    if (peers_[peer].name != name || peers_[peer].state != State::Opening) return false;
-    peers_[peer].state = State::Up;
-    return true;
-  }
-  // The link `name` failed to open or broke (ignored when it is not this peer's any more).
-  void failed(size_t peer, const std::string& name, double now) {
-    if (peers_[peer].name == name) fail(peer, now);
-  }
-  // No link id could even be had: it is tried again later.
-  void fail(size_t peer, double now) { peers_[peer] = {State::Broken, "", now + retry_s_}; }
-  // The link `name` broke, whichever peer it was to.
-  void broken(const std::string& name, double now) {
-    for (size_t p = 0; p < peers_.size(); ++p)
-      if (!name.empty() && peers_[p].name == name) fail(p, now);
-  }
-  // The peer went down (or its connection closed): its link, to close ("" if none).
-  std::string close(size_t peer) { return std::exchange(peers_[peer], {}).name; }
-  // Broken links due to be opened again.
-  bool reopen_due(size_t peer, double now) const {
-    return peers_[peer].state == State::Broken && now >= peers_[peer].retry_at;
-  }
-  State state(size_t peer) const { return peers_[peer].state; }
-  const std::string& name(size_t peer) const { return peers_[peer].name; }
-
- private:
-  struct Link {
-    State state = State::None;
-    std::string name;     // Opening or Up
-    double retry_at = 0;  // Broken
-  };
-  std::vector<Link> peers_;
-  double retry_s_;
 };
 
 }  // namespace parley

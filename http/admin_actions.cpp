@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "http/admin_json.hpp"
 #include "http/log_text.hpp"
 
 namespace parley::http {
@@ -59,8 +60,10 @@ AdminSnapshots::View AdminSnapshots::current(EngineClient& engine) {
       if (--*pending == 0) st->asking = false, st->answered_at = std::chrono::steady_clock::now();
     };
   };
-  engine.admin_requests(store(&View::requests));
-  engine.admin_actors(store(&View::actors));
+  engine.admin_requests(
+      [done = store(&View::requests)](const std::vector<EngineView>& v) { done(admin_requests_json(v)); });
+  engine.admin_actors(
+      [done = store(&View::actors)](const std::vector<std::vector<ActorView>>& v) { done(admin_actors_json(v)); });
   engine.metrics(store(&View::metrics));
   return view;
 }

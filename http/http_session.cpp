@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "http/admin_actions.hpp"
+#include "http/admin_json.hpp"
 #include "http/endpoints.hpp"
 #include "http/log_text.hpp"
 #include "http/request_reader.hpp"
@@ -252,9 +253,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (metrics)
       ctx_.engine->metrics(reply);
     else if (kind == RouteResult::Kind::AdminActors)
-      ctx_.engine->admin_actors(reply);
+      ctx_.engine->admin_actors([reply](const std::vector<std::vector<ActorView>>& v) { reply(admin_actors_json(v)); });
     else
-      ctx_.engine->admin_requests(reply);
+      ctx_.engine->admin_requests([reply](const std::vector<EngineView>& v) { reply(admin_requests_json(v)); });
   }
 
   void answer(int status, std::string body, const std::string& type, bool keep_alive, const Headers& headers = {}) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/admin_json.hpp"
 #include "engine/engine_client.hpp"
 #include "engine/engine_config.hpp"
 #include "model/tokenizer.hpp"
@@ -109,7 +110,7 @@ inline void require_idle(EngineClient& engine) {
 inline nlohmann::json idle_admin_view(EngineClient& engine) {
   for (int i = 0; i < 200; ++i) {
     std::promise<std::string> p;
-    engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
+    engine.admin_requests([&p](const auto& v) { p.set_value(http::admin_requests_json(v)); });
     auto view = nlohmann::json::parse(p.get_future().get());
     const auto& steps = view.at("steps");
     if (view.at("requests").empty() && steps.at("in_flight").empty() && !steps.at("worker_news_pending")) return view;

@@ -3,6 +3,7 @@
 // nothing; aborts and stop strings finish requests and every block returns.
 #include <catch2/catch.hpp>
 
+#include "http/admin_json.hpp"
 #include "engine_client_util.hpp"
 #include "model/cuda/cuda_model.hpp"
 #include "model/convert.hpp"
@@ -467,7 +468,7 @@ TEST_CASE("actor engine: every actor counts the messages it handles and the step
   const int64_t steps = view.at("steps").at("total");
   REQUIRE(steps >= 12);
   std::promise<std::string> p;
-  engine->admin_actors([&p](std::string json) { p.set_value(std::move(json)); });
+  engine->admin_actors([&p](const auto& v) { p.set_value(http::admin_actors_json(v)); });
   std::map<std::string, int64_t> handled;
   const std::string text = p.get_future().get();
   INFO(text);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/kv_transfer_sides.hpp"
+#include "engine/prefill_router.hpp"
 
 using namespace parley;
 
@@ -51,32 +52,35 @@ TEST_CASE("kv transfer sides: a prefill instance's device links follow their dec
 
 TEST_CASE("kv transfer sides: a decode instance's link per prefill peer, reopened a retry interval after it fails",
           "[pd][sides]") {
-  using State = PrefillLinks::State;
-  PrefillLinks links(2, 30.0);
-  CHECK(links.state(0) == State::None);
-  CHECK(links.opening(0, "L1").empty());
-  CHECK(links.state(0) == State::Opening);
-  CHECK_FALSE(links.opened(0, "L0"));  // another link's answer
-  CHECK(links.opened(0, "L1"));
-  CHECK(links.state(0) == State::Up);
-  CHECK(links.opening(0, "L2") == "L1");  // reopened: the old one closes
-  links.failed(0, "L1", 50.0);            // the old link's failure no longer matters
-  CHECK(links.state(0) == State::Opening);
-  links.failed(0, "L2", 50.0);
-  CHECK(links.state(0) == State::Broken);
-  CHECK(links.name(0).empty());
-  CHECK_FALSE(links.reopen_due(0, 79.9));
-  CHECK(links.reopen_due(0, 80.0));
-  CHECK_FALSE(links.opened(0, "L2"));  // a late success of a failed link does not bring it up
+  using State = PeerLink::State;
+  PrefillRouter<int> peers({PeerAddress::parse("a:1"), PeerAddress::parse("b:2")}, RoutingPolicy::RoundRobin);
+  PeerLink& link = peers.peer(0).link;
+  CHECK(link.state == State::None);
+  CHECK(link.opening("L1").empty());
+  CHECK(link.state == State::Opening);
+  CHECK_FALSE(link.opened("L0"));  // another link's answer
+  CHECK(link.opened("L1"));
+  CHECK(link.state == State::Up);
+  CHECK(link.opening("L2") == "L1");  // reopened: the old one closes
+  link.failed("L1", 80.0);            // the old link's failure no longer matters
+  CHECK(link.state == State::Opening);
+  link.failed("L2", 80.0);
+  CHECK(link.state == State::Broken);
+  CHECK(link.name.empty());
+  CHECK_FALSE(link.reopen_due(79.9));
+  CHECK(link.reopen_due(80.0));
+  CHECK_FALSE(link.opened("L2"));  // a late success of a failed link does not bring it up
 
-  links.opening(1, "M1");
-  links.opened(1, "M1");
-  links.broken("M1", 10.0);  // broke on the prefill side: named, not indexed
-  CHECK(links.state(1) == State::Broken);
-  CHECK(links.reopen_due(1, 40.0));
-  links.fail(1, 45.0);  // no link id this time: tried again later still
-  CHECK_FALSE(links.reopen_due(1, 50.0));
-  CHECK(links.close(1).empty());
-  CHECK(links.state(1) == State::None);
-  CHECK_FALSE(links.reopen_due(1, 1000.0));  // a peer that went down opens no link until it is up again
+  PeerLink& other = peers.peer(1).link;
+  other.opening("M1");
+  other.opened("M1");
+  peers.link_broken("M1", 40.0);  // broke on the prefill side: named, not indexed
+  CHECK(other.state == State::Broken);
+  CHECK(peers.peer(0).link.retry_at == 80.0);  // the other peer's link is untouched
+  CHECK(other.reopen_due(40.0));
+  other.fail(75.0);  // no link id this time: tried again later still
+  CHECK_FALSE(other.reopen_due(50.0));
+  CHECK(other.close().empty());
+  CHECK(other.state == State::None);
+  CHECK_FALSE(other.reopen_due(1000.0));  // a peer that went down opens no link until it is up again
 }

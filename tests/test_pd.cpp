@@ -303,10 +303,18 @@ TEST_CASE("pd: the prefill router picks among peers that are up and tracks trans
   REQUIRE(PeerAddress::parse("host.example:80").host == "host.example");
   for (const char* bad : {"nohost", ":80", "h:", "h:0", "h:70000", "h:8x"})
     REQUIRE_THROWS_AS(PeerAddress::parse(bad), std::invalid_argument);
-  PrefillRouter rr({PeerAddress::parse("a:1"), PeerAddress::parse("b:2"), PeerAddress::parse("c:3")},
-                   RoutingPolicy::RoundRobin);
+  PrefillRouter<int> rr({PeerAddress::parse("a:1"), PeerAddress::parse("b:2"), PeerAddress::parse("c:3")},
+                        RoutingPolicy::RoundRobin);
   REQUIRE_FALSE(rr.pick().has_value());  // nobody is up yet
-  rr.set_up(0, true), rr.set_up(2, true);
+  REQUIRE(rr.connect_due(1, 0.0));
+  rr.connecting(1);
+  REQUIRE_FALSE(rr.connect_due(1, 0.0));  // one attempt at a time
+  rr.connect_failed(1, 30.0);             // failed authentication: held off
+  REQUIRE_FALSE(rr.connect_due(1, 29.0));
+  REQUIRE(rr.connect_due(1, 30.0));
+  rr.up(0, 100), rr.up(2, 102);
+  REQUIRE(rr.peer(2).actor == 102);
+  REQUIRE_FALSE(rr.connect_due(0, 0.0));
   REQUIRE(*rr.pick() == 0);
   REQUIRE(*rr.pick() == 2);
   REQUIRE(*rr.pick() == 0);
@@ -314,16 +322,18 @@ TEST_CASE("pd: the prefill router picks among peers that are up and tracks trans
   REQUIRE_THROWS_AS(rr.started("x", 2, 1.0), std::logic_error);
   REQUIRE(rr.expired(6.0) == std::vector<std::string>{"y"});
   REQUIRE(rr.in_flight(0) == 2);
-  auto lost = rr.set_up(0, false);  // peer 0 died: its transfers failed
+  auto lost = rr.down(0);  // peer 0 died: its transfers failed
   std::sort(lost.begin(), lost.end());
   REQUIRE(lost == std::vector<std::string>{"x", "z"});
   REQUIRE(rr.in_flight() == 1);
+  REQUIRE(rr.peer(0).actor == 0);  // no handle kept to a peer that is down
+  REQUIRE(rr.connect_due(0, 0.0));
   REQUIRE(*rr.pick() == 2);
   REQUIRE(*rr.pick() == 2);
   REQUIRE(rr.finished("y") == std::optional<size_t>(2));
   REQUIRE_FALSE(rr.finished("y").has_value());
-  PrefillRouter least({PeerAddress::parse("a:1"), PeerAddress::parse("b:2")}, RoutingPolicy::LeastLoaded);
-  least.set_up(0, true), least.set_up(1, true);
+  PrefillRouter<int> least({PeerAddress::parse("a:1"), PeerAddress::parse("b:2")}, RoutingPolicy::LeastLoaded);
+  least.up(0, 1), least.up(1, 2);
   least.started("p", 0, 1.0), least.started("q", 0, 1.0);
   REQUIRE(*least.pick() == 1);
   least.started("r", 1, 1.0);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/admin_json.hpp"
 #include "engine_client_util.hpp"
 #include "host_kv_link.hpp"
 
@@ -31,7 +32,7 @@ int free_port() {
 
 nlohmann::json admin_view(EngineClient& engine) {
   std::promise<std::string> p;
-  engine.admin_requests([&p](std::string json) { p.set_value(std::move(json)); });
+  engine.admin_requests([&p](const auto& v) { p.set_value(http::admin_requests_json(v)); });
   return nlohmann::json::parse(p.get_future().get());
 }
 
