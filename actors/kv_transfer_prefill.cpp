@@ -87,6 +87,52 @@ bool from_peer(PrefillSelf self, const char* what) {
   return false;
 }
 
+// A prompt from a decode instance: prefilled here unless its sender may not send one (refused unread, so that it
+// prefills locally at once) or its KV layout differs (refused before computing KV the decode side cannot take).
+void take_prompt(PrefillSelf self, const std::string& json, const caf::actor& to) {
+  auto refuse = [&](const std::string& id, const std::string& why) {
+    self->send(caf::actor_cast<msg::decode_kv_actor>(to), msg::kv_failed_atom::value, id, why);
+  };
+  if (!from_peer(self, "prefill")) {
+    const auto& sender = self->current_sender();
+    if (sender && to && to.node() == sender->node()) try {
+        refuse(decode_prefill_request(json, nullptr).request_id,
+               "this prefill instance requires --kv-secret authentication");
+      } catch (const std::exception&) {}
+    return;
+  }
+  try {
+    KvLayout theirs;
+    Request r = decode_prefill_request(json, &theirs);
+    if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
+      spdlog::warn("request {} refused: {}", r.request_id, why);
+      return refuse(r.request_id, why);
+    }
+    self->state.clients->accept(r.request_id, to);
+    self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
+  } catch (const std::exception& e) {
+    spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
+  }
+}
+
+// A decode instance opens a device link to this one: this worker opens rank 0 of it, replacing an earlier one.
+void open_link_to(PrefillSelf self, const std::string& id, const std::string& name, const caf::actor& decode) {
+  auto& st = self->state;
+  if (st.link_transport.empty())
+    return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
+  close_link(self, st.clients->forget_link(decode));
+  ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
+      .then(
+          [self, name, decode](bool) {
+            close_link(self, self->state.clients->link_up(decode, name));
+            self->monitor(decode);  // a link to an instance that went away would idle, holding its communicator
+            spdlog::info("device link {} is up ({})", name, self->state.link_transport);
+          },
+          [self, name](const caf::error& err) {
+            spdlog::warn("device link {} failed ({}); KV to it goes over TCP", name, self->system().render(err));
+          });
+}
+
 // Admin: the decode instances awaiting KV, the leases and the links.
 KvTransferView view(const PrefillKvState& st) {
   KvTransferView v;
@@ -141,31 +187,7 @@ msg::prefill_kv_actor::behavior_type prefill_behavior(PrefillSelf self, KvTransf
         refuse_sender(self, "proof", "it does not prove the secret");
         return false;
       },
-      [self](msg::prefill_atom, const std::string& json, const caf::actor& to) {
-        if (!from_peer(self, "prefill")) {
-          // The refusal (no prompt computed, no KV) lets such a decode instance prefill locally at once.
-          const auto& sender = self->current_sender();
-          if (sender && to && to.node() == sender->node()) try {
-              const std::string id = decode_prefill_request(json, nullptr).request_id;
-              self->send(caf::actor_cast<msg::decode_kv_actor>(to), msg::kv_failed_atom::value, id,
-                         std::string("this prefill instance requires --kv-secret authentication"));
-            } catch (const std::exception&) {}
-          return;
-        }
-        try {
-          KvLayout theirs;
-          Request r = decode_prefill_request(json, &theirs);
-          if (std::string why = kv_layout_mismatch(self->state.layout, theirs); !why.empty()) {
-            spdlog::warn("request {} refused: {}", r.request_id,
-                         why);  // before computing KV the decode side cannot take
-            return self->send(caf::actor_cast<msg::decode_kv_actor>(to), msg::kv_failed_atom::value, r.request_id, why);
-          }
-          self->state.clients->accept(r.request_id, to);
-          self->send(self->state.scheduler, msg::prefill_atom::value, std::move(r));
-        } catch (const std::exception& e) {
-          spdlog::error("a decode instance sent a request this instance cannot read: {}", e.what());
-        }
-      },
+      [self](msg::prefill_atom, const std::string& json, const caf::actor& to) { take_prompt(self, json, to); },
       [self](msg::push_atom, KvTransferPayload& p, std::vector<int>& blocks) {
         auto& st = self->state;
         if (!local_only(self, "push")) return;
@@ -178,21 +200,7 @@ msg::prefill_kv_actor::behavior_type prefill_behavior(PrefillSelf self, KvTransf
         if (from_peer(self, "link closed")) link_broken(self, name);
       },
       [self](msg::link_open_atom, const std::string& id, const std::string& name, const caf::actor& decode) {
-        auto& st = self->state;
-        if (!from_peer(self, "link")) return;
-        if (st.link_transport.empty())
-          return spdlog::warn("a decode instance asked for a device link; this one has none (--kv-transport)");
-        close_link(self, st.clients->forget_link(decode));
-        ask(self, st.worker, caf::infinite, msg::link_open_atom::value, name, id, int32_t(0))
-            .then(
-                [self, name, decode](bool) {
-                  close_link(self, self->state.clients->link_up(decode, name));
-                  self->monitor(decode);  // a link to an instance that went away would idle, holding its communicator
-                  spdlog::info("device link {} is up ({})", name, self->state.link_transport);
-                },
-                [self, name](const caf::error& err) {
-                  spdlog::warn("device link {} failed ({}); KV to it goes over TCP", name, self->system().render(err));
-                });
+        if (from_peer(self, "link")) open_link_to(self, id, name, decode);
       },
       [self](msg::refuse_atom, const std::string& id, const std::string& why) {
         auto& st = self->state;

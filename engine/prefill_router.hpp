@@ -75,7 +75,10 @@ class PrefillRouter {
   };
 
   PrefillRouter(std::vector<PeerAddress> peers, RoutingPolicy policy) : policy_(policy) {
-    for (PeerAddress& a : peers) peers_.push_back({std::move(a)});
+    for (PeerAddress& a : peers) {
+      Peer& p = peers_.emplace_back();
+      p.address = std::move(a);
+    }
   }
 
   size_t num_peers() const { return peers_.size(); }
