@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "model/pretokenizer.hpp"
+#include "model/wordpiece.hpp"
 
 namespace parley {
 namespace {
@@ -156,6 +157,51 @@ void read_byte_level(const json& tok, const std::string& file, const std::string
   v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
 }
 
+// BERT's normalizer flags, as llama.cpp carries them: its WPM tokenizer always cleans the text and isolates CJK.
+void read_bert_normalizer(const json& normalizer, const std::string& file, Vocab& v) {
+  if (normalizer.value("type", "") != "BertNormalizer" || !normalizer.value("clean_text", true) ||
+      !normalizer.value("handle_chinese_chars", true))
+    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs a BertNormalizer that cleans the text and " +
+                             "isolates CJK characters");
+  v.lowercase = normalizer.value("lowercase", true);
+  const json strip = normalizer.value("strip_accents", json());
+  v.strip_accents = strip.is_boolean() ? strip.get<bool>() : v.lowercase;  // null: as lowercase
+}
+
+// A WordPiece vocabulary (BERT, BGE, MiniLM, E5) as llama.cpp's converter writes it: a word's first piece gets
+// the U+2581 prefix, a "##" continuation loses its "##"; [CLS] text [SEP] with add_special.
+void read_wordpiece(const json& tok, const json& config, const std::string& file, Vocab& v) {
+  v.kind = TokenizerKind::WordPiece;
+  read_bert_normalizer(tok.value("normalizer", json()), file, v);
+  const json pre = tok.value("pre_tokenizer", json());
+  if (pre.value("type", "") != "BertPreTokenizer")
+    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs the BertPreTokenizer");
+  const json& model = tok.at("model");
+  if (model.value("continuing_subword_prefix", "##") != "##" ||
+      model.value("max_input_chars_per_word", 100) != static_cast<int>(WordPiece::kMaxWordChars))
+    throw std::runtime_error("'" + file + "': WordPiece needs the prefix '##' and words of at most 100 characters");
+  auto id_of = [&](const char* key) {
+    const std::string text = token_text(config, key);
+    for (int id = 0; id < v.size() && !text.empty(); ++id)
+      if (v.pieces[id] == text) return id;
+    return -1;
+  };
+  v.bos_id = v.bos_id >= 0 ? v.bos_id : id_of("cls_token");
+  v.sep_id = id_of("sep_token");
+  if (v.bos_id < 0 || v.sep_id < 0)
+    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs cls_token and sep_token in its config");
+  v.eos_id = v.eos_id >= 0 ? v.eos_id : v.sep_id;  // as the converter makes [SEP] the EOS
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_sep = true;
+  v.add_space_prefix = false;
+  for (int id = 0; id < v.size(); ++id) {
+    std::string& p = v.pieces[id];
+    if (v.types[id] != TokenType::Normal) continue;
+    p = p.starts_with("##") ? p.substr(2) : "\xE2\x96\x81" + p;
+  }
+}
+
 }  // namespace
 
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) {
@@ -163,13 +209,14 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   const json tok = read_json(tok_path);
   const json config = read_json(config_path);
   const json& model = tok.at("model");
-  const bool byte_level = has_byte_level(tok.value("pre_tokenizer", json()));
-  const bool sentencepiece = !byte_level && model.value("byte_fallback", false);
-  if (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece))
+  const bool wordpiece = model.value("type", "") == "WordPiece";
+  const bool byte_level = !wordpiece && has_byte_level(tok.value("pre_tokenizer", json()));
+  const bool sentencepiece = !wordpiece && !byte_level && model.value("byte_fallback", false);
+  if (!wordpiece && (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece)))
     throw std::runtime_error("'" + tok_path +
-                             "' is neither a byte-level nor a SentencePiece-style BPE tokenizer (model " +
+                             "' is neither a WordPiece nor a byte-level or SentencePiece-style BPE tokenizer (model " +
                              model.value("type", "?") + ")");
-  if (sentencepiece && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
+  if (!byte_level && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
 
   HfTokenizer out;
   Vocab& v = out.vocab;
@@ -208,7 +255,7 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   v.bos_id = id_of(token_text(config, "bos_token"));
   v.eos_id = id_of(token_text(config, "eos_token"));
   v.unk_id = model.contains("unk_token") && model["unk_token"].is_string() ? id_of(model["unk_token"]) : -1;
-  if (v.unk_id >= 0) v.types[v.unk_id] = TokenType::Unknown;
+  if (v.unk_id >= 0 && !wordpiece) v.types[v.unk_id] = TokenType::Unknown;  // BERT's [UNK] stays a control token
   // add_bos as the config says, else as the post-processor does (a template that starts with BOS).
   bool post_adds_bos = false;
   const json post = tok.value("post_processor", json());
@@ -220,7 +267,9 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   v.add_eos = config.value("add_eos_token", false);
   if (v.add_bos && v.bos_id < 0) throw std::runtime_error("'" + config_path + "' adds a BOS token but names none");
 
-  if (sentencepiece)
+  if (wordpiece)
+    read_wordpiece(tok, config, tok_path, v);
+  else if (sentencepiece)
     read_sentencepiece(tok, tok_path, v);
   else
     read_byte_level(tok, tok_path, pre, v);

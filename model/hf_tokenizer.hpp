@@ -1,8 +1,8 @@
 // Hugging Face tokenizer import: a tokenizer.json (+ tokenizer_config.json) as a GGUF vocabulary, in
 // the layout llama.cpp's converter writes (tokens, token types, BOS/EOS ids, add_bos, chat template;
 // merges and pre type for byte-level BPE). A SentencePiece-style BPE (byte_fallback, '▁' for space, as
-// Gemma's) becomes a "llama" vocabulary whose scores follow the merge ranks. Tests and benchmarks get
-// real vocabularies this way.
+// Gemma's) becomes a "llama" vocabulary whose scores follow the merge ranks; a WordPiece one (BERT's
+// normalizer and pre-tokenizer) a "bert" vocabulary. Tests and benchmarks get real vocabularies this way.
 #pragma once
 #include <string>
 
