@@ -6,7 +6,8 @@
 // without lowercasing. `parley gen-model --hf-tokenizer` writes each GGUF, `parley serve` tokenizes the shared
 // corpus plus WordPiece's edge cases (long words, control characters, ASCII symbols, CJK) through /tokenize,
 // and the ids must equal Hugging Face's, with and without [CLS] ... [SEP]. llama.cpp reads the same GGUF; its
-// agreement with Hugging Face is counted, not required (its WPM tokenizer has no 100-character word limit).
+// agreement with Hugging Face is counted, not required: its WPM tokenizer drops spacing and enclosing marks too
+// (Devanagari vowel signs, keycaps) and has no 100-character word limit.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
