@@ -70,9 +70,14 @@ TEST_CASE("BERT's normalizer lowercases and strips accents of an uncased vocabul
 }
 
 TEST_CASE("BERT's normalizer drops control and format characters, NUL, U+FFFD and invalid bytes", "[wordpiece]") {
-  CHECK(bert_words(std::string("a\x01" "b\0c", 5), kUncased) == Words{"abc"});
+  CHECK(bert_words(std::string("a\x01"
+                               "b\0c",
+                               5),
+                   kUncased) == Words{"abc"});
   CHECK(bert_words("a\u200Bb\u00ADc\uFFFDd\u007Fe", kUncased) == Words{"abcde"});
-  CHECK(bert_words("a\xFF" "b", kUncased) == Words{"ab"});
+  CHECK(bert_words("a\xFF"
+                   "b",
+                   kUncased) == Words{"ab"});
   CHECK(bert_words("a\u0085b", kUncased) == Words{"ab"});  // NEL is a control character before it is a space
   CHECK(bert_words("", kUncased).empty());
   CHECK(bert_words(" \t\n\u200B ", kUncased).empty());
@@ -93,9 +98,9 @@ TEST_CASE("WordPiece takes the longest piece first and continues a word with its
   const Vocab v = bert_vocab();
   const Tokenizer t(v);
   CHECK(t.encode("playing", false) == std::vector<int>{id_of(v, "\u2581play"), id_of(v, "ing")});
-  CHECK(t.encode("unplayable played", false) ==
-        std::vector<int>{id_of(v, "\u2581un"), id_of(v, "play"), id_of(v, "able"), id_of(v, "\u2581play"),
-                         id_of(v, "ed")});
+  CHECK(t.encode("unplayable played", false) == std::vector<int>{id_of(v, "\u2581un"), id_of(v, "play"),
+                                                                 id_of(v, "able"), id_of(v, "\u2581play"),
+                                                                 id_of(v, "ed")});
   CHECK(t.encode("Caf\u00E9, \u4E2D", false) ==
         std::vector<int>{id_of(v, "\u2581cafe"), id_of(v, "\u2581,"), id_of(v, "\u2581\u4E2D")});
   CHECK(t.encode("", false).empty());
@@ -173,11 +178,10 @@ TEST_CASE("a WordPiece tokenizer.json imports in llama.cpp's spelling, and a nor
           "[wordpiece][hf]") {
   TempDir tmp;
   auto write = [&](const std::string& normalizer) {
-    std::ofstream(tmp / "tokenizer.json")
-        << R"({"added_tokens": [{"id": 0, "content": "[UNK]", "special": true},
+    std::ofstream(tmp / "tokenizer.json") << R"({"added_tokens": [{"id": 0, "content": "[UNK]", "special": true},
                {"id": 1, "content": "[CLS]", "special": true}, {"id": 2, "content": "[SEP]", "special": true}],
-             "normalizer": )"
-        << normalizer << R"(, "pre_tokenizer": {"type": "BertPreTokenizer"},
+             "normalizer": )" << normalizer
+                                          << R"(, "pre_tokenizer": {"type": "BertPreTokenizer"},
              "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
                        "max_input_chars_per_word": 100,
                        "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "play": 3, "##ing": 4}}})";
