@@ -161,6 +161,8 @@ void WordPiece::encode_word(const std::string& word, std::vector<int>& out) cons
   for (std::size_t start = 0; start < word.size();) {
     const std::string_view prefix = start == 0 ? kWordStart : std::string_view();
     if (longest_piece_ <= prefix.size()) return unknown();
+    // Continuing with a U+2581 would find a word's first piece ("x▁x" is not "▁x" twice), where BERT finds no "##▁x".
+    if (start > 0 && std::string_view(word).substr(start).starts_with(kWordStart)) return unknown();
     // The longest piece that starts here, trying ends from the farthest a piece can reach, on character boundaries.
     std::size_t stop = std::min(word.size(), start + (longest_piece_ - prefix.size()));
     int id = -1;

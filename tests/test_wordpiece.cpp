@@ -110,7 +110,8 @@ TEST_CASE("a word with a part no piece spells, or of more than 100 characters, i
   const Vocab v = bert_vocab();
   const Tokenizer t(v);
   CHECK(t.encode("playz play", false) == std::vector<int>{1, id_of(v, "\u2581play")});
-  CHECK(t.encode("ing", false) == std::vector<int>{1});  // a continuation piece never starts a word
+  CHECK(t.encode("ing", false) == std::vector<int>{1});       // a continuation piece never starts a word
+  CHECK(t.encode("x\u2581x", false) == std::vector<int>{1});  // nor does a first piece continue one
   const std::vector<int> hundred = t.encode(std::string(100, 'x'), false);
   REQUIRE(hundred.size() == 100);
   CHECK(hundred[0] == id_of(v, "\u2581x"));
