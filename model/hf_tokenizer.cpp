@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <unordered_map>
 #include <stdexcept>
@@ -157,6 +158,14 @@ void read_byte_level(const json& tok, const std::string& file, const std::string
   v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
 }
 
+// A BERT special token the config names, else BertTokenizer's default ("[CLS]" for cls_token).
+std::string bert_special(const json& config, const std::string& key) {
+  if (config.contains(key)) return token_text(config, key.c_str());
+  std::string text = key.substr(0, key.find('_'));
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "[" + text + "]";
+}
+
 // BERT's normalizer flags, as llama.cpp carries them: its WPM tokenizer always cleans the text and isolates CJK.
 void read_bert_normalizer(const json& normalizer, const std::string& file, Vocab& v) {
   if (normalizer.value("type", "") != "BertNormalizer" || !normalizer.value("clean_text", true) ||
@@ -181,7 +190,7 @@ void read_wordpiece(const json& tok, const json& config, const std::string& file
       model.value("max_input_chars_per_word", 100) != static_cast<int>(WordPiece::kMaxWordChars))
     throw std::runtime_error("'" + file + "': WordPiece needs the prefix '##' and words of at most 100 characters");
   auto id_of = [&](const char* key) {
-    const std::string text = token_text(config, key);
+    const std::string text = bert_special(config, key);
     for (int id = 0; id < v.size() && !text.empty(); ++id)
       if (v.pieces[id] == text) return id;
     return -1;
@@ -189,7 +198,8 @@ void read_wordpiece(const json& tok, const json& config, const std::string& file
   v.bos_id = v.bos_id >= 0 ? v.bos_id : id_of("cls_token");
   v.sep_id = id_of("sep_token");
   if (v.bos_id < 0 || v.sep_id < 0)
-    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs cls_token and sep_token in its config");
+    throw std::runtime_error("'" + file +
+                             "': a WordPiece vocabulary needs its [CLS] and [SEP] tokens (cls_token, sep_token)");
   v.eos_id = v.eos_id >= 0 ? v.eos_id : v.sep_id;  // as the converter makes [SEP] the EOS
   v.add_bos = true;
   v.add_eos = false;
@@ -202,12 +212,42 @@ void read_wordpiece(const json& tok, const json& config, const std::string& file
   }
 }
 
+// The tokenizer.json that Hugging Face's BertTokenizerFast builds from a vocab.txt (one piece a line, ids in line
+// order) and the config's do_lower_case, strip_accents, tokenize_chinese_chars and special tokens.
+json bert_tokenizer_json(const std::string& vocab_path, const json& config) {
+  std::ifstream in(vocab_path);
+  if (!in) throw std::runtime_error("cannot open '" + vocab_path + "'");
+  json vocab = json::object();
+  int id = 0;
+  for (std::string line; std::getline(in, line); ++id) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    vocab[line] = id;
+  }
+  json added = json::array();
+  for (const char* key : {"pad_token", "unk_token", "cls_token", "sep_token", "mask_token"}) {
+    const std::string text = bert_special(config, key);
+    if (vocab.contains(text)) added.push_back({{"id", vocab[text]}, {"content", text}, {"special", true}});
+  }
+  const bool lowercase = config.value("do_lower_case", true);
+  return {{"added_tokens", added},
+          {"normalizer",
+           {{"type", "BertNormalizer"},
+            {"lowercase", lowercase},
+            {"strip_accents", config.value("strip_accents", json())},
+            {"handle_chinese_chars", config.value("tokenize_chinese_chars", true)}}},
+          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+          {"model", {{"type", "WordPiece"}, {"unk_token", bert_special(config, "unk_token")}, {"vocab", vocab}}}};
+}
+
 }  // namespace
 
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) {
-  const std::string tok_path = dir + "/tokenizer.json", config_path = dir + "/tokenizer_config.json";
-  const json tok = read_json(tok_path);
+  const std::string config_path = dir + "/tokenizer_config.json";
   const json config = read_json(config_path);
+  // An older BERT folder has a vocab.txt and no tokenizer.json.
+  const bool vocab_txt = !std::ifstream(dir + "/tokenizer.json") && std::ifstream(dir + "/vocab.txt");
+  const std::string tok_path = dir + (vocab_txt ? "/vocab.txt" : "/tokenizer.json");
+  const json tok = vocab_txt ? bert_tokenizer_json(tok_path, config) : read_json(tok_path);
   const json& model = tok.at("model");
   const bool wordpiece = model.value("type", "") == "WordPiece";
   const bool byte_level = !wordpiece && has_byte_level(tok.value("pre_tokenizer", json()));

@@ -3,6 +3,7 @@
 // vocabulary (bert-base-uncased's) is checked against Hugging Face in tests/e2e/wordpiece.mjs.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -198,6 +199,15 @@ TEST_CASE("a WordPiece tokenizer.json imports in llama.cpp's spelling, and a nor
   CHECK(v.sep_id == 2);
   CHECK(v.strip_accents);
   CHECK(Tokenizer(v).encode("PLAYING", true) == std::vector<int>{1, 3, 4, 2});
+
+  std::filesystem::remove(tmp / "tokenizer.json");  // BERT's vocab.txt: the same vocabulary, uncased by default
+  std::ofstream(tmp / "vocab.txt") << "[UNK]\n[CLS]\n[SEP]\nplay\r\n##ing\n";
+  std::ofstream(tmp / "tokenizer_config.json") << R"({"strip_accents": false})";
+  const Vocab from_txt = import_hf_tokenizer(tmp.dir).vocab;
+  CHECK(from_txt.pieces == v.pieces);
+  CHECK(from_txt.types == v.types);
+  CHECK((from_txt.unk_id == 0 && from_txt.bos_id == 1 && from_txt.sep_id == 2));
+  CHECK((from_txt.lowercase && !from_txt.strip_accents));
 
   write(R"({"type": "BertNormalizer", "clean_text": false})");
   CHECK_THROWS_WITH(import_hf_tokenizer(tmp.dir), Catch::Contains("cleans the text"));

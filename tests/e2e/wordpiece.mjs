@@ -5,7 +5,8 @@
 // bert-base-uncased's own. Three normalizers: uncased (lowercase, accents stripped), cased, and accents stripped
 // without lowercasing. `parley gen-model --hf-tokenizer` writes each GGUF, `parley serve` tokenizes the shared
 // corpus plus WordPiece's edge cases (long words, control characters, ASCII symbols, CJK) through /tokenize,
-// and the ids must equal Hugging Face's, with and without [CLS] ... [SEP]. llama.cpp reads the same GGUF; its
+// and the ids must equal Hugging Face's, with and without [CLS] ... [SEP]; the vocabulary as a vocab.txt folder
+// makes the very same GGUF, and every code point alone is compared. llama.cpp reads the same GGUF; its
 // agreement with Hugging Face is counted, not required: its WPM tokenizer drops spacing and enclosing marks too
 // (Devanagari vowel signs, keycaps) and has no 100-character word limit.
 import assert from 'node:assert/strict';
@@ -140,6 +141,18 @@ main('wordpiece', async (parley, ctx) => {
       // character assigned since is an ordinary letter to it, while utf8proc knows it (Unicode 15). Those ~570 code
       // points may differ, none other.
       if (n.name === 'uncased') {
+        // An older BERT folder (vocab.txt, no tokenizer.json) makes the very same GGUF.
+        const txtDir = path.join(tmp, 'vocab_txt');
+        fs.mkdirSync(txtDir);
+        const lines = [];
+        for (const [piece, id] of Object.entries(vocab)) lines[id] = piece;
+        fs.writeFileSync(path.join(txtDir, 'vocab.txt'), lines.join('\n') + '\n');
+        fs.copyFileSync(path.join(dir, 'tokenizer_config.json'), path.join(txtDir, 'tokenizer_config.json'));
+        const txtGguf = path.join(tmp, 'vocab_txt.gguf');
+        execFileSync(parley, ['gen-model', '--shape', 'builtin', '--hf-tokenizer', txtDir, '--out', txtGguf], { stdio: 'pipe' });
+        assert.ok(fs.readFileSync(txtGguf).equals(fs.readFileSync(gguf)), 'vocab.txt and tokenizer.json give one GGUF');
+        ctx.check();
+
         const tokenize = async (text) =>
           (await post(server.base, '/tokenize', { prompt: text, add_special_tokens: false })).json.tokens;
         const differ = await differingCodePoints(hf, tokenize);
