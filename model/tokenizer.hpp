@@ -33,7 +33,7 @@ class Tokenizer {
   // repeatedly merge the adjacent pair with the highest score (first such pair on ties).
   std::vector<int> encode(std::string_view text, bool add_special) const;
 
-  // Bytes of one token; after BOS a leading space is dropped (run.c's decode()). Control tokens
+  // Bytes of one token; SentencePiece drops a leading space after BOS (run.c's decode()). Control tokens
   // decode to nothing unless special_text, then to their own text. A WordPiece token decodes as llama.cpp's
   // token_to_piece: a word's first piece with a space before it (" play", "ing").
   std::string token_bytes(int prev_token, int token, bool special_text = false) const;
