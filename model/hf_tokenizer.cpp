@@ -239,6 +239,16 @@ json bert_tokenizer_json(const std::string& vocab_path, const json& config) {
           {"model", {{"type", "WordPiece"}, {"unk_token", bert_special(config, "unk_token")}, {"vocab", vocab}}}};
 }
 
+// tokenizer_config.json's chat_template: a string, or the "default" of a list of named ones; "" if none.
+std::string chat_template_of(const json& config) {
+  const json t = config.value("chat_template", json());
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array())
+    for (const json& named : t)
+      if (named.value("name", "") == "default") return named.value("template", "");
+  return "";
+}
+
 }  // namespace
 
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) {
@@ -314,14 +324,7 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   else
     read_byte_level(tok, tok_path, pre, v);
 
-  if (config.contains("chat_template")) {
-    const json& t = config["chat_template"];
-    if (t.is_string())
-      out.chat_template = t.get<std::string>();
-    else if (t.is_array())
-      for (const json& named : t)
-        if (named.value("name", "") == "default") out.chat_template = named.value("template", "");
-  }
+  out.chat_template = chat_template_of(config);
   return out;
 }
 
