@@ -7,6 +7,7 @@
 
 #include "model/architecture.hpp"
 #include "model/gguf_tensor_plan.hpp"
+#include "model/gguf_vocab.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/llama2c.hpp"
 #include "model/model_source.hpp"
@@ -144,39 +145,8 @@ void write_gguf(const ModelFile& m, const std::string& path, FileType type, cons
   g.set_u32("general.alignment", static_cast<uint32_t>(kGgufDefaultAlignment));
   set_arch_keys(g, c, *arch, w.mtp.has_value());
 
-  if (m.vocab) {
-    const Vocab& v = *m.vocab;
-    if (v.scores.size() != v.pieces.size() || v.types.size() != v.pieces.size())
-      throw std::invalid_argument("write_model_gguf: vocab pieces, scores and types differ in length");
-    const bool spm = v.kind == TokenizerKind::SentencePiece;
-    std::vector<std::string> tokens = v.pieces;
-    if (spm)  // SentencePiece files spell the space as U+2581
-      for (auto& t : tokens)
-        for (size_t at = t.find(' '); at != std::string::npos; at = t.find(' ', at + 3))
-          t.replace(at, 1, "\xE2\x96\x81");
-    std::vector<int32_t> types;
-    for (TokenType t : v.types) types.push_back(static_cast<int32_t>(t));
-    g.set_string("tokenizer.ggml.model", spm ? "llama" : "gpt2");
-    g.set("tokenizer.ggml.tokens", GgufValue::strings(tokens));
-    g.set("tokenizer.ggml.scores", GgufValue::floats(v.scores));
-    g.set("tokenizer.ggml.token_type", GgufValue::int32s(types));
-    if (!spm) {
-      g.set_string("tokenizer.ggml.pre", v.pre);
-      g.set("tokenizer.ggml.merges", GgufValue::strings(v.merges));
-    }
-    auto set_id = [&](const char* key, int32_t id) {  // a token the vocabulary lacks has no key
-      if (id >= 0) g.set_u32(key, static_cast<uint32_t>(id));
-    };
-    set_id("tokenizer.ggml.bos_token_id", v.bos_id);
-    set_id("tokenizer.ggml.eos_token_id", v.eos_id);
-    set_id("tokenizer.ggml.unknown_token_id", v.unk_id);
-    set_id("tokenizer.ggml.eot_token_id", v.eot_id);
-    set_id("tokenizer.ggml.eom_token_id", v.eom_id);
-    g.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
-    g.set_bool("tokenizer.ggml.add_eos_token", v.add_eos);
-    g.set_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
-    if (!m.chat_template.empty()) g.set_string("tokenizer.chat_template", m.chat_template);
-  }
+  if (m.vocab) write_gguf_vocab(g, *m.vocab);
+  if (m.vocab && !m.chat_template.empty()) g.set_string("tokenizer.chat_template", m.chat_template);
 
   // First the tensors in llama.cpp's layout, then each is encoded in the type the recipe picks.
   const std::vector<PlannedTensor> plan = plan_llama_cpp_tensors(c, *arch, w, bool(draw));

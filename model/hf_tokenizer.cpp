@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <unordered_map>
 #include <stdexcept>
 
 #include "model/pretokenizer.hpp"
+#include "model/wordpiece.hpp"
 
 namespace parley {
 namespace {
@@ -156,20 +158,115 @@ void read_byte_level(const json& tok, const std::string& file, const std::string
   v.add_space_prefix = pre_tokenizer.dump().find("\"add_prefix_space\":true") != std::string::npos;
 }
 
+// A BERT special token the config names, else BertTokenizer's default ("[CLS]" for cls_token).
+std::string bert_special(const json& config, const std::string& key) {
+  if (config.contains(key)) return token_text(config, key.c_str());
+  std::string text = key.substr(0, key.find('_'));
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "[" + text + "]";
+}
+
+// BERT's normalizer flags, as llama.cpp carries them: its WPM tokenizer always cleans the text and isolates CJK.
+void read_bert_normalizer(const json& normalizer, const std::string& file, Vocab& v) {
+  if (normalizer.value("type", "") != "BertNormalizer" || !normalizer.value("clean_text", true) ||
+      !normalizer.value("handle_chinese_chars", true))
+    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs a BertNormalizer that cleans the text and " +
+                             "isolates CJK characters");
+  v.lowercase = normalizer.value("lowercase", true);
+  const json strip = normalizer.value("strip_accents", json());
+  v.strip_accents = strip.is_boolean() ? strip.get<bool>() : v.lowercase;  // null: as lowercase
+}
+
+// A WordPiece vocabulary (BERT, BGE, MiniLM, E5) as llama.cpp's converter writes it: a word's first piece gets
+// the U+2581 prefix, a "##" continuation loses its "##"; [CLS] text [SEP] with add_special.
+void read_wordpiece(const json& tok, const json& config, const std::string& file, Vocab& v) {
+  v.kind = TokenizerKind::WordPiece;
+  read_bert_normalizer(tok.value("normalizer", json()), file, v);
+  const json pre = tok.value("pre_tokenizer", json());
+  if (pre.value("type", "") != "BertPreTokenizer")
+    throw std::runtime_error("'" + file + "': a WordPiece vocabulary needs the BertPreTokenizer");
+  const json& model = tok.at("model");
+  if (model.value("continuing_subword_prefix", "##") != "##" ||
+      model.value("max_input_chars_per_word", 100) != static_cast<int>(WordPiece::kMaxWordChars))
+    throw std::runtime_error("'" + file + "': WordPiece needs the prefix '##' and words of at most 100 characters");
+  auto id_of = [&](const char* key) {
+    const std::string text = bert_special(config, key);
+    for (int id = 0; id < v.size() && !text.empty(); ++id)
+      if (v.pieces[id] == text) return id;
+    return -1;
+  };
+  v.bos_id = v.bos_id >= 0 ? v.bos_id : id_of("cls_token");
+  v.sep_id = id_of("sep_token");
+  if (v.bos_id < 0 || v.sep_id < 0)
+    throw std::runtime_error("'" + file +
+                             "': a WordPiece vocabulary needs its [CLS] and [SEP] tokens (cls_token, sep_token)");
+  v.eos_id = v.eos_id >= 0 ? v.eos_id : v.sep_id;  // as the converter makes [SEP] the EOS
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_sep = true;
+  v.add_space_prefix = false;
+  for (int id = 0; id < v.size(); ++id) {
+    std::string& p = v.pieces[id];
+    if (v.types[id] != TokenType::Normal) continue;
+    p = p.starts_with("##") ? p.substr(2) : "\xE2\x96\x81" + p;
+  }
+}
+
+// The tokenizer.json that Hugging Face's BertTokenizerFast builds from a vocab.txt (one piece a line, ids in line
+// order) and the config's do_lower_case, strip_accents, tokenize_chinese_chars and special tokens.
+json bert_tokenizer_json(const std::string& vocab_path, const json& config) {
+  std::ifstream in(vocab_path);
+  if (!in) throw std::runtime_error("cannot open '" + vocab_path + "'");
+  json vocab = json::object();
+  int id = 0;
+  for (std::string line; std::getline(in, line); ++id) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    vocab[line] = id;
+  }
+  json added = json::array();
+  for (const char* key : {"pad_token", "unk_token", "cls_token", "sep_token", "mask_token"}) {
+    const std::string text = bert_special(config, key);
+    if (vocab.contains(text)) added.push_back({{"id", vocab[text]}, {"content", text}, {"special", true}});
+  }
+  const bool lowercase = config.value("do_lower_case", true);
+  return {{"added_tokens", added},
+          {"normalizer",
+           {{"type", "BertNormalizer"},
+            {"lowercase", lowercase},
+            {"strip_accents", config.value("strip_accents", json())},
+            {"handle_chinese_chars", config.value("tokenize_chinese_chars", true)}}},
+          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+          {"model", {{"type", "WordPiece"}, {"unk_token", bert_special(config, "unk_token")}, {"vocab", vocab}}}};
+}
+
+// tokenizer_config.json's chat_template: a string, or the "default" of a list of named ones; "" if none.
+std::string chat_template_of(const json& config) {
+  const json t = config.value("chat_template", json());
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array())
+    for (const json& named : t)
+      if (named.value("name", "") == "default") return named.value("template", "");
+  return "";
+}
+
 }  // namespace
 
 HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) {
-  const std::string tok_path = dir + "/tokenizer.json", config_path = dir + "/tokenizer_config.json";
-  const json tok = read_json(tok_path);
+  const std::string config_path = dir + "/tokenizer_config.json";
   const json config = read_json(config_path);
+  // An older BERT folder has a vocab.txt and no tokenizer.json.
+  const bool vocab_txt = !std::ifstream(dir + "/tokenizer.json") && std::ifstream(dir + "/vocab.txt");
+  const std::string tok_path = dir + (vocab_txt ? "/vocab.txt" : "/tokenizer.json");
+  const json tok = vocab_txt ? bert_tokenizer_json(tok_path, config) : read_json(tok_path);
   const json& model = tok.at("model");
-  const bool byte_level = has_byte_level(tok.value("pre_tokenizer", json()));
-  const bool sentencepiece = !byte_level && model.value("byte_fallback", false);
-  if (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece))
+  const bool wordpiece = model.value("type", "") == "WordPiece";
+  const bool byte_level = !wordpiece && has_byte_level(tok.value("pre_tokenizer", json()));
+  const bool sentencepiece = !wordpiece && !byte_level && model.value("byte_fallback", false);
+  if (!wordpiece && (model.value("type", "") != "BPE" || (!byte_level && !sentencepiece)))
     throw std::runtime_error("'" + tok_path +
-                             "' is neither a byte-level nor a SentencePiece-style BPE tokenizer (model " +
+                             "' is neither a WordPiece nor a byte-level or SentencePiece-style BPE tokenizer (model " +
                              model.value("type", "?") + ")");
-  if (sentencepiece && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
+  if (!byte_level && !pre.empty()) throw std::runtime_error("--pre applies to byte-level BPE vocabularies only");
 
   HfTokenizer out;
   Vocab& v = out.vocab;
@@ -208,7 +305,7 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   v.bos_id = id_of(token_text(config, "bos_token"));
   v.eos_id = id_of(token_text(config, "eos_token"));
   v.unk_id = model.contains("unk_token") && model["unk_token"].is_string() ? id_of(model["unk_token"]) : -1;
-  if (v.unk_id >= 0) v.types[v.unk_id] = TokenType::Unknown;
+  if (v.unk_id >= 0 && !wordpiece) v.types[v.unk_id] = TokenType::Unknown;  // BERT's [UNK] stays a control token
   // add_bos as the config says, else as the post-processor does (a template that starts with BOS).
   bool post_adds_bos = false;
   const json post = tok.value("post_processor", json());
@@ -220,19 +317,14 @@ HfTokenizer import_hf_tokenizer(const std::string& dir, const std::string& pre) 
   v.add_eos = config.value("add_eos_token", false);
   if (v.add_bos && v.bos_id < 0) throw std::runtime_error("'" + config_path + "' adds a BOS token but names none");
 
-  if (sentencepiece)
+  if (wordpiece)
+    read_wordpiece(tok, config, tok_path, v);
+  else if (sentencepiece)
     read_sentencepiece(tok, tok_path, v);
   else
     read_byte_level(tok, tok_path, pre, v);
 
-  if (config.contains("chat_template")) {
-    const json& t = config["chat_template"];
-    if (t.is_string())
-      out.chat_template = t.get<std::string>();
-    else if (t.is_array())
-      for (const json& named : t)
-        if (named.value("name", "") == "default") out.chat_template = named.value("template", "");
-  }
+  out.chat_template = chat_template_of(config);
   return out;
 }
 

@@ -113,7 +113,9 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) 
   check_id(vocab_.unk_id, "unk");
   check_id(vocab_.eot_id, "eot");
   check_id(vocab_.eom_id, "eom");
+  check_id(vocab_.sep_id, "sep");
   if (vocab_.kind == TokenizerKind::Gpt2Bpe) bpe_ = std::make_unique<const ByteLevelBpe>(vocab_);
+  if (vocab_.kind == TokenizerKind::WordPiece) wordpiece_ = std::make_unique<const WordPiece>(vocab_);
   eog_ids_ = end_of_generation_ids(vocab_);
 
   byte_to_id_.fill(-1);
@@ -138,8 +140,11 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)), specials_(vocab_) 
         bytes_[id] = "\xEF\xBF\xBD";  // U+FFFD: the text it stood for is lost
         break;
       default:
-        // A byte-level piece spells its bytes; an added (user-defined) token is its own text.
-        bytes_[id] = bpe_ && vocab_.types[id] != TokenType::UserDefined ? ByteLevelBpe::piece_bytes(piece) : piece;
+        // A byte-level piece spells its bytes, a WordPiece one its text; an added (user-defined) token is its own text.
+        if (vocab_.types[id] == TokenType::UserDefined)
+          bytes_[id] = piece;
+        else
+          bytes_[id] = bpe_ ? ByteLevelBpe::piece_bytes(piece) : wordpiece_ ? WordPiece::piece_text(piece) : piece;
         // First id wins for duplicate pieces.
         if (text_matchable(vocab_.types[id])) piece_to_id_.try_emplace(piece, id);
     }
@@ -156,7 +161,9 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_special) cons
       after_special = true;
       continue;
     }
-    if (bpe_) {
+    if (wordpiece_) {
+      wordpiece_->encode(segment.text, out);
+    } else if (bpe_) {
       // Hugging Face's ByteLevel(add_prefix_space): a space before each run that does not start with one.
       const bool prefix = vocab_.add_space_prefix && segment.text.front() != ' ';
       if (prefix)
@@ -170,6 +177,7 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_special) cons
     after_special = false;
   }
   if (add_special && vocab_.add_eos && vocab_.eos_id >= 0) out.push_back(vocab_.eos_id);
+  if (add_special && vocab_.add_sep && vocab_.sep_id >= 0) out.push_back(vocab_.sep_id);
   return out;
 }
 
@@ -286,8 +294,8 @@ std::string Tokenizer::token_bytes(int prev_token, int token, bool special_text)
   const std::string& b = bytes_[token];
   // SentencePiece drops the dummy-prefix space after BOS; run.c checks the piece text, so a
   // <0x20> byte token keeps its space.
-  if (!bpe_ && prev_token == vocab_.bos_id && prev_token >= 0 && vocab_.types[token] != TokenType::Byte && !b.empty() &&
-      b[0] == ' ')
+  if (vocab_.kind == TokenizerKind::SentencePiece && prev_token == vocab_.bos_id && prev_token >= 0 &&
+      vocab_.types[token] != TokenType::Byte && !b.empty() && b[0] == ' ')
     return b.substr(1);
   return b;
 }

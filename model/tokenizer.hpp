@@ -1,5 +1,5 @@
 // A vocabulary's tokenizer: special tokens cut out first, then SentencePiece-style BPE with byte
-// fallback (llama2.c's run.c) or byte-level BPE (GGUF "gpt2") on the text between them.
+// fallback (llama2.c's run.c), byte-level BPE (GGUF "gpt2") or WordPiece (GGUF "bert") on the text between them.
 #pragma once
 #include <array>
 #include <memory>
@@ -11,6 +11,7 @@
 #include "model/byte_level_bpe.hpp"
 #include "model/special_tokens.hpp"
 #include "model/vocab.hpp"
+#include "model/wordpiece.hpp"
 
 namespace parley {
 
@@ -25,15 +26,16 @@ class Tokenizer {
   explicit Tokenizer(Vocab vocab);
 
   // Control and user-defined tokens spelled in text become those tokens (leftmost-longest); the
-  // text between them is encoded by the vocabulary's kind. With add_special, BOS and EOS are added
-  // where the vocabulary says (add_bos, add_eos).
+  // text between them is encoded by the vocabulary's kind. With add_special, BOS and EOS (WordPiece: [CLS]
+  // and [SEP]) are added where the vocabulary says (add_bos, add_eos, add_sep).
   // SentencePiece (llama2.c encode()): a dummy-prefix ' ' before each text run that starts the text
   // or follows a special token (llama.cpp), per-UTF-8-char lookup with byte fallback, then
   // repeatedly merge the adjacent pair with the highest score (first such pair on ties).
   std::vector<int> encode(std::string_view text, bool add_special) const;
 
-  // Bytes of one token; after BOS a leading space is dropped (run.c's decode()). Control tokens
-  // decode to nothing unless special_text, then to their own text.
+  // Bytes of one token; SentencePiece drops a leading space after BOS (run.c's decode()). Control tokens
+  // decode to nothing unless special_text, then to their own text. A WordPiece token decodes as llama.cpp's
+  // token_to_piece: a word's first piece with a space before it (" play", "ing").
   std::string token_bytes(int prev_token, int token, bool special_text = false) const;
   // Whole-sequence decode (concatenated token_bytes); may contain invalid UTF-8 if the ids do.
   std::string decode(const std::vector<int>& tokens, int prev_token = -1, bool special_text = false) const;
@@ -60,7 +62,8 @@ class Tokenizer {
   std::vector<std::string> bytes_;                    // decoded bytes per token
   std::array<int, 256> byte_to_id_{};                 // id of the "<0xAB>" Byte token, or -1
   SpecialTokenMatcher specials_;
-  std::unique_ptr<const ByteLevelBpe> bpe_;  // set for byte-level BPE vocabularies
+  std::unique_ptr<const ByteLevelBpe> bpe_;     // set for byte-level BPE vocabularies
+  std::unique_ptr<const WordPiece> wordpiece_;  // set for WordPiece vocabularies
   std::vector<int> eog_ids_;
 };
 
