@@ -20,6 +20,17 @@ struct GenerateOptions {
 };
 int run_generate(const GenerateOptions& o);
 
+struct EmbedOptions {
+  std::string input = "-", output = "-";  // a file of lines to embed, one per line; JSON lines out ("-": stdin, stdout)
+  int dimensions = 0;                     // > 0: the first values only (needs matryoshka)
+  bool matryoshka = false;                // the model was trained for truncated vectors
+  bool normalize = true;
+  int truncate = 0;     // > 0: keep each input's last tokens; -1: the context's length; 0: over the context fails
+  int in_flight = 256;  // inputs submitted at once (the scheduler batches them)
+  EngineConfig engine;
+};
+int run_embed(const EmbedOptions& o);
+
 struct ServeOptions {
   EngineConfig engine;
   http::ServerOptions server;

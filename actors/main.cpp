@@ -55,6 +55,28 @@ CLI::Option* add_pooling_flag(CLI::App* cmd, std::optional<parley::PoolingType>&
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
 }
 
+void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
+  parley::add_engine_flags(cmd, o.engine);
+  parley::add_choice(cmd, o.engine.task,
+                     "auto: embed when the model file names a pooling type or --pooling is given; embed; generate "
+                     "(refused here)");
+  add_pooling_flag(cmd, o.engine.pooling,
+                   "How an embedding is made of the final hidden states (none, mean, cls, last), instead of the "
+                   "model file's {arch}.pooling_type");
+  cmd->add_option("--input", o.input, "Text to embed, one input per line (- : standard input)")->capture_default_str();
+  cmd->add_option("--output", o.output, "JSON lines {index, tokens, embedding}, in input order (- : standard output)")
+      ->capture_default_str();
+  cmd->add_flag("--matryoshka", o.matryoshka, "The model was trained for truncated vectors: --dimensions is honoured");
+  cmd->add_option("--dimensions", o.dimensions, "Keep the first N values of each vector (before normalizing)");
+  cmd->add_flag("!--no-normalize", o.normalize, "Vectors as pooled, not divided by their L2 norm");
+  cmd->add_option("--truncate", o.truncate,
+                  "Keep each input's last N tokens (-1: the context's length); by default an input over the context "
+                  "is an error")
+      ->capture_default_str();
+  cmd->add_option("--in-flight", o.in_flight, "Inputs submitted at once (the scheduler batches them)")
+      ->capture_default_str();
+}
+
 void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   parley::add_engine_flags(cmd, o.engine);
   auto& s = o.server;
@@ -170,6 +192,10 @@ int main(int argc, char** argv) {
   bool print_config = false;
   parley::add_config_flags(app, gen_cmd, print_config);
 
+  parley::EmbedOptions embed;
+  CLI::App* embed_cmd = app.add_subcommand("embed", "Embed a file of lines in-process (the same engine, no HTTP)");
+  add_embed_flags(embed_cmd, embed);
+
   parley::ServeOptions serve;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API and the /v1/ws websocket");
   add_serve_flags(serve_cmd, serve);
@@ -195,8 +221,8 @@ int main(int argc, char** argv) {
   gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
   add_pooling_flag(gen, gen_model.pooling, "Write {arch}.pooling_type: an embedding model (none, mean, cls, last)");
   gen->add_option("--hf-tokenizer", gen_model.hf_tokenizer,
-                  "A folder with a Hugging Face tokenizer.json and tokenizer_config.json: its byte-level BPE "
-                  "vocabulary and chat template replace the synthetic vocabulary")
+                  "A folder with a Hugging Face tokenizer.json and tokenizer_config.json (or a BERT vocab.txt): its "
+                  "byte-level BPE or WordPiece vocabulary and chat template replace the synthetic vocabulary")
       ->check(CLI::ExistingDirectory);
   gen->add_option("--pre", gen_model.pre, "The tokenizer.ggml.pre type of --hf-tokenizer (default: recognised)");
   file_type_option(gen, "--dtype", gen_model.dtype, "Weight types, as llama-quantize names them");
@@ -230,6 +256,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("generate")) return parley::run_generate(generate);
+    if (app.got_subcommand("embed")) return parley::run_embed(embed);
     if (app.got_subcommand("serve")) {
       serve.server.router.effective_config = parley::redacted_config(*serve_cmd);
       return parley::run_serve(serve);

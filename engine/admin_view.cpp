@@ -51,11 +51,13 @@ EngineView admin_view(const Scheduler& scheduler, bool async_scheduling, const s
       if (!null_block || b != null_block->block_id) row.blocks.push_back(b);
     row.n = r->awaits_split() ? int(r->child_req_ids.size()) : 1;
     row.preemptions = r->num_preemptions;
+    row.pooling = r->is_pooling();
   }
   const SchedulerStats s = scheduler.stats();
   view.kv_blocks = {s.num_total_blocks, s.num_used_blocks, s.num_cached_blocks, s.num_free_blocks,
                     block_states(kv.block_pool())};
   view.num_splits = s.num_splits;
+  view.pooled_requests = s.num_pooled, view.pooled_tokens = s.num_pooled_tokens;
   view.steps = {async_scheduling, steps_in_flight, scheduler.has_pending_finished(), s.num_steps,
                 s.num_discarded_tokens};
   return view;

@@ -17,6 +17,7 @@ struct RequestView {
   std::vector<int> blocks;                     // every block it references, the null block left out
   std::vector<std::vector<int>> block_tables;  // per KV group
   int n = 1;                                   // a parallel-sampling parent's children, before its split
+  bool pooling = false;                        // an embedding input (prefill only, one vector out)
   int preemptions = 0;
 };
 
@@ -52,6 +53,7 @@ struct EngineView {
   std::vector<RequestView> requests;  // split children with their parent
   BlockPoolView kv_blocks;
   int64_t num_splits = 0;
+  int64_t pooled_requests = 0, pooled_tokens = 0;  // pooling requests that produced their vector, their prompt tokens
   StepsView steps;
   std::optional<KvTransferView> kv_transfer;  // PD roles
 };

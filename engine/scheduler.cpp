@@ -258,6 +258,7 @@ EngineCoreOutput Scheduler::after_pooling(Request& r, const std::vector<float>& 
   o.pooled = pooled;
   o.finish_reason = FinishReason::Stop;
   r.status = RequestStatus::FinishedStopped;
+  ++num_pooled_, num_pooled_tokens_ += r.num_prompt_tokens();
   free_request(r);  // r is gone after this
   return o;
 }

@@ -64,9 +64,10 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t prefill_tokens_computed = 0;  // prompt tokens whose KV was computed (not prefix-cache hits)
   int64_t num_steps = 0;
-  int64_t num_discarded_tokens = 0;   // sampled in a step planned before the request finished or was preempted
-  int64_t num_splits = 0;             // parallel-sampling parents split into their children
-  int peak_used_blocks = 0;           // most blocks referenced at once since start
+  int64_t num_discarded_tokens = 0;  // sampled in a step planned before the request finished or was preempted
+  int64_t num_splits = 0;            // parallel-sampling parents split into their children
+  int64_t num_pooled = 0, num_pooled_tokens = 0;  // pooling requests that produced their vector, their prompt tokens
+  int peak_used_blocks = 0;                       // most blocks referenced at once since start
   int num_waiting_for_remote_kv = 0;  // decode side: holding blocks for KV from a prefill instance (in num_waiting)
   int num_held_for_transfer = 0;      // prefill side: handed off, blocks kept until the decode side has the KV
   int64_t num_step_failures = 0;      // lost steps resynchronised, and requests failed for their own fault
@@ -228,6 +229,7 @@ class Scheduler {
   std::unordered_map<std::string, int> stale_outputs_;
   std::deque<PlannedStep> planned_steps_;  // oldest first
   int64_t num_preemptions_ = 0, prefill_tokens_computed_ = 0, num_steps_ = 0, num_splits_ = 0, num_discarded_ = 0;
+  int64_t num_pooled_ = 0, num_pooled_tokens_ = 0;
   int64_t num_step_failures_ = 0;
   bool reset_batch_ = false;  // the next step tells the worker to drop its batch (after resync)
   int64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_ = 0;

@@ -44,6 +44,7 @@ SchedulerStats Scheduler::stats() const {
   s.num_graph_replays = num_graph_replays_;
   s.num_eager_steps = num_eager_steps_;
   s.num_splits = num_splits_;
+  s.num_pooled = num_pooled_, s.num_pooled_tokens = num_pooled_tokens_;
   s.num_step_failures = num_step_failures_;
   s.peak_used_blocks = peak_used_blocks_;
   s.num_waiting_for_remote_kv = num_waiting_for_remote_kv();

@@ -30,13 +30,15 @@ nlohmann::json engine_json(const EngineView& v) {
                         {"blocks", r.blocks},
                         {"block_tables", r.block_tables},
                         {"n", r.n},
-                        {"preemptions", r.preemptions}});
+                        {"preemptions", r.preemptions},
+                        {"pooling", r.pooling}});
   const BlockPoolView& b = v.kv_blocks;
   nlohmann::json j{
       {"requests", requests},
       {"kv_blocks",
        {{"total", b.total}, {"used", b.used}, {"cached", b.cached}, {"free", b.free}, {"states", b.states}}},
       {"num_splits", v.num_splits},
+      {"pooling", {{"requests", v.pooled_requests}, {"tokens", v.pooled_tokens}}},
       {"steps",
        {{"async_scheduling", v.steps.async_scheduling},
         {"in_flight", v.steps.in_flight},

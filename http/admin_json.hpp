@@ -9,7 +9,8 @@
 namespace parley::http {
 
 // {"requests": [{id, user_request, state, prompt_tokens, output_tokens, computed_tokens, placeholders, blocks,
-//  block_tables, n, preemptions}], "kv_blocks": {total, used, cached, free, states}, "num_splits": N,
+//  block_tables, n, preemptions, pooling}], "kv_blocks": {total, used, cached, free, states}, "num_splits": N,
+//  "pooling": {requests, tokens} (pooling requests that produced their vector, and their prompt tokens),
 //  "steps": {async_scheduling, in_flight, worker_news_pending, total, discarded_tokens},
 //  "kv_transfer" (PD roles): {peers: [{address, up, in_flight, device_link}], link_transport, links_to_decode,
 //  transfers_in_flight, awaiting_prefill, held_for_decode}}

@@ -42,6 +42,7 @@ ServingMetrics::ServingMetrics(std::string model_name) : model_name_(std::move(m
   generation_tokens_ = counter("parley:generation_tokens_total", "Number of generation tokens processed.");
   pooling_requests_ =
       counter("parley:pooling_requests_total", "Number of pooling requests (embeddings) that produced their vector.");
+  pooling_tokens_ = counter("parley:pooling_prompt_tokens_total", "Number of prompt tokens of those pooling requests.");
   request_success_ = &registry_.counter("parley:request_success_total", "Count of successfully processed requests.",
                                         {"model_name", "finished_reason"});
   for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort})
@@ -165,6 +166,7 @@ void ServingMetrics::on_first_token(double seconds_since_arrival, int prompt_tok
 void ServingMetrics::on_pooled(int prompt_tokens) {
   prompt_tokens_->inc(prompt_tokens);
   pooling_requests_->inc();
+  pooling_tokens_->inc(prompt_tokens);
 }
 void ServingMetrics::on_generated_tokens(int n) { generation_tokens_->inc(n); }
 void ServingMetrics::on_token(double seconds_since_previous_token) { itl_->observe(seconds_since_previous_token); }

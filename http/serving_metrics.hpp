@@ -55,7 +55,7 @@ class ServingMetrics {
   prom::Registry registry_;
   prom::Gauge *running_, *waiting_, *kv_usage_;
   prom::Counter *prefix_queries_, *prefix_hits_, *preemptions_, *prompt_tokens_, *generation_tokens_,
-      *pooling_requests_;
+      *pooling_requests_, *pooling_tokens_;
   prom::Counter *prefill_computed_, *splits_, *steps_, *discarded_, *step_failures_, *graph_replays_, *eager_steps_;
   prom::Counter *spec_drafts_, *spec_draft_tokens_, *spec_accepted_, *decode_steps_, *uniform_decode_steps_;
   prom::Family<prom::Counter>* spec_accepted_per_pos_;

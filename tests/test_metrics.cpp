@@ -114,6 +114,7 @@ TEST_CASE("a pooling request's vector counts the request and its prompt tokens",
   const std::string text = m.render();
   CHECK_THAT(text, Catch::Contains("parley:pooling_requests_total{model_name=\"stories\"} 2.0\n"));
   CHECK_THAT(text, Catch::Contains("parley:prompt_tokens_total{model_name=\"stories\"} 17.0\n"));
+  CHECK_THAT(text, Catch::Contains("parley:pooling_prompt_tokens_total{model_name=\"stories\"} 17.0\n"));
 }
 
 TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]") {
@@ -129,6 +130,7 @@ TEST_CASE("ServingMetrics exposes vLLM's metric names under parley:", "[metrics]
       {"parley:prompt_tokens_total", "counter"},
       {"parley:generation_tokens_total", "counter"},
       {"parley:pooling_requests_total", "counter"},
+      {"parley:pooling_prompt_tokens_total", "counter"},
       {"parley:request_success_total", "counter"},
       {"parley:time_to_first_token_seconds", "histogram"},
       {"parley:inter_token_latency_seconds", "histogram"},

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ['serve', 'generate', 'convert', 'gen-model', 'quantize', 'admin']
+COMMANDS = ['serve', 'generate', 'embed', 'convert', 'gen-model', 'quantize', 'admin']
 HEADER = """# Command-line flags
 
 Every option of every `parley` command as its `--help` prints it: names, value type, `=default`, constraints,

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { assertErrorShape, assertNoLeaks, main, metric, post, randomTokenIds } from './lib.mjs';
+import { assertErrorShape, assertNoLeaks, get, main, metric, post, randomTokenIds } from './lib.mjs';
 import { disposeLlamaOracle, embeddingInput, llamaEmbedding } from './llama_oracle.mjs';
 
 process.env.PARLEY_E2E_TIMEOUT_MS ??= '300000';
@@ -88,10 +88,12 @@ main('embeddings', async (parley, ctx) => {
     // One server for the client, the options and the bad inputs: qwen3 with last-token pooling, a short context.
     const file = path.join(dir, 'qwen3-last.gguf');
     const model = 'qwen3-last';
-    const server = await ctx.start(['--max-model-len', '64'], { label: 'api', model: file });
+    const server = await ctx.start(['--max-model-len', '64', '--admin-token', 'adm'], { label: 'api', model: file });
     const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'none', maxRetries: 0, timeout: 30000 });
     const before = { pooled: await metric(server.base, 'parley:pooling_requests_total', { model_name: model }),
-                     prompt: await metric(server.base, 'parley:prompt_tokens_total', { model_name: model }) };
+                     prompt: await metric(server.base, 'parley:prompt_tokens_total', { model_name: model }),
+                     pooledTokens: await metric(server.base, 'parley:pooling_prompt_tokens_total', { model_name: model }),
+                     admin: (await get(server.base, '/admin/requests', { headers: { Authorization: 'Bearer adm' } })).json.pooling };
     const floats = await client.embeddings.create({ model, input: ['Once upon a time', 'a cat'], encoding_format: 'float' });
     const base64 = await client.embeddings.create({ model, input: ['Once upon a time', 'a cat'] });  // the client asks base64
     assert.equal(floats.data.length, 2);
@@ -107,6 +109,11 @@ main('embeddings', async (parley, ctx) => {
                     prompt: await metric(server.base, 'parley:prompt_tokens_total', { model_name: model }) };
     assert.equal(after.pooled - before.pooled, 4, 'four pooling requests counted');
     assert.equal(after.prompt - before.prompt, 2 * floats.usage.prompt_tokens, 'their prompt tokens counted');
+    assert.equal(await metric(server.base, 'parley:pooling_prompt_tokens_total', { model_name: model }) - before.pooledTokens,
+                 2 * floats.usage.prompt_tokens, 'and counted as pooled tokens');
+    const admin = (await get(server.base, '/admin/requests', { headers: { Authorization: 'Bearer adm' } })).json;
+    assert.equal(admin.pooling.requests - before.admin.requests, 4, 'the admin view counts the pooling requests');
+    assert.equal(admin.pooling.tokens - before.admin.tokens, 2 * floats.usage.prompt_tokens, 'and their tokens');
 
     // truncate_prompt_tokens keeps the last tokens: the same vector as those tokens alone.
     const long = randomTokenIds(100, 5);
