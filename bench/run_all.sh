@@ -38,3 +38,6 @@ echo; echo "## Speculative decoding: 110M shape"
 "$BUILD/bench_speculative" --model "$model110" --threads "$threads" --concurrency 1,16 --gen-tokens 32 --repeats 2
 echo; echo "## PD disaggregation: 1 prefill + 1 decode instance against colocated (stories260K)"
 node bench/serve/pd.mjs "$BUILD/parley" --request-rate 8 --num-requests 120 --threads "$threads"
+echo; echo "## Embeddings: Qwen3-Embedding-0.6B shape, 512 inputs of 128 tokens (and the plot)"
+PARLEY_BUILD_DIR="$BUILD" bench/run_embeddings.sh "$threads" | tee bench/out/embeddings.txt
+bench/plot_embeddings.sh bench/out/embeddings.txt bench/out/embeddings.png
