@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The flag reference (docs/serving.md) and the binary agree: every long flag `parley CMD --help` lists for
-serve, generate, convert, gen-model and quantize appears in the reference's tables, and every flag the
+serve, generate, embed, convert, gen-model and quantize appears in the reference's tables, and every flag the
 reference's tables name exists in some command's --help.
 Usage: check_flag_docs.py PARLEY docs/serving.md"""
 import re
 import subprocess
 import sys
 
-COMMANDS = ['serve', 'generate', 'convert', 'gen-model', 'quantize', 'admin']
+COMMANDS = ['serve', 'generate', 'embed', 'convert', 'gen-model', 'quantize', 'admin']
 
 
 def help_flags(parley, command):
