@@ -123,7 +123,9 @@ class Progress {
 
 int run_embed(const EmbedOptions& o) {
   spdlog::set_level(spdlog::level::warn);
-  if (o.in_flight < 1) throw std::invalid_argument("--in-flight must be at least 1");
+  if (o.in_flight < 1 || o.in_flight > o.engine.scheduler.max_waiting)  // more would be refused with 503
+    throw std::invalid_argument("--in-flight must be in [1, --max-waiting (" +
+                                std::to_string(o.engine.scheduler.max_waiting) + ")]");
   if (o.truncate < -1) throw std::invalid_argument("--truncate must be a positive number of tokens, or -1");
   const std::vector<std::string> lines = read_lines(o.input);
   if (lines.empty()) throw std::invalid_argument("--input: no lines to embed");

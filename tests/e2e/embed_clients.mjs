@@ -80,6 +80,7 @@ main('embed_clients', async (parley, ctx) => {
       [[...model, '--matryoshka', '--dimensions', '65'], 'a\n', /--dimensions must be in \[1, 64\]/],
       [['--model', generator], 'a\n', /the model generates text/],
       [[...model, '--input', path.join(dir, 'missing.txt')], '', /cannot read/],
+      [[...model, '--in-flight', '20', '--max-waiting', '10'], 'a\n', /--in-flight must be in \[1, --max-waiting \(10\)\]/],
     ];
     for (const [args, stdin, message] of bad) {
       const b = runEmbed(parley, args, stdin);
