@@ -52,7 +52,7 @@ CLI::Option* add_pooling_flag(CLI::App* cmd, std::optional<parley::PoolingType>&
   return cmd
       ->add_option_function<std::string>(
           "--pooling", [&target](const std::string& v) { target = parley::parse_choice<parley::PoolingType>(v); }, what)
-      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
 }
 
 void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
