@@ -9,9 +9,9 @@ namespace parley {
 enum class PoolingTask { Embed, Score };
 
 struct PoolingParams {
-  PoolingTask task = PoolingTask::Embed;  // Score: the output is one float, the head's output[0]
   int dimensions = 0;     // > 0: the first `dimensions` values only (Matryoshka), cut before normalizing
   bool normalize = true;  // divided by its L2 norm (vLLM's default for embeddings, llama.cpp's embd_normalize 2)
+  PoolingTask task = PoolingTask::Embed;  // Score: the output is one float, the head's output[0]
   bool operator==(const PoolingParams&) const = default;
 };
 
