@@ -61,7 +61,8 @@ void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
                      "auto: embed when the model file names a pooling type or --pooling is given; embed; generate "
                      "(refused here)");
   add_pooling_flag(cmd, o.engine.pooling,
-                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's score), instead of the "
+                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's "
+                   "score), instead of the "
                    "model file's {arch}.pooling_type");
   cmd->add_option("--input", o.input, "Text to embed, one input per line (- : standard input)")->capture_default_str();
   cmd->add_option("--output", o.output, "JSON lines {index, tokens, embedding}, in input order (- : standard output)")
@@ -80,11 +81,13 @@ void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
 void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   parley::add_engine_flags(cmd, o.engine);
   auto& s = o.server;
-  parley::add_choice(cmd, o.engine.task,
-                     "generate text, embed (POST /v1/embeddings) or rerank (POST /v1/rerank, /v1/score); auto: embed when the "
-                     "model file names a pooling type ({arch}.pooling_type) or --pooling is given, rerank when that is rank");
+  parley::add_choice(
+      cmd, o.engine.task,
+      "generate text, embed (POST /v1/embeddings) or rerank (POST /v1/rerank, /v1/score); auto: embed when the "
+      "model file names a pooling type ({arch}.pooling_type) or --pooling is given, rerank when that is rank");
   add_pooling_flag(cmd, o.engine.pooling,
-                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's score), instead of the "
+                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's "
+                   "score), instead of the "
                    "model file's {arch}.pooling_type");
   cmd->add_flag("--matryoshka", s.matryoshka,
                 "The embedding model was trained for truncated vectors (Matryoshka): /v1/embeddings honours "

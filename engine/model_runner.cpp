@@ -81,9 +81,9 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
                               r.num_computed_tokens});
     if (!r.child_seeds.empty()) child_seeds_[r.req_id] = r.child_seeds;
     if (r.pooling_params)  // a resumed one starts over: its pool was dropped with it
-      pooling_.insert_or_assign(r.req_id, PooledSequence(pooled_positions(), device_->config().dim,
-                                                         int(r.prompt_token_ids.size()), *r.pooling_params,
-                                                         device_->classifier()));
+      pooling_.insert_or_assign(
+          r.req_id, PooledSequence(pooled_positions(), device_->config().dim, int(r.prompt_token_ids.size()),
+                                   *r.pooling_params, device_->classifier()));
   }
   for (const CachedRequestData& r : so.scheduled_cached_reqs) {
     const auto row = input_batch_.req_index(r.req_id);

@@ -26,8 +26,7 @@ PoolingType pooled_positions(PoolingType served, const ClassifierHead* head);
 class PooledSequence {
  public:
   // type: the positions it reads (pooled_positions); head: a reranker's, applied in finish() to score requests.
-  PooledSequence(PoolingType type, int dim, int num_prompt, PoolingParams params,
-                 const ClassifierHead* head = nullptr);
+  PooledSequence(PoolingType type, int dim, int num_prompt, PoolingParams params, const ClassifierHead* head = nullptr);
   // Hidden states of consecutive positions from `first` on ([n][dim]); positions arrive in order.
   void add(int first, std::span<const float> hidden);
   // Every position it reads has arrived.

@@ -34,9 +34,8 @@ Text read_text(const json& v, const ServingContext& ctx, const std::string& para
 std::vector<Text> read_texts(const json& body, const ServingContext& ctx, const std::string& param) {
   const json* v = field(body, param);
   if (!v) fail("Field required: " + param + ".", param);
-  const bool list = v->is_array() && !v->empty() && !std::all_of(v->begin(), v->end(), [](const json& x) {
-    return x.is_number();
-  });
+  const bool list =
+      v->is_array() && !v->empty() && !std::all_of(v->begin(), v->end(), [](const json& x) { return x.is_number(); });
   if (v->is_array() && v->empty()) fail("The " + param + " cannot be empty.", param);
   std::vector<Text> out;
   if (!list) return {read_text(*v, ctx, param)};
@@ -76,8 +75,8 @@ void add_pair(GenerateRequest& req, const ServingContext& ctx, const Text& query
   req.prompts.push_back(pair_prompt(ctx.tokenizer->vocab(), query.ids, document.ids));
   req.prompt_texts.push_back(document.text);
   if (long(req.prompts.back().size()) > ctx.max_model_len)
-    fail("This model's maximum context length is " + std::to_string(ctx.max_model_len) + " tokens. However, " +
-             param + " makes a pair of " + std::to_string(req.prompts.back().size()) +
+    fail("This model's maximum context length is " + std::to_string(ctx.max_model_len) + " tokens. However, " + param +
+             " makes a pair of " + std::to_string(req.prompts.back().size()) +
              " tokens with the query. Please reduce its length.",
          param);
 }
@@ -101,8 +100,8 @@ std::variant<GenerateRequest, ApiError> parse_rerank_request(std::string_view bo
       add_pair(req, ctx, query, read_text((*docs)[i], ctx, param), param);
     }
     const int top_n = get_int32(j, "top_n").value_or(0);
-    if (top_n < 0) fail("top_n must be a positive integer or 0 (every document), got " + std::to_string(top_n) + ".",
-                        "top_n");
+    if (top_n < 0)
+      fail("top_n must be a positive integer or 0 (every document), got " + std::to_string(top_n) + ".", "top_n");
     req.top_n = top_n;
     req.return_documents = get_bool(j, "return_documents").value_or(true);
     return req;
@@ -157,13 +156,14 @@ std::string score_response(const GenerateRequest& req, const std::string& id, lo
   ojson data = ojson::array();
   for (const Choice& c : choices)
     data.push_back({{"index", c.index}, {"object", "score"}, {"score", c.embedding.at(0)}});
-  return dump({{"id", id},
-               {"object", "list"},
-               {"created", created},
-               {"model", req.model},
-               {"data", std::move(data)},
-               {"usage",
-                {{"prompt_tokens", usage.prompt_tokens}, {"total_tokens", usage.prompt_tokens}, {"completion_tokens", 0}}}});
+  return dump(
+      {{"id", id},
+       {"object", "list"},
+       {"created", created},
+       {"model", req.model},
+       {"data", std::move(data)},
+       {"usage",
+        {{"prompt_tokens", usage.prompt_tokens}, {"total_tokens", usage.prompt_tokens}, {"completion_tokens", 0}}}});
 }
 
 }  // namespace parley::http

@@ -117,7 +117,8 @@ TEST_CASE("a qwen3 file's head reads the last token and softmaxes; a file withou
   CHECK_FALSE(ClassifierHead::from(plain, make_random_model(plain, 5).weights));
 }
 
-TEST_CASE("a reranker round-trips through GGUF: pooling type, labels, cls.output.weight and its bias", "[rerank][gguf]") {
+TEST_CASE("a reranker round-trips through GGUF: pooling type, labels, cls.output.weight and its bias",
+          "[rerank][gguf]") {
   test::TempDir tmp;
   ModelFile m = make_random_model(reranker_config(), 5);
   m.weights.cls_out_bias = {0.25f, -0.5f};
@@ -151,8 +152,8 @@ TEST_CASE("a score is the head's first output over the last token's final-normed
   CHECK(want > 0.0f);
   CHECK(want < 1.0f);
   EngineCore batched(m.model, scheduler_config(PoolingType::Rank));
-  const auto many = run(batched, {score_request("b", prompt_of(5, 2)), score_request("a", prompt),
-                                  score_request("c", prompt_of(60, 3))});
+  const auto many = run(
+      batched, {score_request("b", prompt_of(5, 2)), score_request("a", prompt), score_request("c", prompt_of(60, 3))});
   CHECK(many.at("a") == one.at("a"));
   CHECK(many.at("b") != many.at("c"));
 }

@@ -71,7 +71,8 @@ TEST_CASE("each document is one score request over BOS query EOS document EOS", 
   CHECK(r.prompt_texts[1] == "a cat");
   CHECK(r.top_n == 0);
   CHECK(r.return_documents);
-  const GenerateRequest opts = rerank_ok(R"({"query": "x", "documents": ["a"], "top_n": 3, "return_documents": false})");
+  const GenerateRequest opts =
+      rerank_ok(R"({"query": "x", "documents": ["a"], "top_n": 3, "return_documents": false})");
   CHECK(opts.top_n == 3);
   CHECK_FALSE(opts.return_documents);
 }
@@ -135,8 +136,7 @@ TEST_CASE("the task routes: rerank and score on another server are 400s, and oth
     const RouteResult r = route(path, R"({"query": "x", "documents": ["a"]})", rerank_context());
     CHECK(r.kind == RouteResult::Kind::Generate);
   }
-  CHECK(route("/v1/score", R"({"text_1": "x", "text_2": "a"})", rerank_context()).kind ==
-        RouteResult::Kind::Generate);
+  CHECK(route("/v1/score", R"({"text_1": "x", "text_2": "a"})", rerank_context()).kind == RouteResult::Kind::Generate);
 }
 
 TEST_CASE("rerank results are sorted by score, cut to top_n, with or without their documents", "[rerank]") {
