@@ -62,6 +62,8 @@ void check_pooling(const EmbedOptions& o, const EngineClient& engine) {
     throw std::invalid_argument(
         "the model generates text: parley embed needs an embedding model (a file with "
         "{arch}.pooling_type, or --task embed with --pooling)");
+  if (c.pooling == PoolingType::Rank)
+    throw std::invalid_argument("the model is a reranker: parley embed needs --pooling mean|cls|last to embed with it");
   if (o.dimensions != 0 && !o.matryoshka)
     throw std::invalid_argument("--dimensions needs --matryoshka (a model trained for truncated vectors)");
   if (o.dimensions < 0 || o.dimensions > c.dim)

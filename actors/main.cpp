@@ -52,7 +52,7 @@ CLI::Option* add_pooling_flag(CLI::App* cmd, std::optional<parley::PoolingType>&
   return cmd
       ->add_option_function<std::string>(
           "--pooling", [&target](const std::string& v) { target = parley::parse_choice<parley::PoolingType>(v); }, what)
-      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
 }
 
 void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
@@ -61,7 +61,8 @@ void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
                      "auto: embed when the model file names a pooling type or --pooling is given; embed; generate "
                      "(refused here)");
   add_pooling_flag(cmd, o.engine.pooling,
-                   "How an embedding is made of the final hidden states (none, mean, cls, last), instead of the "
+                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's "
+                   "score), instead of the "
                    "model file's {arch}.pooling_type");
   cmd->add_option("--input", o.input, "Text to embed, one input per line (- : standard input)")->capture_default_str();
   cmd->add_option("--output", o.output, "JSON lines {index, tokens, embedding}, in input order (- : standard output)")
@@ -80,11 +81,13 @@ void add_embed_flags(CLI::App* cmd, parley::EmbedOptions& o) {
 void add_serve_flags(CLI::App* cmd, parley::ServeOptions& o) {
   parley::add_engine_flags(cmd, o.engine);
   auto& s = o.server;
-  parley::add_choice(cmd, o.engine.task,
-                     "generate text, or embed (POST /v1/embeddings); auto: embed when the model file names a "
-                     "pooling type ({arch}.pooling_type) or --pooling is given");
+  parley::add_choice(
+      cmd, o.engine.task,
+      "generate text, embed (POST /v1/embeddings) or rerank (POST /v1/rerank, /v1/score); auto: embed when the "
+      "model file names a pooling type ({arch}.pooling_type) or --pooling is given, rerank when that is rank");
   add_pooling_flag(cmd, o.engine.pooling,
-                   "How an embedding is made of the final hidden states (none, mean, cls, last), instead of the "
+                   "How an embedding is made of the final hidden states (none, mean, cls, last; rank: a reranker's "
+                   "score), instead of the "
                    "model file's {arch}.pooling_type");
   cmd->add_flag("--matryoshka", s.matryoshka,
                 "The embedding model was trained for truncated vectors (Matryoshka): /v1/embeddings honours "
@@ -219,7 +222,9 @@ int main(int argc, char** argv) {
   gen->add_option("--out", gen_model.out, "Output .gguf path")->required();
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();
   gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
-  add_pooling_flag(gen, gen_model.pooling, "Write {arch}.pooling_type: an embedding model (none, mean, cls, last)");
+  add_pooling_flag(gen, gen_model.pooling,
+                   "Write {arch}.pooling_type: an embedding model (none, mean, cls, last), or a reranker (rank: qwen3, "
+                   "a two-label head)");
   gen->add_option("--hf-tokenizer", gen_model.hf_tokenizer,
                   "A folder with a Hugging Face tokenizer.json and tokenizer_config.json (or a BERT vocab.txt): its "
                   "byte-level BPE or WordPiece vocabulary and chat template replace the synthetic vocabulary")

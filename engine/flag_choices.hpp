@@ -16,7 +16,7 @@ enum class KvTransport { Tcp, Nccl };            // --kv-transport: KV as bytes 
 enum class DeviceKind { Cpu, Cuda };             // --device: where the model runs
 enum class CpuAffinity { Auto, Off };            // --cpu-affinity: compute and actor threads on CPUs apart, or not
 // --task (vLLM's): generate text, or serve embeddings; auto: embed when the file names a pooling type.
-enum class EngineTask { Auto, Generate, Embed };
+enum class EngineTask { Auto, Generate, Embed, Rerank };
 // --dtype: the GEMM weights' type on a GPU; auto: float32 on the cpu (its only one), bfloat16 on cuda.
 enum class WeightDtype { Auto, Float32, Bfloat16, Float16 };
 
@@ -47,7 +47,7 @@ struct Choices<CpuAffinity> {
 template <>
 struct Choices<EngineTask> {
   static constexpr std::string_view flag = "--task";
-  static constexpr std::array<std::string_view, 3> names{"auto", "generate", "embed"};
+  static constexpr std::array<std::string_view, 4> names{"auto", "generate", "embed", "rerank"};
 };
 template <>
 struct Choices<WeightDtype> {

@@ -77,7 +77,9 @@ LoadedEngine::LoadedEngine(const EngineConfig& config)
   // The served config says what the engine does: a pooling type embeds, None generates.
   file.config.pooling = served_pooling(config.task, config.pooling, file.config.pooling);
   if (file.config.pooling != PoolingType::None && (cuda || config.role != Role::Colocated))
-    throw std::invalid_argument("--task embed runs on --device cpu in a colocated instance only for now");
+    throw std::invalid_argument("--task embed and rerank run on --device cpu in a colocated instance only for now");
+  if (file.config.pooling == PoolingType::Rank && file.weights.cls_out.empty())
+    throw std::invalid_argument("--task rerank needs a classifier head: the model file has no cls.output.weight");
   SchedulerConfig sc = scheduler_config_for(config, file.config, tokenizer.vocab());
   std::unique_ptr<DeviceModel> device;
   if (cuda) {

@@ -81,8 +81,9 @@ void ModelRunner::update_states(const SchedulerOutput& so) {
                               r.num_computed_tokens});
     if (!r.child_seeds.empty()) child_seeds_[r.req_id] = r.child_seeds;
     if (r.pooling_params)  // a resumed one starts over: its pool was dropped with it
-      pooling_.insert_or_assign(r.req_id, PooledSequence(device_->config().pooling, device_->config().dim,
-                                                         int(r.prompt_token_ids.size()), *r.pooling_params));
+      pooling_.insert_or_assign(
+          r.req_id, PooledSequence(pooled_positions(), device_->config().dim, int(r.prompt_token_ids.size()),
+                                   *r.pooling_params, device_->classifier()));
   }
   for (const CachedRequestData& r : so.scheduled_cached_reqs) {
     const auto row = input_batch_.req_index(r.req_id);
@@ -203,7 +204,7 @@ void ModelRunner::add_row(int row, int seq, int drafts, std::vector<int64_t>& ve
                              p % device_->block_size());
   }
   if (pools) {  // its positions that the pooling reads, by their index in this batch
-    const PooledRange range = pooled_range(device_->config().pooling, start, end, b.num_prompt_tokens(row));
+    const PooledRange range = pooled_range(pooled_positions(), start, end, b.num_prompt_tokens(row));
     pooled_rows_.push_back({row, int(f.hidden_indices.size()), range, end == int(tokens.size())});
     for (int p = range.first; p < range.last; ++p) f.hidden_indices.push_back(f.num_tokens() - (end - p));
   }

@@ -83,6 +83,9 @@ class ModelRunner {
   int verify(int row, int entry);
   // Feeds this step's final-normed hidden states to the pooling rows; a row whose prompt ended gets its vector.
   void pool_rows();
+  PoolingType pooled_positions() const {
+    return parley::pooled_positions(device_->config().pooling, device_->classifier());
+  }
   void clear_results();
   void gather_results(ModelRunnerOutput& out);
 

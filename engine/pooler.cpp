@@ -20,15 +20,23 @@ PooledRange pooled_range(PoolingType type, int start, int end, int num_prompt) {
       all = {num_prompt - 1, num_prompt};
       break;
     case PoolingType::None:
-    case PoolingType::Rank:
+    case PoolingType::Rank:  // resolved to its token by pooled_positions
       throw std::invalid_argument("no pooling of this type is served");
   }
   const PooledRange r{std::max(start, all.first), std::min(end, all.last)};
   return r.first < r.last ? r : PooledRange{};
 }
 
-PooledSequence::PooledSequence(PoolingType type, int dim, int num_prompt, PoolingParams params)
-    : type_(type), dim_(dim), num_prompt_(num_prompt), params_(params), sum_(size_t(dim), 0.0) {
+PoolingType pooled_positions(PoolingType served, const ClassifierHead* head) {
+  if (served != PoolingType::Rank) return served;
+  if (!head) throw std::invalid_argument("the model pools by rank but has no classifier head (cls.output.weight)");
+  return head->reads_last ? PoolingType::Last : PoolingType::Cls;
+}
+
+PooledSequence::PooledSequence(PoolingType type, int dim, int num_prompt, PoolingParams params,
+                               const ClassifierHead* head)
+    : type_(type), dim_(dim), num_prompt_(num_prompt), params_(params), head_(head), sum_(size_t(dim), 0.0) {
+  if (params_.task == PoolingTask::Score && !head_) throw std::logic_error("pooling: a score request without a head");
   next_ = pooled_range(type_, 0, num_prompt_, num_prompt_).first;
 }
 
@@ -47,6 +55,7 @@ std::vector<float> PooledSequence::finish() const {
   const double count = type_ == PoolingType::Mean ? double(num_prompt_) : 1.0;
   std::vector<float> v(static_cast<size_t>(dim_));
   for (int d = 0; d < dim_; ++d) v[size_t(d)] = float(sum_[size_t(d)] / count);
+  if (params_.task == PoolingTask::Score) return {head_->apply(v).front()};
   finish_embedding(v, params_);
   return v;
 }
@@ -55,13 +64,14 @@ PoolingType served_pooling(EngineTask task, std::optional<PoolingType> flag, Poo
   const PoolingType pooling = flag.value_or(file);
   if (task == EngineTask::Generate || (task == EngineTask::Auto && pooling == PoolingType::None))
     return PoolingType::None;
+  if (task == EngineTask::Rerank && pooling != PoolingType::Rank)
+    throw std::invalid_argument("--task rerank needs a reranker: the model file's pooling type is not rank");
   if (pooling == PoolingType::None)
     throw std::invalid_argument(
         "--task embed needs a pooling type: the model file names none (--pooling mean|cls|last)");
-  if (pooling == PoolingType::Rank)
+  if (task == EngineTask::Embed && pooling == PoolingType::Rank)
     throw std::invalid_argument(
-        "the model pools by rank (a reranker): not served yet (--task generate or --pooling "
-        "mean|cls|last)");
+        "the model pools by rank (a reranker): --task rerank, or --pooling mean|cls|last to embed");
   return pooling;
 }
 

@@ -37,8 +37,13 @@ void Scheduler::check_request(const Request& request) const {
   if (requests_.count(id) || (connector_ && connector_->holds(id)))
     throw std::invalid_argument("request id " + id + " is already in use");
   if (request.prompt_token_ids.empty()) throw std::invalid_argument("the prompt is empty");
-  if (request.is_pooling() && (config_.pooling == PoolingType::None || config_.pooling == PoolingType::Rank))
+  if (request.is_pooling() && config_.pooling == PoolingType::None)
     throw std::invalid_argument("this model does not pool (a pooling type and --task embed are needed)");
+  if (request.is_pooling() &&
+      (request.pooling_params->task == PoolingTask::Score) != (config_.pooling == PoolingType::Rank))
+    throw std::invalid_argument(config_.pooling == PoolingType::Rank
+                                    ? "this model reranks (--task rerank): it scores, not embeds"
+                                    : "this model embeds: scores need a reranker (--task rerank)");
   // A pooling request samples nothing: its prompt may fill the context.
   if (request.num_tokens() >= config_.max_model_len + (request.is_pooling() ? 1 : 0))
     throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +

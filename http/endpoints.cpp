@@ -15,6 +15,8 @@ std::string response(const FinalAnswer& a) {
   return detail::dump(response_object(a.request, a.id, a.created, a.choices[0], a.usage));
 }
 std::string embedding(const FinalAnswer& a) { return embedding_response(a.request, a.choices, a.usage); }
+std::string rerank(const FinalAnswer& a) { return rerank_response(a.request, a.id, a.choices, a.usage); }
+std::string score(const FinalAnswer& a) { return score_response(a.request, a.id, a.created, a.choices, a.usage); }
 
 }  // namespace
 
@@ -24,6 +26,8 @@ const EndpointTraits& traits_of(Endpoint endpoint) {
   static const EndpointTraits kMessages{"msg_", ErrorShape::Anthropic, message};
   static const EndpointTraits kResponses{"resp_", ErrorShape::OpenAI, response};
   static const EndpointTraits kEmbeddings{"embd-", ErrorShape::OpenAI, embedding};
+  static const EndpointTraits kRerank{"rerank-", ErrorShape::OpenAI, rerank};
+  static const EndpointTraits kScore{"score-", ErrorShape::OpenAI, score};
   switch (endpoint) {
     case Endpoint::Completions:
       return kCompletions;
@@ -35,6 +39,10 @@ const EndpointTraits& traits_of(Endpoint endpoint) {
       return kResponses;
     case Endpoint::Embeddings:
       return kEmbeddings;
+    case Endpoint::Rerank:
+      return kRerank;
+    case Endpoint::Score:
+      return kScore;
   }
   return kCompletions;
 }

@@ -60,8 +60,9 @@ struct ServingContext {
 
 // Messages: Anthropic's /v1/messages, Responses: OpenAI's /v1/responses; each parsed as chat completions and rendered
 // in its API's shapes (http/anthropic_protocol.hpp, http/responses_protocol.hpp).
-// Embeddings: /v1/embeddings, one pooling request per input (http/embeddings.cpp).
-enum class Endpoint { Completions, ChatCompletions, Messages, Responses, Embeddings };
+// Embeddings: /v1/embeddings, one pooling request per input (http/embeddings.cpp). Rerank, Score: /v1/rerank and
+// /v1/score, one score request per query/document pair (http/rerank.cpp).
+enum class Endpoint { Completions, ChatCompletions, Messages, Responses, Embeddings, Rerank, Score };
 struct ResponsesRequest;  // http/responses_protocol.hpp
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's upper bound for n (--max-n may not exceed it)
@@ -83,6 +84,8 @@ struct GenerateRequest {
   std::optional<ReasoningParser> reasoning;  // chat with --reasoning-parser: reasoning_content beside content
   std::optional<PoolingParams> pooling;      // embeddings: every prompt is pooled, nothing generated
   bool base64 = false;                       // embeddings: encoding_format base64 (little-endian float32)
+  int top_n = 0;                             // rerank: the best top_n results only (0: every document)
+  bool return_documents = true;              // rerank: each result carries its document's text (prompt_texts)
   std::shared_ptr<const ResponsesRequest> responses;  // Endpoint::Responses: what its Response echoes and stores
 };
 
@@ -98,6 +101,12 @@ std::variant<GenerateRequest, ApiError> parse_generate_request(Endpoint endpoint
 // as completions' prompt, encoding_format float or base64, dimensions only with --matryoshka, normalize (default
 // true: L2), truncate_prompt_tokens (the last N tokens; -1: the context). Each input must fit the context.
 std::variant<GenerateRequest, ApiError> parse_embedding_request(std::string_view body, const ServingContext& ctx);
+// POST /v1/rerank: {model, query, documents, top_n, return_documents}; the query and each document a string or token
+// ids; one score request per document (prompt_texts: the documents). 400: no query or documents, a pair over the
+// context.
+std::variant<GenerateRequest, ApiError> parse_rerank_request(std::string_view body, const ServingContext& ctx);
+// POST /v1/score (vLLM's): {model, text_1, text_2}, each a text or a list; one text_1 against every text_2, or N:N.
+std::variant<GenerateRequest, ApiError> parse_score_request(std::string_view body, const ServingContext& ctx);
 
 // One finished choice of a non-streamed response.
 struct Choice {
@@ -109,7 +118,7 @@ struct Choice {
   StopReason stop_reason;
   std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.., when the engine scored the prompt
   std::vector<size_t> token_text_starts;       // per generated token: where its output's text began in `text`
-  std::vector<float> embedding;                // embeddings: the input's vector
+  std::vector<float> embedding;                // embeddings: the input's vector; rerank, score: {its score}
 };
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
@@ -155,6 +164,13 @@ inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
 // CreateEmbeddingResponse: {object: list, data: [{object: embedding, index, embedding}], model, usage}; each
 // choice's vector as numbers or base64 of its little-endian float32 bytes.
 std::string embedding_response(const GenerateRequest& req, const std::vector<Choice>& choices, const Usage& usage);
+// Rerank: {id, model, usage: {total_tokens}, results: [{index, document: {text}, relevance_score}]}, by score
+// descending (ties in input order), top_n of them. Score: {id, object: list, created, model, data: [{index, object:
+// score, score}], usage}. A choice's score is its embedding's one value.
+std::string rerank_response(const GenerateRequest& req, const std::string& id, const std::vector<Choice>& choices,
+                            const Usage& usage);
+std::string score_response(const GenerateRequest& req, const std::string& id, long created,
+                           const std::vector<Choice>& choices, const Usage& usage);
 // The little-endian float32 bytes of v in base64 (RFC 4648, padded).
 std::string base64_floats(const std::vector<float>& v);
 

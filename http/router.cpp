@@ -121,19 +121,31 @@ RouteResult stored_response(const RouteCall& c) {
 }
 
 // The engine's routes: the body parses into an engine request, admitted unless the server is draining. A model
-// serves either generation or embeddings (--task), and a route of the other task is a 400 saying which.
+// serves one of generation, embeddings and reranking (--task), and a route of another task is a 400 saying which.
 using ParsedRequest = std::variant<GenerateRequest, ApiError>;
-enum class Task { Generate, Embed };
+enum class Task { Generate, Embed, Rerank };
+
+// Why a route of `task` is refused by a server of `served`.
+std::string_view task_refusal(Task task, Task served) {
+  if (served == Task::Rerank)
+    return "This model reranks (--task rerank): use /v1/rerank or /v1/score, or start the server with --task "
+           "generate.";
+  if (task == Task::Rerank)
+    return "This model does not rerank: /v1/rerank and /v1/score need a server started with --task rerank (a "
+           "model file whose pooling type is rank).";
+  return task == Task::Embed
+             ? "This model generates text: /v1/embeddings needs a server started with --task embed (and a "
+               "pooling type, the model file's or --pooling)."
+             : "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
+               "--task generate.";
+}
 
 template <ParsedRequest (*parse)(const RouteCall&), Task task = Task::Generate>
 RouteResult engine_route(const RouteCall& c) {
-  if ((task == Task::Embed) != (c.ctx.pooling != PoolingType::None))
-    return error_at(c, 400,
-                    task == Task::Embed
-                        ? "This model generates text: /v1/embeddings needs a server started with --task embed (and a "
-                          "pooling type, the model file's or --pooling)."
-                        : "This model serves embeddings (--task embed): use /v1/embeddings, or start the server with "
-                          "--task generate.");
+  const Task served = c.ctx.pooling == PoolingType::None   ? Task::Generate
+                      : c.ctx.pooling == PoolingType::Rank ? Task::Rerank
+                                                           : Task::Embed;
+  if (task != served) return error_at(c, 400, std::string(task_refusal(task, served)));
   ParsedRequest parsed = parse(c);
   if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e, c.path);
   if (auto e = admission_error(c.req.admission)) return error_response(*e, c.path);
@@ -149,6 +161,8 @@ ParsedRequest chat(const RouteCall& c) { return parse_generate_request(Endpoint:
 ParsedRequest messages(const RouteCall& c) { return parse_messages_request(c.req.body, c.ctx); }
 ParsedRequest responses(const RouteCall& c) { return parse_responses_request(c.req.body, c.ctx, c.responses); }
 ParsedRequest embeddings(const RouteCall& c) { return parse_embedding_request(c.req.body, c.ctx); }
+ParsedRequest rerank(const RouteCall& c) { return parse_rerank_request(c.req.body, c.ctx); }
+ParsedRequest score(const RouteCall& c) { return parse_score_request(c.req.body, c.ctx); }
 
 enum Method : unsigned { kGet = 1, kPost = 2, kDelete = 4, kOtherMethod = 8, kAnyMethod = ~0u };
 
@@ -176,6 +190,9 @@ constexpr Route kRoutes[] = {
     {"/v1/responses", kPost, engine_route<responses>},
     {"/v1/responses/", kGet | kDelete, stored_response},
     {"/v1/embeddings", kPost, engine_route<embeddings, Task::Embed>},
+    {"/v1/rerank", kPost, engine_route<rerank, Task::Rerank>},
+    {"/rerank", kPost, engine_route<rerank, Task::Rerank>},
+    {"/v1/score", kPost, engine_route<score, Task::Rerank>},
 };
 
 bool matches(const Route& route, const std::string& path) {
@@ -196,7 +213,9 @@ RouteResult handle_request(const HttpRequestView& req, const RouterConfig& confi
     return error_at(call, 400,
                     "Only one Authorization header is allowed; this request has " +
                         std::to_string(req.authorization_headers) + ".");
-  if (path.rfind("/v1/", 0) == 0 && !config.api_key.empty() && !api_key_matches(req, config.api_key))
+  // /rerank (llama.cpp's and vLLM's alias) runs the model: it asks for the key as /v1/ does.
+  const bool keyed = path.rfind("/v1/", 0) == 0 || path == "/rerank";
+  if (keyed && !config.api_key.empty() && !api_key_matches(req, config.api_key))
     return error_response(api_error(401, "Unauthorized: a valid API key is needed (Authorization: Bearer or x-api-key)",
                                     "invalid_api_key"),
                           path);

@@ -102,7 +102,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     if (auto e = admission_error(admission(ctx_))) return send(websocket_error(*e, id));
     if (ctx_.serving.pooling != PoolingType::None)
       return send(
-          websocket_error(api_error(400, "This model serves embeddings (--task embed): use /v1/embeddings."), id));
+          websocket_error(api_error(400, ctx_.serving.pooling == PoolingType::Rank
+                                             ? "This model reranks (--task rerank): use /v1/rerank or /v1/score."
+                                             : "This model serves embeddings (--task embed): use /v1/embeddings."),
+                          id));
     const Endpoint ep = request.endpoint;
     auto gen = std::make_unique<Generation>(std::move(request), new_request_id(ctx_, traits_of(ep).id_prefix),
                                             epoch_seconds(), *ctx_.serving.tokenizer, Transport::WebSocket, id);

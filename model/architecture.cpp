@@ -269,6 +269,7 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   if (pooling < 0 || pooling > int64_t(PoolingType::Rank))
     f.fail("key '" + p + "pooling_type' is " + std::to_string(pooling) + " (llama.cpp's are 0 to 4)");
   c.pooling = PoolingType(pooling);
+  if (f.has(p + "classifier.output_labels")) c.classifier_labels = f.get_string_array(p + "classifier.output_labels");
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {

@@ -118,6 +118,7 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
   }
   if (c.moe.enabled()) set_expert_keys(g, c, arch);
   if (c.pooling != PoolingType::None) g.set_u32(p + "pooling_type", uint32_t(c.pooling));
+  if (!c.classifier_labels.empty()) g.set(p + "classifier.output_labels", GgufValue::strings(c.classifier_labels));
   if (c.attn_softcap > 0) g.set_f32(p + "attn_logit_softcapping", c.attn_softcap);
   if (c.final_softcap > 0)
     g.set_f32(p + "final_logit_softcapping", c.final_softcap);

@@ -69,6 +69,8 @@ class DeviceModel {
   // After the final norm, of each token the last forward() named in batch.hidden_indices, in that order (pooling);
   // empty where the device cannot pool (CPU only so far).
   virtual std::span<const float> normed_hidden_states() const { return {}; }
+  // A reranker's head, applied to the pooled hidden state on the host; nullptr where the model has none.
+  virtual const ClassifierHead* classifier() const { return nullptr; }
 
   virtual int num_blocks() const = 0;
   virtual int block_size() const = 0;
@@ -114,6 +116,7 @@ class CpuDeviceModel final : public DeviceModel {
   }
   std::span<const float> hidden_states() const override { return model_.hidden_states(); }
   std::span<const float> normed_hidden_states() const override { return model_.normed_hidden_states(); }
+  const ClassifierHead* classifier() const override { return model_.classifier(); }
   int num_blocks() const override { return kv_.num_blocks(); }
   int block_size() const override { return kv_.block_size(); }
   KvDtype kv_dtype() const override { return kv_.dtype(); }

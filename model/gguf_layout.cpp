@@ -1,5 +1,6 @@
 #include "model/gguf_layout.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <unordered_set>
@@ -201,6 +202,11 @@ LlamaWeights LayoutReader::weights() {
   w.rope_freq_factors = rope_freq_factors();
   w.output_norm = vec("output_norm.weight", {dim_});
   if (f_.find_tensor("output.weight")) w.output = matrix("output.weight", {dim_, vocab});
+  if (f_.find_tensor("cls.output.weight")) {  // llama.cpp's n_cls_out: the labels' count, else 1
+    const uint64_t n_out = std::max<uint64_t>(1, c_.classifier_labels.size());
+    w.cls_out = matrix("cls.output.weight", {dim_, n_out});
+    if (f_.find_tensor("cls.output.bias")) w.cls_out_bias = vec("cls.output.bias", {n_out});
+  }
   return w;
 }
 

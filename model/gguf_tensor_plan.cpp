@@ -71,6 +71,7 @@ class Planner {
     } else if (c_.arch == "qwen2moe") {
       fail("qwen2moe files have their own output.weight (llama.cpp needs it)");
     }
+    if (!w.cls_out.empty()) add_classifier(w);
     return std::move(plan_);
   }
 
@@ -89,6 +90,14 @@ class Planner {
   void add_vector(const std::string& name, const std::vector<float>& v, std::vector<uint64_t> ne) {
     add_built(
         name, [&v] { return WeightMatrix(v); }, std::move(ne));
+  }
+
+  // A reranker's head: one row per label (n_cls_out is the labels' count, else 1).
+  void add_classifier(const LlamaWeights& w) {
+    const uint64_t n_out = std::max<uint64_t>(1, c_.classifier_labels.size());
+    if (!drawn_ && w.cls_out.size() != n_out * dim()) fail("cls.output.weight has the wrong size");
+    add("cls.output.weight", w.cls_out, {dim(), n_out});
+    if (!w.cls_out_bias.empty()) add_vector("cls.output.bias", w.cls_out_bias, {n_out});
   }
 
   void add_layer(int l, const LayerWeights& L) {

@@ -77,6 +77,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!tied) token_embedding_ = std::move(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
   rope_freq_factors_ = std::move(weights.rope_freq_factors);
+  classifier_ = ClassifierHead::from(config_, weights);
   for (int l = 0; l < config.n_layers; ++l)
     layers_.push_back(pack_layer(weights.layers[size_t(l)], config_.is_sliding_layer(l)));
   if (weights.mtp) {

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "model/architecture.hpp"
+#include "model/classifier_head.hpp"
 #include "model/kv_cache.hpp"
 #include "model/linear.hpp"
 #include "model/llama_weights.hpp"
@@ -70,6 +71,8 @@ class LlamaModel {
   // predicts the token after it. Writes the head's KV into kv (one layer), fills logits as forward() does
   // and hidden_out[num_tokens][dim] with the head's hidden states (the next draft's prev_hidden).
   bool has_mtp() const { return mtp_.has_value(); }
+  // A reranker's head over the pooled hidden state (cls.output.weight), or nullptr.
+  const ClassifierHead* classifier() const { return classifier_ ? &*classifier_ : nullptr; }
   void mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv,
                    std::vector<float>& logits, std::vector<float>& hidden_out);
 
@@ -114,6 +117,7 @@ class LlamaModel {
   std::vector<float> rope_freq_factors_;  // [rotary_dims / 2], or empty
   std::vector<Layer> layers_;
   std::optional<Mtp> mtp_;
+  std::optional<ClassifierHead> classifier_;
   // Scratch reused across steps; grows to the largest batch seen.
   std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, hb_, hidden_, selected_, concat_, part_, normed_;
   int last_num_tokens_ = 0;

@@ -17,7 +17,7 @@ enum class PoolingType {
   Mean = 1,  // the mean over every token of the sequence
   Cls = 2,   // the first token's
   Last = 3,  // the last token's (Qwen3-Embedding)
-  Rank = 4,  // a reranker's score (not served yet)
+  Rank = 4,  // a reranker's score: a classifier head over one token's (qwen3: the last; others: the first)
 };
 
 // The FFN's gate activation: out = act(gate) * up.
@@ -101,8 +101,9 @@ struct LlamaConfig {
   bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
   bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
   FfnActivation activation = FfnActivation::Silu;
-  MoeConfig moe;                            // experts in place of the dense FFN when moe.enabled()
-  PoolingType pooling = PoolingType::None;  // {arch}.pooling_type, or --pooling
+  MoeConfig moe;                               // experts in place of the dense FFN when moe.enabled()
+  PoolingType pooling = PoolingType::None;     // {arch}.pooling_type, or --pooling
+  std::vector<std::string> classifier_labels;  // {arch}.classifier.output_labels: the rank head's outputs
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }

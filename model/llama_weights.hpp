@@ -59,8 +59,10 @@ struct LlamaWeights {
   std::vector<float> output_norm;  // [dim]
   WeightMatrix output;             // [vocab][dim]; empty when tied to token_embedding
   std::vector<float>
-      rope_freq_factors;          // [rotary_dims / 2] divisors of each RoPE frequency (Llama 3.1, LongRoPE), or empty
-  std::optional<MtpWeights> mtp;  // present when the file has a multi-token-prediction head
+      rope_freq_factors;            // [rotary_dims / 2] divisors of each RoPE frequency (Llama 3.1, LongRoPE), or empty
+  std::optional<MtpWeights> mtp;    // present when the file has a multi-token-prediction head
+  WeightMatrix cls_out;             // [n_cls_out][dim]: a reranker's classifier (cls.output.weight), or empty
+  std::vector<float> cls_out_bias;  // [n_cls_out] (cls.output.bias), or empty
 
   const WeightMatrix& output_head() const { return output.empty() ? token_embedding : output; }
 };

@@ -249,6 +249,8 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
     const int half = cfg.rotary_dims() / 2;
     for (int i = 0; i < half; ++i) w.rope_freq_factors.push_back(1.0f + 7.0f * float(i) / float(std::max(1, half - 1)));
   }
+  if (cfg.pooling == PoolingType::Rank)  // a reranker's head, one row per label (llama.cpp's n_cls_out)
+    w.cls_out = uniform(rng, std::max<size_t>(1, cfg.classifier_labels.size()), dim);
   return m;
 }
 

@@ -133,7 +133,7 @@ TEST_CASE("task auto embeds when the file or the pooling flag names a pooling ty
   CHECK(served_pooling(EngineTask::Embed, PoolingType::Cls, PoolingType::Last) == PoolingType::Cls);
   CHECK(test::error_of([] { served_pooling(EngineTask::Embed, std::nullopt, PoolingType::None); }) ==
         "--task embed needs a pooling type: the model file names none (--pooling mean|cls|last)");
-  CHECK_THROWS_AS(served_pooling(EngineTask::Auto, std::nullopt, PoolingType::Rank), std::invalid_argument);
+  CHECK_THROWS_AS(served_pooling(EngineTask::Embed, std::nullopt, PoolingType::Rank), std::invalid_argument);
 }
 
 TEST_CASE("a pooling request's vector is the pooled final-normed hidden states of one forward pass", "[pooling]") {

@@ -112,3 +112,28 @@ export async function disposeLlamaOracle() {
   if (llamaPromise) await (await llamaPromise).dispose();
   llamaPromise = null;
 }
+
+/**
+ * llama.cpp's reranking score of a query and a document (token ids) through node-llama-cpp's ranking context
+ * (dist/evaluator/LlamaRankingContext.js): without a tokenizer.chat_template.rerank it evaluates
+ * [BOS] query [EOS] [SEP] document [EOS] (each where the vocabulary has it; `rankingInput` gives those ids) and returns
+ * the RANK pooling's output[0], as is for qwen3 (softmaxed by llama.cpp) and through a sigmoid otherwise.
+ */
+export async function llamaRank(ggufPath, queryIds, documentIds, { contextSize = 512, threads } = {}) {
+  const model = await loadModel(ggufPath);
+  const context = await model.createRankingContext({
+    contextSize, batchSize: contextSize, threads: threads ?? (await llamaInstance()).cpuMathCores,
+  });
+  try {
+    return await context.rank(queryIds, documentIds);
+  } finally {
+    await context.dispose();
+  }
+}
+
+/** The ids node-llama-cpp's ranking context evaluates for a query and a document. */
+export async function rankingInput(ggufPath, queryIds, documentIds) {
+  const { tokens } = await loadModel(ggufPath);
+  const some = (t) => (t == null ? [] : [t]);
+  return [...some(tokens.bos), ...queryIds, ...some(tokens.eos), ...some(tokens.sep), ...documentIds, ...some(tokens.eos)];
+}

@@ -1,0 +1,171 @@
+// Reranking (llama.cpp's RANK pooling, Qwen3-Reranker's form): the classifier head's arithmetic, the GGUF keys and
+// tensors it round-trips through, the served task chosen from --task and the file, and score requests through
+// EngineCore: the score is the head over the last token's final-normed hidden state, bit-identical alone and in a
+// batch; an engine refuses the other task's requests.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+
+#include "engine/engine_core.hpp"
+#include "engine/pooler.hpp"
+#include "model/convert.hpp"
+#include "model/model_file.hpp"
+#include "model/model_shapes.hpp"
+#include "model/random_model.hpp"
+#include "tests/test_support.hpp"
+
+using namespace parley;
+
+namespace {
+
+LlamaConfig reranker_config() {
+  LlamaConfig c = tiny_arch_shape("qwen3").config;
+  c.pooling = PoolingType::Rank;
+  c.classifier_labels = {"yes", "no"};
+  return c;
+}
+
+struct Reranker {
+  Reranker() : file(make_random_model(reranker_config(), 5)), backend(1), model(file.config, file.weights, backend) {}
+  ModelFile file;
+  cpu::CpuBackend backend;
+  LlamaModel model;
+};
+
+SchedulerConfig scheduler_config(PoolingType type, int budget = 512) {
+  SchedulerConfig c;
+  c.max_model_len = 512;
+  c.max_num_batched_tokens = budget;
+  c.num_kv_blocks = 64;
+  c.block_size = 16;
+  c.pooling = type;
+  return c;
+}
+
+std::vector<int> prompt_of(int n, int seed) {
+  std::vector<int> p(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) p[size_t(i)] = 1 + (seed * 131 + i * 37) % 500;
+  return p;
+}
+
+Request score_request(const std::string& id, std::vector<int> prompt) {
+  Request r(id, std::move(prompt), SamplingParams{}, 0);
+  r.pooling_params.emplace().task = PoolingTask::Score;
+  return r;
+}
+
+std::map<std::string, std::vector<float>> run(EngineCore& core, std::vector<Request> requests) {
+  for (Request& r : requests) core.add_request(std::move(r));
+  std::map<std::string, std::vector<float>> outputs;
+  for (int steps = 0; core.has_unfinished_requests(); ++steps) {
+    REQUIRE(steps < 1000);
+    for (const EngineCoreOutput& o : core.step()) {
+      REQUIRE(o.error.empty());
+      if (!o.pooled.empty()) outputs[o.req_id] = o.pooled;
+    }
+  }
+  return outputs;
+}
+
+// The last token's final-normed hidden state from one plain forward pass.
+std::vector<float> last_normed_hidden(Reranker& m, const std::vector<int>& prompt) {
+  KvCache kv(m.file.config, 64, 16);
+  ForwardBatch b;
+  b.max_blocks_per_seq = 64;
+  for (int i = 0; i < 64; ++i) b.block_tables.push_back(i);
+  for (int p = 0; p < int(prompt.size()); ++p) {
+    b.token_ids.push_back(prompt[size_t(p)]);
+    b.positions.push_back(p);
+    b.token_seq.push_back(0);
+    b.slot_mapping.push_back(p);
+  }
+  b.hidden_indices = {int(prompt.size()) - 1};
+  std::vector<float> logits;
+  m.model.forward(b, kv, logits);
+  const auto h = m.model.normed_hidden_states();
+  return {h.begin(), h.end()};
+}
+
+}  // namespace
+
+TEST_CASE("the classifier head is cls_out times the state plus its bias, softmaxed for qwen3", "[rerank]") {
+  ClassifierHead h;
+  h.dim = 2, h.n_out = 2;
+  h.weight = {1.0f, 0.0f, 0.5f, 1.0f};
+  h.bias = {0.0f, -1.0f};
+  CHECK(h.apply(std::vector<float>{2.0f, 1.0f}) == std::vector<float>{2.0f, 1.0f});  // [2, 1 + 1 - 1]
+  h.softmax = true;
+  const std::vector<float> p = h.apply(std::vector<float>{2.0f, 1.0f});
+  CHECK(p[0] == Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
+  CHECK(p[0] + p[1] == Approx(1.0).epsilon(1e-6));
+  CHECK_THROWS_AS(h.apply(std::vector<float>{1.0f}), std::logic_error);
+}
+
+TEST_CASE("a qwen3 file's head reads the last token and softmaxes; a file without cls.output has none", "[rerank]") {
+  const ModelFile m = make_random_model(reranker_config(), 5);
+  const auto head = ClassifierHead::from(m.config, m.weights);
+  REQUIRE(head);
+  CHECK(head->n_out == 2);
+  CHECK(head->dim == m.config.dim);
+  CHECK(head->reads_last);
+  CHECK(head->softmax);
+  CHECK(pooled_positions(PoolingType::Rank, &*head) == PoolingType::Last);
+  CHECK(pooled_positions(PoolingType::Mean, nullptr) == PoolingType::Mean);
+  CHECK_THROWS_AS(pooled_positions(PoolingType::Rank, nullptr), std::invalid_argument);
+  LlamaConfig plain = tiny_arch_shape("qwen3").config;
+  CHECK_FALSE(ClassifierHead::from(plain, make_random_model(plain, 5).weights));
+}
+
+TEST_CASE("a reranker round-trips through GGUF: pooling type, labels, cls.output.weight and its bias",
+          "[rerank][gguf]") {
+  test::TempDir tmp;
+  ModelFile m = make_random_model(reranker_config(), 5);
+  m.weights.cls_out_bias = {0.25f, -0.5f};
+  write_model_gguf(m, tmp / "rank.gguf", quant::GgmlType::F32);
+  const ModelFile back = load_model_file(tmp / "rank.gguf");
+  CHECK(back.config.pooling == PoolingType::Rank);
+  CHECK(back.config.classifier_labels == std::vector<std::string>{"yes", "no"});
+  CHECK(back.weights.cls_out.to_f32() == m.weights.cls_out.to_f32());
+  CHECK(back.weights.cls_out_bias == m.weights.cls_out_bias);
+}
+
+TEST_CASE("task auto reranks a rank file; rerank needs one and embed refuses one", "[rerank]") {
+  CHECK(served_pooling(EngineTask::Auto, std::nullopt, PoolingType::Rank) == PoolingType::Rank);
+  CHECK(served_pooling(EngineTask::Rerank, std::nullopt, PoolingType::Rank) == PoolingType::Rank);
+  CHECK(served_pooling(EngineTask::Embed, PoolingType::Last, PoolingType::Rank) == PoolingType::Last);
+  CHECK(test::error_of([] { served_pooling(EngineTask::Rerank, std::nullopt, PoolingType::Last); }) ==
+        "--task rerank needs a reranker: the model file's pooling type is not rank");
+  CHECK(test::error_of([] { served_pooling(EngineTask::Embed, std::nullopt, PoolingType::Rank); }) ==
+        "the model pools by rank (a reranker): --task rerank, or --pooling mean|cls|last to embed");
+}
+
+TEST_CASE("a score is the head's first output over the last token's final-normed state, alone or in a batch",
+          "[rerank][invariance]") {
+  Reranker m;
+  const std::vector<int> prompt = prompt_of(37, 1);
+  const float want = m.model.classifier()->apply(last_normed_hidden(m, prompt))[0];
+  EngineCore alone(m.model, scheduler_config(PoolingType::Rank, 16));  // chunks of 16: 3 steps
+  const auto one = run(alone, {score_request("a", prompt)});
+  REQUIRE(one.at("a").size() == 1);
+  CHECK(one.at("a")[0] == want);
+  CHECK(want > 0.0f);
+  CHECK(want < 1.0f);
+  EngineCore batched(m.model, scheduler_config(PoolingType::Rank));
+  const auto many = run(
+      batched, {score_request("b", prompt_of(5, 2)), score_request("a", prompt), score_request("c", prompt_of(60, 3))});
+  CHECK(many.at("a") == one.at("a"));
+  CHECK(many.at("b") != many.at("c"));
+}
+
+TEST_CASE("a reranking engine refuses embedding requests and an embedding engine score requests", "[rerank]") {
+  Reranker m;
+  EngineCore reranking(m.model, scheduler_config(PoolingType::Rank));
+  Request embed("e", prompt_of(4, 1), SamplingParams{}, 0);
+  embed.pooling_params = PoolingParams{};
+  CHECK(test::error_of([&] { reranking.add_request(std::move(embed)); }) ==
+        "this model reranks (--task rerank): it scores, not embeds");
+  EngineCore embedding(m.model, scheduler_config(PoolingType::Last));
+  CHECK(test::error_of([&] { embedding.add_request(score_request("s", prompt_of(4, 1))); }) ==
+        "this model embeds: scores need a reranker (--task rerank)");
+}
