@@ -102,7 +102,7 @@ TEST_CASE("the classifier head is cls_out times the state plus its bias, softmax
   CHECK_THROWS_AS(h.apply(std::vector<float>{1.0f}), std::logic_error);
 }
 
-TEST_CASE("a qwen3 file's head reads the last token and softmaxes; a file without cls.output has none", "[rerank]") {
+TEST_CASE("a qwen3 file's head reads the last token and softmaxes, and a file without cls.output has none", "[rerank]") {
   const ModelFile m = make_random_model(reranker_config(), 5);
   const auto head = ClassifierHead::from(m.config, m.weights);
   REQUIRE(head);
@@ -130,7 +130,7 @@ TEST_CASE("a reranker round-trips through GGUF: pooling type, labels, cls.output
   CHECK(back.weights.cls_out_bias == m.weights.cls_out_bias);
 }
 
-TEST_CASE("task auto reranks a rank file; rerank needs one and embed refuses one", "[rerank]") {
+TEST_CASE("task auto reranks a rank file, rerank needs one and embed refuses one", "[rerank]") {
   CHECK(served_pooling(EngineTask::Auto, std::nullopt, PoolingType::Rank) == PoolingType::Rank);
   CHECK(served_pooling(EngineTask::Rerank, std::nullopt, PoolingType::Rank) == PoolingType::Rank);
   CHECK(served_pooling(EngineTask::Embed, PoolingType::Last, PoolingType::Rank) == PoolingType::Last);
