@@ -102,7 +102,8 @@ TEST_CASE("the classifier head is cls_out times the state plus its bias, softmax
   CHECK_THROWS_AS(h.apply(std::vector<float>{1.0f}), std::logic_error);
 }
 
-TEST_CASE("a qwen3 file's head reads the last token and softmaxes, and a file without cls.output has none", "[rerank]") {
+TEST_CASE("a qwen3 file's head reads the last token and softmaxes, and a file without cls.output has none",
+          "[rerank]") {
   const ModelFile m = make_random_model(reranker_config(), 5);
   const auto head = ClassifierHead::from(m.config, m.weights);
   REQUIRE(head);
