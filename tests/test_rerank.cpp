@@ -13,6 +13,7 @@
 #include "model/model_file.hpp"
 #include "model/model_shapes.hpp"
 #include "model/random_model.hpp"
+#include "tests/pooling_test_util.hpp"
 #include "tests/test_support.hpp"
 
 using namespace parley;
@@ -33,21 +34,8 @@ struct Reranker {
   LlamaModel model;
 };
 
-SchedulerConfig scheduler_config(PoolingType type, int budget = 512) {
-  SchedulerConfig c;
-  c.max_model_len = 512;
-  c.max_num_batched_tokens = budget;
-  c.num_kv_blocks = 64;
-  c.block_size = 16;
-  c.pooling = type;
-  return c;
-}
-
-std::vector<int> prompt_of(int n, int seed) {
-  std::vector<int> p(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) p[size_t(i)] = 1 + (seed * 131 + i * 37) % 500;
-  return p;
-}
+using pooling_test::prompt_of;
+using pooling_test::scheduler_config;
 
 Request score_request(const std::string& id, std::vector<int> prompt) {
   Request r(id, std::move(prompt), SamplingParams{}, 0);
