@@ -94,6 +94,13 @@ void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M,
   });
 }
 
+void CpuBackend::layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim,
+                           float eps) const {
+  split_rows(threads_, M, dim, [&](int begin, int end) {
+    reference::layernorm(x + int64_t(begin) * dim, weight, bias, out + int64_t(begin) * dim, end - begin, dim, eps);
+  });
+}
+
 void CpuBackend::rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) const {
   const int rot = spec.rot_dims > 0 ? spec.rot_dims : head_dim;
   split_rows(threads_, M, 16 * int64_t(rot) + int64_t(n_heads) * head_dim, [&](int begin, int end) {
@@ -107,6 +114,12 @@ void CpuBackend::swiglu_rows(const float* gate_up, float* out, int M, int hidden
 
 void CpuBackend::geglu_rows(const float* gate_up, float* out, int M, int hidden) const {
   gated_rows(threads_, gate_up, out, M, hidden, reference::geglu);
+}
+
+void CpuBackend::gelu_rows(float* x, int M, int n) const {
+  split_rows(threads_, M, 8 * int64_t(n), [&](int begin, int end) {
+    for (int64_t i = int64_t(begin) * n; i < int64_t(end) * n; ++i) x[i] = reference::gelu_tanh(x[i]);
+  });
 }
 
 void CpuBackend::embedding(const float* table, const int* tokens, int M, int dim, float* out) const {
@@ -125,7 +138,7 @@ void CpuBackend::paged_attention(const float* q, const KvLayerView& kv, const At
                                  int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec) const {
   int64_t work = 0;
   for (int t = 0; t < meta.num_tokens; ++t)
-    work += int64_t(meta.positions[t] + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
+    work += int64_t(meta.last_key(t) + 1 - spec.first_key(meta.positions[t])) * n_heads * head_dim;
   const int workers = work < kParallelFlops ? 1 : threads_;
   // Tiles of about kTileQueries queries: a run of one sequence's consecutive tokens at one kv head's query
   // heads (a prefill: each key row read, or staged, once for the run), or, for a run too short for that (decode),

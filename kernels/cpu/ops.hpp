@@ -40,6 +40,10 @@ struct AttentionMetadata {
   const int* token_seq = nullptr;     // [num_tokens] index of the token's sequence
   const int* block_tables = nullptr;  // [num_seqs][max_blocks_per_seq] physical block ids
   int max_blocks_per_seq = 0;
+  // [num_tokens] one past the last key each token sees, or null: causal (its own position). A bidirectional model
+  // (an encoder) sees its whole sequence: each token's sequence length.
+  const int* key_ends = nullptr;
+  int last_key(int t) const { return key_ends ? key_ends[t] - 1 : positions[t]; }
 };
 
 // How one rope() call rotates: the frequencies theta^(-2i/rot_dims) / freq_factors[i], positions times
@@ -154,11 +158,16 @@ class CpuBackend {
   // [gate: hidden | up: hidden]
   void swiglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   void geglu_rows(const float* gate_up, float* out, int M, int hidden) const;
+  // x[M][n] = gelu_tanh(x) in place: an ungated FFN's activation (BERT).
+  void gelu_rows(float* x, int M, int n) const;
+  // out[m] = (x[m] - mean) / sqrt(var + eps) * weight + bias, per row of width dim (LayerNorm; ggml_norm's sums)
+  void layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim, float eps) const;
   // out[m] = table[tokens[m]]
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;
   // Writes each token's k and v rows ([M][kv_dim]) to its slot.
   void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) const;
-  // Causal attention of each token over its own sequence's positions that spec lets it see.
+  // Attention of each token over its own sequence's positions that spec lets it see: causal, or up to
+  // meta.key_ends where set (bidirectional).
   // q, out: [num_tokens][n_heads * head_dim]; grouped-query heads share kv head h / (n_heads/n_kv_heads).
   void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int n_heads,
                        int n_kv_heads, int head_dim, float* out, const AttentionSpec& spec = {}) const;

@@ -28,6 +28,24 @@ void rmsnorm(const float* x, const float* weight, float* out, int M, int dim, fl
   }
 }
 
+// Mean and variance summed in double, as ggml_norm's row sums (ggml_float), then scaled and shifted in float.
+void layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim, float eps) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + int64_t(m) * dim;
+    float* y = out + int64_t(m) * dim;
+    double sum = 0.0;
+    for (int j = 0; j < dim; ++j) sum += row[j];
+    const float mean = float(sum / dim);
+    double squares = 0.0;
+    for (int j = 0; j < dim; ++j) {
+      const float d = row[j] - mean;
+      squares += double(d * d);
+    }
+    const float scale = 1.0f / std::sqrt(float(squares / dim) + eps);
+    for (int j = 0; j < dim; ++j) y[j] = (row[j] - mean) * scale * weight[j] + bias[j];
+  }
+}
+
 // Frequencies as run.c computes them (powf/cosf/sinf in float), over rot_dims instead of the head.
 void rope(float* x, const int* positions, int M, int n_heads, int head_dim, const RopeSpec& spec) {
   const int rot = spec.rot_dims > 0 ? spec.rot_dims : head_dim, half = rot / 2;
@@ -113,15 +131,15 @@ void kv_write(const KvLayerView& kv, const float* k, const float* v, const int64
 
 void attention_head(const float* q, const KvLayerView& kv, const AttentionMetadata& meta, int token, int head,
                     int n_heads, int n_kv_heads, int head_dim, float* scores, float* out, const AttentionSpec& spec) {
-  const int pos = meta.positions[token];
+  const int last = meta.last_key(token);
   const int* table = meta.block_tables + int64_t(meta.token_seq[token]) * meta.max_blocks_per_seq;
   const int kv_head = head / (n_heads / n_kv_heads);
   const float* qh = q + (int64_t(token) * n_heads + head) * head_dim;
   const float scale = spec.score_scale(head_dim);
-  const int first = spec.first_key(pos);
+  const int first = spec.first_key(meta.positions[token]);
   const float sink = spec.sinks ? spec.sinks[head] : -INFINITY;
   float max_score = sink;
-  for (int j = first; j <= pos; ++j) {
+  for (int j = first; j <= last; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const int64_t kj = slot * kv.kv_dim + kv_head * head_dim;
     float s = 0.0f;
@@ -130,14 +148,14 @@ void attention_head(const float* q, const KvLayerView& kv, const AttentionMetada
     if (scores[j] > max_score) max_score = scores[j];
   }
   float sum = 0.0f;
-  for (int j = first; j <= pos; ++j) {
+  for (int j = first; j <= last; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     sum += scores[j];
   }
   if (spec.sinks) sum += std::exp(sink - max_score);  // a sink takes its share and has no value
   float* oh = out + (int64_t(token) * n_heads + head) * head_dim;
   for (int d = 0; d < head_dim; ++d) oh[d] = 0.0f;
-  for (int j = first; j <= pos; ++j) {
+  for (int j = first; j <= last; ++j) {
     const int64_t slot = int64_t(table[j / kv.block_size]) * kv.block_size + j % kv.block_size;
     const int64_t vj = slot * kv.kv_dim + kv_head * head_dim;
     const float p = scores[j] / sum;
@@ -149,7 +167,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionMetad
                      int head_dim, float* out, const AttentionSpec& spec) {
   std::vector<float> scores;
   for (int t = 0; t < meta.num_tokens; ++t) {
-    scores.resize(meta.positions[t] + 1);
+    scores.resize(size_t(meta.last_key(t)) + 1);
     for (int h = 0; h < n_heads; ++h)
       attention_head(q, kv, meta, t, h, n_heads, n_kv_heads, head_dim, scores.data(), out, spec);
   }

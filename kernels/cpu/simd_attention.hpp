@@ -266,7 +266,7 @@ void tile_over(const AttentionCall& c, int token_begin, int token_end, int kv_be
   const int heads = kv_end - kv_begin, per_head = (token_end - token_begin) * group, nq = heads * per_head;
   auto token = [&](int q) { return token_begin + q % per_head / group; };
   auto first_key = [&](int q) { return c.spec.first_key(meta.positions[token(q)]); };
-  auto last_key = [&](int q) { return meta.positions[token(q)]; };
+  auto last_key = [&](int q) { return meta.last_key(token(q)); };
   auto q_row = [&](int q) { return int64_t(token(q)) * c.n_heads + (kv_begin + q / per_head) * group + q % group; };
   int key_begin = first_key(0), key_end = last_key(0) + 1;  // every key a query of the tile sees
   for (int q = group; q < per_head; q += group)

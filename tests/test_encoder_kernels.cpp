@@ -1,0 +1,95 @@
+// The encoder's kernels: bidirectional attention (meta.key_ends), LayerNorm with a bias and the ungated GELU.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/reference.hpp"
+#include "tests/kernel_inputs.hpp"
+
+using namespace parley;
+using namespace parley::cpu;
+using test::random_vec;
+using test::supported_isas;
+
+namespace {
+
+struct TwoSequences {
+  static constexpr int n_heads = 4, n_kv_heads = 2, head_dim = 24, kv_dim = n_kv_heads * head_dim, block_size = 4;
+  static constexpr int max_blocks = 16, num_blocks = 2 * max_blocks;
+  std::vector<float> keys = random_vec(size_t(num_blocks) * block_size * kv_dim, 31);
+  std::vector<float> values = random_vec(keys.size(), 32);
+  std::vector<int> tables = std::vector<int>(2 * max_blocks);
+  // A 37-token sequence and a 5-token one, as a step holding two whole encoder inputs lays them out.
+  std::vector<int> positions, token_seq, key_ends;
+  TwoSequences() {
+    for (int i = 0; i < max_blocks; ++i)
+      tables[size_t(i)] = num_blocks - 1 - 2 * i, tables[size_t(max_blocks + i)] = 2 * i;
+    for (auto [seq, len] : {std::pair{0, 37}, std::pair{1, 5}})
+      for (int p = 0; p < len; ++p) positions.push_back(p), token_seq.push_back(seq), key_ends.push_back(len);
+  }
+  KvLayerView kv() { return {keys.data(), values.data(), block_size, kv_dim}; }
+  AttentionMetadata meta(bool bidirectional) const {
+    return {int(positions.size()), positions.data(), token_seq.data(),
+            tables.data(),         max_blocks,       bidirectional ? key_ends.data() : nullptr};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("bidirectional attention: every token sees its whole sequence, per ISA against the reference",
+          "[kernels][encoder]") {
+  TwoSequences s;
+  const int n = int(s.positions.size()), width = s.n_heads * s.head_dim;
+  const auto q = random_vec(size_t(n) * width, 33);
+  std::vector<float> want(q.size()), causal(q.size());
+  reference::paged_attention(q.data(), s.kv(), s.meta(true), s.n_heads, s.n_kv_heads, s.head_dim, want.data());
+  reference::paged_attention(q.data(), s.kv(), s.meta(false), s.n_heads, s.n_kv_heads, s.head_dim, causal.data());
+  // Each sequence's last token sees the same keys either way; the first does not.
+  REQUIRE(std::memcmp(&want[size_t(36) * width], &causal[size_t(36) * width], size_t(width) * 4) == 0);
+  REQUIRE(std::memcmp(want.data(), causal.data(), size_t(width) * 4) != 0);
+  for (Isa isa : supported_isas()) {
+    INFO("isa " << isa_name(isa));
+    std::vector<float> got(q.size());
+    CpuBackend(2, isa).paged_attention(q.data(), s.kv(), s.meta(true), s.n_heads, s.n_kv_heads, s.head_dim, got.data());
+    for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(2e-5));
+    // A token's bits are those of the same query placed last in a causal pass over its sequence.
+    for (int t = 0; t < n; ++t) {
+      const int last = s.key_ends[size_t(t)] - 1;
+      std::vector<float> alone(static_cast<size_t>(width));
+      const AttentionMetadata as_last{1, &last, &s.token_seq[size_t(t)], s.tables.data(), s.max_blocks};
+      CpuBackend(1, isa).paged_attention(q.data() + size_t(t) * width, s.kv(), as_last, s.n_heads, s.n_kv_heads,
+                                         s.head_dim, alone.data());
+      INFO("token " << t);
+      REQUIRE(std::memcmp(alone.data(), got.data() + size_t(t) * width, alone.size() * 4) == 0);
+    }
+  }
+}
+
+TEST_CASE("layernorm: zero mean, unit variance, then weight and bias", "[kernels][encoder]") {
+  // numpy: x = [1, 2, 4, 9]; (x - x.mean()) / np.sqrt(x.var() + 1e-5) * w + b
+  const std::vector<float> x{1, 2, 4, 9}, w{1, 2, 0.5f, -1}, b{0, 1, -1, 0.25f};
+  std::vector<float> out(4);
+  CpuBackend(1).layernorm(x.data(), w.data(), b.data(), out.data(), 1, 4, 1e-5f);
+  const double mean = 4.0, sd = std::sqrt(9.5 + 1e-5);  // var = (9 + 4 + 0 + 25) / 4
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(out[size_t(i)] == Approx((x[size_t(i)] - mean) / sd * w[size_t(i)] + b[size_t(i)]).margin(1e-6));
+  // Rows are independent: a row's bits alone and among others, on 1 and 2 threads.
+  const int M = 300, dim = 384;
+  const auto rows = random_vec(size_t(M) * dim, 41), weight = random_vec(dim, 42), bias = random_vec(dim, 43);
+  std::vector<float> all(rows.size()), one(static_cast<size_t>(dim));
+  CpuBackend(2).layernorm(rows.data(), weight.data(), bias.data(), all.data(), M, dim, 1e-12f);
+  CpuBackend(1).layernorm(rows.data() + size_t(123) * dim, weight.data(), bias.data(), one.data(), 1, dim, 1e-12f);
+  REQUIRE(std::memcmp(one.data(), all.data() + size_t(123) * dim, size_t(dim) * 4) == 0);
+}
+
+TEST_CASE("gelu_rows is GELU's tanh approximation in place", "[kernels][encoder]") {
+  // PyTorch: gelu(torch.tensor([1.0, -2.0, 0.5]), approximate="tanh") = [0.8411920, -0.0454023, 0.3457140]
+  std::vector<float> x{1.0f, -2.0f, 0.5f};
+  CpuBackend(1).gelu_rows(x.data(), 1, 3);
+  REQUIRE(x[0] == Approx(0.8411920f).margin(1e-6));
+  REQUIRE(x[1] == Approx(-0.0454023f).margin(1e-6));
+  REQUIRE(x[2] == Approx(0.3457140f).margin(1e-6));
+}
