@@ -223,8 +223,8 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", gen_model.seed, "Weight seed")->capture_default_str();
   gen->add_flag("--mtp", gen_model.with_mtp, "Add a multi-token-prediction head (the GGUF nextn block)");
   add_pooling_flag(gen, gen_model.pooling,
-                   "Write {arch}.pooling_type: an embedding model (none, mean, cls, last), or a reranker (rank: qwen3, "
-                   "a two-label head)");
+                   "Write {arch}.pooling_type: an embedding model (none, mean, cls, last), or a reranker (rank: qwen3 "
+                   "with a two-label head, bert a cross-encoder's dense layer and one label)");
   gen->add_option("--hf-tokenizer", gen_model.hf_tokenizer,
                   "A folder with a Hugging Face tokenizer.json and tokenizer_config.json (or a BERT vocab.txt): its "
                   "byte-level BPE or WordPiece vocabulary and chat template replace the synthetic vocabulary")

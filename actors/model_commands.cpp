@@ -44,9 +44,11 @@ int run_gen_model(const GenModelOptions& o) {
   const ModelShape shape = o.arch.empty() ? named_shape(o.shape) : tiny_arch_shape(o.arch);
   LlamaConfig cfg = shape.config;
   cfg.pooling = o.pooling.value_or(PoolingType::None);
-  if (cfg.pooling == PoolingType::Rank && cfg.arch != "qwen3")
-    throw std::invalid_argument("--pooling rank: only qwen3 rerankers (Qwen3-Reranker's head) are written");
-  if (cfg.pooling == PoolingType::Rank) cfg.classifier_labels = {"yes", "no"};  // Qwen3-Reranker's two labels
+  if (cfg.pooling == PoolingType::Rank && cfg.arch != "qwen3" && cfg.arch != "bert")
+    throw std::invalid_argument(
+        "--pooling rank: qwen3 rerankers (Qwen3-Reranker's head) and bert cross-encoders are written");
+  // Qwen3-Reranker's two labels; a cross-encoder's one score.
+  if (cfg.pooling == PoolingType::Rank && cfg.arch == "qwen3") cfg.classifier_labels = {"yes", "no"};
   std::optional<HfTokenizer> hf;
   if (!o.hf_tokenizer.empty()) {
     hf = import_hf_tokenizer(o.hf_tokenizer, o.pre);

@@ -56,6 +56,8 @@ std::string model_name_of(const EngineConfig& c) {
 SchedulerConfig scheduler_config_for(const EngineConfig& config, const LlamaConfig& model, const Vocab& vocab) {
   SchedulerConfig sc = config.scheduler;
   sc.pooling = model.pooling;
+  sc.bidirectional = model.encoder;
+  if (model.encoder) sc.enable_prefix_caching = false;  // no token's KV is a prefix's alone
   if (sc.max_model_len <= 0 || sc.max_model_len > model.max_seq_len) sc.max_model_len = model.max_seq_len;
   // On a GPU the blocks fill what --gpu-memory-utilization leaves, unless a count or size is given.
   const bool blocks_given = sc.num_kv_blocks > 0 || config.kv_cache_memory_bytes > 0;
@@ -76,6 +78,10 @@ LoadedEngine::LoadedEngine(const EngineConfig& config)
   const bool cuda = config.device == DeviceKind::Cuda;
   // The served config says what the engine does: a pooling type embeds, None generates.
   file.config.pooling = served_pooling(config.task, config.pooling, file.config.pooling);
+  if (file.config.encoder && file.config.pooling == PoolingType::None)
+    throw std::invalid_argument(file.config.arch +
+                                " is an encoder: it embeds or reranks, it cannot generate (--task embed or rerank, "
+                                "with --pooling where the file names none)");
   if (file.config.pooling != PoolingType::None && (cuda || config.role != Role::Colocated))
     throw std::invalid_argument("--task embed and rerank run on --device cpu in a colocated instance only for now");
   if (file.config.pooling == PoolingType::Rank && file.weights.cls_out.empty())

@@ -118,6 +118,7 @@ SchedulerOutput Scheduler::schedule() {
   auto chunk = [&](const Request& r, int num_computed) {
     // A prefill remainder, or the one newest token (a placeholder when its step is still in flight).
     int n = r.num_tokens() + r.num_output_placeholders + r.num_draft_placeholders - num_computed;
+    if (config_.bidirectional) return n <= budget ? n : 0;  // whole or not at all
     if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
     return std::min(n, budget);
   };
@@ -180,10 +181,11 @@ SchedulerOutput Scheduler::schedule() {
     }
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
     const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size()) &&
-                             (!r->is_pooling() || config_.pooling == PoolingType::Last);
+                             (!r->is_pooling() || config_.pooling == PoolingType::Last) && !config_.bidirectional;
     int num_hit = 0;
     KVCacheBlocks hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : KVCacheBlocks{};
     const int n = chunk(*r, num_hit);
+    if (n == 0) break;  // a whole prompt waits for a step with room for it
     if (!kv_.allocate_slots(*r, with_lookahead(num_hit, n), hits)) break;
     waiting_.pop_front();
     if (reads_cache) kv_.record_prefix_lookup(r->num_tokens(), num_hit);

@@ -48,6 +48,10 @@ void Scheduler::check_request(const Request& request) const {
   if (request.num_tokens() >= config_.max_model_len + (request.is_pooling() ? 1 : 0))
     throw std::invalid_argument("the prompt has " + std::to_string(request.num_tokens()) +
                                 " tokens; the context holds " + std::to_string(config_.max_model_len));
+  if (config_.bidirectional && request.num_tokens() > config_.max_num_batched_tokens)
+    throw std::invalid_argument("the input has " + std::to_string(request.num_tokens()) +
+                                " tokens; this model reads an input whole in one step, which holds " +
+                                std::to_string(config_.max_num_batched_tokens) + " (--max-num-batched-tokens)");
   if (config_.vocab_size > 0)
     for (int t : request.prompt_token_ids)
       if (t < 0 || t >= config_.vocab_size)

@@ -32,6 +32,43 @@ constexpr ArchSpec kArchs[] = {
     // gpt-oss: windows of 128 on every other layer, biases, sinks; its FFN norm is named post_attention_norm.
     {"gpt-oss", RopeLayout::NeoX, FA::SwigluOai, false, false, false, 0, 0, SW::Default, 128, 2, false, 0, false,
      kGptOss, true, "post_attention_norm"},
+    // Encoders (BGE, all-MiniLM, E5; nomic-embed-text): bidirectional, post-LayerNorm, token types.
+    {"bert",
+     RopeLayout::NeoX,
+     FA::Gelu,
+     false,
+     false,
+     false,
+     0,
+     0,
+     SW::None,
+     0,
+     0,
+     false,
+     0,
+     false,
+     {},
+     false,
+     "ffn_norm",
+     EncoderKind::LearnedPositions},
+    {"nomic-bert",
+     RopeLayout::NeoX,
+     FA::Silu,
+     false,
+     false,
+     false,
+     0,
+     0,
+     SW::None,
+     0,
+     0,
+     false,
+     0,
+     false,
+     {},
+     false,
+     "ffn_norm",
+     EncoderKind::Rotary},
 };
 
 int get_size(const GgufFile& f, const std::string& key) {
@@ -122,6 +159,17 @@ void read_experts(const GgufFile& f, const std::string& p, const ArchSpec& arch,
   m.weights_scale = scale == 0.0 ? 1.0f : float(scale);
 }
 
+// An encoder's keys: LayerNorm's epsilon, attention that must not be causal, biases on the FFN.
+void read_encoder(const GgufFile& f, const std::string& p, const ArchSpec& arch, LlamaConfig& c) {
+  if (arch.encoder == EncoderKind::None) return;
+  c.encoder = true;
+  c.learned_positions = arch.encoder == EncoderKind::LearnedPositions;
+  c.norm_eps = get_positive(f, p + "attention.layer_norm_epsilon", 1e-12);
+  if (f.get_bool(p + "attention.causal", false))
+    f.fail("key '" + p + "attention.causal' is true: Parley runs " + c.arch + " bidirectional only");
+  c.ffn_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
+}
+
 }  // namespace
 
 cpu::RopeSpec rope_spec(const LlamaConfig& c, const RopeConfig& rope, const float* freq_factors) {
@@ -205,6 +253,13 @@ void LlamaConfig::validate() const {
                                 " (needs 1 <= used <= count, width > 0)");
   if (moe.shared_hidden < 0 || !(moe.weights_scale > 0.0f) || !std::isfinite(moe.weights_scale))
     throw std::invalid_argument("LlamaConfig: the shared expert's width and the experts' weight scale");
+  if (encoder && (moe.enabled() || sliding_window > 0 || post_norms || qk_norm))
+    throw std::invalid_argument("LlamaConfig: an encoder has no experts, windows, QK-norm or Gemma's post-norms");
+  if (!encoder && learned_positions) throw std::invalid_argument("LlamaConfig: learned positions need an encoder");
+  if (ffn_bias && activation != FfnActivation::Gelu)
+    throw std::invalid_argument("LlamaConfig: FFN biases are supported on the ungated GELU FFN only");
+  if (activation == FfnActivation::Gelu && !encoder)
+    throw std::invalid_argument("LlamaConfig: the ungated GELU FFN is an encoder's");
 }
 
 LlamaConfig config_from_gguf(const GgufFile& f) {
@@ -265,6 +320,7 @@ LlamaConfig config_from_gguf(const GgufFile& f) {
   else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->ne.size() == 2 && t->ne[1] <= INT_MAX)
     c.vocab_size = static_cast<int>(t->ne[1]);
   read_experts(f, p, *arch, c);
+  read_encoder(f, p, *arch, c);
   const int64_t pooling = f.get_int(p + "pooling_type", 0);
   if (pooling < 0 || pooling > int64_t(PoolingType::Rank))
     f.fail("key '" + p + "pooling_type' is " + std::to_string(pooling) + " (llama.cpp's are 0 to 4)");

@@ -29,6 +29,13 @@ struct MoeSpec {
   bool biases = false;          // the router and the experts carry biases (gpt-oss)
 };
 
+// A BERT-family encoder, and where its positions come from.
+enum class EncoderKind {
+  None,              // a decoder
+  LearnedPositions,  // bert: absolute position embeddings
+  Rotary,            // nomic-bert: RoPE
+};
+
 struct ArchSpec {
   std::string_view name;
   RopeLayout rope;
@@ -47,6 +54,7 @@ struct ArchSpec {
   MoeSpec moe = {};
   bool attn_sinks = false;                 // attn_sinks per layer (gpt-oss)
   std::string_view ffn_norm = "ffn_norm";  // the FFN's input norm tensor (gpt-oss: post_attention_norm)
+  EncoderKind encoder = EncoderKind::None;
 };
 
 // The row for a general.architecture value, or nullptr.

@@ -94,7 +94,16 @@ void set_arch_keys(GgufWriter& g, const LlamaConfig& c, const ArchSpec& arch, bo
     g.set_u32(p + "attention.key_length", c.head_size);
     g.set_u32(p + "attention.value_length", c.head_size);
   }
-  g.set_f32(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  if (c.encoder != (arch.encoder != EncoderKind::None) ||
+      c.learned_positions != (arch.encoder == EncoderKind::LearnedPositions))
+    fail("files fix whether the model is an encoder and where its positions come from");
+  if (c.encoder) {
+    g.set_f32(p + "attention.layer_norm_epsilon", c.norm_eps);
+    g.set_bool(p + "attention.causal", false);
+    g.set_u32("tokenizer.ggml.token_type_count", 2);  // llama.cpp refuses an encoder without it
+  } else {
+    g.set_f32(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  }
   if (c.rope_freq_scale != 1.0f || c.rope_yarn) {
     g.set_string(p + "rope.scaling.type", c.rope_yarn ? "yarn" : "linear");
     g.set_f32(p + "rope.scaling.factor", 1.0f / c.rope_freq_scale);

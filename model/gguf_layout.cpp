@@ -67,7 +67,12 @@ class LayoutReader {
     }
     return out;
   }
+  LayerNormWeights layer_norm(const std::string& name) {
+    return {vec(name + ".weight", {dim_}), vec(name + ".bias", {dim_})};
+  }
   ExpertWeights moe(const std::string& b);
+  void encoder_embedding(LlamaWeights& w);
+  void classifier(LlamaWeights& w);
   void attention(const std::string& b, LayerWeights& L);
   void ffn(const std::string& b, LayerWeights& L);
   LayerWeights layer(int l);
@@ -140,12 +145,16 @@ void LayoutReader::attention(const std::string& b, LayerWeights& L) {
 
 void LayoutReader::ffn(const std::string& b, LayerWeights& L) {
   const uint64_t hidden = c_.hidden_dim;
-  L.ffn_norm = vec(b + std::string(find_arch(c_.arch)->ffn_norm) + ".weight", {dim_});
+  if (!c_.encoder) L.ffn_norm = vec(b + std::string(find_arch(c_.arch)->ffn_norm) + ".weight", {dim_});
   if (c_.moe.enabled()) {
     L.experts = moe(b);
     return;
   }
-  if (f_.find_tensor(b + "ffn_gate.weight")) {
+  if (c_.activation == FfnActivation::Gelu) {  // BERT: up, then down, no gate
+    L.w_up = matrix(b + "ffn_up.weight", {dim_, hidden});
+    if (c_.ffn_bias) L.b_up = vec(b + "ffn_up.bias", {hidden});
+    if (c_.ffn_bias) L.b_down = vec(b + "ffn_down.bias", {dim_});
+  } else if (f_.find_tensor(b + "ffn_gate.weight")) {
     L.w_gate = matrix(b + "ffn_gate.weight", {dim_, hidden});
     L.w_up = matrix(b + "ffn_up.weight", {dim_, hidden});
   } else {  // Phi-3: one up matrix whose first half is the gate
@@ -158,7 +167,12 @@ void LayoutReader::ffn(const std::string& b, LayerWeights& L) {
 LayerWeights LayoutReader::layer(int l) {
   const std::string b = "blk." + std::to_string(l) + ".";
   LayerWeights L;
-  L.attn_norm = vec(b + "attn_norm.weight", {dim_});
+  if (c_.encoder) {
+    L.attn_out_norm = layer_norm(b + "attn_output_norm");
+    L.layer_out_norm = layer_norm(b + "layer_output_norm");
+  } else {
+    L.attn_norm = vec(b + "attn_norm.weight", {dim_});
+  }
   attention(b, L);
   ffn(b, L);
   if (c_.post_norms) {
@@ -200,14 +214,37 @@ LlamaWeights LayoutReader::weights() {
     mtp.shared_head_norm = vec(b + "shared_head_norm.weight", {dim_});
   }
   w.rope_freq_factors = rope_freq_factors();
-  w.output_norm = vec("output_norm.weight", {dim_});
+  if (c_.encoder)
+    encoder_embedding(w);
+  else
+    w.output_norm = vec("output_norm.weight", {dim_});
   if (f_.find_tensor("output.weight")) w.output = matrix("output.weight", {dim_, vocab});
-  if (f_.find_tensor("cls.output.weight")) {  // llama.cpp's n_cls_out: the labels' count, else 1
-    const uint64_t n_out = std::max<uint64_t>(1, c_.classifier_labels.size());
-    w.cls_out = matrix("cls.output.weight", {dim_, n_out});
-    if (f_.find_tensor("cls.output.bias")) w.cls_out_bias = vec("cls.output.bias", {n_out});
-  }
+  classifier(w);
   return w;
+}
+
+// Token type 0's row (llama.cpp hard-codes type 0), absolute positions (bert), and the embeddings' LayerNorm.
+void LayoutReader::encoder_embedding(LlamaWeights& w) {
+  if (const GgufTensorInfo* t = f_.find_tensor("token_types.weight")) {
+    if (t->ne.size() != 2 || t->ne[1] < 1) f_.fail("tensor 'token_types.weight' is not [types][dim]");
+    const std::vector<float> types = vec("token_types.weight", {dim_, t->ne[1]});
+    w.token_type.assign(types.begin(), types.begin() + std::ptrdiff_t(dim_));
+  }
+  if (c_.learned_positions) w.position_embedding = matrix("position_embd.weight", {dim_, uint64_t(c_.max_seq_len)});
+  w.embedding_norm = layer_norm("token_embd_norm");
+}
+
+// A reranker's head: cls.output (llama.cpp's n_cls_out: the labels' count, else 1), after a cross-encoder's
+// dense cls layer when there is one.
+void LayoutReader::classifier(LlamaWeights& w) {
+  if (f_.find_tensor("cls.weight")) {
+    w.cls = matrix("cls.weight", {dim_, dim_});
+    if (f_.find_tensor("cls.bias")) w.cls_bias = vec("cls.bias", {dim_});
+  }
+  if (!f_.find_tensor("cls.output.weight")) return;
+  const uint64_t n_out = std::max<uint64_t>(1, c_.classifier_labels.size());
+  w.cls_out = matrix("cls.output.weight", {dim_, n_out});
+  if (f_.find_tensor("cls.output.bias")) w.cls_out_bias = vec("cls.output.bias", {n_out});
 }
 
 }  // namespace

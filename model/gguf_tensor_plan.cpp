@@ -53,7 +53,12 @@ void fail(const std::string& why) { throw std::invalid_argument("write_model_ggu
 class Planner {
  public:
   Planner(const LlamaConfig& c, const ArchSpec& arch, bool drawn)
-      : c_(c), arch_(arch), drawn_(drawn), permute_(c.rope_layout != arch.rope), fused_(c.arch == "phi3") {
+      : c_(c),
+        arch_(arch),
+        drawn_(drawn),
+        permute_(c.rope_layout != arch.rope),
+        fused_qkv_(c.arch == "phi3" || c.arch == "nomic-bert"),
+        fused_gate_up_(c.arch == "phi3") {
     // llama.cpp's llama layout wants adjacent-pair RoPE: a NeoX-ordered Llama has its Q/K rows permuted.
     if (permute_ && !(c.arch == "llama" && c.rope_layout == RopeLayout::NeoX))
       fail(c.arch + " files have " + (arch.rope == RopeLayout::NeoX ? "NeoX" : "adjacent") + " RoPE");
@@ -61,10 +66,11 @@ class Planner {
 
   std::vector<PlannedTensor> plan(const LlamaWeights& w) {
     add("token_embd.weight", w.token_embedding, {dim(), vocab()});
+    if (c_.encoder) add_encoder_embedding(w);
     for (int l = 0; l < c_.n_layers; ++l) add_layer(l, w.layers[size_t(l)]);
     if (w.mtp) add_mtp(*w.mtp);
     if (!w.rope_freq_factors.empty()) add_rope_factors(w.rope_freq_factors);
-    add_vector("output_norm.weight", w.output_norm, {dim()});
+    if (!c_.encoder) add_vector("output_norm.weight", w.output_norm, {dim()});
     if (!c_.tied_output) {
       if (c_.arch == "gemma2") fail("gemma2 files tie the output to the embedding");
       add("output.weight", w.output, {dim(), vocab()});
@@ -92,8 +98,30 @@ class Planner {
         name, [&v] { return WeightMatrix(v); }, std::move(ne));
   }
 
-  // A reranker's head: one row per label (n_cls_out is the labels' count, else 1).
+  // Token type rows (type 0's, then a second of zeros), absolute positions, the embeddings' LayerNorm.
+  void add_encoder_embedding(const LlamaWeights& w) {
+    if (!drawn_ && w.token_type.size() != dim()) fail("an encoder needs token type 0's row");
+    add_built("token_types.weight",
+              [&w] {
+                std::vector<float> rows = w.token_type;
+                rows.resize(2 * rows.size(), 0.0f);
+                return WeightMatrix(std::move(rows));
+              },
+              {dim(), 2});
+    if (c_.learned_positions) add("position_embd.weight", w.position_embedding, {dim(), uint64_t(c_.max_seq_len)});
+    add_layer_norm("token_embd_norm", w.embedding_norm);
+  }
+  void add_layer_norm(const std::string& name, const LayerNormWeights& n) {
+    add_vector(name + ".weight", n.weight, {dim()});
+    add_vector(name + ".bias", n.bias, {dim()});
+  }
+
+  // A reranker's head: a cross-encoder's dense layer, then one row per label (n_cls_out: the labels' count, else 1).
   void add_classifier(const LlamaWeights& w) {
+    if (!w.cls.empty()) {
+      add("cls.weight", w.cls, {dim(), dim()});
+      if (!w.cls_bias.empty()) add_vector("cls.bias", w.cls_bias, {dim()});
+    }
     const uint64_t n_out = std::max<uint64_t>(1, c_.classifier_labels.size());
     if (!drawn_ && w.cls_out.size() != n_out * dim()) fail("cls.output.weight has the wrong size");
     add("cls.output.weight", w.cls_out, {dim(), n_out});
@@ -102,10 +130,10 @@ class Planner {
 
   void add_layer(int l, const LayerWeights& L) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    add_vector(b + "attn_norm.weight", L.attn_norm, {dim()});
+    if (!c_.encoder) add_vector(b + "attn_norm.weight", L.attn_norm, {dim()});
     if (!drawn_ && (L.wq.size() != qd() * dim() || L.wk.size() != kv() * dim()))
       fail("layer " + std::to_string(l) + " wq/wk have the wrong size");
-    if (fused_)
+    if (fused_qkv_)
       add_fused_qkv(b, L);
     else
       add_qkv(b, L);
@@ -116,7 +144,12 @@ class Planner {
     add(b + "attn_output.weight", L.wo, {qd(), dim()});
     if (c_.attn_out_bias) add_vector(b + "attn_output.bias", L.bo, {dim()});
     if (c_.attn_sinks) add_vector(b + "attn_sinks.weight", L.attn_sinks, {uint64_t(c_.n_heads)});
-    add_vector(b + std::string(arch_.ffn_norm) + ".weight", L.ffn_norm, {dim()});
+    if (c_.encoder) {
+      add_layer_norm(b + "attn_output_norm", L.attn_out_norm);
+      add_layer_norm(b + "layer_output_norm", L.layer_out_norm);
+    } else {
+      add_vector(b + std::string(arch_.ffn_norm) + ".weight", L.ffn_norm, {dim()});
+    }
     add_ffn(b, L);
     if (c_.post_norms) {
       add_vector(b + "post_attention_norm.weight", L.post_attn_norm, {dim()});
@@ -124,7 +157,7 @@ class Planner {
     }
   }
 
-  // Phi-3 files fuse Q/K/V (and their biases).
+  // Phi-3 and nomic-bert files fuse Q/K/V (and their biases).
   void add_fused_qkv(const std::string& b, const LayerWeights& L) {
     const uint64_t qd = this->qd(), kv = this->kv();
     add_built(b + "attn_qkv.weight", [&L] { return concat_rows({&L.wq, &L.wk, &L.wv}); }, {dim(), qd + 2 * kv});
@@ -155,11 +188,20 @@ class Planner {
     add_vector(b + "attn_v.bias", L.bv, {kv});
   }
 
-  // llama.cpp's order: gate, down, up (Phi-3 fuses gate and up into ffn_up).
+  // llama.cpp's order: gate, down, up (Phi-3 fuses gate and up into ffn_up; BERT has no gate).
   void add_ffn(const std::string& b, const LayerWeights& L) {
     const uint64_t hidden = c_.hidden_dim;
     if (c_.moe.enabled()) return add_experts(b, L.experts);
-    if (fused_) {
+    if (c_.activation == FfnActivation::Gelu) {  // BERT: up and down, no gate
+      add(b + "ffn_up.weight", L.w_up, {dim(), hidden});
+      add(b + "ffn_down.weight", L.w_down, {hidden, dim()});
+      if (c_.ffn_bias) {
+        add_vector(b + "ffn_up.bias", L.b_up, {hidden});
+        add_vector(b + "ffn_down.bias", L.b_down, {dim()});
+      }
+      return;
+    }
+    if (fused_gate_up_) {
       add_built(b + "ffn_up.weight", [&L] { return concat_rows({&L.w_gate, &L.w_up}); }, {dim(), 2 * hidden});
       add(b + "ffn_down.weight", L.w_down, {hidden, dim()});
       return;
@@ -223,7 +265,7 @@ class Planner {
 
   const LlamaConfig& c_;
   const ArchSpec& arch_;
-  bool drawn_, permute_, fused_;
+  bool drawn_, permute_, fused_qkv_, fused_gate_up_;
   std::vector<PlannedTensor> plan_;
 };
 

@@ -33,7 +33,10 @@ LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   if (c.moe.enabled()) {
     l.moe.emplace(c, w.experts);
   } else {
-    l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
+    if (c.activation == FfnActivation::Gelu)  // no gate: the up rows alone
+      l.w_gate_up = Linear::stack(c.dim, {&w.w_up});
+    else
+      l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
     l.w_down = Linear::stack(c.hidden_dim, {&w.w_down});
   }
   if (c.qkv_bias) {
@@ -56,6 +59,20 @@ LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
     l.q_norm = std::move(w.q_norm);
     l.k_norm = std::move(w.k_norm);
   }
+  if (c.encoder) {
+    for (const LayerNormWeights* n : {&w.attn_out_norm, &w.layer_out_norm}) {
+      need(n->weight, size_t(c.dim), "an encoder's LayerNorm weight");
+      need(n->bias, size_t(c.dim), "an encoder's LayerNorm bias");
+    }
+    l.attn_out_norm = std::move(w.attn_out_norm);
+    l.layer_out_norm = std::move(w.layer_out_norm);
+  }
+  if (c.ffn_bias) {
+    need(w.b_up, size_t(c.hidden_dim), "b_up");
+    need(w.b_down, size_t(c.dim), "b_down");
+    l.b_up = std::move(w.b_up);
+    l.b_down = std::move(w.b_down);
+  }
   if (c.post_norms) {
     need(w.post_attn_norm, size_t(c.dim), "post_attn_norm");
     need(w.post_ffn_norm, size_t(c.dim), "post_ffn_norm");
@@ -77,6 +94,17 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!tied) token_embedding_ = std::move(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
   rope_freq_factors_ = std::move(weights.rope_freq_factors);
+  if (config_.encoder) {
+    if (config_.learned_positions) position_embedding_ = weights.position_embedding.to_f32();
+    if (position_embedding_.size() != (config_.learned_positions ? size_t(config_.max_seq_len) * dim : 0))
+      throw std::invalid_argument("position embeddings must be [context][dim]");
+    token_type_ = std::move(weights.token_type);
+    embedding_norm_ = std::move(weights.embedding_norm);
+    if (!token_type_.empty() && token_type_.size() != size_t(dim))
+      throw std::invalid_argument("token type row must be [dim]");
+    if (embedding_norm_.weight.size() != size_t(dim) || embedding_norm_.bias.size() != size_t(dim))
+      throw std::invalid_argument("the embeddings' LayerNorm must be [dim]");
+  }
   classifier_ = ClassifierHead::from(config_, weights);
   for (int l = 0; l < config.n_layers; ++l)
     layers_.push_back(pack_layer(weights.layers[size_t(l)], config_.is_sliding_layer(l)));
@@ -146,6 +174,10 @@ cpu::AttentionMetadata LlamaModel::prepare(const ForwardBatch& batch) {
   meta.token_seq = batch.token_seq.data();
   meta.block_tables = batch.block_tables.data();
   meta.max_blocks_per_seq = batch.max_blocks_per_seq;
+  if (c.encoder) {
+    encoder_key_ends(batch);
+    meta.key_ends = key_ends_.data();
+  }
   if (batch.num_kv_groups < 1 || batch.slot_mapping.size() != size_t(batch.num_kv_groups) * M)
     throw std::invalid_argument("forward: " + std::to_string(batch.slot_mapping.size()) + " slots for " +
                                 std::to_string(M) + " tokens in " + std::to_string(batch.num_kv_groups) + " KV groups");
@@ -165,14 +197,14 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
   backend_->rope(k_.data(), batch.positions.data(), M, c.n_kv_heads, hd, spec);
 }
 
-void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
+void LlamaModel::attend(const Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta,
+                        const float* in) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
-  const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim();
   const int qkv_w = qd + 2 * kv_dim;
-  be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  L.wqkv.matmul(be, xb_.data(), qkv_.data(), M, part_);
+  L.wqkv.matmul(be, in, qkv_.data(), M, part_);
   if (!L.bqkv.empty())
     for (int i = 0; i < M; ++i) add_into(qkv_.data() + size_t(i) * qkv_w, L.bqkv.data(), qkv_w);
   for (int i = 0; i < M; ++i) {
@@ -181,7 +213,7 @@ void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& bat
     std::copy_n(row + qd, kv_dim, k_.data() + size_t(i) * kv_dim);
     std::copy_n(row + qd + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
   }
-  rotate(L, batch);
+  if (!c.learned_positions) rotate(L, batch);
   const int group = kv.layout().group_of_layer[size_t(l)];
   meta.block_tables = batch.group_block_tables(group);
   const cpu::KvLayerView kvl = kv.layer(l);
@@ -192,22 +224,46 @@ void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& bat
   L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
   if (!L.bo.empty())
     for (int i = 0; i < M; ++i) add_into(xb_.data() + size_t(i) * dim, L.bo.data(), dim);
-  if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
+}
 
-  be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
+  const auto& c = config_;
+  const auto& be = *backend_;
+  const int dim = c.dim, hidden = c.hidden_dim;
   if (L.moe) {
     hb_.resize(std::max(hb_.size(), size_t(M) * dim));
-    L.moe->forward(be, xb_.data(), hb_.data(), M);
+    L.moe->forward(be, in, hb_.data(), M);
     std::copy_n(hb_.data(), size_t(M) * dim, xb_.data());
-  } else {
-    L.w_gate_up.matmul(be, xb_.data(), hb_.data(), M, part_);
-    if (c.activation == FfnActivation::GeluTanh)
-      be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
-    else
-      be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
-    L.w_down.matmul(be, hidden_.data(), xb_.data(), M, part_);
+    return;
   }
+  L.w_gate_up.matmul(be, in, hb_.data(), M, part_);
+  const float* activated = hidden_.data();
+  if (c.activation == FfnActivation::Gelu) {  // hb_ holds up only
+    if (!L.b_up.empty())
+      for (int i = 0; i < M; ++i) add_into(hb_.data() + size_t(i) * hidden, L.b_up.data(), hidden);
+    be.gelu_rows(hb_.data(), M, hidden);
+    activated = hb_.data();
+  } else if (c.activation == FfnActivation::GeluTanh) {
+    be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
+  } else {
+    be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
+  }
+  L.w_down.matmul(be, activated, xb_.data(), M, part_);
+  if (!L.b_down.empty())
+    for (int i = 0; i < M; ++i) add_into(xb_.data() + size_t(i) * dim, L.b_down.data(), dim);
+}
+
+void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
+  if (config_.encoder) return run_encoder_layer(L, l, kv, batch, meta);
+  const auto& c = config_;
+  const auto& be = *backend_;
+  const int M = batch.num_tokens(), dim = c.dim;
+  be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  attend(L, l, kv, batch, meta, xb_.data());
+  if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
+  be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
+  feed_forward(L, xb_.data(), M);
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
   add_into(x_.data(), xb_.data(), int64_t(M) * dim);
 }
@@ -237,7 +293,10 @@ void LlamaModel::normed_rows(const ForwardBatch& batch) {
     std::copy_n(x_.data() + size_t(token) * dim, dim, selected_.data() + size_t(s) * dim);
   }
   normed_.resize(size_t(S) * dim);
-  backend_->rmsnorm(selected_.data(), output_norm_.data(), normed_.data(), S, dim, config_.norm_eps);
+  if (output_norm_.empty())  // an encoder: its last layer's LayerNorm is the final one
+    std::copy(selected_.begin(), selected_.end(), normed_.begin());
+  else
+    backend_->rmsnorm(selected_.data(), output_norm_.data(), normed_.data(), S, dim, config_.norm_eps);
 }
 
 void LlamaModel::embed(const ForwardBatch& batch) {
@@ -257,6 +316,7 @@ void LlamaModel::embed(const ForwardBatch& batch) {
     const float scale = std::sqrt(float(dim));
     for (int64_t i = 0; i < int64_t(M) * dim; ++i) x_[size_t(i)] *= scale;
   }
+  if (config_.encoder) encoder_embed(batch);
 }
 
 void LlamaModel::forward(const ForwardBatch& batch, KvCache& kv, std::vector<float>& logits, int num_layers) {

@@ -86,6 +86,8 @@ class LlamaModel {
     std::vector<float> attn_sinks;                     // [n_heads] when attn_sinks
     std::vector<float> q_norm, k_norm;                 // [head_dim] when the config has QK-norm
     std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] when the config has post-norms
+    LayerNormWeights attn_out_norm, layer_out_norm;    // an encoder's, after each residual add
+    std::vector<float> b_up, b_down;                   // [hidden], [dim] when ffn_bias
     bool sliding = false;                              // attends only to the sliding window, with the local RoPE
   };
   struct Mtp {
@@ -101,6 +103,17 @@ class LlamaModel {
   // One transformer block over x_ in place, writing its KV.
   // Layer l of the batch over KV group group_of_layer[l]'s tables.
   void run_layer(Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
+  // An encoder's block (model/encoder_layer.cpp): attention and FFN each added to x_, then LayerNormed.
+  void run_encoder_layer(Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
+  // Self-attention of the rows `in` (Q/K/V, RoPE, the KV write, attention, output projection) into xb_.
+  void attend(const Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta,
+              const float* in);
+  // The FFN (dense or experts) of the rows `in` into xb_.
+  void feed_forward(Layer& layer, const float* in, int M);
+  // Encoders: each token's sequence length in this batch (every sequence whole), into key_ends_.
+  void encoder_key_ends(const ForwardBatch& batch);
+  // Encoders: token type 0, absolute positions and the embeddings' LayerNorm over x_.
+  void encoder_embed(const ForwardBatch& batch);
   // The token embeddings of the batch into x_ (scaled where the architecture scales them).
   void embed(const ForwardBatch& batch);
   // Q and K of one layer rotated in place by the layer's RoPE.
@@ -114,7 +127,11 @@ class LlamaModel {
   WeightMatrix token_embedding_;  // rows looked up by token id, decoded one at a time; empty when tied
   Linear output_;                 // the head, packed; when tied, also the embedding's rows
   std::vector<float> output_norm_;
-  std::vector<float> rope_freq_factors_;  // [rotary_dims / 2], or empty
+  std::vector<float> rope_freq_factors_;   // [rotary_dims / 2], or empty
+  std::vector<float> position_embedding_;  // encoders: [context][dim] absolute positions, or empty
+  std::vector<float> token_type_;          // encoders: [dim], or empty
+  LayerNormWeights embedding_norm_;        // encoders
+  std::vector<int> key_ends_;              // encoders: [num_tokens] for the attention metadata
   std::vector<Layer> layers_;
   std::optional<Mtp> mtp_;
   std::optional<ClassifierHead> classifier_;

@@ -25,6 +25,7 @@ enum class FfnActivation {
   Silu,       // SwiGLU: Llama, Qwen, Phi-3
   GeluTanh,   // GeGLU with GELU's tanh approximation: Gemma
   SwigluOai,  // gpt-oss: the gate capped at 7, up clamped to +-7, gate * sigmoid(1.702 gate) * (up + 1)
+  Gelu,       // no gate: out = gelu_tanh(up) (BERT)
 };
 
 // How the router's logits become the chosen experts' weights (llama.cpp's expert_gating_func).
@@ -100,6 +101,11 @@ struct LlamaConfig {
   bool attn_sinks = false;        // a learned logit per head joins each attention softmax's denominator (gpt-oss)
   bool qk_norm = false;           // per-head RMSNorm of Q and K before RoPE (Qwen3, Gemma 3)
   bool post_norms = false;        // RMSNorm after attention and after the FFN, before each residual add (Gemma 2/3)
+  // A BERT-family encoder (bert, nomic-bert): attention sees the whole sequence; LayerNorms with biases follow the
+  // embeddings and each residual add (post-norm); token type 0's row joins every token; no final norm, no head.
+  bool encoder = false;
+  bool learned_positions = false;  // absolute position embeddings added to the tokens' (BERT); else RoPE
+  bool ffn_bias = false;           // ffn_up and ffn_down carry biases (BERT)
   FfnActivation activation = FfnActivation::Silu;
   MoeConfig moe;                               // experts in place of the dense FFN when moe.enabled()
   PoolingType pooling = PoolingType::None;     // {arch}.pooling_type, or --pooling

@@ -22,6 +22,11 @@ struct ExpertWeights {
   WeightMatrix shared_w_down;               // [dim][shared_hidden]
 };
 
+// A LayerNorm's scale and shift, [dim] each (BERT-family encoders).
+struct LayerNormWeights {
+  std::vector<float> weight, bias;
+};
+
 // Every matrix is row-major [out][in], as GGUF and llama2.c store them, in its file's type; vectors in F32.
 // The optional tensors are empty unless the config's flag asks for them.
 struct LayerWeights {
@@ -40,6 +45,9 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;                 // [head_dim] each when qk_norm
   std::vector<float> post_attn_norm, post_ffn_norm;  // [dim] each when post_norms
   ExpertWeights experts;                             // in place of w_gate, w_up and w_down when moe.enabled()
+  // An encoder's post-norms (attn_output_norm, layer_output_norm) in place of attn_norm and ffn_norm.
+  LayerNormWeights attn_out_norm, layer_out_norm;
+  std::vector<float> b_up, b_down;  // [hidden], [dim] when ffn_bias
 };
 
 // A multi-token-prediction module in DeepSeek-V3's form (GGUF: the "nextn" block after the main layers,
@@ -63,6 +71,12 @@ struct LlamaWeights {
   std::optional<MtpWeights> mtp;    // present when the file has a multi-token-prediction head
   WeightMatrix cls_out;             // [n_cls_out][dim]: a reranker's classifier (cls.output.weight), or empty
   std::vector<float> cls_out_bias;  // [n_cls_out] (cls.output.bias), or empty
+  WeightMatrix cls;                 // [dim][dim]: a cross-encoder's dense layer before the classifier, tanh after
+  std::vector<float> cls_bias;      // [dim] (cls.bias), or empty
+  // Encoders: the embedding's other parts and its LayerNorm (token_embd_norm); output_norm is then empty.
+  WeightMatrix position_embedding;  // [context][dim] absolute positions (BERT), or empty
+  std::vector<float> token_type;    // [dim]: token type 0's row (token_types.weight), or empty
+  LayerNormWeights embedding_norm;
 
   const WeightMatrix& output_head() const { return output.empty() ? token_embedding : output; }
 };

@@ -70,6 +70,17 @@ void gpt_oss(LlamaConfig& c, int window, float yarn_factor, int original_context
   c.moe.expert_biases = true;
 }
 
+// BERT-family encoders: LayerNorm's epsilon 1e-12, two token types, bidirectional (the writer's keys).
+void bert(LlamaConfig& c) {
+  c.encoder = c.learned_positions = c.ffn_bias = c.qkv_bias = c.attn_out_bias = true;
+  c.activation = FfnActivation::Gelu;
+  c.norm_eps = 1e-12f;
+}
+void nomic_bert(LlamaConfig& c) {
+  c.encoder = true;
+  c.norm_eps = 1e-12f;
+}
+
 struct NamedShape {
   std::string_view name;
   Sizes sizes;
@@ -126,6 +137,9 @@ constexpr NamedShape kTiny[] = {
     {"gpt-oss",
      {"gpt-oss", 64, 160, 4, 4, 2, 32, 512, 512, 150000.0f},
      [](LlamaConfig& c) { gpt_oss(c, 12, 4.0f, 64); }},
+    // Encoders: 4 heads without GQA, as BERT has; nomic-bert's RoPE base is 1000.
+    {"bert", {"bert", 64, 160, 3, 4, 4, 0, 512, 512, 10000.0f}, bert},
+    {"nomic-bert", {"nomic-bert", 64, 160, 3, 4, 4, 0, 512, 512, 1000.0f}, nomic_bert},
     {"mixtral",
      {"llama", 64, 96, 3, 4, 2, 0, 512, 512, 1000000.0f},
      [](LlamaConfig& c) {
@@ -144,6 +158,9 @@ constexpr NamedShape kReal[] = {
      [](LlamaConfig& c) { gemma3(c, 512); }},
     {"phi3-mini", {"phi3", 3072, 8192, 32, 32, 32, 0, 32064, 4096, 10000.0f}, untied},
     {"smollm2-135m", {"llama", 576, 1536, 30, 9, 3, 0, 49152, 8192, 100000.0f}, plain},
+    // BGE-base-en-v1.5 (bert, WordPiece 30522, CLS pooling) and nomic-embed-text-v1.5 (nomic-bert, mean pooling).
+    {"bge-base", {"bert", 768, 3072, 12, 12, 12, 0, 30522, 512, 10000.0f}, bert},
+    {"nomic-embed-v1.5", {"nomic-bert", 768, 3072, 12, 12, 12, 0, 30522, 2048, 1000.0f}, nomic_bert},
     // Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B): 128 experts 768 wide, top 8 renormalized; its own output head.
     {"qwen3-30b-a3b",
      {"qwen3moe", 2048, 6144, 48, 32, 4, 128, 151936, 40960, 1000000.0f},

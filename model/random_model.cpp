@@ -85,6 +85,33 @@ constexpr std::string_view kCommon[] = {
     "nd",    "st",     "es",      "ou",      ".",     ",",     "!",     "?",      "\"",      "'s",    " \"",
 };
 
+// An encoder's LayerNorms, FFN biases, token type row and positions (and a cross-encoder's dense head layer).
+template <class Rng>
+void add_random_encoder_parts(const LlamaConfig& cfg, Rng& rng, LlamaWeights& w) {
+  const size_t dim = size_t(cfg.dim);
+  auto values = [&](size_t n, float center, float spread) {
+    std::vector<float> v(n);
+    for (float& x : v) x = center + spread * rng.symmetric();
+    return v;
+  };
+  auto layer_norm = [&] { return LayerNormWeights{values(dim, 1.0f, 0.5f), values(dim, 0.0f, 0.5f)}; };
+  for (LayerWeights& L : w.layers) {
+    if (cfg.activation == FfnActivation::Gelu) L.w_gate = {};  // drawn with the others, but BERT has no gate
+    L.attn_out_norm = layer_norm();
+    L.layer_out_norm = layer_norm();
+    if (cfg.ffn_bias) L.b_up = values(size_t(cfg.hidden_dim), 0.0f, 0.5f), L.b_down = values(dim, 0.0f, 0.5f);
+  }
+  w.output_norm.clear();
+  w.token_type = values(dim, 0.0f, 0.5f);
+  if (cfg.learned_positions) w.position_embedding = uniform(rng, size_t(cfg.max_seq_len), dim);
+  w.embedding_norm = layer_norm();
+  if (cfg.pooling == PoolingType::Rank) {
+    w.cls = uniform(rng, dim, dim);
+    w.cls_bias = values(dim, 0.0f, 0.5f);
+    w.cls_out_bias = values(std::max<size_t>(1, cfg.classifier_labels.size()), 0.0f, 0.5f);
+  }
+}
+
 }  // namespace
 
 Vocab make_synthetic_vocab(int vocab_size) {
@@ -251,6 +278,7 @@ ModelFile make_random_model(const LlamaConfig& cfg, uint64_t seed, bool with_mtp
   }
   if (cfg.pooling == PoolingType::Rank)  // a reranker's head, one row per label (llama.cpp's n_cls_out)
     w.cls_out = uniform(rng, std::max<size_t>(1, cfg.classifier_labels.size()), dim);
+  if (cfg.encoder) add_random_encoder_parts(cfg, rng, w);
   return m;
 }
 

@@ -33,55 +33,12 @@ struct PoolingModel {
   LlamaModel model;
 };
 
+using pooling_test::normed_hidden;
+using pooling_test::pooling_request;
 using pooling_test::prompt_of;
+using pooling_test::run;
+using pooling_test::same_bits;
 using pooling_test::scheduler_config;
-
-Request pooling_request(const std::string& id, std::vector<int> prompt, PoolingParams params = {}) {
-  Request r(id, std::move(prompt), SamplingParams{}, 0);
-  r.pooling_params = params;
-  return r;
-}
-
-// Runs every request to its end; returns each pooling request's vector by id (generation requests run beside them).
-std::map<std::string, std::vector<float>> run(EngineCore& core, std::vector<Request> requests) {
-  for (Request& r : requests) core.add_request(std::move(r));
-  std::map<std::string, std::vector<float>> vectors;
-  for (int steps = 0; core.has_unfinished_requests(); ++steps) {
-    REQUIRE(steps < 1000);
-    for (const EngineCoreOutput& o : core.step()) {
-      REQUIRE(o.error.empty());
-      if (!o.pooled.empty()) {
-        CHECK(o.finish_reason == FinishReason::Stop);
-        CHECK(o.new_token_ids.empty());
-        vectors[o.req_id] = o.pooled;
-      }
-    }
-  }
-  return vectors;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// The prompt's final-normed hidden states from one plain forward pass: [n][dim].
-std::vector<float> normed_hidden(PoolingModel& m, const std::vector<int>& prompt) {
-  KvCache kv(m.file.config, 64, 16);
-  ForwardBatch b;
-  b.max_blocks_per_seq = 64;
-  for (int i = 0; i < 64; ++i) b.block_tables.push_back(i);
-  for (int p = 0; p < int(prompt.size()); ++p) {
-    b.token_ids.push_back(prompt[size_t(p)]);
-    b.positions.push_back(p);
-    b.token_seq.push_back(0);
-    b.slot_mapping.push_back(p);
-    b.hidden_indices.push_back(p);
-  }
-  std::vector<float> logits;
-  m.model.forward(b, kv, logits);
-  const auto h = m.model.normed_hidden_states();
-  return {h.begin(), h.end()};
-}
 
 }  // namespace
 
@@ -129,7 +86,7 @@ TEST_CASE("a pooling request's vector is the pooled final-normed hidden states o
   for (PoolingType type : {PoolingType::Mean, PoolingType::Cls, PoolingType::Last}) {
     INFO("pooling " << int(type));
     PoolingModel m(type);
-    const std::vector<float> h = normed_hidden(m, prompt);
+    const std::vector<float> h = normed_hidden(m.model, prompt);
     const int dim = m.file.config.dim, n = int(prompt.size());
     std::vector<float> want(static_cast<size_t>(dim));
     for (int d = 0; d < dim; ++d) {

@@ -34,7 +34,9 @@ struct Reranker {
   LlamaModel model;
 };
 
+using pooling_test::normed_hidden;
 using pooling_test::prompt_of;
+using pooling_test::run;
 using pooling_test::scheduler_config;
 
 Request score_request(const std::string& id, std::vector<int> prompt) {
@@ -43,51 +45,30 @@ Request score_request(const std::string& id, std::vector<int> prompt) {
   return r;
 }
 
-std::map<std::string, std::vector<float>> run(EngineCore& core, std::vector<Request> requests) {
-  for (Request& r : requests) core.add_request(std::move(r));
-  std::map<std::string, std::vector<float>> outputs;
-  for (int steps = 0; core.has_unfinished_requests(); ++steps) {
-    REQUIRE(steps < 1000);
-    for (const EngineCoreOutput& o : core.step()) {
-      REQUIRE(o.error.empty());
-      if (!o.pooled.empty()) outputs[o.req_id] = o.pooled;
-    }
-  }
-  return outputs;
-}
-
-// The last token's final-normed hidden state from one plain forward pass.
-std::vector<float> last_normed_hidden(Reranker& m, const std::vector<int>& prompt) {
-  KvCache kv(m.file.config, 64, 16);
-  ForwardBatch b;
-  b.max_blocks_per_seq = 64;
-  for (int i = 0; i < 64; ++i) b.block_tables.push_back(i);
-  for (int p = 0; p < int(prompt.size()); ++p) {
-    b.token_ids.push_back(prompt[size_t(p)]);
-    b.positions.push_back(p);
-    b.token_seq.push_back(0);
-    b.slot_mapping.push_back(p);
-  }
-  b.hidden_indices = {int(prompt.size()) - 1};
-  std::vector<float> logits;
-  m.model.forward(b, kv, logits);
-  const auto h = m.model.normed_hidden_states();
-  return {h.begin(), h.end()};
-}
-
 }  // namespace
 
-TEST_CASE("the classifier head is cls_out times the state plus its bias, softmaxed for qwen3", "[rerank]") {
+TEST_CASE("the classifier head is cls_out times the state plus its bias, softmaxed for qwen3, sigmoid for one label",
+          "[rerank]") {
   ClassifierHead h;
   h.dim = 2, h.n_out = 2;
   h.weight = {1.0f, 0.0f, 0.5f, 1.0f};
   h.bias = {0.0f, -1.0f};
   CHECK(h.apply(std::vector<float>{2.0f, 1.0f}) == std::vector<float>{2.0f, 1.0f});  // [2, 1 + 1 - 1]
-  h.softmax = true;
+  h.normalize = ClassifierHead::Normalize::Softmax;
   const std::vector<float> p = h.apply(std::vector<float>{2.0f, 1.0f});
   CHECK(p[0] == Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
   CHECK(p[0] + p[1] == Approx(1.0).epsilon(1e-6));
   CHECK_THROWS_AS(h.apply(std::vector<float>{1.0f}), std::logic_error);
+  // A cross-encoder: tanh(dense x + b) first, then one logit through a sigmoid.
+  ClassifierHead cross;
+  cross.dim = 2, cross.n_out = 1;
+  cross.dense = {1.0f, 1.0f, 0.0f, -1.0f};
+  cross.dense_bias = {0.0f, 0.5f};
+  cross.weight = {2.0f, 1.0f};
+  cross.bias = {-0.25f};
+  cross.normalize = ClassifierHead::Normalize::Sigmoid;
+  const double z = 2.0 * std::tanh(3.0) + std::tanh(-0.5) - 0.25;  // x = [2, 1]: dense gives [3, -1 + 0.5]
+  CHECK(cross.apply(std::vector<float>{2.0f, 1.0f})[0] == Approx(1.0 / (1.0 + std::exp(-z))).epsilon(1e-6));
 }
 
 TEST_CASE("a qwen3 file's head reads the last token and softmaxes, and a file without cls.output has none",
@@ -98,7 +79,7 @@ TEST_CASE("a qwen3 file's head reads the last token and softmaxes, and a file wi
   CHECK(head->n_out == 2);
   CHECK(head->dim == m.config.dim);
   CHECK(head->reads_last);
-  CHECK(head->softmax);
+  CHECK(head->normalize == ClassifierHead::Normalize::Softmax);
   CHECK(pooled_positions(PoolingType::Rank, &*head) == PoolingType::Last);
   CHECK(pooled_positions(PoolingType::Mean, nullptr) == PoolingType::Mean);
   CHECK_THROWS_AS(pooled_positions(PoolingType::Rank, nullptr), std::invalid_argument);
@@ -133,7 +114,7 @@ TEST_CASE("a score is the head's first output over the last token's final-normed
           "[rerank][invariance]") {
   Reranker m;
   const std::vector<int> prompt = prompt_of(37, 1);
-  const float want = m.model.classifier()->apply(last_normed_hidden(m, prompt))[0];
+  const float want = m.model.classifier()->apply(normed_hidden(m.model, prompt, {int(prompt.size()) - 1}))[0];
   EngineCore alone(m.model, scheduler_config(PoolingType::Rank, 16));  // chunks of 16: 3 steps
   const auto one = run(alone, {score_request("a", prompt)});
   REQUIRE(one.at("a").size() == 1);

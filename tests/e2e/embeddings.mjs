@@ -1,5 +1,6 @@
 // POST /v1/embeddings end to end, against llama.cpp on the same files: `parley gen-model --arch qwen3 --pooling last`
-// and `--arch llama --pooling mean` (and qwen3 with cls) write tiny F32 embedding models (the file's
+// and `--arch llama --pooling mean` (and qwen3 with cls, and the encoders bert and nomic-bert) write tiny F32
+// embedding models (the file's
 // {arch}.pooling_type makes `parley serve` embed); node-llama-cpp's embedding context pools the same token ids
 // (BOS/EOS as it adds them). Per input: cosine distance within 1e-4, raw (normalize: false) and normalized
 // (the default). Then: a batch of inputs equals each alone, the official `openai` client in float and base64,
@@ -19,6 +20,10 @@ const MODELS = [
   { arch: 'qwen3', pooling: 'last' },
   { arch: 'llama', pooling: 'mean' },
   { arch: 'qwen3', pooling: 'cls' },
+  // Encoders: bidirectional attention, post-LayerNorm, token types; BERT's learned positions, nomic-bert's RoPE.
+  { arch: 'bert', pooling: 'cls' },
+  { arch: 'bert', pooling: 'mean' },
+  { arch: 'nomic-bert', pooling: 'mean' },
 ];
 const LENGTHS = [6, 40, 130];
 const TOL = 1e-4;      // cosine distance

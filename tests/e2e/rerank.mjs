@@ -1,6 +1,7 @@
 // POST /v1/rerank, /rerank and /v1/score end to end, against llama.cpp on the same file: `parley gen-model --arch
 // qwen3 --pooling rank` writes a tiny F32 reranker in Qwen3-Reranker's form (cls.output.weight over the labels
-// "yes" and "no"; llama.cpp's RANK pooling takes the last token's final-normed state through it and softmaxes), and
+// "yes" and "no"; llama.cpp's RANK pooling takes the last token's final-normed state through it and softmaxes),
+// `--arch bert --pooling rank` a cross-encoder (the first token through cls.weight, tanh, one logit), and
 // node-llama-cpp's ranking context scores the same query/document token ids. Per pair: the score within 1e-3 and
 // the same input length. Then: a batch of documents equals each alone bit for bit, the response shapes (sorted,
 // top_n, return_documents, /rerank, /v1/score 1:N and N:N), every bad input a 400 in OpenAI's shape, the task routing
@@ -26,31 +27,40 @@ async function rerank(base, body, route = '/v1/rerank') {
 main('rerank', async (parley, ctx) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-rerank-'));
   try {
+    // Each pair's score is llama.cpp's: Qwen3-Reranker's form, and a BERT cross-encoder (cls.weight, tanh,
+    // cls.output with one label, a sigmoid) with bidirectional attention.
+    let server;  // qwen3's serves the rest
+    for (const arch of ['bert', 'qwen3']) {
+      const file = path.join(dir, `${arch}-rank.gguf`);
+      execFileSync(parley, ['gen-model', '--arch', arch, '--pooling', 'rank', '--out', file, '--seed', '3']);
+      const ranker = await ctx.start([], { label: `${arch}-rank`, model: file });
+      let worst = 0;
+      const scores = [];
+      for (const [k, [nq, nd]] of PAIRS.entries()) {
+        const query = randomTokenIds(nq, 11 * k + 1), document = randomTokenIds(nd, 11 * k + 2);
+        const want = await llamaRank(file, query, document);
+        const got = await rerank(ranker.base, { query, documents: [document] });
+        const where = `${arch} pair ${k} (${nq} + ${nd} tokens)`;
+        assert.equal(got.results.length, 1);
+        assert.equal(got.usage.total_tokens, (await rankingInput(file, query, document)).length, `${where}: its input`);
+        const score = got.results[0].relevance_score;
+        assert.ok(score > 0 && score < 1, `${where}: a probability, got ${score}`);
+        worst = Math.max(worst, Math.abs(score - want));
+        assert.ok(Math.abs(score - want) <= TOL, `${where}: ${score} against llama.cpp's ${want}`);
+        scores.push(score);
+        ctx.check();
+      }
+      assert.ok(new Set(scores).size === scores.length, `${arch}: the scores differ by pair: ${scores}`);
+      ctx.note(`${arch}: ${PAIRS.length} pairs within ${worst.toExponential(1)} of llama.cpp`);
+      if (arch === 'qwen3') {
+        server = ranker;
+        break;
+      }
+      await assertNoLeaks(ranker.base, { model: `${arch}-rank`, label: arch });
+      await ranker.stop();
+    }
     const file = path.join(dir, 'qwen3-rank.gguf');
     const model = 'qwen3-rank';
-    execFileSync(parley, ['gen-model', '--arch', 'qwen3', '--pooling', 'rank', '--out', file, '--seed', '3']);
-    const server = await ctx.start([], { label: model, model: file });
-
-    // Each pair's score is llama.cpp's.
-    let worst = 0;
-    const scores = [];
-    for (const [k, [nq, nd]] of PAIRS.entries()) {
-      const query = randomTokenIds(nq, 11 * k + 1), document = randomTokenIds(nd, 11 * k + 2);
-      const want = await llamaRank(file, query, document);
-      const got = await rerank(server.base, { model, query, documents: [document] });
-      const where = `pair ${k} (${nq} + ${nd} tokens)`;
-      assert.equal(got.results.length, 1);
-      assert.equal(got.usage.total_tokens, (await rankingInput(file, query, document)).length, `${where}: its input`);
-      const score = got.results[0].relevance_score;
-      assert.ok(score > 0 && score < 1, `${where}: a probability, got ${score}`);
-      worst = Math.max(worst, Math.abs(score - want));
-      assert.ok(Math.abs(score - want) <= TOL, `${where}: ${score} against llama.cpp's ${want}`);
-      scores.push(score);
-      ctx.check();
-    }
-    assert.ok(new Set(scores).size === scores.length, `the scores differ by pair: ${scores}`);
-    ctx.note(`${PAIRS.length} pairs within ${worst.toExponential(1)} of llama.cpp`);
-
     // A batch of documents: each scored as alone, bit for bit; sorted by score, top_n, documents' text.
     const query = randomTokenIds(8, 50);
     const documents = [5, 17, 60, 2, 33].map((n, k) => randomTokenIds(n, 60 + k));
