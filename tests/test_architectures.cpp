@@ -112,9 +112,10 @@ TEST_CASE("architectures: a missing tensor, a wrong shape, an unknown architectu
   });
   REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("shape mismatch for tensor 'blk.0.attn_q.weight'"));
   parley_test::rewrite(good, bad, [](GgufWriter& w) { w.set_string("general.architecture", "deepseek2"); });
-  REQUIRE_THROWS_WITH(load_model_file(bad),
-                      Catch::Contains("unsupported architecture 'deepseek2' (supported: llama, "
-                                      "qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe, gpt-oss, bert, nomic-bert)"));
+  REQUIRE_THROWS_WITH(
+      load_model_file(bad),
+      Catch::Contains("unsupported architecture 'deepseek2' (supported: llama, "
+                      "qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe, gpt-oss, bert, nomic-bert)"));
   parley_test::rewrite(good, bad, [](GgufWriter& w) { w.set_string("qwen3.rope.scaling.type", "dynamic"); });
   REQUIRE_THROWS_WITH(load_model_file(bad), Catch::Contains("RoPE scaling 'dynamic'"));
   REQUIRE_THROWS_WITH(tiny_arch_shape("falcon"), Catch::Contains("unknown architecture 'falcon'"));
