@@ -44,9 +44,10 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 
 // llama.cpp's tensor_allows_quantization, for the names Parley writes: 2-D weights other than norms.
 bool allows_quantization(const RecipeTensor& t) {
-  // The router (ffn_gate_inp) stays in its type: llama.cpp never quantizes expert gating tensors.
+  // The router (ffn_gate_inp) stays in its type: llama.cpp never quantizes expert gating tensors, nor BERT's
+  // positions and token types.
   return t.ne.size() >= 2 && t.name.ends_with("weight") && !contains(t.name, "_norm.weight") &&
-         !contains(t.name, "ffn_gate_inp");
+         !contains(t.name, "ffn_gate_inp") && t.name != "position_embd.weight" && t.name != "token_types.weight";
 }
 
 // The layers that get more bits in the _M mixes: the first and last eighth, and every third between.

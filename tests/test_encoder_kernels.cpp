@@ -85,11 +85,36 @@ TEST_CASE("layernorm: zero mean, unit variance, then weight and bias", "[kernels
   REQUIRE(std::memcmp(one.data(), all.data() + size_t(123) * dim, size_t(dim) * 4) == 0);
 }
 
-TEST_CASE("gelu_rows is GELU's tanh approximation in place", "[kernels][encoder]") {
+TEST_CASE("gelu_rows and geglu_rows are GELU's tanh approximation, per ISA within a few ulp", "[kernels][encoder]") {
   // PyTorch: gelu(torch.tensor([1.0, -2.0, 0.5]), approximate="tanh") = [0.8411920, -0.0454023, 0.3457140]
-  std::vector<float> x{1.0f, -2.0f, 0.5f};
-  CpuBackend(1).gelu_rows(x.data(), 1, 3);
-  REQUIRE(x[0] == Approx(0.8411920f).margin(1e-6));
-  REQUIRE(x[1] == Approx(-0.0454023f).margin(1e-6));
-  REQUIRE(x[2] == Approx(0.3457140f).margin(1e-6));
+  for (Isa isa : supported_isas()) {
+    INFO("isa " << isa_name(isa));
+    std::vector<float> x{1.0f, -2.0f, 0.5f};
+    CpuBackend(1, isa).gelu_rows(x.data(), 1, 3);
+    REQUIRE(x[0] == Approx(0.8411920f).margin(1e-6));
+    REQUIRE(x[1] == Approx(-0.0454023f).margin(1e-6));
+    REQUIRE(x[2] == Approx(0.3457140f).margin(1e-6));
+    // Over +-12, a tail of 13 (the padded part-vector), against the exact value in double (float underflows past
+    // 1e-37).
+    const int M = 3, n = 61;
+    std::vector<float> g(size_t(M) * n), gate_up(size_t(M) * 2 * n), gated(size_t(M) * n);
+    for (int i = 0; i < M * n; ++i) g[size_t(i)] = -12.0f + 24.0f * float(i) / float(M * n);
+    for (int m = 0; m < M; ++m)
+      for (int i = 0; i < n; ++i)
+        gate_up[size_t(m) * 2 * n + i] = g[size_t(m) * n + i], gate_up[size_t(m) * 2 * n + n + i] = 0.5f + float(i);
+    std::vector<float> y = g;
+    CpuBackend(2, isa).gelu_rows(y.data(), M, n);
+    CpuBackend(2, isa).geglu_rows(gate_up.data(), gated.data(), M, n);
+    for (int i = 0; i < M * n; ++i) {
+      const double v = g[size_t(i)], up = 0.5 + i % n;
+      // 0.5 v (1 + tanh u) as v / (1 + e^(-2u)): 1 + tanh u cancels to 0 in double far below zero
+      const double s2u = 2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v);
+      const double exact = v / (1.0 + std::exp(-s2u));
+      // 2u itself is rounded to float: e^(-2u) carries |2u| ulp of relative error.
+      const double rel = 5e-7 * (1.0 + std::fabs(s2u));
+      INFO("x = " << v << " got " << y[size_t(i)] << " exact " << exact);
+      REQUIRE(std::fabs(y[size_t(i)] - exact) <= rel * std::fabs(exact) + 1e-12);
+      REQUIRE(std::fabs(gated[size_t(i)] - exact * up) <= rel * std::fabs(exact * up) + 1e-12);
+    }
+  }
 }

@@ -115,10 +115,10 @@ TEST_CASE("rmsnorm and rope and the gated activations split across threads give 
   reference::rmsnorm(x.data(), weight.data(), norm_want.data(), M, dim, 1e-5f);
   reference::rope(rope_want.data(), positions.data(), M, n_heads, head_dim, RopeSpec{10000.0f, RopeLayout::NeoX});
   std::vector<float> swiglu_want(size_t(M) * hidden), geglu_want(size_t(M) * hidden);
-  for (int m = 0; m < M; ++m) {  // SwiGLU: the kernel's own on each row alone
+  for (int m = 0; m < M; ++m) {  // the kernels' own on each row alone
     const float* row = gate_up.data() + size_t(m) * 2 * hidden;
     CpuBackend(1).swiglu_rows(row, swiglu_want.data() + size_t(m) * hidden, 1, hidden);
-    reference::geglu(row, row + hidden, geglu_want.data() + size_t(m) * hidden, hidden);
+    CpuBackend(1).geglu_rows(row, geglu_want.data() + size_t(m) * hidden, 1, hidden);
   }
   for (int threads : {1, 2, 3}) {
     INFO("threads " << threads);

@@ -113,12 +113,12 @@ void CpuBackend::swiglu_rows(const float* gate_up, float* out, int M, int hidden
 }
 
 void CpuBackend::geglu_rows(const float* gate_up, float* out, int M, int hidden) const {
-  gated_rows(threads_, gate_up, out, M, hidden, reference::geglu);
+  gated_rows(threads_, gate_up, out, M, hidden, simd_.geglu);
 }
 
 void CpuBackend::gelu_rows(float* x, int M, int n) const {
   split_rows(threads_, M, 8 * int64_t(n), [&](int begin, int end) {
-    for (int64_t i = int64_t(begin) * n; i < int64_t(end) * n; ++i) x[i] = reference::gelu_tanh(x[i]);
+    for (int m = begin; m < end; ++m) simd_.gelu(x + int64_t(m) * n, x + int64_t(m) * n, n);
   });
 }
 

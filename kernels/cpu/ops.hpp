@@ -120,6 +120,10 @@ struct SimdKernels {
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
   // out = silu(gate) * up elementwise, with a vector exp (within a few ulp of reference::swiglu).
   void (*swiglu)(const float* gate, const float* up, float* out, int n);
+  // out = gelu_tanh(gate) * up, and gelu_tanh(x) alone (out may be x): GELU's tanh form as x * sigmoid(2u), the
+  // same vector exp (within a few ulp of reference::gelu_tanh).
+  void (*geglu)(const float* gate, const float* up, float* out, int n);
+  void (*gelu)(const float* x, float* out, int n);
   // The attention of the batch tokens [token_begin, token_end), all of one sequence, at the query heads of kv
   // heads [kv_begin, kv_end); each query's bits depend on its own keys only (simd_impl.hpp). scratch: the
   // calling thread's, grown as needed.

@@ -103,26 +103,53 @@ void axpy(float alpha, const float* x, float* y, int n) {
   for (int i = n_full; i < n; ++i) y[i] += alpha * x[i];
 }
 
-// silu(g) * u elementwise, W at a time (the last part-vector padded, so every element takes the same formula):
-// with e = exp(-|g|) <= 1, silu(g) = g / (1 + e) for g >= 0 and g * e / (1 + e) below, so exp never overflows.
+// x * sigmoid(s), with e = exp(-|s|) <= 1: x / (1 + e) for s >= 0 and x * e / (1 + e) below, so exp never overflows.
+template <class V>
+typename V::T times_sigmoid(typename V::T x, typename V::T s) {
+  using T = typename V::T;
+  const T zero = V::zero(), one = V::set1(1.0f);
+  const T e = exp_nonpositive<V>(V::sub(zero, V::max(s, V::sub(zero, s))));
+  const T factor = V::max(e, V::zero_below(s, zero, one));  // 1 for s >= 0, else e
+  return V::div(V::mul(x, factor), V::add(one, e));
+}
+
+// GELU's tanh approximation is x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh u) = sigmoid(2u).
+template <class V>
+typename V::T gelu_tanh(typename V::T x) {
+  const typename V::T x3 = V::mul(V::mul(x, x), x);
+  return times_sigmoid<V>(x, V::mul(V::set1(2.0f * 0.7978845608028654f), V::fma(V::set1(0.044715f), x3, x)));
+}
+
+// out = f(a, b) elementwise, W at a time; the last part-vector padded, so every element takes the same formula.
+template <class V, class F>
+void elementwise(const float* a, const float* b, float* out, int n, F f) {
+  constexpr int W = V::W;
+  const int full = n - n % W;
+  for (int i = 0; i < full; i += W) V::store(out + i, f(V::load(a + i), V::load(b + i)));
+  if (full == n) return;
+  float x[W] = {}, y[W] = {}, o[W];
+  std::copy(a + full, a + n, x);
+  std::copy(b + full, b + n, y);
+  V::store(o, f(V::load(x), V::load(y)));
+  std::copy_n(o, n - full, out + full);
+}
+
+// silu(g) * u = g * sigmoid(g) * u.
 template <class V>
 void swiglu(const float* gate, const float* up, float* out, int n) {
-  using T = typename V::T;
-  constexpr int W = V::W;
-  const T zero = V::zero(), one = V::set1(1.0f);
-  auto at = [&](T g, T u) {
-    const T e = exp_nonpositive<V>(V::sub(zero, V::max(g, V::sub(zero, g))));
-    const T factor = V::max(e, V::zero_below(g, zero, one));  // 1 for g >= 0, else e
-    return V::mul(V::div(V::mul(g, factor), V::add(one, e)), u);
-  };
-  const int full = n - n % W;
-  for (int i = 0; i < full; i += W) V::store(out + i, at(V::load(gate + i), V::load(up + i)));
-  if (full == n) return;
-  float g[W] = {}, u[W] = {}, o[W];
-  std::copy(gate + full, gate + n, g);
-  std::copy(up + full, up + n, u);
-  V::store(o, at(V::load(g), V::load(u)));
-  std::copy_n(o, n - full, out + full);
+  elementwise<V>(gate, up, out, n, [](auto g, auto u) { return V::mul(times_sigmoid<V>(g, g), u); });
+}
+
+// gelu_tanh(g) * u (GeGLU).
+template <class V>
+void geglu(const float* gate, const float* up, float* out, int n) {
+  elementwise<V>(gate, up, out, n, [](auto g, auto u) { return V::mul(gelu_tanh<V>(g), u); });
+}
+
+// gelu_tanh(x) (BERT's ungated FFN); out may be x.
+template <class V>
+void gelu(const float* x, float* out, int n) {
+  elementwise<V>(x, x, out, n, [](auto g, auto) { return gelu_tanh<V>(g); });
 }
 
 // Ten independent FMA chains in named registers hide the FMA latency, so this runs at the core's
@@ -142,7 +169,8 @@ float fma_probe(int64_t iters) {
 
 template <class V>
 SimdKernels make_kernels(Isa isa, void (*to_f16)(const float*, uint16_t*, int)) {
-  return {isa, &matmul<V>, &dot<V>, &axpy<V>, &swiglu<V>, &attention::tile<V>, to_f16, &fma_probe<V>, V::W};
+  return {isa,      &matmul<V>,          &dot<V>, &axpy<V>,      &swiglu<V>, &geglu<V>,
+          &gelu<V>, &attention::tile<V>, to_f16,  &fma_probe<V>, V::W};
 }
 
 inline void to_f16_scalar(const float* x, uint16_t* out, int n) {
