@@ -15,6 +15,25 @@ struct Avx512 : YmmColumns {
   using Scale = __m512i;  // VNNI: int32 lanes 2c, 2c + 1; BW: int16 lanes 4c..4c+3 (q6_K: Scale16 on both)
   static constexpr int MR = 8;
   static constexpr int MR_HALF = 12;
+  static constexpr int MR_WIDE_HALF = 16;
+
+  // f16/bf16: two panels' 8 columns each widened into one zmm, so one FMA multiplies 16 columns.
+  using Wide = __m512;
+  static __m256i two_panels(const uint8_t* a, const uint8_t* b) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+  }
+  static Wide half16(const uint8_t* a, const uint8_t* b) { return _mm512_cvtph_ps(two_panels(a, b)); }
+  static Wide bf16x16(const uint8_t* a, const uint8_t* b) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(two_panels(a, b)), 16));
+  }
+  static Wide wide_zero() { return _mm512_setzero_ps(); }
+  static Wide wide_fma(float x, Wide w, Wide acc) { return _mm512_fmadd_ps(_mm512_set1_ps(x), w, acc); }
+  // The low 8 columns to a (a whole panel), the high ones to b (cols_b of them: the last panel may be short).
+  static void wide_store(float* a, float* b, Wide v, int cols_b) {
+    _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
+    store(b, _mm512_extractf32x8_ps(v, 1), cols_b);
+  }
 
   static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
