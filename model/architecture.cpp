@@ -13,11 +13,13 @@ namespace {
 using FA = FfnActivation;
 using SW = SlidingWindows;
 // name, rope, activation, qk_norm, post_norms, scale_embeddings, attn_softcap, final_softcap, windows,
-// default_window, default_period, local_rope_unscaled, big_model_layers, longrope_factors, moe
+// default_window, default_period, local_rope_unscaled, big_model_layers, longrope_factors, moe, attn_sinks,
+// ffn_norm, encoder
 using Experts = MoeSpec::Experts;
 constexpr MoeSpec kMixtral{Experts::Optional, ExpertGating::Softmax, true, false, true};
 constexpr MoeSpec kQwen3Moe{Experts::Required, ExpertGating::Softmax, true, false, false};
 constexpr MoeSpec kQwen2Moe{Experts::Required, ExpertGating::Softmax, false, true, false};
+constexpr MoeSpec kNoExperts{};
 constexpr MoeSpec kGptOss{Experts::Required, ExpertGating::SoftmaxSelected, false, false, false, true};
 constexpr ArchSpec kArchs[] = {
     // Llama 2/3.x, Mistral, SmolLM: converters store Q/K permuted for the adjacent-pair rope. Mixtral: experts.
@@ -33,42 +35,10 @@ constexpr ArchSpec kArchs[] = {
     {"gpt-oss", RopeLayout::NeoX, FA::SwigluOai, false, false, false, 0, 0, SW::Default, 128, 2, false, 0, false,
      kGptOss, true, "post_attention_norm"},
     // Encoders (BGE, all-MiniLM, E5; nomic-embed-text): bidirectional, post-LayerNorm, token types.
-    {"bert",
-     RopeLayout::NeoX,
-     FA::Gelu,
-     false,
-     false,
-     false,
-     0,
-     0,
-     SW::None,
-     0,
-     0,
-     false,
-     0,
-     false,
-     {},
-     false,
-     "ffn_norm",
-     EncoderKind::LearnedPositions},
-    {"nomic-bert",
-     RopeLayout::NeoX,
-     FA::Silu,
-     false,
-     false,
-     false,
-     0,
-     0,
-     SW::None,
-     0,
-     0,
-     false,
-     0,
-     false,
-     {},
-     false,
-     "ffn_norm",
-     EncoderKind::Rotary},
+    {"bert", RopeLayout::NeoX, FA::Gelu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kNoExperts, false,
+     "ffn_norm", EncoderKind::LearnedPositions},
+    {"nomic-bert", RopeLayout::NeoX, FA::Silu, false, false, false, 0, 0, SW::None, 0, 0, false, 0, false, kNoExperts,
+     false, "ffn_norm", EncoderKind::Rotary},
 };
 
 int get_size(const GgufFile& f, const std::string& key) {

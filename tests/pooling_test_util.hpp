@@ -11,6 +11,8 @@
 #include "engine/engine_core.hpp"
 #include "engine/scheduler.hpp"
 #include "model/llama.hpp"
+#include "model/model_shapes.hpp"
+#include "model/random_model.hpp"
 
 namespace parley::pooling_test {
 
@@ -23,6 +25,20 @@ inline SchedulerConfig scheduler_config(PoolingType type, int budget = 512) {
   c.pooling = type;
   return c;
 }
+
+// A tiny random model of an architecture (model_shapes' tiny row) that pools as `type`, with its CPU model.
+struct Model {
+  explicit Model(const std::string& arch, PoolingType type, uint64_t seed = 5)
+      : file(make_random_model(config_of(arch, type), seed)), backend(1), model(file.config, file.weights, backend) {}
+  static LlamaConfig config_of(const std::string& arch, PoolingType type) {
+    LlamaConfig c = tiny_arch_shape(arch).config;
+    c.pooling = type;
+    return c;
+  }
+  ModelFile file;
+  cpu::CpuBackend backend;
+  LlamaModel model;
+};
 
 inline std::vector<int> prompt_of(int n, int seed) {
   std::vector<int> p(static_cast<size_t>(n));

@@ -21,17 +21,8 @@ using pooling_test::scheduler_config;
 
 namespace {
 
-struct Encoder {
-  explicit Encoder(const std::string& arch, PoolingType type = PoolingType::Mean)
-      : file(make_random_model(config_of(arch, type), 9)), backend(1), model(file.config, file.weights, backend) {}
-  static LlamaConfig config_of(const std::string& arch, PoolingType type) {
-    LlamaConfig c = tiny_arch_shape(arch).config;
-    c.pooling = type;
-    return c;
-  }
-  ModelFile file;
-  cpu::CpuBackend backend;
-  LlamaModel model;
+struct Encoder : pooling_test::Model {
+  explicit Encoder(const std::string& arch) : Model(arch, PoolingType::Mean, 9) {}
 };
 
 SchedulerConfig encoder_scheduler(int budget) {
@@ -48,7 +39,7 @@ TEST_CASE("an encoder round-trips through GGUF: its keys, LayerNorms, biases, to
   test::TempDir tmp;
   for (const char* arch : {"bert", "nomic-bert"}) {
     INFO(arch);
-    const ModelFile m = make_random_model(Encoder::config_of(arch, PoolingType::Cls), 4);
+    const ModelFile m = make_random_model(pooling_test::Model::config_of(arch, PoolingType::Cls), 4);
     write_model_gguf(m, tmp / "enc.gguf", quant::GgmlType::F32);
     const ModelFile back = load_model_file(tmp / "enc.gguf");
     const LlamaConfig& c = back.config;

@@ -19,18 +19,9 @@ using namespace parley;
 
 namespace {
 
-// A tiny random qwen3 (QK-norm, GQA) that pools as `type`, with its CPU model.
-struct PoolingModel {
-  explicit PoolingModel(PoolingType type, const std::string& arch = "qwen3")
-      : file(make_random_model(config_of(type, arch), 5)), backend(1), model(file.config, file.weights, backend) {}
-  static LlamaConfig config_of(PoolingType type, const std::string& arch) {
-    LlamaConfig c = tiny_arch_shape(arch).config;
-    c.pooling = type;
-    return c;
-  }
-  ModelFile file;
-  cpu::CpuBackend backend;
-  LlamaModel model;
+// A tiny random qwen3 (QK-norm, GQA) that pools as `type`.
+struct PoolingModel : pooling_test::Model {
+  explicit PoolingModel(PoolingType type) : Model("qwen3", type) {}
 };
 
 using pooling_test::normed_hidden;

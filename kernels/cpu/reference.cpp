@@ -97,6 +97,14 @@ namespace {
 template <KvDtype D>
 void kv_write_as(const KvLayerView& kv, const float* k, const float* v, const int64_t* slots, int M) {
   using E = KvElem<D>;
+  if constexpr (D == KvDtype::F32) {  // a row copy each: the element loop below does not vectorize
+    const size_t row = sizeof(float) * size_t(kv.kv_dim);
+    for (int m = 0; m < M; ++m) {
+      std::memcpy(kv.keys_as<float>() + slots[m] * kv.kv_dim, k + int64_t(m) * kv.kv_dim, row);
+      std::memcpy(kv.values_as<float>() + slots[m] * kv.kv_dim, v + int64_t(m) * kv.kv_dim, row);
+    }
+    return;
+  }
   for (int m = 0; m < M; ++m)
     for (int d = 0; d < kv.kv_dim; ++d) {
       E::store(kv.keys_as<typename E::T>(), slots[m] * kv.kv_dim + d, k[int64_t(m) * kv.kv_dim + d]);
