@@ -172,14 +172,36 @@ inline void signed_block(const typename V::Bytes (&g)[4], typename V::F dw, cons
   }
 }
 
+// Biased: the pack holds w ^ 0x80 (QuantMatrix::biased). A pack in the other convention than the policy's
+// costs one xor per group per row tile, outside the loop over rows.
+template <bool Biased>
 struct Q8 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     for (int i = 0; i < 4; ++i) g[i] = V::load(q + 64 * i);
+    if constexpr (Biased != V::kBiasedSigned)
+      for (auto& x : g) x = V::flip_sign(x);
     signed_block<V, R>(g, V::half8(aux), rows, b, acc);
   }
 };
+
+// A 16-entry signed grid in the policy's convention for signed weights: flipped once here, not per use.
+struct Grid16 {
+  alignas(16) int8_t v[16];
+};
+constexpr Grid16 biased_grid(const int8_t (&grid)[16]) {
+  Grid16 out{};
+  for (int i = 0; i < 16; ++i) out.v[i] = static_cast<int8_t>(grid[i] ^ 0x80);
+  return out;
+}
+inline constexpr Grid16 kIq4nlBiased = biased_grid(quant::kIq4nl);
+inline constexpr Grid16 kFp4DoubledBiased = biased_grid(quant::kFp4Doubled);
+
+template <class V>
+const int8_t* signed_grid(const int8_t* grid, const Grid16& biased) {
+  return V::kBiasedSigned ? biased.v : grid;
+}
 
 // iq4_xs: x = d * ls_j * v per sub-block j of 32, v the non-linear grid value of the nibble, looked up; each
 // sub-block's signed dot (q8_K activations, -128 included) times its signed scale ls_j, summed, then d.
@@ -194,7 +216,7 @@ struct Iq4Xs {
     for (int u = 0; u < 8; ++u) {
       typename V::Bytes g[4];
       unpack_nibbles<V>(q + 128 * u, g);
-      for (auto& x : g) x = V::lookup(x, quant::kIq4nl);
+      for (auto& x : g) x = V::lookup(x, signed_grid<V>(quant::kIq4nl, kIq4nlBiased));
       const auto scale = V::cols_s8(sc + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -214,7 +236,7 @@ struct Mxfp4 {
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     unpack_nibbles<V>(q, g);
-    for (auto& x : g) x = V::lookup(x, quant::kFp4Doubled);
+    for (auto& x : g) x = V::lookup(x, signed_grid<V>(quant::kFp4Doubled, kFp4DoubledBiased));
     signed_block<V, R>(g, V::e8m0x8(aux), rows, b, acc);
   }
 };
@@ -401,7 +423,8 @@ void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begi
     case GgmlType::Q5_1:
       return quant_panels<V, Legacy1<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q8_0:
-      return quant_panels<V, Q8>(x, w, out, m_begin, m_end, p_begin, p_end);
+      if (w.biased) return quant_panels<V, Q8<true>>(x, w, out, m_begin, m_end, p_begin, p_end);
+      return quant_panels<V, Q8<false>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::MXFP4:
       return quant_panels<V, Mxfp4>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::IQ4_XS:
