@@ -97,7 +97,23 @@ typename V::I32 dot_scaled_fits16(const typename V::Bytes* g, const int8_t* x, t
     return V::template dot_scaled<n>(g, x, scale);
 }
 
-// q6_K's sub-block dot, by the policy's int16 path where it has one (Scale16), else its dot_scaled.
+// The same added into the running sums, in one step where the policy fuses the multiply and the add.
+template <class V>
+concept HasAccFits16 = requires(typename V::I32 a, const typename V::Bytes* g, const int8_t* x, typename V::Scale s) {
+  V::template acc_scaled_fits16<4>(a, g, x, s);
+};
+
+template <class V, int n>
+typename V::I32 acc_scaled_fits16(typename V::I32 acc, const typename V::Bytes* g, const int8_t* x,
+                                  typename V::Scale scale) {
+  if constexpr (HasAccFits16<V>)
+    return V::template acc_scaled_fits16<n>(acc, g, x, scale);
+  else
+    return V::add_sums(acc, dot_scaled_fits16<V, n>(g, x, scale));
+}
+
+// q6_K's sub-block dot into the running sums, by the policy's int16 path where it has one (Scale16), else its
+// dot_scaled.
 template <class V>
 concept HasScale16 = requires {
   typename V::Scale16;
@@ -112,11 +128,11 @@ auto scale16_s8(const int8_t* p) {
 }
 
 template <class V, int n, class S>
-typename V::I32 dot_scaled16(const typename V::Bytes* g, const int8_t* x, S scale) {
+typename V::I32 acc_scaled16(typename V::I32 acc, const typename V::Bytes* g, const int8_t* x, S scale) {
   if constexpr (HasScale16<V>)
-    return V::template dot_scaled16<n>(g, x, scale);
+    return V::template acc_scaled16<n>(acc, g, x, scale);
   else
-    return V::template dot_scaled<n>(g, x, scale);
+    return V::add_sums(acc, V::template dot_scaled<n>(g, x, scale));
 }
 
 // --- One block of one panel against R rows: each type's integer sums, then its float epilogue ---
@@ -259,8 +275,8 @@ struct K45 {
       const auto scale = V::scale_u8(aux + 32 + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
-        isum[r] = V::add_sums(isum[r], Bits == 4 ? dot_scaled_fits16<V, 4>(g, rows[r].qs + 256 * b + 32 * u, scale)
-                                                 : V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
+        isum[r] = Bits == 4 ? acc_scaled_fits16<V, 4>(isum[r], g, rows[r].qs + 256 * b + 32 * u, scale)
+                            : V::add_sums(isum[r], V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
     }
     typename V::Pairs mins[4];
     for (int j = 0; j < 4; ++j) mins[j] = V::pairs_u8(aux + 96 + 16 * j);
@@ -298,8 +314,7 @@ struct K16 {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const int8_t* x = rows[r].qs + 256 * b + 32 * u;
-        isum[r] =
-            V::add_sums(isum[r], V::add_sums(dot_scaled16<V, 2>(g, x, s0), dot_scaled16<V, 2>(g + 2, x + 16, s1)));
+        isum[r] = acc_scaled16<V, 2>(acc_scaled16<V, 2>(isum[r], g, x, s0), g + 2, x + 16, s1);
       }
     }
     typename V::Pairs scales[8];
