@@ -1,6 +1,16 @@
 // AVX-512 policy of the quantized matmul: a whole group (8 columns x 8 elements) in one zmm register.
 // With VNNI, _mm512_dpbusd_epi32 sums four u8 x s8 products straight into int32; without it, AVX-512BW's
 // maddubs and madd do as in AVX2. Included by qmatmul_avx512.cpp (BW) and qmatmul_avx512vnni.cpp (VNNI).
+//
+// Ports (measured on the AMX Xeon, 2 zmm uops a cycle at most): vpdpbusd, vpdpwssd, vpmaddwd, vpmaddubsw and the
+// logic and adds issue on port 0 or 5; shifts only on 0; vpshufb, vpmovzx/sx and register broadcasts only on 5;
+// zeroing moves are free. VNNI uops on ports 0/5 per 32 k, in a tile of 8 rows (per row, plus the tile's share):
+//   q8_0: 4 vpdpbusd per row; the sign flip (4 vpxord a tile, 4 a row at one row) went to pack time.
+//   q4_K: 4 vpdpbusd + 1 vpdpwssd per row (was + vpmaddwd + 2 vpaddd); tile: 4 and, 2 shifts (p0), 2 on p5:
+//         48 a tile, was 64.
+//   q6_K: 4 vpmaddubsw + 2 vpaddw + 2 vpdpwssd per row (was 2 vpmaddwd + 2 vpaddd); tile: 4 and, 4 ternlog,
+//         5 shifts (p0), 4 on p5 (was 8): 81 a tile, was 101.
+// One-port uops are under a tenth of each, so the loops are bound by the sum, not by one port.
 #pragma once
 #include "kernels/cpu/qmatmul_impl.hpp"
 #include "kernels/cpu/qmatmul_ymm.hpp"
