@@ -4,7 +4,7 @@
 // With --ggml DIR (node-llama-cpp's prebuilt libggml-base.so and libggml-cpu-haswell.so), a second table puts
 // one thread of the best variant beside one thread of ggml's own vec_dot on the same rows (ggml's mul_mat path
 // without its repacked or tinyBLAS kernels), activations' quantization included on both sides.
-// Usage: bench_qmatmul [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--ggml DIR]
+// Usage: bench_qmatmul [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--type T] [--ggml DIR]
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -85,7 +85,7 @@ void ggml_matmul(const GgmlCpuTraits& t, const float* x, const uint8_t* w, size_
 
 int main(int argc, char** argv) {
   int threads = 0;
-  std::string only, ggml_dir;
+  std::string only, only_type, ggml_dir;
   double budget = 0.5;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -94,11 +94,15 @@ int main(int argc, char** argv) {
       only = argv[++i];
     else if (!std::strcmp(argv[i], "--quick"))
       budget = 0.1;
+    else if (!std::strcmp(argv[i], "--type") && i + 1 < argc)
+      only_type = argv[++i];
     else if (!std::strcmp(argv[i], "--ggml") && i + 1 < argc)
       ggml_dir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--ggml DIR]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads T] [--isa generic|avx2|avx512bw|avx512vnni] [--quick] [--type T] [--ggml DIR]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -129,10 +133,11 @@ int main(int argc, char** argv) {
       const std::vector<float> w = noise(size_t(s.N) * s.K, 1, 0.02f), x = noise(size_t(512) * s.K, 2, 1.0f);
       std::vector<float> out(size_t(512) * s.N);
       for (GgmlType type : types) {
+        if (!only_type.empty() && parley::quant::ggml_type_name(uint32_t(type)) != only_type) continue;
         const size_t row = parley::quant::row_bytes(type, s.K);
         std::vector<uint8_t> file(row * s.N);
         parley::quant::quantize_chunk(type, w.data(), file.data(), 0, s.N, s.K);
-        const QuantMatrix packed = pack_quant_matrix(type, file.data(), s.N, s.K);
+        const QuantMatrix packed = pack_quant_matrix(type, file.data(), s.N, s.K, isa);
         const double t1 = best_seconds([&] { quant_matmul(isa, threads, x.data(), packed, out.data(), 1); }, budget);
         const double t32 = best_seconds([&] { quant_matmul(isa, threads, x.data(), packed, out.data(), 32); }, budget);
         const double t512 =

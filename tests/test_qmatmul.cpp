@@ -393,14 +393,45 @@ TEST_CASE("Every row of a repacked matrix reads back as the file's bytes, quanti
     Random rng(5);
     std::vector<uint8_t> noise(wt.bytes.size());
     for (uint8_t& b : noise) b = static_cast<uint8_t>((rng.uniform() + 1.0f) * 128.0f);
-    for (const std::vector<uint8_t>* file : {&wt.bytes, &noise}) {
-      const QuantMatrix w = pack_quant_matrix(tc.type, file->data(), N, K);
-      const size_t row = quant::row_bytes(tc.type, K);
-      std::vector<uint8_t> back(row);
-      for (int n = 0; n < N; ++n) {
-        INFO(name_of(tc.type) << " row " << n << (file == &noise ? " (random bytes)" : ""));
-        quant_matrix_row(w, n, back.data());
-        REQUIRE(std::memcmp(back.data(), file->data() + size_t(n) * row, row) == 0);
+    for (const std::vector<uint8_t>* file : {&wt.bytes, &noise})
+      for (QuantIsa packed_for : {QuantIsa::Generic, QuantIsa::Avx512Vnni}) {  // q8_0: two's complement, biased
+        const QuantMatrix w = pack_quant_matrix(tc.type, file->data(), N, K, packed_for);
+        const size_t row = quant::row_bytes(tc.type, K);
+        std::vector<uint8_t> back(row);
+        for (int n = 0; n < N; ++n) {
+          INFO(name_of(tc.type) << " packed for " << quant_isa_name(packed_for) << " row " << n
+                                << (file == &noise ? " (random bytes)" : ""));
+          quant_matrix_row(w, n, back.data());
+          REQUIRE(std::memcmp(back.data(), file->data() + size_t(n) * row, row) == 0);
+        }
+      }
+  }
+}
+
+// q8_0 is packed as w ^ 0x80 for the kernels that multiply by vpdpbusd (u8 x s8) and as the file's bytes for the
+// rest; every kernel reads either pack, so a matrix packed for one ISA gives the scalar kernel's bits on any other.
+// The largest quants (127, or -128 from random bytes) against activations of -128 and 127 catch a wrong correction.
+TEST_CASE("A matrix packed for any ISA gives the same bits on every ISA, q8_0 biased or not", "[qmatmul]") {
+  const QuantIsa all[] = {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx};
+  const std::vector<QuantIsa> isas = runnable_isas();
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::MXFP4, GgmlType::IQ4_XS, GgmlType::Q4_0}) {
+    const int K = k_quant(type) ? 512 : 224, N = 33, M = 35;
+    for (bool largest : {false, true}) {
+      INFO(name_of(type) << (largest ? " largest quants" : " random quants"));
+      Weights wt = weights(type, N, K, 3 + K);
+      if (largest) largest_quants(type, wt.bytes);
+      std::vector<float> x = activations(M, K, 11 * K);
+      for (int k = 0; k < K; ++k) x[k] = 1.5f, x[size_t(K) + k] = -1.5f, x[size_t(2) * K + k] = k % 32 ? 1.5f : -1.5f;
+      const std::vector<float> want =
+          run(QuantIsa::Generic, 1, x, pack_quant_matrix(type, wt.bytes.data(), N, K, QuantIsa::Generic), M);
+      for (QuantIsa packed_for : all) {
+        const QuantMatrix w = pack_quant_matrix(type, wt.bytes.data(), N, K, packed_for);
+        REQUIRE(w.biased ==
+                (type == GgmlType::Q8_0 && (packed_for == QuantIsa::Avx512Vnni || packed_for == QuantIsa::Amx)));
+        for (QuantIsa isa : isas) {
+          INFO("packed for " << quant_isa_name(packed_for) << ", run on " << quant_isa_name(isa));
+          REQUIRE(run(isa, 1, x, w, M) == want);
+        }
       }
     }
   }

@@ -41,11 +41,14 @@ void configure_tiles(int depth) {
   _tile_loadconfig(&c);
 }
 
-// Unit u's four groups (8 columns x 8 k, byte 8c + e) of one panel, as the VNNI kernel unpacks them.
-void unit_groups(GgmlType type, const uint8_t* panel, int u, __m512i (&g)[4]) {
-  switch (type) {
+// Unit u's four groups (8 columns x 8 k, byte 8c + e) of one panel, as the VNNI kernel unpacks them; q8_0 as
+// signed bytes for TDPBSSD (a biased pack flipped back once per panel pair, not per row tile).
+void unit_groups(const QuantMatrix& w, const uint8_t* panel, int u, __m512i (&g)[4]) {
+  switch (w.type) {
     case GgmlType::Q8_0:
       for (int i = 0; i < 4; ++i) g[i] = V::load(panel + 256 * u + 64 * i);
+      if (w.biased)
+        for (__m512i& x : g) x = V::flip_sign(x);
       return;
     case GgmlType::Q4_0:
       return unpack_nibbles<V>(panel + 128 * u, g);
@@ -213,7 +216,7 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
   uint8_t* weights = tiles.data() + (-reinterpret_cast<uintptr_t>(tiles.data()) & 63);
   for (int u = 0; u < units; ++u) {
     __m512i gl[4], gr[4];
-    unit_groups(w.type, left, u, gl), unit_groups(w.type, right, u, gr);
+    unit_groups(w, left, u, gl), unit_groups(w, right, u, gr);
     weight_tile(gl, gr, weights + int64_t(kTileBytes) * u);
   }
   const PanelLayout layout = panel_layout(w.type);
@@ -280,7 +283,7 @@ void panel_pair_planes(const QuantizedRows& x, const QuantMatrix& w, float* out,
   uint8_t* quants = lo + int64_t(units) * kTileBytes;  // one unit's tile before scaling
   for (int u = 0; u < units; ++u) {
     __m512i gl[4], gr[4];
-    unit_groups(w.type, left, u, gl), unit_groups(w.type, right, u, gr);
+    unit_groups(w, left, u, gl), unit_groups(w, right, u, gr);
     weight_tile(gl, gr, quants);
     const int b = u / kUnitsPerSuper, j = u % kUnitsPerSuper;
     __m512i scales[2];  // tile rows 0-3 (k 0..15) and 4-7 (k 16..31)

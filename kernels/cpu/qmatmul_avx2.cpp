@@ -21,7 +21,12 @@ struct Avx2 : YmmColumns {
   static constexpr int MR_HALF = 8;
 
   static __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static constexpr bool kBiasedSigned = false;  // signed weights as two's complement bytes
   static Bytes load(const uint8_t* p) { return {load32(p), load32(p + 32)}; }
+  static Bytes flip_sign(Bytes b) {
+    const __m256i m = _mm256_set1_epi8(static_cast<char>(0x80));
+    return {_mm256_xor_si256(b.lo, m), _mm256_xor_si256(b.hi, m)};
+  }
   static Bytes lo_nibbles(Bytes b) {
     const __m256i m = _mm256_set1_epi8(15);
     return {_mm256_and_si256(b.lo, m), _mm256_and_si256(b.hi, m)};

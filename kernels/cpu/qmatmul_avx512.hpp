@@ -1,6 +1,16 @@
 // AVX-512 policy of the quantized matmul: a whole group (8 columns x 8 elements) in one zmm register.
 // With VNNI, _mm512_dpbusd_epi32 sums four u8 x s8 products straight into int32; without it, AVX-512BW's
 // maddubs and madd do as in AVX2. Included by qmatmul_avx512.cpp (BW) and qmatmul_avx512vnni.cpp (VNNI).
+//
+// Ports (measured on the AMX Xeon, 2 zmm uops a cycle at most): vpdpbusd, vpdpwssd, vpmaddwd, vpmaddubsw and the
+// logic and adds issue on port 0 or 5; shifts only on 0; vpshufb, vpmovzx/sx and register broadcasts only on 5;
+// zeroing moves are free. VNNI uops on ports 0/5 per 32 k, in a tile of 8 rows (per row, plus the tile's share):
+//   q8_0: 4 vpdpbusd per row; the sign flip (4 vpxord a tile, 4 a row at one row) went to pack time.
+//   q4_K: 4 vpdpbusd + 1 vpdpwssd per row (was + vpmaddwd + 2 vpaddd); tile: 4 and, 2 shifts (p0), 2 on p5:
+//         48 a tile, was 64.
+//   q6_K: 4 vpmaddubsw + 2 vpaddw + 2 vpdpwssd per row (was 2 vpmaddwd + 2 vpaddd); tile: 4 and, 4 ternlog,
+//         5 shifts (p0), 4 on p5 (was 8): 81 a tile, was 101.
+// One-port uops are under a tenth of each, so the loops are bound by the sum, not by one port.
 #pragma once
 #include "kernels/cpu/qmatmul_impl.hpp"
 #include "kernels/cpu/qmatmul_ymm.hpp"
@@ -35,7 +45,11 @@ struct Avx512 : YmmColumns {
     store(b, _mm512_extractf32x8_ps(v, 1), cols_b);
   }
 
+  // Signed weights as vpdpbusd takes them (VNNI): w + 128 as u8 (w ^ 0x80), flipped at pack time or by lookup.
+  static constexpr bool kBiasedSigned = Vnni;
+
   static Bytes load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static Bytes flip_sign(Bytes b) { return _mm512_xor_si512(b, _mm512_set1_epi8(static_cast<char>(0x80))); }
   static Bytes lo_nibbles(Bytes b) { return _mm512_and_si512(b, _mm512_set1_epi8(15)); }
   // Each byte (0..15) replaced by table[byte]: the 16-entry table in every 128-bit lane for vpshufb.
   static Bytes lookup(Bytes b, const int8_t* table) {
@@ -113,6 +127,20 @@ struct Avx512 : YmmColumns {
     else
       return dot_scaled<n>(g, x, scale);
   }
+  // q4_K's sub-block into the running sums: with VNNI one vpdpbusd chain (its zeroed start is a move the renamer
+  // eliminates), then vpdpwssd multiplies the int16 sum by the scale and adds it in one uop, where vpmaddwd and
+  // vpaddd took two and a second chain a third: per sub-block and row 5 uops on ports 0/5, not 7 (see K45).
+  template <int n>
+  static I32 acc_scaled_fits16(I32 acc, const Bytes* g, const int8_t* x, Scale scale) {
+    if constexpr (Vnni) {
+      __m512i sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int i = 0; i < n; ++i) sum = _mm512_dpbusd_epi32(sum, g[i], broadcast8(x + 8 * i));
+      return _mm512_dpwssd_epi32(acc, sum, scale);
+    } else {
+      return add_sums(acc, dot_scaled<n>(g, x, scale));
+    }
+  }
   // 6-bit quants (q6_K): two groups' maddubs sums fit int16 (4 * 63 * 128 < 2^15), so with VNNI too a sub-block's
   // scale goes on by vpmaddwd: three multiplies where two vpdpbusd and a vpmulld take four.
   using Scale16 = __m512i;  // int16 lanes 4c..4c+3
@@ -123,13 +151,21 @@ struct Avx512 : YmmColumns {
   static I32 dot_scaled16(const Bytes* g, const int8_t* x, Scale16 scale) {
     return _mm512_madd_epi16(products<n>(g, x), scale);
   }
-  // Signed weights. VNNI: (w + 128) as u8 times x, less 128 * sum(x); BW: |w| times x with w's sign.
+  // The same into the running sums: with VNNI vpdpwssd multiplies and adds in one uop (4 per sub-block, not 5).
+  template <int n>
+  static I32 acc_scaled16(I32 acc, const Bytes* g, const int8_t* x, Scale16 scale) {
+    if constexpr (Vnni)
+      return _mm512_dpwssd_epi32(acc, products<n>(g, x), scale);
+    else
+      return add_sums(acc, dot_scaled16<n>(g, x, scale));
+  }
+  // Signed weights. VNNI: g holds w + 128 as u8 (kBiasedSigned), times x, less 128 * sum(x): per 32 products
+  // 4 vpdpbusd, 4 broadcast loads, no xor (it went to pack time); BW: |w| times x with w's sign.
   static Cols dot_signed(const Bytes* g, const int8_t* x, int32_t xsum) {
     __m512i sum = _mm512_setzero_si512();
     if constexpr (Vnni) {
-      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) sum = _mm512_dpbusd_epi32(sum, _mm512_xor_si512(g[i], flip), broadcast8(x + 8 * i));
+      for (int i = 0; i < 4; ++i) sum = _mm512_dpbusd_epi32(sum, g[i], broadcast8(x + 8 * i));
       return sub(col_sums(sum), set1(128 * xsum));
     } else {
       const __m512i ones = _mm512_set1_epi16(1);
@@ -170,11 +206,12 @@ struct Avx512 : YmmColumns {
     else
       return _mm512_cvtepu8_epi16(quads(s));
   }
-  // Bytes s0 s0 s0 s0 s1 ... s7: each column's factor four times.
+  // Bytes s0 s0 s0 s0 s1 ... s7: each column's factor four times, by one in-lane vpshufb of the 8 bytes in both
+  // lanes (a broadcast, which the compiler folds into the load), not two shuffles and an insert on port 5.
   static __m256i quads(__m128i s) {
-    const __m128i lo = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
-    const __m128i hi = _mm_shuffle_epi8(s, _mm_setr_epi8(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
-    return _mm256_set_m128i(hi, lo);
+    return _mm256_shuffle_epi8(_mm256_broadcastq_epi64(s),
+                               _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5,
+                                                6, 6, 6, 6, 7, 7, 7, 7));
   }
 };
 

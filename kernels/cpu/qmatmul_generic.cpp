@@ -32,6 +32,11 @@ struct Generic {
     std::memcpy(b.v, p, sizeof(b.v));
     return b;
   }
+  static constexpr bool kBiasedSigned = false;  // signed weights as two's complement bytes
+  static Bytes flip_sign(Bytes b) {
+    for (uint8_t& v : b.v) v ^= 0x80;
+    return b;
+  }
   static Bytes lo_nibbles(Bytes b) {
     for (uint8_t& v : b.v) v &= 15;
     return b;

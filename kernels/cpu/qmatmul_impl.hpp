@@ -97,7 +97,23 @@ typename V::I32 dot_scaled_fits16(const typename V::Bytes* g, const int8_t* x, t
     return V::template dot_scaled<n>(g, x, scale);
 }
 
-// q6_K's sub-block dot, by the policy's int16 path where it has one (Scale16), else its dot_scaled.
+// The same added into the running sums, in one step where the policy fuses the multiply and the add.
+template <class V>
+concept HasAccFits16 = requires(typename V::I32 a, const typename V::Bytes* g, const int8_t* x, typename V::Scale s) {
+  V::template acc_scaled_fits16<4>(a, g, x, s);
+};
+
+template <class V, int n>
+typename V::I32 acc_scaled_fits16(typename V::I32 acc, const typename V::Bytes* g, const int8_t* x,
+                                  typename V::Scale scale) {
+  if constexpr (HasAccFits16<V>)
+    return V::template acc_scaled_fits16<n>(acc, g, x, scale);
+  else
+    return V::add_sums(acc, dot_scaled_fits16<V, n>(g, x, scale));
+}
+
+// q6_K's sub-block dot into the running sums, by the policy's int16 path where it has one (Scale16), else its
+// dot_scaled.
 template <class V>
 concept HasScale16 = requires {
   typename V::Scale16;
@@ -112,11 +128,11 @@ auto scale16_s8(const int8_t* p) {
 }
 
 template <class V, int n, class S>
-typename V::I32 dot_scaled16(const typename V::Bytes* g, const int8_t* x, S scale) {
+typename V::I32 acc_scaled16(typename V::I32 acc, const typename V::Bytes* g, const int8_t* x, S scale) {
   if constexpr (HasScale16<V>)
-    return V::template dot_scaled16<n>(g, x, scale);
+    return V::template acc_scaled16<n>(acc, g, x, scale);
   else
-    return V::template dot_scaled<n>(g, x, scale);
+    return V::add_sums(acc, V::template dot_scaled<n>(g, x, scale));
 }
 
 // --- One block of one panel against R rows: each type's integer sums, then its float epilogue ---
@@ -172,14 +188,36 @@ inline void signed_block(const typename V::Bytes (&g)[4], typename V::F dw, cons
   }
 }
 
+// Biased: the pack holds w ^ 0x80 (QuantMatrix::biased). A pack in the other convention than the policy's
+// costs one xor per group per row tile, outside the loop over rows.
+template <bool Biased>
 struct Q8 {
   template <class V, int R>
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     for (int i = 0; i < 4; ++i) g[i] = V::load(q + 64 * i);
+    if constexpr (Biased != V::kBiasedSigned)
+      for (auto& x : g) x = V::flip_sign(x);
     signed_block<V, R>(g, V::half8(aux), rows, b, acc);
   }
 };
+
+// A 16-entry signed grid in the policy's convention for signed weights: flipped once here, not per use.
+struct Grid16 {
+  alignas(16) int8_t v[16];
+};
+constexpr Grid16 biased_grid(const int8_t (&grid)[16]) {
+  Grid16 out{};
+  for (int i = 0; i < 16; ++i) out.v[i] = static_cast<int8_t>(grid[i] ^ 0x80);
+  return out;
+}
+inline constexpr Grid16 kIq4nlBiased = biased_grid(quant::kIq4nl);
+inline constexpr Grid16 kFp4DoubledBiased = biased_grid(quant::kFp4Doubled);
+
+template <class V>
+const int8_t* signed_grid(const int8_t* grid, const Grid16& biased) {
+  return V::kBiasedSigned ? biased.v : grid;
+}
 
 // iq4_xs: x = d * ls_j * v per sub-block j of 32, v the non-linear grid value of the nibble, looked up; each
 // sub-block's signed dot (q8_K activations, -128 included) times its signed scale ls_j, summed, then d.
@@ -194,7 +232,7 @@ struct Iq4Xs {
     for (int u = 0; u < 8; ++u) {
       typename V::Bytes g[4];
       unpack_nibbles<V>(q + 128 * u, g);
-      for (auto& x : g) x = V::lookup(x, quant::kIq4nl);
+      for (auto& x : g) x = V::lookup(x, signed_grid<V>(quant::kIq4nl, kIq4nlBiased));
       const auto scale = V::cols_s8(sc + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
@@ -214,7 +252,7 @@ struct Mxfp4 {
   static void block(const uint8_t* q, const uint8_t* aux, const Row* rows, int b, typename V::F* acc) {
     typename V::Bytes g[4];
     unpack_nibbles<V>(q, g);
-    for (auto& x : g) x = V::lookup(x, quant::kFp4Doubled);
+    for (auto& x : g) x = V::lookup(x, signed_grid<V>(quant::kFp4Doubled, kFp4DoubledBiased));
     signed_block<V, R>(g, V::e8m0x8(aux), rows, b, acc);
   }
 };
@@ -237,8 +275,8 @@ struct K45 {
       const auto scale = V::scale_u8(aux + 32 + 8 * u);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
-        isum[r] = V::add_sums(isum[r], Bits == 4 ? dot_scaled_fits16<V, 4>(g, rows[r].qs + 256 * b + 32 * u, scale)
-                                                 : V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
+        isum[r] = Bits == 4 ? acc_scaled_fits16<V, 4>(isum[r], g, rows[r].qs + 256 * b + 32 * u, scale)
+                            : V::add_sums(isum[r], V::template dot_scaled<4>(g, rows[r].qs + 256 * b + 32 * u, scale));
     }
     typename V::Pairs mins[4];
     for (int j = 0; j < 4; ++j) mins[j] = V::pairs_u8(aux + 96 + 16 * j);
@@ -276,8 +314,7 @@ struct K16 {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const int8_t* x = rows[r].qs + 256 * b + 32 * u;
-        isum[r] =
-            V::add_sums(isum[r], V::add_sums(dot_scaled16<V, 2>(g, x, s0), dot_scaled16<V, 2>(g + 2, x + 16, s1)));
+        isum[r] = acc_scaled16<V, 2>(acc_scaled16<V, 2>(isum[r], g, x, s0), g + 2, x + 16, s1);
       }
     }
     typename V::Pairs scales[8];
@@ -427,7 +464,8 @@ void panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_begi
     case GgmlType::Q5_1:
       return quant_panels<V, Legacy1<5>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::Q8_0:
-      return quant_panels<V, Q8>(x, w, out, m_begin, m_end, p_begin, p_end);
+      if (w.biased) return quant_panels<V, Q8<true>>(x, w, out, m_begin, m_end, p_begin, p_end);
+      return quant_panels<V, Q8<false>>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::MXFP4:
       return quant_panels<V, Mxfp4>(x, w, out, m_begin, m_end, p_begin, p_end);
     case GgmlType::IQ4_XS:

@@ -27,6 +27,9 @@ struct QuantMatrix {
   int N = 0, K = 0;
   size_t panel_stride = 0;  // bytes from one panel to the next
   size_t aux_offset = 0;    // where a panel's scales start
+  // q8_0 packed for vpdpbusd (u8 x s8): each quant w stored as w ^ 0x80, i.e. w + 128 as u8, so the VNNI kernel
+  // needs no per-use flip. Every ISA reads either convention; the other one costs an xor per group and row tile.
+  bool biased = false;
   ByteBuffer data;
   static constexpr int kPanel = 8;
   int panels() const { return (N + kPanel - 1) / kPanel; }
@@ -44,14 +47,17 @@ bool quant_matmul_supported(quant::GgmlType type);
 // Throws std::invalid_argument naming the type when there is no kernel for it.
 PanelLayout panel_layout(quant::GgmlType type);
 
-// rows: N rows of quant::row_bytes(type, K) bytes exactly as a GGUF file stores them (any alignment).
+// The kernel variants, chosen at run time; the bits are the same in all of them.
+enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni, Amx };  // Amx: q8_0 on tiles, the rest as Avx512Vnni
+
+// rows: N rows of quant::row_bytes(type, K) bytes exactly as a GGUF file stores them (any alignment), packed for
+// the kernels of `isa` (q8_0: biased for Avx512Vnni and Amx), by default those quant_isa_for(Isa::Auto) picks.
 // Throws std::invalid_argument for a type without a kernel (naming it), or a K that is not whole blocks.
 QuantMatrix pack_quant_matrix(quant::GgmlType type, const void* rows, int N, int K);
+QuantMatrix pack_quant_matrix(quant::GgmlType type, const void* rows, int N, int K, QuantIsa isa);
 // Row `row` of w back as quant::row_bytes(w.type, w.K) bytes of ggml blocks, exactly as the file held them.
 void quant_matrix_row(const QuantMatrix& w, int row, uint8_t* out);
 
-// The kernel variants, chosen at run time; the bits are the same in all of them.
-enum class QuantIsa { Generic, Avx2, Avx512, Avx512Vnni, Amx };  // Amx: q8_0 on tiles, the rest as Avx512Vnni
 std::string quant_isa_name(QuantIsa isa);
 bool quant_isa_supported(QuantIsa isa);
 QuantIsa quant_isa_for(Isa isa);  // the best variant an Isa's instruction sets allow on this CPU (tiles: Isa::Amx only)

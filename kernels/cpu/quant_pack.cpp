@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/cpu/isa.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
 #include "kernels/quant/blocks.hpp"
 
@@ -192,7 +193,8 @@ Decoded decode(GgmlType type, const uint8_t* p) {
 }
 
 // Every 32 elements of the panel's 8 columns: groups g[0..3], byte 8c + e = column c, element 8g + e.
-void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst, int unit_bytes) {
+// flip: q8_0's bytes as w ^ 0x80 (QuantMatrix::biased).
+void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst, int unit_bytes, uint8_t flip) {
   for (int u = 0; u < elements / 32; ++u) {
     uint8_t g[4][64];
     for (int gi = 0; gi < 4; ++gi)
@@ -200,7 +202,7 @@ void write_units(int bits, const Decoded (&cols)[8], int elements, uint8_t* dst,
         for (int e = 0; e < 8; ++e) g[gi][8 * c + e] = cols[c].q[32 * u + 8 * gi + e];
     uint8_t* out = dst + u * unit_bytes;
     if (bits == 8) {
-      std::memcpy(out, g, sizeof(g));
+      for (int i = 0; i < 256; ++i) out[i] = g[i / 64][i % 64] ^ flip;
       continue;
     }
     if (bits == 3) {  // two low bits of the four groups to a byte, then the third bits as the fifth bits are laid out
@@ -250,6 +252,9 @@ void write_aux(GgmlType type, const Decoded (&cols)[8], uint8_t* aux) {
   }
 }
 
+// The kernels that multiply q8_0 by vpdpbusd, which takes the weights unsigned.
+bool biased_for(QuantIsa isa) { return isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx; }
+
 }  // namespace
 
 bool quant_matmul_supported(GgmlType type) { return find_info(type) != nullptr; }
@@ -257,6 +262,10 @@ bool quant_matmul_supported(GgmlType type) { return find_info(type) != nullptr; 
 PanelLayout panel_layout(GgmlType type) { return checked_info(type).layout; }
 
 QuantMatrix pack_quant_matrix(GgmlType type, const void* rows, int N, int K) {
+  return pack_quant_matrix(type, rows, N, K, quant_isa_for(Isa::Auto));
+}
+
+QuantMatrix pack_quant_matrix(GgmlType type, const void* rows, int N, int K, QuantIsa isa) {
   const TypeInfo& info = checked_info(type);
   const PanelLayout layout = info.layout;
   const std::string name = quant::ggml_type_name(static_cast<uint32_t>(type));
@@ -268,6 +277,8 @@ QuantMatrix pack_quant_matrix(GgmlType type, const void* rows, int N, int K) {
                                 " elements are not whole blocks of " + std::to_string(layout.block));
   QuantMatrix w;
   w.type = type, w.N = N, w.K = K;
+  w.biased = type == GgmlType::Q8_0 && biased_for(isa);
+  const uint8_t flip = w.biased ? 0x80 : 0;
   const int blocks = K / layout.block;
   w.aux_offset = size_t(blocks) * layout.quant_bytes;
   w.panel_stride = (w.aux_offset + size_t(blocks) * layout.aux_bytes + 63) / 64 * 64;
@@ -290,7 +301,7 @@ QuantMatrix pack_quant_matrix(GgmlType type, const void* rows, int N, int K) {
       Decoded decoded[8] = {};
       for (int c = 0; c < cols; ++c) decoded[c] = decode(type, first + c * row_bytes + b * block_bytes);
       write_units(info.bits, decoded, layout.block, panel + size_t(b) * layout.quant_bytes,
-                  layout.quant_bytes / (layout.block / 32));
+                  layout.quant_bytes / (layout.block / 32), flip);
       write_aux(type, decoded, panel + w.aux_offset + size_t(b) * layout.aux_bytes);
     }
   }

@@ -221,6 +221,8 @@ void quant_matrix_row(const QuantMatrix& w, int row, uint8_t* out) {
     Column col{};
     read_units(bits, panel + size_t(b) * layout.quant_bytes, layout.block, layout.quant_bytes / (layout.block / 32), c,
                col.q);
+    if (w.biased)  // q8_0 packed as w ^ 0x80 for vpdpbusd: the file's two's complement back
+      for (uint8_t& q : col.q) q ^= 0x80;
     read_aux(w.type, panel + w.aux_offset + size_t(b) * layout.aux_bytes, c, col);
     encode(w.type, col, out + size_t(b) * block_bytes);
   }
