@@ -76,6 +76,16 @@ TEST_CASE("layernorm: zero mean, unit variance, then weight and bias", "[kernels
   const double mean = 4.0, sd = std::sqrt(9.5 + 1e-5);  // var = (9 + 4 + 0 + 25) / 4
   for (int i = 0; i < 4; ++i)
     REQUIRE(out[size_t(i)] == Approx((x[size_t(i)] - mean) / sd * w[size_t(i)] + b[size_t(i)]).margin(1e-6));
+  // Every ISA within float rounding of the reference's double sums, at a width with a part-vector tail.
+  const int odd = 389;
+  const auto row = random_vec(odd, 44), w389 = random_vec(odd, 45), b389 = random_vec(odd, 46);
+  std::vector<float> want(static_cast<size_t>(odd)), got(static_cast<size_t>(odd));
+  reference::layernorm(row.data(), w389.data(), b389.data(), want.data(), 1, odd, 1e-5f);
+  for (Isa isa : supported_isas()) {
+    INFO("isa " << isa_name(isa));
+    CpuBackend(1, isa).layernorm(row.data(), w389.data(), b389.data(), got.data(), 1, odd, 1e-5f);
+    for (int i = 0; i < odd; ++i) REQUIRE(got[size_t(i)] == Approx(want[size_t(i)]).margin(2e-6));
+  }
   // Rows are independent: a row's bits alone and among others, on 1 and 2 threads.
   const int M = 300, dim = 384;
   const auto rows = random_vec(size_t(M) * dim, 41), weight = random_vec(dim, 42), bias = random_vec(dim, 43);

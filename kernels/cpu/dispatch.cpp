@@ -97,7 +97,8 @@ void CpuBackend::rmsnorm(const float* x, const float* weight, float* out, int M,
 void CpuBackend::layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim,
                            float eps) const {
   split_rows(threads_, M, dim, [&](int begin, int end) {
-    reference::layernorm(x + int64_t(begin) * dim, weight, bias, out + int64_t(begin) * dim, end - begin, dim, eps);
+    for (int m = begin; m < end; ++m)
+      simd_.layernorm(x + int64_t(m) * dim, weight, bias, out + int64_t(m) * dim, dim, eps);
   });
 }
 

@@ -124,6 +124,8 @@ struct SimdKernels {
   // same vector exp (within a few ulp of reference::gelu_tanh).
   void (*geglu)(const float* gate, const float* up, float* out, int n);
   void (*gelu)(const float* x, float* out, int n);
+  // One row's LayerNorm, its sums in W float lanes (within float rounding of reference::layernorm's double sums).
+  void (*layernorm)(const float* x, const float* weight, const float* bias, float* out, int n, float eps);
   // The attention of the batch tokens [token_begin, token_end), all of one sequence, at the query heads of kv
   // heads [kv_begin, kv_end); each query's bits depend on its own keys only (simd_impl.hpp). scratch: the
   // calling thread's, grown as needed.
@@ -164,7 +166,7 @@ class CpuBackend {
   void geglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   // x[M][n] = gelu_tanh(x) in place: an ungated FFN's activation (BERT).
   void gelu_rows(float* x, int M, int n) const;
-  // out[m] = (x[m] - mean) / sqrt(var + eps) * weight + bias, per row of width dim (LayerNorm; ggml_norm's sums)
+  // out[m] = (x[m] - mean) / sqrt(var + eps) * weight + bias, per row of width dim (LayerNorm); out may be x
   void layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim, float eps) const;
   // out[m] = table[tokens[m]]
   void embedding(const float* table, const int* tokens, int M, int dim, float* out) const;

@@ -152,6 +152,33 @@ void gelu(const float* x, float* out, int n) {
   elementwise<V>(x, x, out, n, [](auto g, auto) { return gelu_tanh<V>(g); });
 }
 
+// LayerNorm of one row: the mean and the variance from W float lanes summed in a fixed order, then
+// (x - mean) * scale * weight + bias. A row's bits are its own; out may be x.
+template <class V>
+void layernorm(const float* x, const float* weight, const float* bias, float* out, int n, float eps) {
+  using T = typename V::T;
+  constexpr int W = V::W;
+  const int full = n - n % W;
+  T acc = V::zero();
+  for (int i = 0; i < full; i += W) acc = V::add(acc, V::load(x + i));
+  float sum = V::hsum(acc);
+  for (int i = full; i < n; ++i) sum += x[i];
+  const float mean = sum / float(n);
+  const T m = V::set1(mean);
+  T sq = V::zero();
+  for (int i = 0; i < full; i += W) {
+    const T d = V::sub(V::load(x + i), m);
+    sq = V::fma(d, d, sq);
+  }
+  float squares = V::hsum(sq);
+  for (int i = full; i < n; ++i) squares = std::fma(x[i] - mean, x[i] - mean, squares);
+  const float scale = 1.0f / std::sqrt(squares / float(n) + eps);
+  const T s = V::set1(scale);
+  for (int i = 0; i < full; i += W)
+    V::store(out + i, V::fma(V::mul(V::sub(V::load(x + i), m), s), V::load(weight + i), V::load(bias + i)));
+  for (int i = full; i < n; ++i) out[i] = std::fma((x[i] - mean) * scale, weight[i], bias[i]);
+}
+
 // Ten independent FMA chains in named registers hide the FMA latency, so this runs at the core's
 // FMA throughput (the peak that benchmarks quote against).
 template <class V>
@@ -169,8 +196,8 @@ float fma_probe(int64_t iters) {
 
 template <class V>
 SimdKernels make_kernels(Isa isa, void (*to_f16)(const float*, uint16_t*, int)) {
-  return {isa,      &matmul<V>,          &dot<V>, &axpy<V>,      &swiglu<V>, &geglu<V>,
-          &gelu<V>, &attention::tile<V>, to_f16,  &fma_probe<V>, V::W};
+  return {isa,           &matmul<V>,          &dot<V>, &axpy<V>,      &swiglu<V>, &geglu<V>, &gelu<V>,
+          &layernorm<V>, &attention::tile<V>, to_f16,  &fma_probe<V>, V::W};
 }
 
 inline void to_f16_scalar(const float* x, uint16_t* out, int n) {
