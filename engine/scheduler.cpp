@@ -22,6 +22,7 @@ void SchedulerConfig::validate() const {
   need(num_kv_blocks >= 1, "num_kv_blocks must be at least 1");
   need(num_speculative_tokens >= 0 && num_speculative_tokens <= 16, "num_speculative_tokens must be in [0, 16]");
   need(num_lookahead_tokens >= 0 && num_lookahead_tokens <= 16, "num_lookahead_tokens must be in [0, 16]");
+  need(!bidirectional || !enable_prefix_caching, "a bidirectional model cannot cache prefixes");
 }
 
 Scheduler::Scheduler(SchedulerConfig config)
@@ -181,7 +182,7 @@ SchedulerOutput Scheduler::schedule() {
     }
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
     const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size()) &&
-                             (!r->is_pooling() || config_.pooling == PoolingType::Last) && !config_.bidirectional;
+                             (!r->is_pooling() || config_.pooling == PoolingType::Last);
     int num_hit = 0;
     KVCacheBlocks hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : KVCacheBlocks{};
     const int n = chunk(*r, num_hit);

@@ -51,8 +51,8 @@ struct SchedulerConfig {
   // The model's pooling (None: pooling requests are refused). Only last-token pooling reads cached prefixes: the
   // others need the hidden state of the first or of every prompt token.
   PoolingType pooling = PoolingType::None;
-  // The model attends both ways (an encoder): a prompt is computed whole in one step, never chunked, never read
-  // from the prefix cache (a token's KV depends on the tokens after it).
+  // The model attends both ways (an encoder): a prompt is computed whole in one step, never chunked; prefix caching
+  // must be off (a token's KV depends on the tokens after it).
   bool bidirectional = false;
   void validate() const;  // throws std::invalid_argument naming the bad field
 };

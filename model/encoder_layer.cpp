@@ -5,13 +5,6 @@
 #include "model/llama.hpp"
 
 namespace parley {
-namespace {
-
-void add_into(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-
-}  // namespace
 
 void LlamaModel::encoder_key_ends(const ForwardBatch& batch) {
   const int M = batch.num_tokens();

@@ -152,8 +152,10 @@ void LayoutReader::ffn(const std::string& b, LayerWeights& L) {
   }
   if (c_.activation == FfnActivation::Gelu) {  // BERT: up, then down, no gate
     L.w_up = matrix(b + "ffn_up.weight", {dim_, hidden});
-    if (c_.ffn_bias) L.b_up = vec(b + "ffn_up.bias", {hidden});
-    if (c_.ffn_bias) L.b_down = vec(b + "ffn_down.bias", {dim_});
+    if (c_.ffn_bias) {
+      L.b_up = vec(b + "ffn_up.bias", {hidden});
+      L.b_down = vec(b + "ffn_down.bias", {dim_});
+    }
   } else if (f_.find_tensor(b + "ffn_gate.weight")) {
     L.w_gate = matrix(b + "ffn_gate.weight", {dim_, hidden});
     L.w_up = matrix(b + "ffn_up.weight", {dim_, hidden});

@@ -11,13 +11,15 @@
 #include <string>
 
 namespace parley {
-namespace {
 
-void add_into(float* x, const float* y, int64_t n) {
+void LlamaModel::add_into(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-}  // namespace
+void LlamaModel::add_bias(float* rows, const std::vector<float>& bias, int M) {
+  const int64_t width = int64_t(bias.size());
+  for (int i = 0; i < M && width > 0; ++i) add_into(rows + i * width, bias.data(), width);
+}
 
 LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   const auto& c = config_;
@@ -202,11 +204,10 @@ void LlamaModel::attend(const Layer& L, int l, KvCache& kv, const ForwardBatch& 
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
-  const int dim = c.dim, qd = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim();
+  const int qd = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim();
   const int qkv_w = qd + 2 * kv_dim;
   L.wqkv.matmul(be, in, qkv_.data(), M, part_);
-  if (!L.bqkv.empty())
-    for (int i = 0; i < M; ++i) add_into(qkv_.data() + size_t(i) * qkv_w, L.bqkv.data(), qkv_w);
+  add_bias(qkv_.data(), L.bqkv, M);
   for (int i = 0; i < M; ++i) {
     const float* row = qkv_.data() + size_t(i) * qkv_w;
     std::copy_n(row, qd, q_.data() + size_t(i) * qd);
@@ -222,8 +223,7 @@ void LlamaModel::attend(const Layer& L, int l, KvCache& kv, const ForwardBatch& 
                                      L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
   L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
-  if (!L.bo.empty())
-    for (int i = 0; i < M; ++i) add_into(xb_.data() + size_t(i) * dim, L.bo.data(), dim);
+  add_bias(xb_.data(), L.bo, M);
 }
 
 void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
@@ -239,8 +239,7 @@ void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
   L.w_gate_up.matmul(be, in, hb_.data(), M, part_);
   const float* activated = hidden_.data();
   if (c.activation == FfnActivation::Gelu) {  // hb_ holds up only
-    if (!L.b_up.empty())
-      for (int i = 0; i < M; ++i) add_into(hb_.data() + size_t(i) * hidden, L.b_up.data(), hidden);
+    add_bias(hb_.data(), L.b_up, M);
     be.gelu_rows(hb_.data(), M, hidden);
     activated = hb_.data();
   } else if (c.activation == FfnActivation::GeluTanh) {
@@ -249,8 +248,7 @@ void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
     be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
   }
   L.w_down.matmul(be, activated, xb_.data(), M, part_);
-  if (!L.b_down.empty())
-    for (int i = 0; i < M; ++i) add_into(xb_.data() + size_t(i) * dim, L.b_down.data(), dim);
+  add_bias(xb_.data(), L.b_down, M);
 }
 
 void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {

@@ -96,6 +96,9 @@ class LlamaModel {
     Layer layer;
   };
   Layer pack_layer(LayerWeights& w, bool sliding) const;
+  // x[i] += y[i] for n floats; and each of M rows of width `bias.size()` plus bias (nothing when it is empty).
+  static void add_into(float* x, const float* y, int64_t n);
+  static void add_bias(float* rows, const std::vector<float>& bias, int M);
   // A layer's matrices' bytes; of its experts only the share one token reads when active_only.
   static size_t layer_bytes(const Layer& l, bool active_only);
   // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.

@@ -115,6 +115,9 @@ TEST_CASE("an encoder refuses an input longer than a step holds, and the same in
   CHECK(test::error_of([&] { core.add_request(pooling_request("long", prompt_of(33, 1))); }) ==
         "the input has 33 tokens; this model reads an input whole in one step, which holds 32 "
         "(--max-num-batched-tokens)");
+  SchedulerConfig caching = encoder_scheduler(32);
+  caching.enable_prefix_caching = true;
+  CHECK(test::error_of([&] { caching.validate(); }) == "a bidirectional model cannot cache prefixes");
   const auto first = run(core, {pooling_request("a", prompt_of(32, 2))});
   const auto again = run(core, {pooling_request("b", prompt_of(32, 2))});
   CHECK(same_bits(first.at("a"), again.at("b")));
