@@ -37,11 +37,9 @@ void LlamaModel::run_encoder_layer(Layer& L, int l, KvCache& kv, const ForwardBa
   const auto& be = *backend_;
   const int M = batch.num_tokens(), dim = config_.dim;
   const float eps = config_.norm_eps;
-  attend(L, l, kv, batch, meta, x_.data());
-  add_into(xb_.data(), x_.data(), int64_t(M) * dim);
+  attend(L, l, kv, batch, meta, x_.data(), x_.data());
   be.layernorm(xb_.data(), L.attn_out_norm.weight.data(), L.attn_out_norm.bias.data(), x_.data(), M, dim, eps);
-  feed_forward(L, x_.data(), M);
-  add_into(xb_.data(), x_.data(), int64_t(M) * dim);
+  feed_forward(L, x_.data(), M, x_.data());
   be.layernorm(xb_.data(), L.layer_out_norm.weight.data(), L.layer_out_norm.bias.data(), x_.data(), M, dim, eps);
 }
 

@@ -16,10 +16,9 @@ void LlamaModel::add_into(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-void LlamaModel::add_bias(float* rows, const std::vector<float>& bias, int M) {
-  const int64_t width = int64_t(bias.size());
-  for (int i = 0; i < M && width > 0; ++i) add_into(rows + i * width, bias.data(), width);
-}
+namespace {
+const float* or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
+}  // namespace
 
 LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   const auto& c = config_;
@@ -200,20 +199,13 @@ void LlamaModel::rotate(const Layer& L, const ForwardBatch& batch) {
 }
 
 void LlamaModel::attend(const Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta,
-                        const float* in) {
+                        const float* in, const float* residual) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int M = batch.num_tokens();
   const int qd = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim();
-  const int qkv_w = qd + 2 * kv_dim;
   L.wqkv.matmul(be, in, qkv_.data(), M, part_);
-  add_bias(qkv_.data(), L.bqkv, M);
-  for (int i = 0; i < M; ++i) {
-    const float* row = qkv_.data() + size_t(i) * qkv_w;
-    std::copy_n(row, qd, q_.data() + size_t(i) * qd);
-    std::copy_n(row + qd, kv_dim, k_.data() + size_t(i) * kv_dim);
-    std::copy_n(row + qd + kv_dim, kv_dim, v_.data() + size_t(i) * kv_dim);
-  }
+  be.split_columns(qkv_.data(), or_null(L.bqkv), M, {{q_.data(), qd}, {k_.data(), kv_dim}, {v_.data(), kv_dim}});
   if (!c.learned_positions) rotate(L, batch);
   const int group = kv.layout().group_of_layer[size_t(l)];
   meta.block_tables = batch.group_block_tables(group);
@@ -223,10 +215,10 @@ void LlamaModel::attend(const Layer& L, int l, KvCache& kv, const ForwardBatch& 
                                      L.attn_sinks.empty() ? nullptr : L.attn_sinks.data()};
   be.paged_attention(q_.data(), kvl, meta, c.n_heads, c.n_kv_heads, hd, attn_.data(), attention);
   L.wo.matmul(be, attn_.data(), xb_.data(), M, part_);
-  add_bias(xb_.data(), L.bo, M);
+  be.add_rows(xb_.data(), or_null(L.bo), residual, M, c.dim);
 }
 
-void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
+void LlamaModel::feed_forward(Layer& L, const float* in, int M, const float* residual) {
   const auto& c = config_;
   const auto& be = *backend_;
   const int dim = c.dim, hidden = c.hidden_dim;
@@ -234,13 +226,12 @@ void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
     hb_.resize(std::max(hb_.size(), size_t(M) * dim));
     L.moe->forward(be, in, hb_.data(), M);
     std::copy_n(hb_.data(), size_t(M) * dim, xb_.data());
-    return;
+    return be.add_rows(xb_.data(), nullptr, residual, M, dim);
   }
   L.w_gate_up.matmul(be, in, hb_.data(), M, part_);
   const float* activated = hidden_.data();
   if (c.activation == FfnActivation::Gelu) {  // hb_ holds up only
-    add_bias(hb_.data(), L.b_up, M);
-    be.gelu_rows(hb_.data(), M, hidden);
+    be.gelu_rows(hb_.data(), or_null(L.b_up), M, hidden);
     activated = hb_.data();
   } else if (c.activation == FfnActivation::GeluTanh) {
     be.geglu_rows(hb_.data(), hidden_.data(), M, hidden);
@@ -248,7 +239,7 @@ void LlamaModel::feed_forward(Layer& L, const float* in, int M) {
     be.swiglu_rows(hb_.data(), hidden_.data(), M, hidden);
   }
   L.w_down.matmul(be, activated, xb_.data(), M, part_);
-  add_bias(xb_.data(), L.b_down, M);
+  be.add_rows(xb_.data(), or_null(L.b_down), residual, M, dim);
 }
 
 void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta) {
@@ -257,13 +248,13 @@ void LlamaModel::run_layer(Layer& L, int l, KvCache& kv, const ForwardBatch& bat
   const auto& be = *backend_;
   const int M = batch.num_tokens(), dim = c.dim;
   be.rmsnorm(x_.data(), L.attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  attend(L, l, kv, batch, meta, xb_.data());
+  attend(L, l, kv, batch, meta, xb_.data(), nullptr);
   if (!L.post_attn_norm.empty()) be.rmsnorm(xb_.data(), L.post_attn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
+  be.add_rows(x_.data(), nullptr, xb_.data(), M, dim);
   be.rmsnorm(x_.data(), L.ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  feed_forward(L, xb_.data(), M);
+  feed_forward(L, xb_.data(), M, nullptr);
   if (!L.post_ffn_norm.empty()) be.rmsnorm(xb_.data(), L.post_ffn_norm.data(), xb_.data(), M, dim, c.norm_eps);
-  add_into(x_.data(), xb_.data(), int64_t(M) * dim);
+  be.add_rows(x_.data(), nullptr, xb_.data(), M, dim);
 }
 
 void LlamaModel::head(const ForwardBatch& batch, const std::vector<float>& norm, std::vector<float>& logits) {

@@ -96,9 +96,8 @@ class LlamaModel {
     Layer layer;
   };
   Layer pack_layer(LayerWeights& w, bool sliding) const;
-  // x[i] += y[i] for n floats; and each of M rows of width `bias.size()` plus bias (nothing when it is empty).
+  // x[i] += y[i] for n floats (one row; whole activations go through the backend's add_rows, in parallel).
   static void add_into(float* x, const float* y, int64_t n);
-  static void add_bias(float* rows, const std::vector<float>& bias, int M);
   // A layer's matrices' bytes; of its experts only the share one token reads when active_only.
   static size_t layer_bytes(const Layer& l, bool active_only);
   // Checks the batch and sizes the scratch for it; returns the attention metadata pointing into it.
@@ -108,11 +107,12 @@ class LlamaModel {
   void run_layer(Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
   // An encoder's block (model/encoder_layer.cpp): attention and FFN each added to x_, then LayerNormed.
   void run_encoder_layer(Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta);
-  // Self-attention of the rows `in` (Q/K/V, RoPE, the KV write, attention, output projection) into xb_.
+  // Self-attention of the rows `in` (Q/K/V, RoPE, the KV write, attention, output projection) into xb_, plus
+  // residual's rows when not null (an encoder's post-norm block adds them before its LayerNorm).
   void attend(const Layer& layer, int l, KvCache& kv, const ForwardBatch& batch, cpu::AttentionMetadata meta,
-              const float* in);
-  // The FFN (dense or experts) of the rows `in` into xb_.
-  void feed_forward(Layer& layer, const float* in, int M);
+              const float* in, const float* residual);
+  // The FFN (dense or experts) of the rows `in` into xb_, plus residual's rows when not null.
+  void feed_forward(Layer& layer, const float* in, int M, const float* residual);
   // Encoders: each token's sequence length in this batch (every sequence whole), into key_ends_.
   void encoder_key_ends(const ForwardBatch& batch);
   // Encoders: token type 0, absolute positions and the embeddings' LayerNorm over x_.

@@ -100,7 +100,7 @@ TEST_CASE("gelu_rows and geglu_rows are GELU's tanh approximation, per ISA withi
   for (Isa isa : supported_isas()) {
     INFO("isa " << isa_name(isa));
     std::vector<float> x{1.0f, -2.0f, 0.5f};
-    CpuBackend(1, isa).gelu_rows(x.data(), 1, 3);
+    CpuBackend(1, isa).gelu_rows(x.data(), nullptr, 1, 3);
     REQUIRE(x[0] == Approx(0.8411920f).margin(1e-6));
     REQUIRE(x[1] == Approx(-0.0454023f).margin(1e-6));
     REQUIRE(x[2] == Approx(0.3457140f).margin(1e-6));
@@ -113,7 +113,7 @@ TEST_CASE("gelu_rows and geglu_rows are GELU's tanh approximation, per ISA withi
       for (int i = 0; i < n; ++i)
         gate_up[size_t(m) * 2 * n + i] = g[size_t(m) * n + i], gate_up[size_t(m) * 2 * n + n + i] = 0.5f + float(i);
     std::vector<float> y = g;
-    CpuBackend(2, isa).gelu_rows(y.data(), M, n);
+    CpuBackend(2, isa).gelu_rows(y.data(), nullptr, M, n);
     CpuBackend(2, isa).geglu_rows(gate_up.data(), gated.data(), M, n);
     for (int i = 0; i < M * n; ++i) {
       const double v = g[size_t(i)], up = 0.5 + i % n;
@@ -126,5 +126,39 @@ TEST_CASE("gelu_rows and geglu_rows are GELU's tanh approximation, per ISA withi
       REQUIRE(std::fabs(y[size_t(i)] - exact) <= rel * std::fabs(exact) + 1e-12);
       REQUIRE(std::fabs(gated[size_t(i)] - exact * up) <= rel * std::fabs(exact * up) + 1e-12);
     }
+  }
+}
+
+TEST_CASE("add_rows and split_columns: bias, then residual, on rows split across threads; -0 kept", "[kernels]") {
+  const int M = 67, n = 600;  // M * n past split_rows' threshold: two threads
+  const std::vector<float> x0 = random_vec(size_t(M) * n, 41), bias = random_vec(size_t(n), 42),
+                           residual = random_vec(size_t(M) * n, 43);
+  for (int mode = 0; mode < 3; ++mode) {  // bias and residual, bias only, residual only
+    INFO("mode " << mode);
+    const float* b = mode == 2 ? nullptr : bias.data();
+    const float* r = mode == 1 ? nullptr : residual.data();
+    std::vector<float> got = x0;
+    CpuBackend(2).add_rows(got.data(), b, r, M, n);
+    for (size_t i = 0; i < got.size(); ++i) {
+      float want = x0[i];
+      if (b) want = want + b[i % n];
+      if (r) want = want + r[i];
+      REQUIRE(got[i] == want);
+    }
+  }
+  // Q/K/V widths 300, 150, 150 out of rows of 600.
+  std::vector<float> q(size_t(M) * 300), k(size_t(M) * 150), v(size_t(M) * 150);
+  std::vector<float> signed_zero = x0;
+  signed_zero[5] = -0.0f;  // copied as -0 without a bias (x + 0.0f would give +0)
+  for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+    CpuBackend(2).split_columns(signed_zero.data(), b, M, {{q.data(), 300}, {k.data(), 150}, {v.data(), 150}});
+    for (int m = 0; m < M; ++m)
+      for (int j = 0; j < n; ++j) {
+        const float want = b ? signed_zero[size_t(m) * n + j] + b[j] : signed_zero[size_t(m) * n + j];
+        const float got = j < 300   ? q[size_t(m) * 300 + j]
+                          : j < 450 ? k[size_t(m) * 150 + j - 300]
+                                    : v[size_t(m) * 150 + j - 450];
+        REQUIRE(std::memcmp(&got, &want, 4) == 0);
+      }
   }
 }

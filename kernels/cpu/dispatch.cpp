@@ -117,9 +117,50 @@ void CpuBackend::geglu_rows(const float* gate_up, float* out, int M, int hidden)
   gated_rows(threads_, gate_up, out, M, hidden, simd_.geglu);
 }
 
-void CpuBackend::gelu_rows(float* x, int M, int n) const {
+void CpuBackend::gelu_rows(float* x, const float* bias, int M, int n) const {
   split_rows(threads_, M, 8 * int64_t(n), [&](int begin, int end) {
-    for (int m = begin; m < end; ++m) simd_.gelu(x + int64_t(m) * n, x + int64_t(m) * n, n);
+    for (int m = begin; m < end; ++m) {
+      float* row = x + int64_t(m) * n;
+      if (bias)  // while the row is in L1
+        for (int j = 0; j < n; ++j) row[j] += bias[j];
+      simd_.gelu(row, row, n);
+    }
+  });
+}
+
+void CpuBackend::add_rows(float* x, const float* bias, const float* residual, int M, int n) const {
+  if (!bias && !residual) return;
+  split_rows(threads_, M, n, [&](int begin, int end) {
+    for (int m = begin; m < end; ++m) {
+      float* row = x + int64_t(m) * n;
+      const float* r = residual ? residual + int64_t(m) * n : nullptr;
+      if (bias && r)
+        for (int j = 0; j < n; ++j) row[j] = (row[j] + bias[j]) + r[j];
+      else if (bias)
+        for (int j = 0; j < n; ++j) row[j] += bias[j];
+      else
+        for (int j = 0; j < n; ++j) row[j] += r[j];
+    }
+  });
+}
+
+void CpuBackend::split_columns(const float* x, const float* bias, int M,
+                               std::initializer_list<ColumnSlice> slices) const {
+  int width = 0;
+  for (const ColumnSlice& s : slices) width += s.width;
+  split_rows(threads_, M, width, [&](int begin, int end) {
+    for (int m = begin; m < end; ++m) {
+      int column = 0;
+      for (const ColumnSlice& s : slices) {
+        const float* in = x + int64_t(m) * width + column;
+        float* out = s.out + int64_t(m) * s.width;
+        if (bias)  // adding zero instead would turn -0 into +0
+          for (int j = 0; j < s.width; ++j) out[j] = in[j] + bias[column + j];
+        else
+          std::copy_n(in, s.width, out);
+        column += s.width;
+      }
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -164,8 +165,18 @@ class CpuBackend {
   // [gate: hidden | up: hidden]
   void swiglu_rows(const float* gate_up, float* out, int M, int hidden) const;
   void geglu_rows(const float* gate_up, float* out, int M, int hidden) const;
-  // x[M][n] = gelu_tanh(x) in place: an ungated FFN's activation (BERT).
-  void gelu_rows(float* x, int M, int n) const;
+  // x[M][n] = gelu_tanh(x + bias) in place (bias [n] may be null): an ungated FFN's activation (BERT).
+  void gelu_rows(float* x, const float* bias, int M, int n) const;
+  // x[m] = (x[m] + bias) + residual[m] for M rows of width n; bias ([n]) and residual ([M][n]) may be null. One
+  // pass over rows that no longer fit in cache, where an add each was one pass each.
+  void add_rows(float* x, const float* bias, const float* residual, int M, int n) const;
+  // Each row of x[M][sum of the widths], bias ([that sum], may be null) added, copied out in column slices
+  // (the fused Q/K/V projection into q, k and v).
+  struct ColumnSlice {
+    float* out;  // [M][width]
+    int width;
+  };
+  void split_columns(const float* x, const float* bias, int M, std::initializer_list<ColumnSlice> slices) const;
   // out[m] = (x[m] - mean) / sqrt(var + eps) * weight + bias, per row of width dim (LayerNorm); out may be x
   void layernorm(const float* x, const float* weight, const float* bias, float* out, int M, int dim, float eps) const;
   // out[m] = table[tokens[m]]
