@@ -348,6 +348,26 @@ TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17 and 64, on
   }
 }
 
+// f16/bf16 calls past 1 MiB of float rows go block by block of rows (64 at K = 4096): 150 rows are blocks of 64,
+// 64 and 22, and each row's bits are still its own alone.
+TEST_CASE("Float-weight rows taken in L2-sized blocks: each row's bits alone, on every ISA", "[qmatmul]") {
+  const int K = 4096, N = 40, M = 150;
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+    INFO(name_of(type));
+    const Weights wt = weights(type, N, K, 77);
+    const QuantMatrix w = pack_quant_matrix(type, wt.bytes.data(), N, K);
+    const std::vector<float> x = activations(M, K, 78);
+    for (QuantIsa isa : runnable_isas()) {
+      INFO(quant_isa_name(isa));
+      const std::vector<float> batch = run(isa, 2, x, w, M);
+      for (int m : {0, 63, 64, 127, 128, 149}) {
+        INFO("row " << m);
+        REQUIRE(std::memcmp(batch.data() + size_t(m) * N, run(isa, 1, x, w, 1, m).data(), N * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
 // Rows whose scaled values fall exactly on halves: q8_0 rounds them away from zero (std::round) and q8_K to even
 // (ggml's nearest_int), and every ISA's activation encoder must agree with the scalar one on each.
 TEST_CASE("Activations on exact halves are rounded as the scalar encoders round them, on every ISA", "[qmatmul]") {
