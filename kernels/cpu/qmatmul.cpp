@@ -66,11 +66,37 @@ void quantize_row_q8_K(const float* x, int K, int8_t* qs, float* d, int32_t* bsu
   }
 }
 
+// x[M][K] as QuantizedRows::tiles: tile t's row r at k is tiles[(t * K + k) * 16 + r].
+void tile_rows(const float* x, int M, int K, int threads, std::vector<float>& tiles) {
+  constexpr int R = qmm::QuantizedRows::kTileRows;
+  const int count = (M + R - 1) / R;
+  tiles.resize(size_t(count) * R * K);
+  auto tile_of = [&](int t) {
+    float* tile = tiles.data() + size_t(t) * R * K;
+    for (int r = 0; r < R; ++r) {
+      const int m = t * R + r;
+      for (int k = 0; k < K; ++k) tile[size_t(k) * R + r] = m < M ? x[size_t(m) * K + k] : 0.0f;
+    }
+  };
+  const int workers = int64_t(M) * K < (1 << 15) ? 1 : std::min(threads, count);
+  if (workers <= 1) {
+    for (int t = 0; t < count; ++t) tile_of(t);
+    return;
+  }
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int t = 0; t < count; ++t) tile_of(t);
+}
+
 void quantize_activations(const float* x, int M, int K, Activations format, QuantIsa isa, int threads,
                           qmm::QuantizedRows& rows) {
   rows.M = M, rows.K = K, rows.x = x;
   if (format == Activations::Floats) {
     rows.qs.clear(), rows.d.clear(), rows.sums.clear(), rows.offsets.clear();
+    const bool avx512 = isa == QuantIsa::Avx512 || isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx;
+    if (avx512 && M >= 4)  // the kernel's 16-row tiles (qmatmul_impl.hpp: half_tile_pair)
+      tile_rows(x, M, K, threads, rows.tiles);
+    else
+      rows.tiles.clear();
     return;
   }
   const int block = format == Activations::Q8_K ? 256 : 32;

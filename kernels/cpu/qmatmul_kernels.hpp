@@ -16,6 +16,10 @@ struct QuantizedRows {
   std::vector<float> d;        // [M][K / block] block scales
   std::vector<int32_t> sums;   // [M][K / 32] each 32-block's sum of quants; q8_K: [M][K / 16] its bsums
   std::vector<float> offsets;  // [M][K / 32] d * sum: the activation side of q4_1's and q5_1's offset term
+  // f16/bf16 weights on AVX-512: x in tiles of kTileRows rows, k-major ([ceil(M / 16)][K][16], zero past row M),
+  // so that a tile's 16 rows at one k are one cache line read from one pointer; empty when not used.
+  static constexpr int kTileRows = 16;
+  std::vector<float> tiles;
   int blocks_per_row() const { return static_cast<int>(d.size()) / M; }
   int sums_per_row() const { return static_cast<int>(sums.size()) / M; }
 };
