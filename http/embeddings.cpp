@@ -14,20 +14,12 @@ using namespace detail;
 constexpr std::string_view kEmbeddingFields[] = {"model", "input",     "encoding_format",        "dimensions",
                                                  "user",  "normalize", "truncate_prompt_tokens", "add_special_tokens"};
 
-// vLLM's truncate_prompt_tokens: the last N tokens of each input (-1: the context's length).
+// vLLM's truncate_prompt_tokens: the last N tokens of each input.
 void truncate_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req) {
-  const std::optional<int> keep = get_int32(body, "truncate_prompt_tokens");
+  const std::optional<size_t> keep = truncation_length(body, ctx);
   if (!keep) return;
-  if (*keep < -1 || *keep == 0)
-    fail("truncate_prompt_tokens must be a positive integer or -1, got " + std::to_string(*keep) + ".",
-         "truncate_prompt_tokens");
-  if (*keep > ctx.max_model_len)
-    fail("truncate_prompt_tokens value (" + std::to_string(*keep) + ") is greater than max_model_len (" +
-             std::to_string(ctx.max_model_len) + "). Please, select a smaller truncation size.",
-         "truncate_prompt_tokens");
-  const size_t n = size_t(*keep == -1 ? ctx.max_model_len : *keep);
   for (auto& p : req.prompts)
-    if (p.size() > n) p.erase(p.begin(), p.end() - long(n));
+    if (p.size() > *keep) p.erase(p.begin(), p.end() - long(*keep));
 }
 
 void check_lengths(const ServingContext& ctx, const GenerateRequest& req) {

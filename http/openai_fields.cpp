@@ -203,4 +203,17 @@ int utf8_length(std::string_view s) {
   return n;
 }
 
+std::optional<size_t> truncation_length(const json& body, const ServingContext& ctx) {
+  const std::optional<int> keep = get_int32(body, "truncate_prompt_tokens");
+  if (!keep) return std::nullopt;
+  if (*keep < -1 || *keep == 0)
+    fail("truncate_prompt_tokens must be a positive integer or -1, got " + std::to_string(*keep) + ".",
+         "truncate_prompt_tokens");
+  if (*keep > ctx.max_model_len)
+    fail("truncate_prompt_tokens value (" + std::to_string(*keep) + ") is greater than max_model_len (" +
+             std::to_string(ctx.max_model_len) + "). Please, select a smaller truncation size.",
+         "truncate_prompt_tokens");
+  return size_t(*keep == -1 ? ctx.max_model_len : *keep);
+}
+
 }  // namespace parley::http::detail

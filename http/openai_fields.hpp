@@ -72,6 +72,10 @@ std::vector<int> token_ids(const json& v, int vocab_size, const std::string& par
 // req.prompts and req.prompt_texts; 400 for an empty one, an unknown token id or another type.
 void read_prompts(const json& body, const ServingContext& ctx, GenerateRequest& req, const std::string& param);
 
+// vLLM's truncate_prompt_tokens: the tokens an input keeps (-1: the context's length); none when absent. A 400
+// naming it when it is 0, below -1, or past the context.
+std::optional<size_t> truncation_length(const json& body, const ServingContext& ctx);
+
 std::string py_float(double v);    // Python's repr, as vLLM's messages print floats
 std::string dump(const ojson& j);  // compact; invalid UTF-8 becomes U+FFFD instead of throwing
 std::string sse(const ojson& j);   // "data: <json>\n\n"

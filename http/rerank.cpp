@@ -12,8 +12,9 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kRerankFields[] = {"model", "query", "documents", "top_n", "return_documents", "user"};
-constexpr std::string_view kScoreFields[] = {"model", "text_1", "text_2", "user"};
+constexpr std::string_view kRerankFields[] = {
+    "model", "query", "documents", "top_n", "return_documents", "user", "truncate_prompt_tokens"};
+constexpr std::string_view kScoreFields[] = {"model", "text_1", "text_2", "user", "truncate_prompt_tokens"};
 
 struct Text {
   std::vector<int> ids;  // tokenized without special tokens
@@ -70,14 +71,42 @@ GenerateRequest pair_request(Endpoint endpoint, const json& body, const ServingC
   return req;
 }
 
+// Hugging Face tokenizers' longest-first truncation of a pair to `budget` tokens (vLLM tokenizes a pair with
+// truncation=True, max_length=truncate_prompt_tokens): the longer text is cut down to the shorter's length or the
+// budget's remainder, and when both must go, to half the budget each (the odd token to the second). Each keeps its
+// last tokens, as vLLM's tokenizers truncate from the left.
+void truncate_longest_first(std::vector<int>& first, std::vector<int>& second, size_t budget) {
+  if (first.size() + second.size() <= budget) return;
+  size_t shorter = std::min(first.size(), second.size()), longer = std::max(first.size(), second.size());
+  longer = shorter > budget ? shorter : std::max(shorter, budget - shorter);
+  if (shorter + longer > budget) shorter = budget / 2, longer = shorter + budget % 2;
+  const bool first_shorter = first.size() <= second.size();
+  const size_t keep_first = first_shorter ? shorter : longer, keep_second = first_shorter ? longer : shorter;
+  first.erase(first.begin(), first.end() - long(std::min(keep_first, first.size())));
+  second.erase(second.begin(), second.end() - long(std::min(keep_second, second.size())));
+}
+
+// The pair's prompt; with a truncation length, its texts cut to fit it beside the special tokens.
 void add_pair(GenerateRequest& req, const ServingContext& ctx, const Text& query, const Text& document,
-              const std::string& param) {
-  req.prompts.push_back(pair_prompt(ctx.tokenizer->vocab(), query.ids, document.ids));
+              const std::string& param, std::optional<size_t> truncation) {
+  const Vocab& vocab = ctx.tokenizer->vocab();
+  if (truncation) {
+    const size_t special = pair_prompt(vocab, {}, {}).size();
+    if (*truncation < special + 2)
+      fail("truncate_prompt_tokens (" + std::to_string(*truncation) + ") leaves no room for the query and the " +
+               "document beside the model's " + std::to_string(special) + " special tokens.",
+           "truncate_prompt_tokens");
+    std::vector<int> q = query.ids, d = document.ids;
+    truncate_longest_first(q, d, *truncation - special);
+    req.prompts.push_back(pair_prompt(vocab, q, d));
+  } else {
+    req.prompts.push_back(pair_prompt(vocab, query.ids, document.ids));
+  }
   req.prompt_texts.push_back(document.text);
   if (long(req.prompts.back().size()) > ctx.max_model_len)
     fail("This model's maximum context length is " + std::to_string(ctx.max_model_len) + " tokens. However, " + param +
              " makes a pair of " + std::to_string(req.prompts.back().size()) +
-             " tokens with the query. Please reduce its length.",
+             " tokens with the query. Please reduce its length (or set truncate_prompt_tokens).",
          param);
 }
 
@@ -95,9 +124,10 @@ std::variant<GenerateRequest, ApiError> parse_rerank_request(std::string_view bo
     if (!docs) fail("Field required: documents.", "documents");
     if (!docs->is_array()) wrong_type("documents", "an array", *docs);
     if (docs->empty()) fail("The documents cannot be empty.", "documents");
+    const std::optional<size_t> truncation = truncation_length(j, ctx);
     for (size_t i = 0; i < docs->size(); ++i) {
       const std::string param = item_path("documents", i);
-      add_pair(req, ctx, query, read_text((*docs)[i], ctx, param), param);
+      add_pair(req, ctx, query, read_text((*docs)[i], ctx, param), param, truncation);
     }
     const int top_n = get_int32(j, "top_n").value_or(0);
     if (top_n < 0)
@@ -119,10 +149,11 @@ std::variant<GenerateRequest, ApiError> parse_score_request(std::string_view bod
       fail("text_1 has " + std::to_string(first.size()) + " texts and text_2 " + std::to_string(second.size()) +
                ": one text_1 against every text_2, or as many of each (pairwise).",
            "text_1");
+    const std::optional<size_t> truncation = truncation_length(j, ctx);
     for (size_t i = 0; i < second.size(); ++i) {
       const Text& query = first[first.size() == 1 ? 0 : i];
       if (query.ids.empty()) fail("The text_1 cannot be empty.", "text_1");
-      add_pair(req, ctx, query, second[i], second.size() == 1 ? "text_2" : item_path("text_2", i));
+      add_pair(req, ctx, query, second[i], second.size() == 1 ? "text_2" : item_path("text_2", i), truncation);
     }
     return req;
   } catch (const RequestError& e) {

@@ -101,12 +101,63 @@ TEST_CASE("bad rerank and score inputs are 400s naming the field", "[rerank]") {
   check_error(rerank_error(R"({"query": [5], "documents": ["a", )" + long_doc + "]]}"), 400, "BadRequestError",
               "documents.1",
               "This model's maximum context length is 64 tokens. However, documents.1 makes a pair of 66 tokens with "
-              "the query. Please reduce its length.");
+              "the query. Please reduce its length (or set truncate_prompt_tokens).");
   CHECK(rerank_error(R"({"query": "x", "documents": ["a"], "top_n": -1})").param == "top_n");
   CHECK(rerank_error(R"({"query": "x", "documents": ["a"], "model": "gpt-4"})").status == 404);
   CHECK(score_error(R"({"text_1": ["a", "b", "c"], "text_2": ["a", "b"]})").param == "text_1");
   CHECK(score_error(R"({"text_1": "a"})").param == "text_2");
   CHECK(score_error(R"({"text_1": "", "text_2": "b"})").param == "text_1");
+}
+
+namespace {
+std::string id_range(int from, int count) {  // "[from, from + 1, ...]"
+  std::string s = "[";
+  for (int i = 0; i < count; ++i) s += (i ? "," : "") + std::to_string(from + i);
+  return s + "]";
+}
+std::vector<int> pair_of(std::vector<int> query, int doc_from, int doc_count) {  // BOS query EOS document EOS
+  std::vector<int> p{1};
+  p.insert(p.end(), query.begin(), query.end());
+  p.push_back(2);
+  for (int i = 0; i < doc_count; ++i) p.push_back(doc_from + i);
+  p.push_back(2);
+  return p;
+}
+}  // namespace
+
+// Hugging Face tokenizers' longest-first split of the budget (truncate_prompt_tokens less the 3 special tokens),
+// each text keeping its last tokens; tests/e2e/rerank.mjs checks it against the library itself.
+TEST_CASE("truncate_prompt_tokens cuts each pair longest first, keeping each text's last tokens", "[rerank]") {
+  auto cut = [](const std::string& query, const std::string& docs, int keep) {
+    return rerank_ok(R"({"query": )" + query + R"(, "documents": )" + docs + R"(, "truncate_prompt_tokens": )" +
+                     std::to_string(keep) + "}")
+        .prompts;
+  };
+  // Budget 10: the query's 3 fit, the document keeps 7 of its 20.
+  CHECK(cut("[7, 8, 9]", "[" + id_range(3, 20) + "]", 13) == std::vector<std::vector<int>>{pair_of({7, 8, 9}, 16, 7)});
+  // Both past half of 10: 5 each.
+  CHECK(cut(id_range(100, 10), "[" + id_range(200, 20) + "]", 13) ==
+        std::vector<std::vector<int>>{pair_of({105, 106, 107, 108, 109}, 215, 5)});
+  // Equal lengths, an odd budget of 7: the odd token goes to the document.
+  CHECK(cut(id_range(100, 6), "[" + id_range(200, 6) + "]", 10) ==
+        std::vector<std::vector<int>>{pair_of({103, 104, 105}, 202, 4)});
+  // The query the longer: it gives way down to the budget's remainder beside the document's 2.
+  CHECK(cut(id_range(100, 8), "[" + id_range(200, 2) + "]", 9) ==
+        std::vector<std::vector<int>>{pair_of({104, 105, 106, 107}, 200, 2)});
+  // Short pairs stay whole, and each document of a request is cut on its own; -1 is the context's 64.
+  CHECK(cut("[7]", "[[8, 9], " + id_range(100, 30) + "]", 10) ==
+        std::vector<std::vector<int>>{pair_of({7}, 8, 2), pair_of({7}, 124, 6)});
+  CHECK(cut("[7]", "[" + id_range(100, 70) + "]", -1)[0].size() == 64);
+  CHECK(score_ok(R"({"text_1": [7, 8], "text_2": )" + id_range(100, 9) + R"(, "truncate_prompt_tokens": 7})").prompts ==
+        std::vector<std::vector<int>>{pair_of({7, 8}, 107, 2)});
+  check_error(rerank_error(R"({"query": [7], "documents": [[8]], "truncate_prompt_tokens": 4})"), 400,
+              "BadRequestError", "truncate_prompt_tokens",
+              "truncate_prompt_tokens (4) leaves no room for the query and the document beside the model's 3 special "
+              "tokens.");
+  CHECK(rerank_error(R"({"query": [7], "documents": [[8]], "truncate_prompt_tokens": 0})").param ==
+        "truncate_prompt_tokens");
+  CHECK(score_error(R"({"text_1": [7], "text_2": [8], "truncate_prompt_tokens": 65})").param ==
+        "truncate_prompt_tokens");
 }
 
 TEST_CASE("unknown rerank fields are accepted and reported, or a 400 with strict fields", "[rerank]") {

@@ -4,14 +4,15 @@
 // `--arch bert --pooling rank` a cross-encoder (the first token through cls.weight, tanh, one logit), and
 // node-llama-cpp's ranking context scores the same query/document token ids. Per pair: the score within 1e-3 and
 // the same input length. Then: a batch of documents equals each alone bit for bit, the response shapes (sorted,
-// top_n, return_documents, /rerank, /v1/score 1:N and N:N), every bad input a 400 in OpenAI's shape, the task routing
+// top_n, return_documents, /rerank, /v1/score 1:N and N:N), truncate_prompt_tokens as Hugging Face's tokenizers
+// truncate a pair, every bad input a 400 in OpenAI's shape, the task routing
 // both ways, and no KV block left behind.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { assertErrorShape, assertNoLeaks, main, post, randomTokenIds } from './lib.mjs';
+import { VOCAB, assertErrorShape, assertNoLeaks, main, post, randomTokenIds } from './lib.mjs';
 import { disposeLlamaOracle, llamaRank, rankingInput } from './llama_oracle.mjs';
 
 process.env.PARLEY_E2E_TIMEOUT_MS ??= '300000';
@@ -99,6 +100,36 @@ main('rerank', async (parley, ctx) => {
     assert.equal(single.data.length, 1);
     ctx.check();
 
+    // truncate_prompt_tokens: Hugging Face tokenizers' own longest-first truncation (a WordLevel tokenizer whose
+    // words are the ids, cutting from the left as vLLM's tokenizers do, to the budget beside the special tokens)
+    // picks each text's tokens, and Parley's score must be the score of exactly those tokens, bit for bit.
+    const { Tokenizer } = await import('tokenizers');
+    const words = (ids) => ids.map((i) => `t${i}`).join(' ');
+    const vocab = Object.fromEntries(Array.from({ length: VOCAB }, (_, i) => [`t${i}`, i]));
+    const hf = Tokenizer.fromString(JSON.stringify({
+      version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null, post_processor: null,
+      decoder: null, pre_tokenizer: { type: 'WhitespaceSplit' }, model: { type: 'WordLevel', vocab, unk_token: 't0' },
+    }));
+    // [query, document, budget beside the special tokens]: the odd budgets give a tie's odd token to the document.
+    for (const [k, [nq, nd, budget]] of [[8, 40, 17], [30, 30, 19], [25, 3, 12], [6, 6, 7], [5, 5, 37]].entries()) {
+      const q = randomTokenIds(nq, 90 + k), d = randomTokenIds(nd, 95 + k);
+      const special = (await rerank(server.base, { query: q, documents: [d] })).usage.total_tokens - nq - nd;
+      const keep = budget + special;
+      hf.setTruncation(budget, { strategy: 'LongestFirst', direction: 'left' });
+      const enc = await hf.encode(words(q), words(d));
+      const ids = enc.getIds(), types = enc.getTypeIds();
+      const hfQuery = ids.filter((_, i) => types[i] === 0), hfDocument = ids.filter((_, i) => types[i] === 1);
+      const cut = await rerank(server.base, { query: q, documents: [d], truncate_prompt_tokens: keep });
+      const exact = await rerank(server.base, { query: hfQuery, documents: [hfDocument] });
+      const where = `truncate_prompt_tokens ${keep} on ${nq} + ${nd} tokens`;
+      assert.equal(cut.usage.total_tokens, Math.min(keep, nq + nd + special), where);
+      assert.equal(cut.usage.total_tokens, hfQuery.length + hfDocument.length + special, where);
+      assert.equal(cut.results[0].relevance_score, exact.results[0].relevance_score, `${where}: Hugging Face's cut`);
+      const scored = (await post(server.base, '/v1/score', { text_1: q, text_2: d, truncate_prompt_tokens: keep })).json;
+      assert.equal(scored.data[0].score, exact.results[0].relevance_score, `${where} on /v1/score`);
+    }
+    ctx.check();
+
     const bad = [
       ['/v1/rerank', { query: 'x' }, 'documents', /required/],
       ['/v1/rerank', { query: 'x', documents: [] }, 'documents', /cannot be empty/],
@@ -108,6 +139,8 @@ main('rerank', async (parley, ctx) => {
       ['/v1/rerank', { query: 'x', documents: ['a', randomTokenIds(600, 1)] }, 'documents.1', /maximum context length/],
       ['/v1/rerank', { query: 'x', documents: [[1, 100000]] }, 'documents.0', /Token id 100000 is out of vocabulary/],
       ['/v1/rerank', { query: 'x', documents: ['a'], top_n: -1 }, 'top_n', /top_n/],
+      ['/v1/rerank', { query: 'x', documents: ['a'], truncate_prompt_tokens: 0 }, 'truncate_prompt_tokens', /positive/],
+      ['/v1/score', { text_1: 'x', text_2: 'a', truncate_prompt_tokens: 2 }, 'truncate_prompt_tokens', /no room/],
       ['/v1/rerank', { query: 'x', documents: ['a'], model: 'other' }, null, /other/],
       ['/v1/score', { text_1: ['a', 'b', 'c'], text_2: ['a', 'b'] }, 'text_1', /pairwise/],
       ['/v1/score', { text_1: 'a' }, 'text_2', /required/],
