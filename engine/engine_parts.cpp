@@ -1,5 +1,7 @@
 #include "engine/engine_parts.hpp"
 
+#include "engine/pooler.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +21,8 @@ EngineParts make_engine_parts(std::unique_ptr<DeviceModel> device, SchedulerConf
     throw std::invalid_argument("the device holds " + std::to_string(device->num_blocks()) +
                                 " KV blocks, the scheduler " + std::to_string(config.num_kv_blocks));
   config.kv_group_windows = device->kv_layout().group_windows();
+  if (config.pooling != PoolingType::None)
+    config.pooled_positions = pooled_positions(config.pooling, device->classifier());
   config = with_speculation(std::move(config), speculative);
   auto runner = std::make_unique<ModelRunner>(std::move(device), config.max_num_seqs, config.eos_token_ids);
   if (speculative)

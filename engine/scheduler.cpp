@@ -182,7 +182,7 @@ SchedulerOutput Scheduler::schedule() {
     }
     // Prompt logprobs need every prompt position computed: no prefix hits then (as vLLM).
     const bool reads_cache = !wants_prompt_logprobs(r->sampling_params, r->output_token_ids.size()) &&
-                             (!r->is_pooling() || config_.pooling == PoolingType::Last);
+                             (!r->is_pooling() || config_.pooled_positions == PoolingType::Last);
     int num_hit = 0;
     KVCacheBlocks hits = reads_cache ? kv_.get_computed_blocks(*r, &num_hit) : KVCacheBlocks{};
     const int n = chunk(*r, num_hit);

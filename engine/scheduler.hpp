@@ -48,9 +48,12 @@ struct SchedulerConfig {
   bool pad_uniform = true;              // every decode request gets k drafts, placeholders where the worker has fewer
   int num_lookahead_tokens = 0;         // KV slots past each step's tokens that a drafting model's passes write
   std::string prompt_logprobs_refusal;  // non-empty: requests asking for prompt_logprobs are refused with it
-  // The model's pooling (None: pooling requests are refused). Only last-token pooling reads cached prefixes: the
-  // others need the hidden state of the first or of every prompt token.
+  // The model's pooling (None: pooling requests are refused; Rank: they are score requests).
   PoolingType pooling = PoolingType::None;
+  // The positions its requests read: `pooling`, a reranker's resolved to its head's token (set from the device by
+  // make_engine_parts). Only Last reads cached prefixes: the others need the hidden state of the first or of every
+  // prompt token.
+  PoolingType pooled_positions = PoolingType::None;
   // The model attends both ways (an encoder): a prompt is computed whole in one step, never chunked; prefix caching
   // must be off (a token's KV depends on the tokens after it).
   bool bidirectional = false;

@@ -129,7 +129,7 @@ TEST_CASE("gelu_rows and geglu_rows are GELU's tanh approximation, per ISA withi
   }
 }
 
-TEST_CASE("add_rows and split_columns: bias, then residual, on rows split across threads; -0 kept", "[kernels]") {
+TEST_CASE("add_rows and split_columns: bias, then residual, on rows split across threads, -0 kept", "[kernels]") {
   const int M = 67, n = 600;  // M * n past split_rows' threshold: two threads
   const std::vector<float> x0 = random_vec(size_t(M) * n, 41), bias = random_vec(size_t(n), 42),
                            residual = random_vec(size_t(M) * n, 43);

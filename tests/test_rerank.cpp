@@ -20,15 +20,16 @@ using namespace parley;
 
 namespace {
 
-LlamaConfig reranker_config() {
-  LlamaConfig c = tiny_arch_shape("qwen3").config;
+LlamaConfig reranker_config(const std::string& arch = "qwen3") {
+  LlamaConfig c = tiny_arch_shape(arch).config;
   c.pooling = PoolingType::Rank;
   c.classifier_labels = {"yes", "no"};
   return c;
 }
 
 struct Reranker {
-  Reranker() : file(make_random_model(reranker_config(), 5)), backend(1), model(file.config, file.weights, backend) {}
+  explicit Reranker(const std::string& arch = "qwen3")
+      : file(make_random_model(reranker_config(arch), 5)), backend(1), model(file.config, file.weights, backend) {}
   ModelFile file;
   cpu::CpuBackend backend;
   LlamaModel model;
@@ -126,6 +127,28 @@ TEST_CASE("a score is the head's first output over the last token's final-normed
       batched, {score_request("b", prompt_of(5, 2)), score_request("a", prompt), score_request("c", prompt_of(60, 3))});
   CHECK(many.at("a") == one.at("a"));
   CHECK(many.at("b") != many.at("c"));
+}
+
+TEST_CASE("a qwen3 reranker's pairs reuse a shared query's cached blocks, a first-token head recomputes them",
+          "[rerank][prefix]") {
+  for (const std::string arch : {"qwen3", "llama"}) {  // the head reads the last token, or the first
+    INFO(arch);
+    Reranker m(arch);
+    const std::vector<int> query = prompt_of(40, 4);
+    auto pair = [&](int seed) {
+      std::vector<int> p = query, document = prompt_of(9, seed);
+      p.insert(p.end(), document.begin(), document.end());
+      return p;
+    };
+    EngineCore core(m.model, scheduler_config(PoolingType::Rank));
+    run(core, {score_request("a", pair(7))});
+    const auto second = run(core, {score_request("b", pair(8))});
+    CHECK(core.scheduler().stats().prefix_cache_hits == (arch == "qwen3" ? 32 : 0));  // the query's 2 whole blocks
+    SchedulerConfig off = scheduler_config(PoolingType::Rank);
+    off.enable_prefix_caching = false;
+    EngineCore whole(m.model, off);
+    CHECK(run(whole, {score_request("b", pair(8))}).at("b") == second.at("b"));
+  }
 }
 
 TEST_CASE("a reranking engine refuses embedding requests and an embedding engine score requests", "[rerank]") {
