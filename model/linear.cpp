@@ -9,7 +9,7 @@
 
 namespace parley {
 
-Linear Linear::stack(int in, std::initializer_list<WeightMatrix*> parts) {
+Linear Linear::stack(int in, std::initializer_list<WeightMatrix*> parts, cpu::QuantIsa isa) {
   Linear l;
   l.K_ = in;
   std::vector<WeightMatrix*> run;  // neighbours of one type, fused into one part
@@ -35,7 +35,7 @@ Linear Linear::stack(int in, std::initializer_list<WeightMatrix*> parts) {
         for (WeightMatrix* m : run) stacked.insert(stacked.end(), m->blocks().begin(), m->blocks().end());
       }
       l.parts_.push_back(
-          {cpu::pack_quant_matrix(type, run.size() > 1 ? stacked.data() : run.front()->blocks().data(), rows, in),
+          {cpu::pack_quant_matrix(type, run.size() > 1 ? stacked.data() : run.front()->blocks().data(), rows, in, isa),
            rows});
       for (WeightMatrix* m : run) *m = {};
     }
@@ -55,6 +55,13 @@ size_t Linear::bytes() const {
   for (const Part& p : parts_)
     total += std::visit([](const auto& m) { return m.data.size() * sizeof(m.data[0]); }, p.matrix);
   return total;
+}
+
+bool Linear::packed_biased() const {
+  return std::any_of(parts_.begin(), parts_.end(), [](const Part& p) {
+    const auto* q = std::get_if<cpu::QuantMatrix>(&p.matrix);
+    return q && q->biased;
+  });
 }
 
 void Linear::matmul(const cpu::CpuBackend& be, const float* x, float* out, int M, std::vector<float>& scratch) const {

@@ -16,12 +16,14 @@ namespace parley {
 class Linear {
  public:
   Linear() = default;
-  // Takes the parts (each [rows][in], freed here) stacked in this order.
-  static Linear stack(int in, std::initializer_list<WeightMatrix*> parts);
+  // Takes the parts (each [rows][in], freed here) stacked in this order, quantized ones packed for the kernels of
+  // `isa` (the backend's: quant_isa_for(be.isa())), which then read them without a per-use conversion.
+  static Linear stack(int in, std::initializer_list<WeightMatrix*> parts, cpu::QuantIsa isa);
 
   int N() const { return N_; }
   int K() const { return K_; }
-  size_t bytes() const;  // resident weight bytes
+  size_t bytes() const;        // resident weight bytes
+  bool packed_biased() const;  // a q8_0 part is packed as w ^ 0x80 (for vpdpbusd: the VNNI and AMX kernels)
   // out[M][N] = x[M][K] * W^T; scratch holds one part's output when there are several.
   void matmul(const cpu::CpuBackend& be, const float* x, float* out, int M, std::vector<float>& scratch) const;
   // out[i] = row rows[i] of W, decoded to floats (a tied embedding's lookup, read from the head's packing).

@@ -22,23 +22,24 @@ const float* or_null(const std::vector<float>& bias) { return bias.empty() ? nul
 
 LlamaModel::Layer LlamaModel::pack_layer(LayerWeights& w, bool sliding) const {
   const auto& c = config_;
+  const cpu::QuantIsa pack_isa = cpu::quant_isa_for(backend_->isa());
   auto need = [&](const std::vector<float>& v, size_t n, const char* what) {
     if (v.size() != n) throw std::invalid_argument(std::string("layer weights: ") + what + " has the wrong size");
   };
   Layer l;
   l.sliding = sliding;
   l.attn_norm = std::move(w.attn_norm);
-  l.wqkv = Linear::stack(c.dim, {&w.wq, &w.wk, &w.wv});
-  l.wo = Linear::stack(c.q_dim(), {&w.wo});
+  l.wqkv = Linear::stack(c.dim, {&w.wq, &w.wk, &w.wv}, pack_isa);
+  l.wo = Linear::stack(c.q_dim(), {&w.wo}, pack_isa);
   l.ffn_norm = std::move(w.ffn_norm);
   if (c.moe.enabled()) {
-    l.moe.emplace(c, w.experts);
+    l.moe.emplace(c, w.experts, pack_isa);
   } else {
     if (c.activation == FfnActivation::Gelu)  // no gate: the up rows alone
-      l.w_gate_up = Linear::stack(c.dim, {&w.w_up});
+      l.w_gate_up = Linear::stack(c.dim, {&w.w_up}, pack_isa);
     else
-      l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up});
-    l.w_down = Linear::stack(c.hidden_dim, {&w.w_down});
+      l.w_gate_up = Linear::stack(c.dim, {&w.w_gate, &w.w_up}, pack_isa);
+    l.w_down = Linear::stack(c.hidden_dim, {&w.w_down}, pack_isa);
   }
   if (c.qkv_bias) {
     need(w.bq, size_t(c.q_dim()), "bq");
@@ -90,8 +91,9 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
   if (!weights.rope_freq_factors.empty() && weights.rope_freq_factors.size() != size_t(config_.rotary_dims() / 2))
     throw std::invalid_argument("rope_freq_factors needs rotary_dims / 2 values");
   const int dim = config.dim;
+  const cpu::QuantIsa pack_isa = cpu::quant_isa_for(backend.isa());
   const bool tied = weights.output.empty();  // tied: the head's packed rows serve as the embedding, one copy
-  output_ = Linear::stack(dim, {tied ? &weights.token_embedding : &weights.output});
+  output_ = Linear::stack(dim, {tied ? &weights.token_embedding : &weights.output}, pack_isa);
   if (!tied) token_embedding_ = std::move(weights.token_embedding);
   output_norm_ = std::move(weights.output_norm);
   rope_freq_factors_ = std::move(weights.rope_freq_factors);
@@ -115,7 +117,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, LlamaWeights weights, const cp
     mtp_->enorm = std::move(w.enorm);
     mtp_->hnorm = std::move(w.hnorm);
     mtp_->shared_head_norm = std::move(w.shared_head_norm);
-    mtp_->eh_proj = Linear::stack(2 * dim, {&w.eh_proj});
+    mtp_->eh_proj = Linear::stack(2 * dim, {&w.eh_proj}, pack_isa);
     mtp_->layer = pack_layer(w.layer, false);
   }
   malloc_trim(0);  // glibc keeps the heap chunks the file's blocks were freed from; give them back to the OS

@@ -27,7 +27,8 @@ ExpertChoice route_token(const float* logits, const MoeConfig& moe) {
   return c;
 }
 
-MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w) : moe_(c.moe), activation_(c.activation), dim_(c.dim) {
+MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w, cpu::QuantIsa isa)
+    : moe_(c.moe), activation_(c.activation), dim_(c.dim) {
   const size_t E = size_t(moe_.n_experts), H = size_t(moe_.expert_hidden), dim = size_t(c.dim);
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("expert weights: " + what);
@@ -36,7 +37,7 @@ MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w) : moe_(c.moe), activation
        std::to_string(w.gate.size()) + "/" + std::to_string(w.up.size()) + "/" + std::to_string(w.down.size()) +
            " gate/up/down matrices for " + std::to_string(E) + " experts");
   need(w.router.size() == E * dim, "the router has the wrong size");
-  router_ = Linear::stack(c.dim, {&w.router});
+  router_ = Linear::stack(c.dim, {&w.router}, isa);
   if (moe_.expert_biases) {
     need(w.router_bias.size() == E && w.gate_bias.size() == E * H && w.up_bias.size() == E * H &&
              w.down_bias.size() == E * dim,
@@ -48,8 +49,8 @@ MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w) : moe_(c.moe), activation
     need(w.gate[e].size() == H * dim && w.up[e].size() == H * dim && w.down[e].size() == H * dim,
          "expert " + std::to_string(e) + " has matrices of the wrong size");
     Expert& x = experts_[e];
-    x.gate_up = Linear::stack(c.dim, {&w.gate[e], &w.up[e]});
-    x.down = Linear::stack(moe_.expert_hidden, {&w.down[e]});
+    x.gate_up = Linear::stack(c.dim, {&w.gate[e], &w.up[e]}, isa);
+    x.down = Linear::stack(moe_.expert_hidden, {&w.down[e]}, isa);
     if (moe_.expert_biases) {
       x.gate_up_bias.assign(w.gate_bias.begin() + std::ptrdiff_t(e * H),
                             w.gate_bias.begin() + std::ptrdiff_t((e + 1) * H));
@@ -65,8 +66,8 @@ MoeFfn::MoeFfn(const LlamaConfig& c, ExpertWeights& w) : moe_(c.moe), activation
     need(w.shared_w_gate.size() == S * dim && w.shared_w_up.size() == S * dim && w.shared_w_down.size() == S * dim,
          "the shared expert has matrices of the wrong size");
     shared_gate_ = std::move(w.shared_gate);
-    shared_.gate_up = Linear::stack(c.dim, {&w.shared_w_gate, &w.shared_w_up});
-    shared_.down = Linear::stack(moe_.shared_hidden, {&w.shared_w_down});
+    shared_.gate_up = Linear::stack(c.dim, {&w.shared_w_gate, &w.shared_w_up}, isa);
+    shared_.down = Linear::stack(moe_.shared_hidden, {&w.shared_w_down}, isa);
   }
   w = ExpertWeights{};
 }

@@ -28,7 +28,7 @@ class MoeFfn {
  public:
   MoeFfn() = default;
   // Takes the weights (freed here) and packs each expert's gate and up as one matrix, as the dense FFN does.
-  MoeFfn(const LlamaConfig& c, ExpertWeights& w);
+  MoeFfn(const LlamaConfig& c, ExpertWeights& w, cpu::QuantIsa isa);  // isa: the one the matrices are packed for
 
   // out[M][dim] = the FFN of x[M][dim] (normed already); out must not alias x.
   void forward(const cpu::CpuBackend& be, const float* x, float* out, int M);

@@ -108,7 +108,7 @@ TEST_CASE("moe: the grouped experts equal a per-token reference, and a token's b
     ExpertWeights w = file.weights.layers[1].experts;
     const ExpertWeights kept = w;
     cpu::CpuBackend one(1), two(2);
-    MoeFfn ffn(c, w);
+    MoeFfn ffn(c, w, cpu::quant_isa_for(two.isa()));
     const int M = 23, dim = c.dim;
     const std::vector<float> x = inputs(M, dim, 1);
     std::vector<float> out(static_cast<size_t>(M) * dim), alone(static_cast<size_t>(dim));

@@ -11,6 +11,7 @@
 #include "kernels/cpu/quant_matrix.hpp"
 #include "model/cuda/device_llama.hpp"
 #include "model/convert.hpp"
+#include "model/linear.hpp"
 #include "model/model_shapes.hpp"
 #include "kernels/quant/quantize.hpp"
 #include "model/random_model.hpp"
@@ -130,6 +131,22 @@ TEST_CASE("quantized models give the same token ids and logprobs with AMX tiles 
     test::require_same_outputs(test::run_core(on, reqs, c, true), test::run_core(off, reqs, c, true));
     if (k.k_rows) test::require_differential_suite(off, file);  // the suites with the tiles off (on: the case above)
   }
+}
+
+TEST_CASE("q8_0 weights are packed for the kernels of the ISA in use, with the same products either way",
+          "[quant-model]") {
+  const WeightMatrix m = quantized(make_random_model(kquant_config(), 3).weights.layers[0].wq, GgmlType::Q8_0, 256);
+  const std::vector<float> x = make_random_model(kquant_config(), 4).weights.layers[0].wq.to_f32();  // 256 a row
+  std::vector<float> scratch, outs[2];
+  const cpu::QuantIsa isas[2] = {cpu::QuantIsa::Avx2, cpu::quant_isa_for(cpu::Isa::Auto)};
+  for (int i = 0; i < 2; ++i) {
+    WeightMatrix copy = m;
+    const Linear l = Linear::stack(256, {&copy}, isas[i]);
+    CHECK(l.packed_biased() == (isas[i] == cpu::QuantIsa::Avx512Vnni || isas[i] == cpu::QuantIsa::Amx));
+    outs[i].resize(size_t(l.N()) * 20);
+    l.matmul(cpu::CpuBackend(2), x.data(), outs[i].data(), 20, scratch);
+  }
+  CHECK(outs[0] == outs[1]);
 }
 
 TEST_CASE("quantized models stay close to their weights decoded to F32, and stay resident in their types",
