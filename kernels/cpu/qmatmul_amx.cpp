@@ -119,6 +119,7 @@ struct PairTile {
   int m0;
   const float* dx(int r) const { return x->d.data() + int64_t(m0 + r) * x->blocks_per_row(); }
   const int32_t* sums(int r) const { return x->sums.data() + int64_t(m0 + r) * x->sums_per_row(); }
+  const int32_t* min_pairs(int r) const { return x->min_pairs.data() + int64_t(m0 + r) * (x->K / 64); }
   __m512 half(int b, int offset) const {
     return half16(aux[0] + int64_t(aux_bytes) * b + offset, aux[1] + int64_t(aux_bytes) * b + offset);
   }
@@ -161,13 +162,9 @@ struct SuperEpilogue {
                                    YmmColumns::pairs_u8(t.aux[1] + 160 * b + 96 + 16 * j), 1);
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const int32_t* bs = t.sums(r) + 16 * b;
+      const int32_t* pairs = t.min_pairs(r) + 4 * b;  // the row's bsums, paired once at quantization
       __m512i msum = _mm512_setzero_si512();
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t a = uint32_t(bs[4 * j] + bs[4 * j + 1]), c = uint32_t(bs[4 * j + 2] + bs[4 * j + 3]);
-        msum =
-            _mm512_add_epi32(msum, _mm512_madd_epi16(mins[j], _mm512_set1_epi32(int32_t((a & 0xffffu) | (c << 16)))));
-      }
+      for (int j = 0; j < 4; ++j) msum = _mm512_dpwssd_epi32(msum, mins[j], _mm512_set1_epi32(pairs[j]));
       const __m512 dx = _mm512_set1_ps(t.dx(r)[b]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(isum[r])), _mm512_mul_ps(dw, dx), acc[r]);
       acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), acc[r]);
