@@ -120,6 +120,7 @@ struct PairTile {
   const float* dx(int r) const { return x->d.data() + int64_t(m0 + r) * x->blocks_per_row(); }
   const int32_t* sums(int r) const { return x->sums.data() + int64_t(m0 + r) * x->sums_per_row(); }
   const int32_t* min_pairs(int r) const { return x->min_pairs.data() + int64_t(m0 + r) * (x->K / 64); }
+  const int32_t* bsum_pairs(int r) const { return x->bsum_pairs.data() + int64_t(m0 + r) * (x->K / 32); }
   __m512 half(int b, int offset) const {
     return half16(aux[0] + int64_t(aux_bytes) * b + offset, aux[1] + int64_t(aux_bytes) * b + offset);
   }
@@ -188,14 +189,16 @@ struct SixEpilogue {
   }
   void finish(const PairTile& t, int b) {
     const __m512 dw = t.half(b, 0);
-    __m512i scales[kPerSuper];
-    for (int j = 0; j < kPerSuper; ++j) scales[j] = scales16(t, b, j);
+    __m512i scale_pairs[kPerSuper / 2];  // column c: sub-block 2i's scale as the low int16, 2i + 1's the high
+    for (int i = 0; i < kPerSuper / 2; ++i)
+      scale_pairs[i] = _mm512_or_si512(_mm512_and_si512(scales16(t, b, 2 * i), _mm512_set1_epi32(0xffff)),
+                                       _mm512_slli_epi32(scales16(t, b, 2 * i + 1), 16));
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const int32_t* bs = t.sums(r) + 16 * b;
+      const int32_t* pairs = t.bsum_pairs(r) + 8 * b;  // the row's bsums, paired once at quantization
       __m512i ssum = _mm512_setzero_si512();
-      for (int j = 0; j < kPerSuper; ++j)
-        ssum = _mm512_add_epi32(ssum, _mm512_mullo_epi32(scales[j], _mm512_set1_epi32(bs[j])));
+      for (int i = 0; i < kPerSuper / 2; ++i)
+        ssum = _mm512_dpwssd_epi32(ssum, scale_pairs[i], _mm512_set1_epi32(pairs[i]));
       const __m512i total = _mm512_sub_epi32(_mm512_load_si512(isum[r]), _mm512_slli_epi32(ssum, 5));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(dw, _mm512_set1_ps(t.dx(r)[b])), acc[r]);
     }

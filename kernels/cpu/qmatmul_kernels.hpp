@@ -19,6 +19,9 @@ struct QuantizedRows {
   // q8_K: [M][K / 64] each 64 k's bsums added in two pairs (k 0-31, 32-63) and packed as int16s (first low), so
   // the K-quants' min term takes them with one vpdpwssd, once per row rather than once per row and panel.
   std::vector<int32_t> min_pairs;
+  // q8_K: [M][K / 32] each two neighbouring bsums (16 k each) packed as int16s (first low): q6_K's offset term
+  // against its pairs of sub-block scales, one vpdpwssd for two.
+  std::vector<int32_t> bsum_pairs;
   // f16/bf16 weights on AVX-512: x in tiles of kTileRows rows, k-major ([ceil(M / 16)][K][16], zero past row M),
   // so that a tile's 16 rows at one k are one cache line read from one pointer; empty when not used.
   static constexpr int kTileRows = 16;
