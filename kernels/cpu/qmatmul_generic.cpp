@@ -134,7 +134,8 @@ struct Generic {
     for (int c = 0; c < 8; ++c) s.first[c] = p[c], s.second[c] = p[8 + c];
     return s;
   }
-  static Cols madd_pairs(const Pairs& p, int32_t a, int32_t b) {
+  static Cols madd_pairs(const Pairs& p, int32_t both) {  // a and b: the int16 halves of both, low first
+    const int32_t a = int16_t(uint32_t(both) & 0xffffu), b = int16_t(uint32_t(both) >> 16);
     Cols out;
     for (int c = 0; c < 8; ++c) out.v[c] = p.first[c] * a + p.second[c] * b;
     return out;

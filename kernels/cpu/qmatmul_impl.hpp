@@ -36,15 +36,19 @@ struct Row {
   const int32_t* sums;
   const float* offsets;
   const float* x;
+  const int32_t* min_pairs;   // q8_K: QuantizedRows::min_pairs
+  const int32_t* bsum_pairs;  // q8_K: QuantizedRows::bsum_pairs
 };
 
 inline Row row_of(const QuantizedRows& x, int m) {
-  Row row{nullptr, nullptr, nullptr, nullptr, x.x + int64_t(m) * x.K};
+  Row row{nullptr, nullptr, nullptr, nullptr, x.x + int64_t(m) * x.K, nullptr, nullptr};
   if (x.qs.empty()) return row;
   row.qs = x.qs.data() + int64_t(m) * x.K;
   row.d = x.d.data() + int64_t(m) * x.blocks_per_row();
   row.sums = x.sums.data() + int64_t(m) * x.sums_per_row();
   if (!x.offsets.empty()) row.offsets = x.offsets.data() + int64_t(m) * x.blocks_per_row();
+  if (!x.min_pairs.empty()) row.min_pairs = x.min_pairs.data() + int64_t(m) * (x.K / 64);
+  if (!x.bsum_pairs.empty()) row.bsum_pairs = x.bsum_pairs.data() + int64_t(m) * (x.K / 32);
   return row;
 }
 
@@ -282,10 +286,9 @@ struct K45 {
     for (int j = 0; j < 4; ++j) mins[j] = V::pairs_u8(aux + 96 + 16 * j);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const int32_t* bs = rows[r].sums + 16 * b;
+      const int32_t* pairs = rows[r].min_pairs + 4 * b;
       auto msum = V::set1(0);
-      for (int j = 0; j < 4; ++j)
-        msum = V::add(msum, V::madd_pairs(mins[j], bs[4 * j] + bs[4 * j + 1], bs[4 * j + 2] + bs[4 * j + 3]));
+      for (int j = 0; j < 4; ++j) msum = V::add(msum, V::madd_pairs(mins[j], pairs[j]));
       const auto dx = V::fset1(rows[r].d[b]);
       acc[r] = V::fma(V::to_float(V::col_sums(isum[r])), V::mul(dw, dx), acc[r]);
       acc[r] = V::fnma(V::to_float(msum), V::mul(dmin, dx), acc[r]);
@@ -321,9 +324,9 @@ struct K16 {
     for (int j = 0; j < 8; ++j) scales[j] = V::pairs_s8(sc + 16 * j);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const int32_t* bs = rows[r].sums + 16 * b;
+      const int32_t* pairs = rows[r].bsum_pairs + 8 * b;
       auto ssum = V::set1(0);
-      for (int j = 0; j < 8; ++j) ssum = V::add(ssum, V::madd_pairs(scales[j], bs[2 * j], bs[2 * j + 1]));
+      for (int j = 0; j < 8; ++j) ssum = V::add(ssum, V::madd_pairs(scales[j], pairs[j]));
       const auto total = V::sub(V::col_sums(isum[r]), Bits == 6 ? V::shl5(ssum) : V::shl2(ssum));
       acc[r] = V::fma(V::to_float(total), V::mul(dw, V::fset1(rows[r].d[b])), acc[r]);
     }

@@ -24,11 +24,8 @@ struct YmmColumns {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8));
     return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
   }
-  // Column c: first * a + second * b (a and b fit int16: sums of at most 32 activation quants).
-  static Cols madd_pairs(Pairs p, int32_t a, int32_t b) {
-    const uint32_t both = (uint32_t(a) & 0xffffu) | (uint32_t(b) << 16);
-    return _mm256_madd_epi16(p, _mm256_set1_epi32(static_cast<int32_t>(both)));
-  }
+  // Column c: first * a + second * b, a and b the int16 halves of `both` (low first; QuantizedRows' pairs).
+  static Cols madd_pairs(Pairs p, int32_t both) { return _mm256_madd_epi16(p, _mm256_set1_epi32(both)); }
   static Cols set1(int32_t a) { return _mm256_set1_epi32(a); }
   static Cols add(Cols a, Cols b) { return _mm256_add_epi32(a, b); }
   static Cols sub(Cols a, Cols b) { return _mm256_sub_epi32(a, b); }
