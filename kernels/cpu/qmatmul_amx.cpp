@@ -111,16 +111,30 @@ void add_scaled(int32_t (&isum)[kRows][16], const int32_t* s, __m512i scale, boo
   }
 }
 
-// One panel pair's columns, its aux streams, and the row tile being computed.
+// One panel pair's columns, its aux streams, and the row tile being computed: its rows' activation streams from
+// row m0 on, with their strides worked out once (each a division, which the compiler cannot hoist past the tile
+// stores).
 struct PairTile {
+  PairTile(const uint8_t* left_aux, const uint8_t* right_aux, int aux_bytes, const QuantizedRows& x, int m0)
+      : aux{left_aux, right_aux},
+        aux_bytes(aux_bytes),
+        d_stride(x.blocks_per_row()),
+        sums_stride(x.sums_per_row()),
+        d(x.d.data() + int64_t(m0) * d_stride),
+        sums_(x.sums.data() + int64_t(m0) * sums_stride),
+        min_pairs_(x.min_pairs.empty() ? nullptr : x.min_pairs.data() + int64_t(m0) * (x.K / 64)),
+        bsum_pairs_(x.bsum_pairs.empty() ? nullptr : x.bsum_pairs.data() + int64_t(m0) * (x.K / 32)),
+        K(x.K) {}
   const uint8_t* aux[2];  // the left and right panels' scales
   int aux_bytes;          // per block
-  const QuantizedRows* x;
-  int m0;
-  const float* dx(int r) const { return x->d.data() + int64_t(m0 + r) * x->blocks_per_row(); }
-  const int32_t* sums(int r) const { return x->sums.data() + int64_t(m0 + r) * x->sums_per_row(); }
-  const int32_t* min_pairs(int r) const { return x->min_pairs.data() + int64_t(m0 + r) * (x->K / 64); }
-  const int32_t* bsum_pairs(int r) const { return x->bsum_pairs.data() + int64_t(m0 + r) * (x->K / 32); }
+  int d_stride, sums_stride;
+  const float* d;
+  const int32_t *sums_, *min_pairs_, *bsum_pairs_;
+  int K;
+  const float* dx(int r) const { return d + int64_t(r) * d_stride; }
+  const int32_t* sums(int r) const { return sums_ + int64_t(r) * sums_stride; }
+  const int32_t* min_pairs(int r) const { return min_pairs_ + int64_t(r) * (K / 64); }
+  const int32_t* bsum_pairs(int r) const { return bsum_pairs_ + int64_t(r) * (K / 32); }
   __m512 half(int b, int offset) const {
     return half16(aux[0] + int64_t(aux_bytes) * b + offset, aux[1] + int64_t(aux_bytes) * b + offset);
   }
@@ -227,7 +241,7 @@ void panel_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
   alignas(64) int32_t sums[2][kRows * 16];
   for (int m0 = m_begin; m0 + kRows <= m_end; m0 += kRows) {
     const int8_t* acts = x.qs.data() + int64_t(m0) * w.K;
-    const PairTile t{{left + w.aux_offset, right + w.aux_offset}, layout.aux_bytes, &x, m0};
+    const PairTile t(left + w.aux_offset, right + w.aux_offset, layout.aux_bytes, x, m0);
     Epilogue e;
     for (__m512& a : e.acc) a = _mm512_setzero_ps();
     // Software-pipelined by two: unit u + 1's tile work is issued before unit u's epilogue.
@@ -304,7 +318,7 @@ void panel_pair_planes(const QuantizedRows& x, const QuantMatrix& w, float* out,
   alignas(64) int32_t hi_sums[kRows * 16], lo_sums[kRows * 16];
   for (int m0 = m_begin; m0 + kRows <= m_end; m0 += kRows) {
     const int8_t* acts = x.qs.data() + int64_t(m0) * w.K;
-    const PairTile t{{aux[0], aux[1]}, layout.aux_bytes, &x, m0};
+    const PairTile t(aux[0], aux[1], layout.aux_bytes, x, m0);
     Epilogue e{};
     for (int b = 0; b < supers; ++b) {
       _tile_zero(0);
