@@ -1,7 +1,8 @@
 // Reranking (llama.cpp's RANK pooling, Qwen3-Reranker's form): the classifier head's arithmetic, the GGUF keys and
 // tensors it round-trips through, the served task chosen from --task and the file, and score requests through
 // EngineCore: the score is the head over the last token's final-normed hidden state, bit-identical alone and in a
-// batch; an engine refuses the other task's requests.
+// batch; a last-token head reads cached prefixes (a first-token one recomputes); an engine refuses the other task's
+// requests.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // POST /v1/rerank, /rerank and /v1/score on the tok512 tokenizer (BOS 1, EOS 2, no SEP): each query/document pair one
-// score request over [BOS] query [EOS] document [EOS], every bad input a 400 naming its field, the task routed both
-// ways, and the responses in the Jina/Cohere (rerank) and vLLM (score) shapes.
+// score request over [BOS] query [EOS] document [EOS], truncate_prompt_tokens cutting a pair longest first, every bad
+// input a 400 naming its field, the task routed both ways, and the responses in the Jina/Cohere (rerank) and vLLM
+// (score) shapes.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
