@@ -77,8 +77,8 @@ GenerateRequest pair_request(Endpoint endpoint, const json& body, const ServingC
 // last tokens, as vLLM's tokenizers truncate from the left.
 void truncate_longest_first(std::vector<int>& first, std::vector<int>& second, size_t budget) {
   if (first.size() + second.size() <= budget) return;
-  size_t shorter = std::min(first.size(), second.size()), longer = std::max(first.size(), second.size());
-  longer = shorter > budget ? shorter : std::max(shorter, budget - shorter);
+  size_t shorter = std::min(first.size(), second.size());
+  size_t longer = shorter > budget ? shorter : std::max(shorter, budget - shorter);
   if (shorter + longer > budget) shorter = budget / 2, longer = shorter + budget % 2;
   const bool first_shorter = first.size() <= second.size();
   const size_t keep_first = first_shorter ? shorter : longer, keep_second = first_shorter ? longer : shorter;

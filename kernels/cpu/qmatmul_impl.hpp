@@ -416,22 +416,21 @@ void quant_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int 
 }
 
 // f16, bf16 on AVX-512: panels p0 and p0 + 1 in one zmm per k. Each column is still one chain over k in order,
-// so the bits are the 8-lane tile's. Tiled: the rows read from x.tiles (one pointer, immediate offsets), where
-// 16 row pointers would spill to vector registers and cost a move each per k.
-template <class V, bool Bf16, int R, bool Tiled>
+// so the bits are the 8-lane tile's. The rows come from x.tiles (one pointer, immediate offsets): 16 row pointers
+// would spill to vector registers and cost a move each per k.
+template <class V, bool Bf16, int R>
 void half_tile_pair(const QuantizedRows& x, const QuantMatrix& w, float* out, int m0, int p0) {
   const uint8_t* a = w.data.data() + p0 * w.panel_stride;
   const uint8_t* b = a + w.panel_stride;
   typename V::Wide acc[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) acc[r] = V::wide_zero();
-  constexpr int64_t kStep = Tiled ? QuantizedRows::kTileRows : 1;  // floats from k to k + 1
-  const int64_t row_stride = Tiled ? 1 : w.K;
-  const float* xr = Tiled ? x.tiles.data() + int64_t(m0) * w.K : x.x + int64_t(m0) * w.K;  // m0 on a tile's start
+  constexpr int kRows = QuantizedRows::kTileRows;
+  const float* tile = x.tiles.data() + int64_t(m0) * w.K;  // m0 on a tile's start: tile m0 / 16
   for (int k = 0; k < w.K; ++k) {
     const auto wv = Bf16 ? V::bf16x16(a + 16 * k, b + 16 * k) : V::half16(a + 16 * k, b + 16 * k);
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) acc[r] = V::wide_fma(xr[r * row_stride + kStep * k], wv, acc[r]);
+    for (int r = 0; r < R; ++r) acc[r] = V::wide_fma(tile[kRows * k + r], wv, acc[r]);
   }
   const int n0 = p0 * QuantMatrix::kPanel, cols_b = std::min(QuantMatrix::kPanel, w.N - n0 - QuantMatrix::kPanel);
   for (int r = 0; r < R; ++r)
@@ -445,15 +444,11 @@ void half_panels(const QuantizedRows& x, const QuantMatrix& w, float* out, int m
   int p = p_begin;
   if constexpr (requires { V::MR_WIDE_HALF; }) {
     static_assert(V::MR_WIDE_HALF == QuantizedRows::kTileRows);
-    const bool tiled = !x.tiles.empty() && m_begin % QuantizedRows::kTileRows == 0;
-    if (m_end - m_begin >= 4)
+    // quantize_activations tiles the rows of 4 or more on AVX-512; row blocks start on a tile.
+    if (!x.tiles.empty() && m_begin % QuantizedRows::kTileRows == 0 && m_end - m_begin >= 4)
       for (; p + 2 <= p_end; p += 2)
-        row_tiles<V::MR_WIDE_HALF>(m_begin, m_end, [&](auto r, int m0) {
-          if (tiled)
-            half_tile_pair<V, Bf16, decltype(r)::value, true>(x, w, out, m0, p);
-          else
-            half_tile_pair<V, Bf16, decltype(r)::value, false>(x, w, out, m0, p);
-        });
+        row_tiles<V::MR_WIDE_HALF>(
+            m_begin, m_end, [&](auto r, int m0) { half_tile_pair<V, Bf16, decltype(r)::value>(x, w, out, m0, p); });
   }
   if (m_end - m_begin < 4)
     for (; p + 4 <= p_end; p += 4)
