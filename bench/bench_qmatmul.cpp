@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_amx_steps.hpp"
 #include "bench/bench_compute.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
   if (!peaks.empty())
     std::printf("\nmultiply peak on %d thread(s), the instruction alone, 2 flops per u8 x s8 product:%s\n", threads,
                 peaks.c_str());
+  if ((only.empty() || only == "amx") && quant_isa_supported(QuantIsa::Amx)) parley::bench::print_amx_steps();
   if (ggml_dir.empty()) return 0;
   const GetTraits traits = load_ggml(ggml_dir);
   if (!traits) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cpu/quant_matrix.hpp"
+#include "kernels/cpu/weight_buffer.hpp"
 
 namespace parley::cpu::qmm {
 
@@ -11,8 +12,10 @@ namespace parley::cpu::qmm {
 // types, q8_K super-blocks (256) for the K-quants, floats for f16 and bf16. A row's bytes depend on that row only.
 struct QuantizedRows {
   int M = 0, K = 0;
-  const float* x = nullptr;    // [M][K] the float rows
-  std::vector<int8_t> qs;      // [M][K] quants
+  const float* x = nullptr;  // [M][K] the float rows
+  // [M][K] quants, 64-byte aligned: the AMX kernels load their rows as tiles, and a tile row that splits two cache
+  // lines made each load several times slower (bench_qmatmul's AMX step table; malloc aligns to 16).
+  std::vector<int8_t, HugePageAllocator<int8_t>> qs;
   std::vector<float> d;        // [M][K / block] block scales
   std::vector<int32_t> sums;   // [M][K / 32] each 32-block's sum of quants; q8_K: [M][K / 16] its bsums
   std::vector<float> offsets;  // [M][K / 32] d * sum: the activation side of q4_1's and q5_1's offset term
