@@ -6,11 +6,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/reference.hpp"
+#include "kernels/cpu/weight_buffer.hpp"
 #include "tests/kernel_inputs.hpp"
 #include "model/kv_cache.hpp"
 
@@ -360,4 +364,46 @@ TEST_CASE("KvCache::copy_block copies one block's keys and values in every layer
     }
     REQUIRE(v.keys_as<float>()[2 * block] == float(l * 1000 + 2 * block));  // neighbours untouched
   }
+}
+
+namespace {
+
+// The VmFlags line of the mapping that holds address p (/proc/self/smaps), empty if none does.
+std::string vm_flags_at(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2)
+      inside = at >= begin && at < end;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Large weight arrays are 2 MiB aligned, advised for huge pages before their first touch, small ones not",
+          "[kernels]") {
+  HugePageAllocator<uint8_t> alloc;
+  const size_t big = (size_t(5) << 20) + 123;  // two whole huge pages and a tail
+  uint8_t* p = alloc.allocate(big);
+  REQUIRE(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20) == 0);
+  const std::string head = vm_flags_at(p), tail = vm_flags_at(p + big - 1);
+  INFO("head " << head << "; tail " << tail);
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {  // a kernel built with THP takes the advice
+    REQUIRE(head.find(" hg") != std::string::npos);                    // the whole 2 MiB pages: advised
+    REQUIRE(tail.find(" hg") == std::string::npos);  // the tail past them: resident only as far as it is used
+  } else {
+    WARN("this kernel has no transparent huge pages: the advice is not checked");
+  }
+  std::memset(p, 0x5a, big);
+  REQUIRE(std::count(p, p + big, uint8_t(0x5a)) == std::ptrdiff_t(big));
+  alloc.deallocate(p, big);
+  REQUIRE(vm_flags_at(p).empty());  // unmapped
+  uint8_t* small = alloc.allocate(1000);
+  REQUIRE(reinterpret_cast<uintptr_t>(small) % 64 == 0);
+  alloc.deallocate(small, 1000);
 }
