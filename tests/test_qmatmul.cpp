@@ -315,7 +315,7 @@ TEST_CASE("Integer sums at their bounds: the largest quants against activations 
 }
 
 // (c) The engine's contract: a row's bits never depend on its company, its position, the threads or the ISA.
-TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17 and 64, on 1 to 3 threads, on every ISA",
+TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17, 40 and 64, on 1 to 3 threads, on every ISA",
           "[qmatmul]") {
   const std::vector<QuantIsa> isas = runnable_isas();
   for (const TypeCase& tc : type_cases()) {
@@ -330,7 +330,7 @@ TEST_CASE("A row's result is bit-identical alone, in batches of 3, 17 and 64, on
       std::vector<std::vector<float>> alone;
       for (int m = 0; m < kMaxM; ++m) alone.push_back(run(isa, 1, x, w, 1, m));
       for (int threads : {1, 2, 3})
-        for (int batch : {3, 17, 64})
+        for (int batch : {3, 17, 40, 64})  // 40: two AMX row tiles and a part (q6_K's planes)
           for (int start = 0; start + batch <= kMaxM; start += batch) {
             const std::vector<float> got = run(isa, threads, x, w, batch, start);
             for (int r = 0; r < batch; ++r) {

@@ -354,15 +354,24 @@ void panel_pair_planes(const QuantizedRows& x, const QuantMatrix& w, float* out,
   }
 }
 
-// Row tiles from which the K-quants take the two planes: below, building them costs more than the epilogues saved.
-constexpr int kPlanesFromTiles = 4;
+// Row tiles from which a K-quant takes the two planes: below, building them costs more than the epilogues they
+// save. q6_K's per-sub-block epilogue is twice q4_K's (16 k, not 32), so its planes pay from two row tiles
+// (bench_qmatmul q6_K M=32: 1.35x), q4_K's and q5_K's from four (at two: within the noise).
+int planes_from_tiles(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return 4;
+    case GgmlType::Q6_K:
+      return 2;
+    default:
+      return 0;  // never: no planes for the other types
+  }
+}
 
 using PairFn = void (*)(const QuantizedRows&, const QuantMatrix&, float*, int, int, int, std::vector<uint8_t>&);
 
-PairFn pair_kernel(GgmlType type, int row_tiles) {
-  if (row_tiles >= kPlanesFromTiles && (type == GgmlType::Q4_K || type == GgmlType::Q5_K))
-    return panel_pair_planes<SuperEpilogue>;
-  if (row_tiles >= kPlanesFromTiles && type == GgmlType::Q6_K) return panel_pair_planes<SixEpilogue>;
+PairFn pair_kernel(GgmlType type, bool planes) {
   switch (type) {
     case GgmlType::Q8_0:
       return panel_pair<true, BlockEpilogue<false>>;
@@ -370,9 +379,9 @@ PairFn pair_kernel(GgmlType type, int row_tiles) {
       return panel_pair<false, BlockEpilogue<true>>;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-      return panel_pair<false, SuperEpilogue>;
+      return planes ? panel_pair_planes<SuperEpilogue> : panel_pair<false, SuperEpilogue>;
     case GgmlType::Q6_K:
-      return panel_pair<false, SixEpilogue>;
+      return planes ? panel_pair_planes<SixEpilogue> : panel_pair<false, SixEpilogue>;
     default:
       return nullptr;
   }
@@ -384,11 +393,11 @@ void panels_amx(const QuantizedRows& x, const QuantMatrix& w, float* out, int m_
                 int p_end) {
   const int tiled_end = m_begin + (m_end - m_begin) / kRows * kRows;
   const int row_tiles = (tiled_end - m_begin) / kRows;
-  const PairFn pair = pair_kernel(w.type, row_tiles);
+  const int from = planes_from_tiles(w.type);
+  const bool planes = from > 0 && row_tiles >= from;
+  const PairFn pair = pair_kernel(w.type, planes);
   if (!pair || tiled_end == m_begin) return panels_avx512vnni(x, w, out, m_begin, m_end, p_begin, p_end);
   thread_local std::vector<uint8_t> tiles;
-  const bool planes = row_tiles >= kPlanesFromTiles &&
-                      (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K);
   configure_tiles(planes ? 64 : w.type == GgmlType::Q6_K ? SixEpilogue::kDepth : kUnit);
   int p = p_begin;
   for (; p + 2 <= p_end; p += 2) pair(x, w, out, m_begin, tiled_end, p, tiles);
