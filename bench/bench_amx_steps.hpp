@@ -48,25 +48,90 @@ inline constexpr AmxStepRow kAmxSteps[] = {
 
 // The kernels' epilogue in its simplest form (q8_0's): each row of int32 sums to floats, times a scale, added up.
 // (The conversion is the zero-masked form: GCC 12 warns on the plain one's undefined source, inlined here.)
-__attribute__((target("avx512f"))) inline void epilogue_rows(const int32_t* s, __m512* acc) {
+__attribute__((target("avx512f"), always_inline)) inline void epilogue_rows(const int32_t* s, __m512* acc) {
 #pragma GCC unroll 16
   for (int r = 0; r < 16; ++r)
     acc[r] =
         _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, _mm512_load_si512(s + 16 * r)), _mm512_set1_ps(0.5f), acc[r]);
 }
 
-// Steps per call; each counts one tile product (Blocked2x2: four steps a group of four products).
+#define PARLEY_AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f"), always_inline))
+
+// Step i of its kind on the tiles (8 of 16 rows x 64 bytes), against the activations and weights (L2-sized; their
+// first 8 KiB stay in L1), with sums for the tile stores and acc for the epilogue. Each step is one tile product
+// (Blocked2x2: a group of four in every fourth step).
+PARLEY_AMX_TARGET inline void amx_step(AmxStep step, long i, const int8_t* acts, const int8_t* weights,
+                                       int32_t (*sums)[256], __m512* acc) {
+  const int8_t* a1 = acts + (i & 7) * 1024;  // within 8 KiB
+  const int8_t* w1 = weights + (i & 7) * 1024;
+  switch (step) {
+    case AmxStep::Product:  // timed by tdpbusd_tiles (print_amx_steps)
+      break;
+    case AmxStep::LoadsL1:
+    case AmxStep::LoadsSplit:
+      _tile_loadd(6, a1 + (step == AmxStep::LoadsSplit ? 16 : 0), 64);
+      _tile_loadd(7, w1, 64);
+      _tile_dpbusd(0, 6, 7);
+      break;
+    case AmxStep::LoadsL2:
+      _tile_loadd(6, acts + (i & 1023) * 1024, 64);   // the whole MiB
+      _tile_loadd(7, weights + (i & 63) * 1024, 64);  // the whole 64 KiB
+      _tile_dpbusd(0, 6, 7);
+      break;
+    case AmxStep::Blocked2x2:
+      if (i % 4 == 0) {
+        _tile_loadd(4, a1, 64);
+        _tile_loadd(5, a1 + 1024, 64);
+        _tile_loadd(6, w1, 64);
+        _tile_loadd(7, w1 + 1024, 64);
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(2, 5, 6);
+        _tile_dpbusd(3, 5, 7);
+      }
+      break;
+    case AmxStep::Stored:
+    case AmxStep::StoredThenVector:
+      _tile_zero(0);
+      _tile_loadd(6, a1, 64);
+      _tile_loadd(7, w1, 64);
+      _tile_dpbusd(0, 6, 7);
+      _tile_stored(0, sums[i & 1], 64);
+      if (step == AmxStep::StoredThenVector) epilogue_rows(sums[i & 1], acc);
+      break;
+    case AmxStep::Epilogue:
+      epilogue_rows(sums[i & 1], acc);
+      break;
+    case AmxStep::Pipelined:
+      if (i & 1) {
+        _tile_zero(1);
+        _tile_loadd(5, a1, 64);
+        _tile_loadd(7, w1, 64);
+        _tile_dpbusd(1, 5, 7);
+        _tile_stored(1, sums[1], 64);
+      } else {
+        _tile_zero(0);
+        _tile_loadd(4, a1, 64);
+        _tile_loadd(6, w1, 64);
+        _tile_dpbusd(0, 4, 6);
+        _tile_stored(0, sums[0], 64);
+      }
+      epilogue_rows(sums[(i & 1) ^ 1], acc);
+      break;
+  }
+}
+
+// ns per step of `steps` steps of one kind.
 __attribute__((target("amx-tile,amx-int8,avx512f"))) inline double amx_step_ns(AmxStep step, long steps) {
   cpu::AmxTileConfig c;
   for (int t = 0; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
   _tile_loadconfig(&c);
-  alignas(64) static int8_t acts[1 << 20], weights[1 << 16];  // L2-sized; their first 8 KiB stay in L1
+  alignas(64) static int8_t acts[1 << 20], weights[1 << 16];
   std::fill(acts, acts + sizeof acts, int8_t(1));
   std::fill(weights, weights + sizeof weights, int8_t(1));
   alignas(64) static int32_t sums[2][256];
   __m512 acc[16];
   for (__m512& a : acc) a = _mm512_setzero_ps();
-  auto epilogue = [&](const int32_t* s) { epilogue_rows(s, acc); };
   _tile_zero(0);  // the intrinsics take literal tiles: one statement each
   _tile_zero(1);
   _tile_zero(2);
@@ -76,71 +141,7 @@ __attribute__((target("amx-tile,amx-int8,avx512f"))) inline double amx_step_ns(A
   _tile_zero(6);
   _tile_zero(7);
   const auto t0 = std::chrono::steady_clock::now();
-  for (long i = 0; i < steps; ++i) {
-    const int8_t* a1 = acts + (i & 7) * 1024;  // within 8 KiB
-    const int8_t* w1 = weights + (i & 7) * 1024;
-    const int8_t* a2 = acts + (i & 1023) * 1024;   // the whole MiB
-    const int8_t* w2 = weights + (i & 63) * 1024;  // the whole 64 KiB
-    switch (step) {
-      case AmxStep::Product:  // timed by tdpbusd_tiles (print_amx_steps)
-        break;
-      case AmxStep::LoadsL1:
-        _tile_loadd(6, a1, 64);
-        _tile_loadd(7, w1, 64);
-        _tile_dpbusd(0, 6, 7);
-        break;
-      case AmxStep::LoadsL2:
-        _tile_loadd(6, a2, 64);
-        _tile_loadd(7, w2, 64);
-        _tile_dpbusd(0, 6, 7);
-        break;
-      case AmxStep::LoadsSplit:
-        _tile_loadd(6, a1 + 16, 64);
-        _tile_loadd(7, w1, 64);
-        _tile_dpbusd(0, 6, 7);
-        break;
-      case AmxStep::Blocked2x2:
-        if (i % 4 == 0) {
-          _tile_loadd(4, a1, 64);
-          _tile_loadd(5, a1 + 1024, 64);
-          _tile_loadd(6, w1, 64);
-          _tile_loadd(7, w1 + 1024, 64);
-          _tile_dpbusd(0, 4, 6);
-          _tile_dpbusd(1, 4, 7);
-          _tile_dpbusd(2, 5, 6);
-          _tile_dpbusd(3, 5, 7);
-        }
-        break;
-      case AmxStep::Stored:
-      case AmxStep::StoredThenVector:
-        _tile_zero(0);
-        _tile_loadd(6, a1, 64);
-        _tile_loadd(7, w1, 64);
-        _tile_dpbusd(0, 6, 7);
-        _tile_stored(0, sums[i & 1], 64);
-        if (step == AmxStep::StoredThenVector) epilogue(sums[i & 1]);
-        break;
-      case AmxStep::Epilogue:
-        epilogue(sums[i & 1]);
-        break;
-      case AmxStep::Pipelined:
-        if (i & 1) {
-          _tile_zero(1);
-          _tile_loadd(5, a1, 64);
-          _tile_loadd(7, w1, 64);
-          _tile_dpbusd(1, 5, 7);
-          _tile_stored(1, sums[1], 64);
-        } else {
-          _tile_zero(0);
-          _tile_loadd(4, a1, 64);
-          _tile_loadd(6, w1, 64);
-          _tile_dpbusd(0, 4, 6);
-          _tile_stored(0, sums[0], 64);
-        }
-        epilogue(sums[(i & 1) ^ 1]);
-        break;
-    }
-  }
+  for (long i = 0; i < steps; ++i) amx_step(step, i, acts, weights, sums, acc);
   const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   _tile_release();
   float sink = 0;
@@ -149,6 +150,7 @@ __attribute__((target("amx-tile,amx-int8,avx512f"))) inline double amx_step_ns(A
   if (sink == 42.0f) std::printf(" ");  // keeps the epilogue alive
   return ns / double(steps);
 }
+#undef PARLEY_AMX_TARGET
 
 // Best of `runs` passes of each step, printed as a table.
 inline void print_amx_steps(int runs = 3) {
