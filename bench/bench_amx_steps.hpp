@@ -18,7 +18,6 @@
 namespace parley::bench {
 
 enum class AmxStep {
-  Product,           // tdpbusd alone, 6 accumulators: the unit's throughput
   LoadsL1,           // two 1 KiB tile loads from 8 KiB, then the product into one accumulator
   LoadsL2,           // the same from 1 MiB of activations and 64 KiB of weights (past L1)
   LoadsSplit,        // LoadsL1 with the activation rows 16 bytes off a cache line: each row split across two
@@ -35,7 +34,6 @@ struct AmxStepRow {
 };
 
 inline constexpr AmxStepRow kAmxSteps[] = {
-    {AmxStep::Product, "tdpbusd alone (full depth)"},
     {AmxStep::LoadsL1, "2 tile loads from L1 + tdpbusd"},
     {AmxStep::LoadsL2, "2 tile loads from L2 + tdpbusd"},
     {AmxStep::LoadsSplit, "the same, rows split across lines"},
@@ -65,8 +63,6 @@ PARLEY_AMX_TARGET inline void amx_step(AmxStep step, long i, const int8_t* acts,
   const int8_t* a1 = acts + (i & 7) * 1024;  // within 8 KiB
   const int8_t* w1 = weights + (i & 7) * 1024;
   switch (step) {
-    case AmxStep::Product:  // timed by tdpbusd_tiles (print_amx_steps)
-      break;
     case AmxStep::LoadsL1:
     case AmxStep::LoadsSplit:
       _tile_loadd(6, a1 + (step == AmxStep::LoadsSplit ? 16 : 0), 64);
@@ -152,26 +148,26 @@ __attribute__((target("amx-tile,amx-int8,avx512f"))) inline double amx_step_ns(A
 }
 #undef PARLEY_AMX_TARGET
 
+// ns per tile product of the multiply peak's probe (tdpbusd alone, six accumulators) on this thread.
+inline double amx_product_ns() {
+  uint64_t sink = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double products = tdpbusd_tiles<64>(1 << 16, sink) / (16.0 * 16 * 64);
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / products;
+}
+
 // Best of `runs` passes of each step, printed as a table.
 inline void print_amx_steps(int runs = 3) {
   std::printf("\nAMX tile steps on one thread (best of %d passes), ns per tile product of 16 x 16 x 64:\n\n", runs);
   std::printf("| %-38s | %7s |\n", "step", "ns");
   std::printf("|----------------------------------------|---------|\n");
-  for (const AmxStepRow& row : kAmxSteps) {
+  auto row = [&](const char* what, auto pass) {
     double best = 1e30;
-    for (int run = 0; run < runs; ++run) {
-      if (row.step != AmxStep::Product) {
-        best = std::min(best, amx_step_ns(row.step, 1 << 18));
-        continue;
-      }
-      uint64_t sink = 0;  // the multiply peak's probe (six accumulators), on this thread
-      const auto t0 = std::chrono::steady_clock::now();
-      const double products = tdpbusd_tiles<64>(1 << 16, sink) / (16.0 * 16 * 64);
-      best = std::min(
-          best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / products);
-    }
-    std::printf("| %-38s | %7.2f |\n", row.what, best);
-  }
+    for (int run = 0; run < runs; ++run) best = std::min(best, pass());
+    std::printf("| %-38s | %7.2f |\n", what, best);
+  };
+  row("tdpbusd alone (full depth)", amx_product_ns);
+  for (const AmxStepRow& step : kAmxSteps) row(step.what, [&] { return amx_step_ns(step.step, 1 << 18); });
 }
 
 }  // namespace parley::bench

@@ -105,8 +105,8 @@ void quantize_activations(const float* x, int M, int K, Activations format, Quan
   rows.d.resize(size_t(M) * blocks);
   rows.sums.resize(size_t(M) * sums);
   rows.offsets.resize(format == Activations::Q8_0WithOffsets ? size_t(M) * blocks : 0);
-  rows.min_pairs.resize(format == Activations::Q8_K ? size_t(M) * (K / 64) : 0);
-  rows.bsum_pairs.resize(format == Activations::Q8_K ? size_t(M) * (K / 32) : 0);
+  rows.min_pairs.resize(format == Activations::Q8_K ? size_t(M) * rows.min_pairs_per_row() : 0);
+  rows.bsum_pairs.resize(format == Activations::Q8_K ? size_t(M) * rows.bsum_pairs_per_row() : 0);
   const bool avx512 = isa == QuantIsa::Avx512 || isa == QuantIsa::Avx512Vnni || isa == QuantIsa::Amx;
   const bool avx2 = isa == QuantIsa::Avx2;
   const auto q8_0 = avx512 ? qmm::quantize_row_q8_0_avx512 : avx2 ? qmm::quantize_row_q8_0_avx2 : quantize_row_q8_0;
@@ -117,12 +117,13 @@ void quantize_activations(const float* x, int M, int K, Activations format, Quan
     int32_t* s = rows.sums.data() + size_t(m) * sums;
     if (format == Activations::Q8_K) {
       q8_K(x + size_t(m) * K, K, qs, d, s);
-      int32_t* neighbours = rows.bsum_pairs.data() + size_t(m) * (K / 32);
-      for (int i = 0; i < K / 32; ++i)  // |bsum| <= 16 * 127
-        neighbours[i] = int32_t((uint32_t(s[2 * i]) & 0xffffu) | uint32_t(s[2 * i + 1]) << 16);
-      int32_t* pairs = rows.min_pairs.data() + size_t(m) * (K / 64);
-      for (int i = 0; i < K / 64; ++i)  // |a|, |c| <= 4 * 16 * 127: int16
-        pairs[i] = int32_t((uint32_t(s[4 * i] + s[4 * i + 1]) & 0xffffu) | uint32_t(s[4 * i + 2] + s[4 * i + 3]) << 16);
+      auto pair = [](int32_t low, int32_t high) { return int32_t((uint32_t(low) & 0xffffu) | uint32_t(high) << 16); };
+      int32_t* neighbours = rows.bsum_pairs.data() + size_t(m) * rows.bsum_pairs_per_row();
+      for (int i = 0; i < rows.bsum_pairs_per_row(); ++i)
+        neighbours[i] = pair(s[2 * i], s[2 * i + 1]);  // |bsum| <= 16 * 127
+      int32_t* pairs = rows.min_pairs.data() + size_t(m) * rows.min_pairs_per_row();
+      for (int i = 0; i < rows.min_pairs_per_row(); ++i)  // each sum of two at most 2 * 16 * 127: int16
+        pairs[i] = pair(s[4 * i] + s[4 * i + 1], s[4 * i + 2] + s[4 * i + 3]);
     } else {
       float* offsets = rows.offsets.empty() ? nullptr : rows.offsets.data() + size_t(m) * blocks;
       q8_0(x + size_t(m) * K, K, qs, d, s, offsets);

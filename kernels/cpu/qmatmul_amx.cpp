@@ -120,21 +120,21 @@ struct PairTile {
         aux_bytes(aux_bytes),
         d_stride(x.blocks_per_row()),
         sums_stride(x.sums_per_row()),
+        min_stride(x.min_pairs_per_row()),
+        bsum_stride(x.bsum_pairs_per_row()),
         d(x.d.data() + int64_t(m0) * d_stride),
         sums_(x.sums.data() + int64_t(m0) * sums_stride),
-        min_pairs_(x.min_pairs.empty() ? nullptr : x.min_pairs.data() + int64_t(m0) * (x.K / 64)),
-        bsum_pairs_(x.bsum_pairs.empty() ? nullptr : x.bsum_pairs.data() + int64_t(m0) * (x.K / 32)),
-        K(x.K) {}
+        min_pairs_(x.min_pairs.empty() ? nullptr : x.min_pairs.data() + int64_t(m0) * min_stride),
+        bsum_pairs_(x.bsum_pairs.empty() ? nullptr : x.bsum_pairs.data() + int64_t(m0) * bsum_stride) {}
   const uint8_t* aux[2];  // the left and right panels' scales
   int aux_bytes;          // per block
-  int d_stride, sums_stride;
+  int d_stride, sums_stride, min_stride, bsum_stride;
   const float* d;
   const int32_t *sums_, *min_pairs_, *bsum_pairs_;
-  int K;
   const float* dx(int r) const { return d + int64_t(r) * d_stride; }
   const int32_t* sums(int r) const { return sums_ + int64_t(r) * sums_stride; }
-  const int32_t* min_pairs(int r) const { return min_pairs_ + int64_t(r) * (K / 64); }
-  const int32_t* bsum_pairs(int r) const { return bsum_pairs_ + int64_t(r) * (K / 32); }
+  const int32_t* min_pairs(int r) const { return min_pairs_ + int64_t(r) * min_stride; }
+  const int32_t* bsum_pairs(int r) const { return bsum_pairs_ + int64_t(r) * bsum_stride; }
   __m512 half(int b, int offset) const {
     return half16(aux[0] + int64_t(aux_bytes) * b + offset, aux[1] + int64_t(aux_bytes) * b + offset);
   }

@@ -47,8 +47,8 @@ inline Row row_of(const QuantizedRows& x, int m) {
   row.d = x.d.data() + int64_t(m) * x.blocks_per_row();
   row.sums = x.sums.data() + int64_t(m) * x.sums_per_row();
   if (!x.offsets.empty()) row.offsets = x.offsets.data() + int64_t(m) * x.blocks_per_row();
-  if (!x.min_pairs.empty()) row.min_pairs = x.min_pairs.data() + int64_t(m) * (x.K / 64);
-  if (!x.bsum_pairs.empty()) row.bsum_pairs = x.bsum_pairs.data() + int64_t(m) * (x.K / 32);
+  if (!x.min_pairs.empty()) row.min_pairs = x.min_pairs.data() + int64_t(m) * x.min_pairs_per_row();
+  if (!x.bsum_pairs.empty()) row.bsum_pairs = x.bsum_pairs.data() + int64_t(m) * x.bsum_pairs_per_row();
   return row;
 }
 

@@ -31,6 +31,8 @@ struct QuantizedRows {
   std::vector<float> tiles;
   int blocks_per_row() const { return static_cast<int>(d.size()) / M; }
   int sums_per_row() const { return static_cast<int>(sums.size()) / M; }
+  int min_pairs_per_row() const { return K / 64; }
+  int bsum_pairs_per_row() const { return K / 32; }
 };
 
 // One row's q8_0 blocks (with d * sum where offsets is not null) and q8_K super-blocks, as the scalar encoders

@@ -36,9 +36,9 @@ float kv_at(const void* b, int i) {
 //    W keys at once (hsum_each) with the same tree in every lane: which lane a key lands in does not matter;
 //  - the max, the exps and their sum run over the query's keys from its first, W at a time;
 //  - each output element is one FMA chain over the query's keys in ascending order, divided by the sum once.
-// The tile reads each key and value row through a pointer: straight into the cache where its rows are F32
-// and whole vectors, else into rows the tile staged (widened to F32, zero-padded) once for all its queries.
-// The arithmetic is the same either way, so the two give the same bits.
+// The tile reads each key and value row through a pointer: straight into the cache for a few queries (a decode
+// tile) where the rows are whole vectors, else into rows the tile staged (widened to F32, zero-padded) once for
+// all its queries. The arithmetic is the same either way, so the two give the same bits.
 namespace attention {
 
 constexpr int kQueries = 4;     // queries sharing each value row in the weighted sum
@@ -353,26 +353,25 @@ void tile_over(const AttentionCall& c, int token_begin, int token_end, int kv_be
   }
 }
 
-// Queries per kv head up to which a tile reads 16-bit rows where they lie, widening each at every read; more
-// queries (a prefill) share rows staged once.
+// Queries per kv head up to which a tile reads rows of whole vectors where they lie (16-bit ones widened at every
+// read); more queries (a prefill) share rows staged once. F32 rows too: in the cache a key's rows lie kv_dim floats
+// apart (4 KiB at 8 kv heads of 128), all in one L1 set, and a prefill reading them in place took twice as long as
+// one staging them (bench_kernels, 32 heads, 8 kv, of 128: 22.6 ms against 12.8).
 constexpr int kUnstagedQueries = 4;
 
-// F32 rows of whole vectors are read where they lie for a few queries too. A prefill's tile stages them as well:
-// in the cache a key's rows lie kv_dim floats apart (4 KiB at 8 kv heads of 128), all in one L1 set, and reading
-// them in place took twice as long as staging 16-bit rows (bench_kernels, 32 heads, 8 kv, of 128: 22.6 ms against
-// 10.5).
 template <class V>
 void tile(const AttentionCall& c, int token_begin, int token_end, int kv_begin, int kv_end,
           std::vector<float>& scratch) {
   const KvDtype d = c.kv->dtype;
-  const bool whole = c.head_dim % V::W == 0;
   const int per_kv_head = (token_end - token_begin) * (c.n_heads / c.n_kv_heads);
-  if (whole && per_kv_head <= kUnstagedQueries && d == KvDtype::F32)
-    return tile_over<V, KvDtype::F32>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
-  if (whole && per_kv_head <= kUnstagedQueries && d == KvDtype::F16)
-    return tile_over<V, KvDtype::F16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
-  if (whole && per_kv_head <= kUnstagedQueries && d == KvDtype::Bf16)
-    return tile_over<V, KvDtype::Bf16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+  if (c.head_dim % V::W == 0 && per_kv_head <= kUnstagedQueries) switch (d) {
+      case KvDtype::F16:
+        return tile_over<V, KvDtype::F16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+      case KvDtype::Bf16:
+        return tile_over<V, KvDtype::Bf16>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+      default:
+        return tile_over<V, KvDtype::F32>(c, token_begin, token_end, kv_begin, kv_end, scratch, nullptr);
+    }
   tile_over<V, KvDtype::F32>(c, token_begin, token_end, kv_begin, kv_end, scratch, stage_for<V>(d));
 }
 
