@@ -45,27 +45,32 @@ inline uint64_t sum_scalar(const uint64_t* buf, size_t n) {
   return a + b + c + d;
 }
 
+// Seconds for `threads` threads to sum buf[0, n) once, each its own contiguous share, with AVX2 loads where the
+// CPU has them (as the matmul kernels); the sum goes to `sink` so that the reads stay.
+inline double read_seconds(const uint64_t* buf, size_t n, int threads, uint64_t& sink) {
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    const size_t chunk = n / 16 / size_t(omp_get_num_threads()) * 16, first = chunk * size_t(omp_get_thread_num());
+    total += avx2 ? sum_avx2(buf + first, chunk) : sum_scalar(buf + first, chunk);
+  }
+  sink += total;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Best read rate in bytes/s of `threads` threads summing a buffer far larger
-// than the last-level cache, in the same huge-page memory the weights live in,
-// with AVX2 loads where the CPU has them (as the matmul kernels).
+// than the last-level cache, in the same huge-page memory the weights live in.
 inline double read_bandwidth(int threads, size_t bytes = size_t(1) << 29, int runs = 8) {
   const size_t n = bytes / sizeof(uint64_t);
-  const bool avx2 = __builtin_cpu_supports("avx2");
   std::vector<uint64_t, cpu::HugePageAllocator<uint64_t>> buf(n);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (size_t i = 0; i < n; ++i) buf[i] = i;  // first touch by the threads that read it
   double best = 0;
   uint64_t sink = 0;
   for (int run = 0; run < runs; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    uint64_t total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      const size_t chunk = n / 16 / size_t(omp_get_num_threads()) * 16, first = chunk * size_t(omp_get_thread_num());
-      total += avx2 ? sum_avx2(buf.data() + first, chunk) : sum_scalar(buf.data() + first, chunk);
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sink += total;
+    const double s = read_seconds(buf.data(), n, threads, sink);
     best = std::max(best, double(n / 16 / size_t(threads) * 16 * size_t(threads) * sizeof(uint64_t)) / s);
   }
   if (sink == 42) std::printf(" ");  // keeps the sums alive

@@ -1,6 +1,6 @@
 // The quantized matmul per weight type and kernel variant: weight GB/s at M=1 (decode: memory bound) and
 // GFLOP/s at M=32 (a decode batch) and M=512 (a prefill: compute bound), on a 2048x2048 and an 8192x2048 (N x K)
-// matrix.
+// matrix; then batch 1 on a matrix far larger than the cache, each pass paired with a plain read of its bytes.
 // With --ggml DIR (node-llama-cpp's prebuilt libggml-base.so and libggml-cpu-haswell.so), a second table puts
 // one thread of the best variant beside one thread of ggml's own vec_dot on the same rows (ggml's mul_mat path
 // without its repacked or tinyBLAS kernels), activations' quantization included on both sides.
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/bench_amx_steps.hpp"
+#include "bench/bench_batch1_dram.hpp"
 #include "bench/bench_compute.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_matrix.hpp"
@@ -153,6 +154,11 @@ int main(int argc, char** argv) {
     std::printf("\nmultiply peak on %d thread(s), the instruction alone, 2 flops per u8 x s8 product:%s\n", threads,
                 peaks.c_str());
   if ((only.empty() || only == "amx") && quant_isa_supported(QuantIsa::Amx)) parley::bench::print_amx_steps();
+  // Batch 1 against the memory it streams from, for the ISA --isa names (by default the one decode uses).
+  for (QuantIsa isa : {QuantIsa::Generic, QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Vnni, QuantIsa::Amx})
+    if (quant_isa_supported(isa) && (only.empty() ? isa == quant_isa_for(Isa::Auto) : quant_isa_name(isa) == only))
+      parley::bench::print_batch1_from_dram(isa, threads, noise(size_t(256) * 2048, 3, 0.02f), noise(2048, 4, 1.0f),
+                                            budget < 0.5 ? 6 : 12, only_type);
   if (ggml_dir.empty()) return 0;
   const GetTraits traits = load_ggml(ggml_dir);
   if (!traits) {

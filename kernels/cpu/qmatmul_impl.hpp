@@ -342,8 +342,10 @@ inline void store_rows(const typename V::F* acc, float* out, int N, int m0, int 
 }
 
 // Panels lie back to back, so the bytes kPrefetchDistance past the ones in use are the next to be read: asking
-// for them now hides DRAM latency, which the hardware streamer leaves exposed at every 4 KiB boundary.
-constexpr int kPrefetchDistance = 4096;
+// for them now hides DRAM latency, which the hardware streamer leaves exposed at every 4 KiB boundary. 16 KiB, not
+// 4: on a Zen 5 EPYC 4 KiB left q4_K's batch 1 at half the rate of a plain read and 32 KiB fell back (bench_qmatmul's
+// batch-1-from-DRAM table); on the AMX Xeon 2 to 8 KiB measured the same.
+constexpr int kPrefetchDistance = 16384;
 
 inline void prefetch_ahead(const uint8_t* p, int bytes) {
   for (int offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + kPrefetchDistance + offset, 0, 3);
