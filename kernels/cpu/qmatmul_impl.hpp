@@ -341,14 +341,15 @@ inline void store_rows(const typename V::F* acc, float* out, int N, int m0, int 
   for (int r = 0; r < R; ++r) V::store(out + int64_t(m0 + r) * N + n0, acc[r], cols);
 }
 
-// Panels lie back to back, so the bytes kPrefetchDistance past the ones in use are the next to be read: asking
-// for them now hides DRAM latency, which the hardware streamer leaves exposed at every 4 KiB boundary. 16 KiB, not
-// 4: on a Zen 5 EPYC 4 KiB left q4_K's batch 1 at half the rate of a plain read and 32 KiB fell back (bench_qmatmul's
-// batch-1-from-DRAM table); on the AMX Xeon 2 to 8 KiB measured the same.
-constexpr int kPrefetchDistance = 16384;
+// Panels lie back to back, so the bytes a panel's length past the ones in use are the next panel's at the same
+// place: asking for them now hides DRAM latency, which the hardware streamer leaves exposed at every 4 KiB boundary.
+// A panel ahead, at most 16 KiB: on a Zen 5 EPYC a fixed 4 KiB left q4_K's batch 1 on 2048-wide rows at half the
+// rate of a plain read (bench_qmatmul's batch-1-from-DRAM table), while a fixed 16 KiB cost the 110M shape's short
+// panels (768-wide rows, chunks of ~21 KiB) a fifth of its batch 1; 32 KiB fell back on the wide rows too.
+constexpr int64_t kMaxPrefetchDistance = 16384;
 
-inline void prefetch_ahead(const uint8_t* p, int bytes) {
-  for (int offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + kPrefetchDistance + offset, 0, 3);
+inline void prefetch_ahead(const uint8_t* p, int bytes, int64_t distance) {
+  for (int offset = 0; offset < bytes; offset += 64) __builtin_prefetch(p + distance + offset, 0, 3);
 }
 
 template <class V, class T, int R>
@@ -360,8 +361,9 @@ void quant_tile(const QuantizedRows& x, const QuantMatrix& w, const PanelLayout&
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) rows[r] = row_of(x, m0 + r), acc[r] = V::fzero();
   const int blocks = w.K / layout.block;
+  const int64_t ahead = std::min<int64_t>(w.panel_stride, kMaxPrefetchDistance);
   for (int b = 0; b < blocks; ++b) {
-    prefetch_ahead(q + int64_t(b) * layout.quant_bytes, layout.quant_bytes);
+    prefetch_ahead(q + int64_t(b) * layout.quant_bytes, layout.quant_bytes, ahead);
     T::template block<V, R>(q + int64_t(b) * layout.quant_bytes, aux + int64_t(b) * layout.aux_bytes, rows, b, acc);
   }
   store_rows<V, R>(acc, out, w.N, m0, p);
