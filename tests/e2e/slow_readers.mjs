@@ -4,22 +4,25 @@
 // output passes the bound (the websocket then closes with 1008 when the client reads again); against
 // --write-timeout it cuts them that long after a write stops moving. Either way their requests are aborted (the
 // rest finished), parley:http_connections_cut_total{reason} counts the cut, the server's resident memory stays
-// bounded and nothing is leaked.
+// bounded and nothing is leaked. The same clients reading as they go are never cut, however far the server outruns
+// them within the bound.
 //   node tests/e2e/slow_readers.mjs <path-to-parley>
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import WebSocket from 'ws';
-import { main, MODEL_NAME, readMetrics, metricValue, assertNoLeaks, complete, sleep, stream } from './lib.mjs';
+import { main, MODEL_NAME, readMetrics, metricValue, assertNoLeaks, complete, sleep } from './lib.mjs';
 
 // The kernel's ~4 MB fill at a sanitized engine's speed: more than lib.mjs's default 120 s may be needed (ctest: 180).
 if (!process.env.PARLEY_E2E_TIMEOUT_MS) process.env.PARLEY_E2E_TIMEOUT_MS = '170000';
 
-const BACKLOG = 1 << 20;  // well above one step's output (256 deltas of ~360 bytes), so a reader is never cut
+const BACKLOG = 2 << 20;  // above a reading wave's output (below); stalled output passes it within seconds
 const WRITE_TIMEOUT_S = 2;
 const WS_REQUESTS = 256;
 const SSE_CHOICES = 256;  // prompts (n = 1)
 const MAX_TOKENS = 400;
+const READ_WAVES = 6;
+const WAVE_TOKENS = 16;  // a reading wave: ~1.4 MB of websocket output, under BACKLOG
 const COMMON = ['--max-ws-requests', String(WS_REQUESTS)];
 // Resident memory may grow by the KV cache's pages touched for the first time, never by the unread output.
 const RSS_LIMIT_MIB = 96;
@@ -128,24 +131,77 @@ async function sseStalled(port) {
   return { port: sock.localPort, resume: () => { sock.resume(); return closed; } };
 }
 
-// The same clients reading as they go (shorter, to keep the test short): never cut, every request whole.
-async function readingClients(server) {
-  const before = await counters(server.base);
-  const ws = await openWs(server.port);
-  let finals = 0;
-  const done = new Promise((resolve, reject) => ws.on('message', (d) => {
+// A websocket that reads as it goes: `wave(w)` sends WS_REQUESTS requests and resolves with the bytes read once
+// every one has its final message; an error message or a close rejects it.
+async function wsReader(port) {
+  const ws = await openWs(port);
+  let current = null;
+  ws.on('message', (d) => {
     const m = JSON.parse(d.toString());
-    if (m.type === 'error') reject(new Error(JSON.stringify(m)));
-    if (m.type === 'final' && ++finals === WS_REQUESTS) resolve();
-  }));
-  for (let i = 0; i < WS_REQUESTS; i++) ws.send(JSON.stringify({ type: 'request', id: ID(i), endpoint: 'completions', body: WS_BODY(i, 40) }));
-  const sse = await stream(server.base, '/v1/completions', SSE_BODY(40));
-  await done;
+    if (!current) return;
+    current.bytes += d.length;
+    if (m.type === 'error') current.reject(new Error(`reading websocket: ${d}`));
+    if (m.type === 'final' && ++current.finals === WS_REQUESTS) current.resolve(current.bytes);
+  });
+  ws.on('close', (code) => current?.reject(new Error(`the reading websocket was closed (${code}) after ${current.finals} finals`)));
+  const wave = (w) => new Promise((resolve, reject) => {
+    current = { finals: 0, bytes: 0, resolve, reject };
+    for (let i = 0; i < WS_REQUESTS; i++)
+      ws.send(JSON.stringify({ type: 'request', id: ID(`${w}.${i}`), endpoint: 'completions', body: WS_BODY(i, WAVE_TOKENS) }));
+  });
+  return { wave, close: () => ws.close() };
+}
+
+// A streamed completion per wave on one kept-alive raw socket that reads as it goes: `wave()` resolves with the
+// response (its chunked body's end read) and its length.
+function sseReader(port) {
+  const sock = net.connect(port, '127.0.0.1');
+  sock.setEncoding('utf8');
+  let current = null;
+  let text = '';
+  sock.on('data', (d) => {
+    text += d;
+    if (current && text.endsWith('\r\n0\r\n\r\n')) current.resolve(text);
+  });
+  sock.on('close', () => current?.reject(new Error('the reading SSE connection was closed')));
+  const payload = JSON.stringify(SSE_BODY(WAVE_TOKENS));
+  const wave = () => new Promise((resolve, reject) => {
+    current = { resolve, reject };
+    text = '';
+    sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+               `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  });
+  return { wave, close: () => sock.end() };
+}
+
+// The same clients reading as they go, over one connection each, in waves: a wave's output stays under the bound,
+// so however far the server outruns a reader (on two cores the engine outruns Node's parsing) it is never cut,
+// while all waves' output is well over it, so a bound that counted bytes sent instead of unread would cut them.
+async function readingClients(t, server) {
+  const before = await counters(server.base);
+  const ws = await wsReader(server.port);
+  const sse = sseReader(server.port);
+  let most = 0;
+  const totals = { ws: 0, sse: 0 };
+  for (let w = 0; w < READ_WAVES; w++) {
+    const [wsBytes, response] = await Promise.all([ws.wave(w), sse.wave()]);
+    assert.match(response, /^HTTP\/1\.1 200 /, `SSE wave ${w}: the status line`);
+    assert.ok(response.includes('data: [DONE]'), `SSE wave ${w}: the stream ended with [DONE]`);
+    const finished = response.match(/"finish_reason":\s*"length"/g)?.length ?? 0;
+    assert.equal(finished, SSE_CHOICES, `SSE wave ${w}: every choice finished whole`);
+    most = Math.max(most, wsBytes, Buffer.byteLength(response));
+    totals.ws += wsBytes;
+    totals.sse += Buffer.byteLength(response);
+  }
   ws.close();
-  assert.ok(sse.done && Object.keys(sse.finishReasons).length === SSE_CHOICES, 'the reading SSE client got every choice');
+  sse.close();
+  assert.ok(most < BACKLOG && Math.min(totals.ws, totals.sse) > 2 * BACKLOG,
+            `a wave's output (at most ${most} bytes) fits the bound, each connection's (${JSON.stringify(totals)}) does not`);
   const after = await counters(server.base);
   assert.deepEqual([after.write_timeout, after.output_backlog], [before.write_timeout, before.output_backlog], 'no reader cut');
-  assert.equal(after.length - before.length, WS_REQUESTS + SSE_CHOICES, 'every request of the readers finished whole');
+  assert.equal(after.length - before.length, READ_WAVES * (WS_REQUESTS + SSE_CHOICES), 'every request of the readers finished whole');
+  t.note(`readers: ${READ_WAVES} waves of at most ${(most / 1e6).toFixed(2)} MB, ${(totals.ws / 1e6).toFixed(1)} MB on the ` +
+         `websocket and ${(totals.sse / 1e6).toFixed(1)} MB on the SSE connection, none cut`);
 }
 
 // One stalled client against `server`: it is cut for `reason`, its requests end (aborted, or finished before the
@@ -187,7 +243,7 @@ main('slow_readers', async (parley, t) => {
   // --- Past the backlog bound (the write timeout far away): shed at once; the websocket's close says why.
   const backlog = await t.start([...COMMON, '--max-output-backlog-bytes', String(BACKLOG), '--write-timeout', '60'],
                                 { label: 'backlog server' });
-  await readingClients(backlog);
+  await readingClients(t, backlog);
   t.check();
   const ws = await stalledClient(t, backlog, 'websocket over the backlog', () => wsStalled(backlog.port), 'output_backlog',
                                  WS_REQUESTS);
