@@ -140,7 +140,7 @@ TEST_CASE("/apply-template serves what ChatTemplate renders for every shared tem
   ChatInputs in;
   in.messages = nlohmann::ordered_json::parse(body).at("messages");
   int rendered = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(PARLEY_SHARED_DIR) + "/chat_templates")) {
+  for (const auto& entry : std::filesystem::directory_iterator(test::shared_dir() + "/chat_templates")) {
     if (entry.path().extension() != ".jinja") continue;
     std::ifstream f(entry.path());
     const std::string source((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

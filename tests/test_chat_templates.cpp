@@ -12,6 +12,7 @@
 
 #include "model/chat_template.hpp"
 #include "tests/jinja2_oracle.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace parley;
 using Json = nlohmann::ordered_json;
@@ -23,8 +24,7 @@ struct NamedTemplate {
 };
 
 std::vector<NamedTemplate> chat_templates() {
-  const char* dir = std::getenv("PARLEY_SHARED_DIR");
-  const std::filesystem::path folder = std::filesystem::path(dir && *dir ? dir : PARLEY_SHARED_DIR) / "chat_templates";
+  const std::filesystem::path folder = std::filesystem::path(test::shared_dir()) / "chat_templates";
   std::vector<NamedTemplate> templates;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     if (entry.path().extension() != ".jinja") continue;

@@ -13,6 +13,7 @@
 
 #include "model/jinja/jinja.hpp"
 #include "tests/jinja2_oracle.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace parley;
 using parley::test::fixed_now;
@@ -146,8 +147,7 @@ TEST_CASE("A template renders the same twice: the tree is parsed once and render
 namespace {
 
 std::vector<std::string> chat_template_sources() {
-  const char* dir = std::getenv("PARLEY_SHARED_DIR");
-  const std::filesystem::path folder = std::filesystem::path(dir && *dir ? dir : PARLEY_SHARED_DIR) / "chat_templates";
+  const std::filesystem::path folder = std::filesystem::path(test::shared_dir()) / "chat_templates";
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(folder))
     if (entry.path().extension() == ".jinja") paths.push_back(entry.path());

@@ -116,7 +116,7 @@ TEST_CASE("reasoning: where the answer starts, for the usage's reasoning tokens"
 }
 
 TEST_CASE("reasoning: auto picks the parser from real chat templates", "[reasoning]") {
-  const std::string dir = PARLEY_SHARED_DIR "/chat_templates/";
+  const std::string dir = test::shared_dir() + "/chat_templates/";
   auto detect = [&](const std::string& file) {
     const auto t = make_chat_template(read_file(dir + file), tok512());
     return detect_reasoning_parser(t->source(), generation_prompt(*t, {{"enable_thinking", true}}));

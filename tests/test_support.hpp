@@ -19,20 +19,19 @@
 #include "engine/offline_engine.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "model/model_source.hpp"
+#include "tests/test_paths.hpp"
 
 namespace parley::test {
 
-#ifdef PARLEY_BINARY
 // The parley binary's output (stdout and stderr) for these arguments.
 inline std::string run_cli(const std::string& args) {
-  const std::string cmd = std::string(PARLEY_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = parley_binary() + " " + args + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf{};
   while (size_t n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
   return out;
 }
-#endif
 
 // What f throws, or "no error": for tests that compare a whole message.
 inline std::string error_of(auto&& f) {
@@ -44,11 +43,8 @@ inline std::string error_of(auto&& f) {
   return "no error";
 }
 
-// ../shared/models/NAME; the environment's PARLEY_SHARED_DIR overrides the configured folder (a GPU machine's copy).
-inline std::string shared_model(const std::string& name) {
-  const char* dir = std::getenv("PARLEY_SHARED_DIR");
-  return std::string(dir && *dir ? dir : PARLEY_SHARED_DIR) + "/models/" + name;
-}
+// ../shared/models/NAME.
+inline std::string shared_model(const std::string& name) { return shared_dir() + "/models/" + name; }
 
 struct Reference {
   std::string prompt, text;

@@ -12,12 +12,13 @@
 #include "model/detokenizer.hpp"
 #include "model/model_file.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace parley;
 
 namespace {
 
-std::string models_dir() { return std::string(PARLEY_SHARED_DIR) + "/models"; }
+std::string models_dir() { return test::shared_dir() + "/models"; }
 std::string tok512_path() { return models_dir() + "/tok512.bin"; }
 
 Tokenizer tok512() { return Tokenizer(read_llama2c_tokenizer(tok512_path(), 512)); }

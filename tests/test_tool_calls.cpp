@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "http/tool_calls.hpp"
+#include "tests/test_paths.hpp"
 
 using namespace parley::http;
 
@@ -287,8 +288,7 @@ TEST_CASE("the format is recognised from the real chat templates that teach one"
       {"deepseek-ai-DeepSeek-V3.2", std::nullopt},
       {"llama-cpp-rwkv-world", std::nullopt},
       {"openai-gpt-oss-120b", P::OpenAi}};
-  const char* dir = std::getenv("PARLEY_SHARED_DIR");
-  const auto folder = std::filesystem::path(dir && *dir ? dir : PARLEY_SHARED_DIR) / "chat_templates";
+  const auto folder = std::filesystem::path(parley::test::shared_dir()) / "chat_templates";
   for (const auto& [name, parser] : expected) {
     INFO(name);
     std::ifstream in(folder / (name + ".jinja"));

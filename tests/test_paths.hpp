@@ -1,0 +1,13 @@
+// Where the tests find what lies outside the build: the configured paths live in test_paths.cpp alone, so no
+// other test's compile line names an absolute path and ccache reuses their objects from a clone elsewhere.
+#pragma once
+#include <string>
+
+namespace parley::test {
+
+// ../shared as configured; the environment's PARLEY_SHARED_DIR overrides it (a GPU machine's copy).
+std::string shared_dir();
+// The parley binary built beside the tests.
+std::string parley_binary();
+
+}  // namespace parley::test
