@@ -54,8 +54,8 @@ TEST_CASE("greedy stories260K from the GGUF parley convert writes equals run.c",
 
 TEST_CASE("parley generate prints the reference token ids", "[generation][cli]") {
   const Reference ref = greedy_references()[0];
-  const std::string cmd = parley_binary() + " generate --model " + shared_model("stories260K.bin") +
-                          " --tokenizer " + shared_model("tok512.bin") + " --prompt '" + ref.prompt +
+  const std::string cmd = parley_binary() + " generate --model " + shared_model("stories260K.bin") + " --tokenizer " +
+                          shared_model("tok512.bin") + " --prompt '" + ref.prompt +
                           "' --temperature 0 --max-tokens 40 --show-ids 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   REQUIRE(pipe);
