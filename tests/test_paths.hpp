@@ -1,5 +1,5 @@
 // Where the tests find what lies outside the build: the configured paths live in test_paths.cpp alone, so no
-// other test's compile line names an absolute path and ccache reuses their objects from a clone elsewhere.
+// other parley_tests file names an absolute path on its compile line and ccache reuses it from a clone elsewhere.
 #pragma once
 #include <string>
 

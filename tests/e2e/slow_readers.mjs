@@ -28,11 +28,17 @@ const COMMON = ['--max-ws-requests', String(WS_REQUESTS)];
 const RSS_LIMIT_MIB = 96;
 const CUT_LIMIT_S = 60;  // the kernel's buffers fill first: at this engine's speed, seconds; slower under the sanitizers
 const ID = (i) => `${i}`.padStart(256, 'r');  // the longest id taken
-const WS_BODY = (i, maxTokens = MAX_TOKENS) => ({ model: MODEL_NAME, prompt: 'Once upon a time', max_tokens: maxTokens,
-                                                 ignore_eos: true, temperature: 0.8, seed: i });
-const SSE_BODY = (maxTokens = MAX_TOKENS) => ({ model: MODEL_NAME, prompt: Array.from({ length: SSE_CHOICES }, (_, i) => `Story ${i}:`),
-                                                max_tokens: maxTokens, ignore_eos: true, temperature: 0.8, seed: 5, stream: true });
-const SSE_PAYLOAD = JSON.stringify(SSE_BODY());
+// The websocket's request message `i` (the seed) under id `id`.
+const WS_REQUEST = (id, i, maxTokens = MAX_TOKENS) => JSON.stringify({
+  type: 'request', id: ID(id), endpoint: 'completions',
+  body: { model: MODEL_NAME, prompt: 'Once upon a time', max_tokens: maxTokens, ignore_eos: true, temperature: 0.8, seed: i } });
+// The raw HTTP request of a streamed completion of SSE_CHOICES prompts.
+function ssePost(maxTokens = MAX_TOKENS) {
+  const payload = JSON.stringify({ model: MODEL_NAME, prompt: Array.from({ length: SSE_CHOICES }, (_, i) => `Story ${i}:`),
+                                   max_tokens: maxTokens, ignore_eos: true, temperature: 0.8, seed: 5, stream: true });
+  return `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+         `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`;
+}
 
 const rssKiB = (pid) => Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]);
 
@@ -107,7 +113,7 @@ function openWs(port) {
 async function wsStalled(port) {
   const ws = await openWs(port);
   ws.pause();
-  for (let i = 0; i < WS_REQUESTS; i++) ws.send(JSON.stringify({ type: 'request', id: ID(i), endpoint: 'completions', body: WS_BODY(i) }));
+  for (let i = 0; i < WS_REQUESTS; i++) ws.send(WS_REQUEST(i, i));
   const closed = new Promise((resolve) => {
     ws.on('close', (code) => resolve({ code }));
     ws.on('error', (e) => resolve({ error: e.code ?? e.message }));
@@ -120,8 +126,7 @@ async function sseStalled(port) {
   const sock = net.connect(port, '127.0.0.1');
   sock.pause();
   await new Promise((resolve) => sock.once('connect', resolve));
-  sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
-             `Content-Length: ${Buffer.byteLength(SSE_PAYLOAD)}\r\n\r\n${SSE_PAYLOAD}`);
+  sock.write(ssePost());
   let bytes = 0;
   sock.on('data', (d) => { bytes += d.length; });
   const closed = new Promise((resolve) => {
@@ -146,8 +151,7 @@ async function wsReader(port) {
   ws.on('close', (code) => current?.reject(new Error(`the reading websocket was closed (${code}) after ${current.finals} finals`)));
   const wave = (w) => new Promise((resolve, reject) => {
     current = { finals: 0, bytes: 0, resolve, reject };
-    for (let i = 0; i < WS_REQUESTS; i++)
-      ws.send(JSON.stringify({ type: 'request', id: ID(`${w}.${i}`), endpoint: 'completions', body: WS_BODY(i, WAVE_TOKENS) }));
+    for (let i = 0; i < WS_REQUESTS; i++) ws.send(WS_REQUEST(`${w}.${i}`, i, WAVE_TOKENS));
   });
   return { wave, close: () => ws.close() };
 }
@@ -164,12 +168,11 @@ function sseReader(port) {
     if (current && text.endsWith('\r\n0\r\n\r\n')) current.resolve(text);
   });
   sock.on('close', () => current?.reject(new Error('the reading SSE connection was closed')));
-  const payload = JSON.stringify(SSE_BODY(WAVE_TOKENS));
+  const request = ssePost(WAVE_TOKENS);
   const wave = () => new Promise((resolve, reject) => {
     current = { resolve, reject };
     text = '';
-    sock.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
-               `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+    sock.write(request);
   });
   return { wave, close: () => sock.end() };
 }
